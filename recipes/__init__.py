@@ -1,0 +1,1 @@
+"""Recipes reef ships: each is selectable by name (`--recipe record`) or dotted reference."""

@@ -1,0 +1,11 @@
+"""The `record` recipe: keep every exchange and report, train nothing. The default."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from reef_daemon.recipe_host import Recipe
+
+
+class RecordRecipe(Recipe):
+    name: ClassVar[str] = "record"

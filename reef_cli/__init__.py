@@ -1,0 +1,1 @@
+"""The `reef` command line."""

@@ -1,0 +1,70 @@
+"""`reef serve`: assemble settings from the command line, a file and the environment, then run the daemon."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from reef_daemon.recipe_host import resolve_recipe
+from reef_daemon.settings import Settings, SettingsError, load_settings, parse_overrides
+
+EXAMPLE = "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
+
+
+def serve_command(
+    ctx: typer.Context,
+    config: Path | None = typer.Option(None, "-c", "--config", help="Settings file, TOML or YAML."),
+    recipe: str | None = typer.Option(None, "--recipe", help="Recipe name (record) or package.module:Class."),
+    print_config: bool = typer.Option(False, "--print-config", help="Print every setting and where it came from."),
+) -> None:
+    """Run the daemon in the foreground. Any setting can be given as --section.key VALUE (--reef.port 8900)."""
+    try:
+        settings, reload = settings_from_command_line(ctx.args, config, recipe)
+        if print_config:
+            print_settings(settings)
+            return
+        resolve_recipe(settings.recipe)
+    except SettingsError as exc:
+        typer.echo(f"reef serve: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    from reef_daemon.serve import run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    try:
+        run(settings, reload)
+    except SettingsError as exc:
+        typer.echo(f"reef serve: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def settings_from_command_line(
+    args: list[str], config: Path | None, recipe: str | None
+) -> tuple[Settings, object]:
+    """Settings from dotted overrides, the file and the environment; plus a function that reloads them."""
+    overrides: dict[str, object] = dict(parse_overrides(args))
+    if recipe is not None:
+        overrides["recipe"] = recipe
+    environ = dict(os.environ)
+
+    def reload() -> Settings:
+        return load_settings(config_file=config, overrides=overrides, environ=environ)
+
+    return reload(), reload
+
+
+def print_settings(settings: Settings) -> None:
+    table = Table(title="reef settings", show_lines=False)
+    table.add_column("setting")
+    table.add_column("value")
+    table.add_column("from")
+    for key, shown, source in settings.describe():
+        table.add_row(key, shown, source)
+    Console(width=120).print(table)

@@ -1,0 +1,73 @@
+"""Building the aiohttp application: parts in start-up order, routes, middlewares, clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from reef_daemon.auth import TokenGate
+from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.events import EventBus
+from reef_daemon.middlewares import errors_and_overhead, limit_body, require_token
+from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
+from reef_daemon.proxy.summary import summarize
+from reef_daemon.recipe_host import resolve_recipe
+from reef_daemon.reports import ReportValidator
+from reef_daemon.routes import events, records, reports, scenarios, status
+from reef_daemon.runtimes.base import Runtime
+from reef_daemon.runtimes.select import build_runtime
+from reef_daemon.settings import Settings
+from reef_daemon.store import Store
+
+log = logging.getLogger("reef")
+
+
+def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Application:
+    """The daemon as an aiohttp application. Its parts open on start-up and close, writes finished, on cleanup."""
+    recipe_class = resolve_recipe(settings.recipe)
+    bus = EventBus()
+    store = Store(settings.reef.state_dir, summarize, bus.publish)
+    recipe = recipe_class(settings)
+    daemon = Daemon(
+        settings=settings,
+        store=store,
+        bus=bus,
+        runtime=runtime if runtime is not None else build_runtime(settings),
+        recipe=recipe,
+        gate=TokenGate(settings.accepted_tokens),
+        reports=ReportValidator(),
+    )
+    max_body = int(settings.reef.max_body_mb * 1024 * 1024)
+    app = web.Application(
+        middlewares=[errors_and_overhead, require_token, limit_body],
+        client_max_size=max_body,
+        handler_args={"max_field_size": 65536},
+    )
+    app[DAEMON] = daemon
+    for route in INFERENCE_ROUTES:
+        app.router.add_post(route, handle_inference)
+    for module in (reports, scenarios, records, events, status):
+        app.router.add_routes(module.routes)
+    app.cleanup_ctx.append(_lifecycle)
+    app.on_shutdown.append(_end_event_streams)
+    return app
+
+
+async def _end_event_streams(app: web.Application) -> None:
+    """Event streams never end by themselves; close them so shutdown does not wait on them."""
+    app[DAEMON].bus.close_all()
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    daemon = app[DAEMON]
+    daemon.store.open(asyncio.get_running_loop())
+    await daemon.runtime.start()
+    await daemon.recipe.start(daemon.store)
+    yield
+    await daemon.recipe.close()
+    await daemon.runtime.close()
+    # Every queued write is committed before the writer thread exits.
+    await asyncio.to_thread(daemon.store.close)

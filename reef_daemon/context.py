@@ -1,0 +1,60 @@
+"""The daemon's parts, built once and shared by every route through `app[DAEMON]`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from reef_daemon.auth import TokenGate
+from reef_daemon.events import EventBus
+from reef_daemon.recipe_host import Recipe
+from reef_daemon.reports import ReportValidator
+from reef_daemon.runtimes.base import Runtime
+from reef_daemon.settings import Settings, with_live_values
+from reef_daemon.store import Scenario, Store
+
+
+@dataclass
+class Daemon:
+    settings: Settings
+    store: Store
+    bus: EventBus
+    runtime: Runtime
+    recipe: Recipe
+    gate: TokenGate
+    reports: ReportValidator
+    started_at: float = field(default_factory=time.time)
+    errors: list[str] = field(default_factory=list)
+
+    async def ensure_scenario(self, name: str) -> Scenario:
+        """The scenario, created with the deployment's recipe on first sight."""
+        scenario = self.store.scenarios.get(name)
+        if scenario is not None:
+            return scenario
+        scenario, _created = await self.store.scenarios.ensure(
+            name, self.recipe.name, self.recipe.default_training_mode
+        )
+        return scenario
+
+    def apply_settings(self, fresh: Settings) -> None:
+        """Take the settings that can change while running (tokens, the upstream) from freshly loaded ones."""
+        merged = with_live_values(self.settings, fresh)
+        self.runtime.reconfigure(merged)
+        self.gate.replace(merged.accepted_tokens)
+        self.settings = merged
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "recipe": self.recipe.status(),
+            "runtime": self.runtime.describe(),
+            "auth": self.gate.enabled,
+            "state_dir": str(self.settings.reef.state_dir),
+            "errors": list(self.errors),
+        }
+
+
+DAEMON = web.AppKey("reef.daemon", Daemon)

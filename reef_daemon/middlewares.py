@@ -1,0 +1,77 @@
+"""Middlewares, outermost first: JSON errors and the overhead header, auth, the body limit."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from reef_daemon.auth import OPEN_PATHS
+from reef_daemon.context import DAEMON
+from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
+from reef_daemon.jsonbody import json_response
+from reef_daemon.proxy.handler import UPSTREAM_SECONDS
+from reef_daemon.proxy.headers import OVERHEAD_HEADER
+
+log = logging.getLogger("reef.http")
+
+_HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+def _error_response(status: int, type_: str, message: str) -> web.Response:
+    return json_response({"error": {"type": type_, "message": message}}, status=status)
+
+
+@web.middleware
+async def errors_and_overhead(request: web.Request, handler: Handler) -> web.StreamResponse:
+    started = time.perf_counter()
+    try:
+        response = await handler(request)
+    except ReefError as exc:
+        response = _error_response(exc.status, exc.type, exc.message)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        type_ = _HTTP_ERROR_TYPES.get(exc.status, "http_error")
+        message = {
+            404: f"no route {request.method} {request.path}; see the API reference for the routes reef serves",
+            405: f"{request.method} is not allowed on {request.path}",
+            413: "the request body is larger than the daemon accepts (reef.max-body-mb)",
+        }.get(exc.status, exc.reason)
+        response = _error_response(exc.status, type_, message)
+    except ConnectionResetError:
+        raise
+    except Exception:
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        response = _error_response(500, "internal_error", "reef failed on this request; the daemon log says why")
+    if response.status == 413:
+        response.force_close()  # the unread body must not be taken as the next request
+    if not response.prepared and OVERHEAD_HEADER not in response.headers:
+        upstream_s = request.get(UPSTREAM_SECONDS, 0.0)
+        overhead_ms = max(0.0, (time.perf_counter() - started - upstream_s) * 1000)
+        response.headers[OVERHEAD_HEADER] = f"{overhead_ms:.3f}"
+    return response
+
+
+@web.middleware
+async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path not in OPEN_PATHS and not request.app[DAEMON].gate.allows(request.headers):
+        raise Unauthorized(
+            "this daemon needs a token: send Authorization: Bearer <token> (or x-api-key), e.g. set REEF_TOKEN",
+            type="unauthorized",
+        )
+    return await handler(request)
+
+
+@web.middleware
+async def limit_body(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a body over the limit from its Content-Length, before reading it."""
+    limit = request.app[DAEMON].settings.reef.max_body_mb * 1024 * 1024
+    length = request.content_length
+    if length is not None and length > limit:
+        raise PayloadTooLarge(
+            f"the request body is {length} bytes, over the {limit / 1024 / 1024:g} MiB limit (reef.max-body-mb)"
+        )
+    return await handler(request)

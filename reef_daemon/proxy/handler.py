@@ -1,0 +1,245 @@
+"""The inference routes: forward to the runtime, relay the answer, store the record, hand out the receipt.
+
+Non-streaming answers get the receipt in `x-reef-agent-record-id` after the record is committed. Streams are
+relayed frame by frame as they arrive; at the terminal frame the record is committed, then the receipt goes
+out inside the stream. A stream that breaks still leaves a record (`complete: false`) and sends no receipt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.errors import NotReady, ReefError, UpstreamFailed
+from reef_daemon.jsonbody import parse_json_object
+from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.proxy.headers import (
+    OVERHEAD_HEADER,
+    RECEIPT_HEADER,
+    client_headers,
+    tags_from,
+    upstream_headers,
+)
+from reef_daemon.proxy.sse import SseRelay, error_frame
+from reef_daemon.runtimes.base import RuntimeResponse
+from reef_daemon.store import InferenceDraft
+
+log = logging.getLogger("reef.proxy")
+
+INFERENCE_ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens")
+UPSTREAM_SECONDS = web.RequestKey("reef.upstream_s", float)
+# Upstream 4xx statuses an agent can act on are relayed as they are; other 4xx become 400, 5xx become 502.
+_RELAYED_4XX = frozenset({400, 401, 403, 404, 408, 409, 422, 429})
+
+
+def relayed_status(status: int) -> int:
+    if status >= 500:
+        return 502
+    if status >= 400:
+        return status if status in _RELAYED_4XX else 400
+    return status
+
+
+@dataclass
+class Exchange:
+    """One inference request in flight: what it asked, and the clock."""
+
+    daemon: Daemon
+    request: web.Request
+    scenario: str
+    body: bytes
+    payload: dict[str, Any]
+    started: float = field(default_factory=time.perf_counter)
+    created_at: float = field(default_factory=time.time)
+    upstream_s: float = 0.0
+    ttft_ms: float | None = None
+
+    @property
+    def route(self) -> str:
+        return self.request.path
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def overhead_ms(self) -> float:
+        return max(0.0, self.elapsed_ms() - self.upstream_s * 1000)
+
+    def mark_first_byte(self) -> None:
+        if self.ttft_ms is None:
+            self.ttft_ms = self.elapsed_ms()
+
+    async def store(
+        self,
+        *,
+        status: int,
+        response: bytes,
+        stream: bool,
+        complete: bool,
+        error: str | None,
+        answer: RuntimeResponse | None = None,
+    ) -> str:
+        """Commit the record; returns its id, the receipt."""
+        self.request[UPSTREAM_SECONDS] = self.upstream_s
+        model = self.payload.get("model")
+        draft = InferenceDraft(
+            id=uuid.uuid4().hex,
+            scenario=self.scenario,
+            route=self.route,
+            created_at=self.created_at,
+            model=model if isinstance(model, str) else None,
+            request=self.body,
+            status=status,
+            response=response,
+            stream=stream,
+            complete=complete,
+            error=error,
+            ttft_ms=self.ttft_ms,
+            duration_ms=self.elapsed_ms(),
+            overhead_ms=self.overhead_ms(),
+            tags=tags_from(self.request.headers),
+            release=answer.release() if answer is not None else None,
+            tokens=answer.token_data() if answer is not None else None,
+        )
+        try:
+            row = await self.daemon.store.records.append_inference(draft)
+        except RuntimeError as exc:
+            log.error("could not store a record for scenario %s: %s", self.scenario, exc)
+            raise NotReady("the record store could not save this exchange; see the daemon log", type="store_failed")
+        return str(row["id"])
+
+
+async def handle_inference(request: web.Request) -> web.StreamResponse:
+    daemon = request.app[DAEMON]
+    scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
+    body = await request.read()
+    payload = parse_json_object(body)
+    await daemon.ensure_scenario(scenario)
+    exchange = Exchange(daemon, request, scenario, body, payload)
+    pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
+    headers = upstream_headers(request.headers, pass_client_auth=pass_client_auth)
+
+    sent = time.perf_counter()
+    try:
+        answer = await daemon.runtime.send(exchange.route, body, payload, headers)
+    except UpstreamFailed as exc:
+        exchange.upstream_s += time.perf_counter() - sent
+        await exchange.store(
+            status=exc.status, response=json.dumps(exc.to_json()).encode(), stream=False, complete=False,
+            error=exc.message,
+        )  # fmt: skip
+        raise
+    exchange.upstream_s += time.perf_counter() - sent
+    try:
+        if answer.status >= 400:
+            return await _relay_error(exchange, answer)
+        if payload.get("stream") is True and answer.is_event_stream:
+            return await _relay_stream(exchange, answer)
+        return await _relay_buffered(exchange, answer)
+    finally:
+        await answer.close()
+
+
+async def _read_timed(exchange: Exchange, answer: RuntimeResponse) -> bytes:
+    began = time.perf_counter()
+    try:
+        return await answer.read()
+    finally:
+        exchange.upstream_s += time.perf_counter() - began
+
+
+async def _relay_error(exchange: Exchange, answer: RuntimeResponse) -> web.Response:
+    try:
+        body = await _read_timed(exchange, answer)
+    except UpstreamFailed as exc:
+        body = json.dumps(exc.to_json()).encode()
+    await exchange.store(
+        status=answer.status, response=body, stream=False, complete=True,
+        error=f"the upstream answered {answer.status}", answer=answer,
+    )  # fmt: skip
+    response = web.Response(status=relayed_status(answer.status), body=body, headers=client_headers(answer.headers))
+    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    return response
+
+
+async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Response:
+    try:
+        body = await _read_timed(exchange, answer)
+    except UpstreamFailed as exc:
+        await exchange.store(
+            status=exc.status, response=b"", stream=False, complete=False, error=exc.message, answer=answer
+        )
+        raise
+    receipt = await exchange.store(
+        status=answer.status, response=body, stream=False, complete=True, error=None, answer=answer
+    )
+    response = web.Response(status=answer.status, body=body, headers=client_headers(answer.headers))
+    response.headers[RECEIPT_HEADER] = receipt
+    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    return response
+
+
+async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.StreamResponse:
+    response = web.StreamResponse(status=answer.status, headers=client_headers(answer.headers))
+    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    await response.prepare(exchange.request)
+    relay = SseRelay(exchange.route)
+    received: list[bytes] = []
+    error: ReefError | None = None
+    client_gone = False
+    chunks = answer.chunks()
+    try:
+        while not relay.terminated:
+            began = time.perf_counter()
+            try:
+                data = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            finally:
+                exchange.upstream_s += time.perf_counter() - began
+            received.append(data)
+            forward = relay.feed(data)
+            if forward:
+                exchange.mark_first_byte()
+                await response.write(forward)
+    except UpstreamFailed as exc:
+        error = exc
+    except ConnectionResetError:
+        client_gone = True
+    finally:
+        await chunks.aclose()
+
+    raw = b"".join(received)
+    if relay.terminated and not client_gone:
+        receipt = await exchange.store(
+            status=answer.status, response=raw, stream=True, complete=True, error=None, answer=answer
+        )
+        await _write_quietly(response, relay.finish(receipt))
+        return response
+
+    if client_gone:
+        reason = "client disconnected"
+    elif error is not None:
+        reason = error.message
+    else:
+        reason = "upstream SSE ended without a terminal event"
+    await exchange.store(status=answer.status, response=raw, stream=True, complete=False, error=reason, answer=answer)
+    if not client_gone:
+        ending = relay.remainder() + error_frame(exchange.route, error.type if error else "upstream_incomplete", reason)
+        await _write_quietly(response, ending)
+    return response
+
+
+async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
+    """Write the last bytes of a stream; a client that left by now is not an error worth raising."""
+    try:
+        await response.write(data)
+        await response.write_eof()
+    except ConnectionResetError:
+        log.info("client left before the end of its stream")

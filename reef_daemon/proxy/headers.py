@@ -1,0 +1,64 @@
+"""Which headers cross the proxy, in each direction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from multidict import CIMultiDict
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "host",
+    }
+)
+# Reef asks for plain bodies so it can read what it records; auth headers are decided below.
+_NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding", "authorization", "x-api-key"}
+TAG_PREFIX = "x-reef-tag-"
+RECEIPT_HEADER = "x-reef-agent-record-id"
+OVERHEAD_HEADER = "x-reef-overhead-ms"
+
+
+def upstream_headers(incoming: Mapping[str, str], *, pass_client_auth: bool) -> dict[str, str]:
+    """Request headers to send upstream. The client's own auth headers go only when they are not reef's token."""
+    outgoing: dict[str, str] = {}
+    for name, value in incoming.items():
+        lower = name.lower()
+        if lower.startswith("x-reef-"):
+            continue
+        if lower in _NOT_FORWARDED:
+            if pass_client_auth and lower in ("authorization", "x-api-key"):
+                outgoing[name] = value
+            continue
+        outgoing[name] = value
+    return outgoing
+
+
+def client_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
+    """Response headers to relay to the client."""
+    relayed: CIMultiDict[str] = CIMultiDict()
+    for name, value in upstream.items():
+        lower = name.lower()
+        if lower in HOP_BY_HOP or lower.startswith("x-reef-"):
+            continue
+        relayed.add(name, value)
+    return relayed
+
+
+def tags_from(incoming: Mapping[str, str]) -> dict[str, str]:
+    """`x-reef-tag-<name>: value` headers, as lower-cased names and stripped, non-empty values."""
+    tags: dict[str, str] = {}
+    for name, value in incoming.items():
+        lower = name.lower()
+        if lower.startswith(TAG_PREFIX) and len(lower) > len(TAG_PREFIX) and value.strip():
+            tags[lower[len(TAG_PREFIX) :]] = value.strip()[:512]
+    return tags

@@ -1,0 +1,149 @@
+"""Relaying a provider's SSE stream frame by frame, holding back only its terminal frame.
+
+Bytes are forwarded unchanged. Only what the receipt needs is parsed: the terminal frame of each API, and the
+identity of the first chat completion chunk. The terminal frame is released after the record is stored, with
+the receipt added as API.md says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_DELIMITER = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_CHAT_IDENTITY_KEYS = ("id", "created", "model", "system_fingerprint", "service_tier")
+_RESPONSES_TERMINAL = ("response.completed", "response.incomplete")
+
+CHAT_ROUTE = "/v1/chat/completions"
+MESSAGES_ROUTE = "/v1/messages"
+RESPONSES_ROUTE = "/v1/responses"
+
+
+def parse_frame(frame: bytes) -> tuple[str | None, str]:
+    """(event name, data) of one SSE frame; data lines joined by newlines."""
+    event: str | None = None
+    data_lines: list[str] = []
+    for line in _LINE_BREAK.split(frame.decode("utf-8", errors="replace")):
+        if line.startswith("data:"):
+            data_lines.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+    return event, "\n".join(data_lines)
+
+
+def split_frames(text: bytes) -> list[bytes]:
+    """Every complete frame of an SSE body, without delimiters (used when assembling a stored stream)."""
+    return [frame for frame in _DELIMITER.split(text) if frame.strip()]
+
+
+def _json_object(data: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _dump(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass
+class SseRelay:
+    """Feeds on upstream bytes; says what to forward now and which terminal frame to hold back."""
+
+    route: str
+    _pending: bytes = b""
+    _terminal: bytes | None = None
+    _terminal_payload: dict[str, Any] | None = None
+    _terminal_event: str | None = None
+    _identity: dict[str, Any] | None = None
+    _after_terminal: list[bytes] = field(default_factory=list)
+
+    @property
+    def terminated(self) -> bool:
+        return self._terminal is not None
+
+    def feed(self, data: bytes) -> bytes:
+        """Bytes to forward now. A terminal frame is kept back until `finish` gives the receipt."""
+        if self._terminal is not None:
+            self._after_terminal.append(data)
+            return b""
+        buffer = self._pending + data if self._pending else data
+        start = 0
+        while True:
+            match = _DELIMITER.search(buffer, start)
+            if match is None:
+                break
+            frame = buffer[start : match.start()]
+            if self._is_terminal(frame):
+                self._terminal = buffer[start : match.end()]
+                rest = buffer[match.end() :]
+                if rest:
+                    self._after_terminal.append(rest)
+                self._pending = b""
+                return buffer[:start]
+            start = match.end()
+        self._pending = buffer[start:]
+        return buffer[:start]
+
+    def remainder(self) -> bytes:
+        """What is left unsent when the upstream ends without a terminal frame."""
+        rest, self._pending = self._pending, b""
+        return rest
+
+    def finish(self, receipt: str | None) -> bytes:
+        """The held-back terminal frame (with the receipt when there is one) and anything after it."""
+        assert self._terminal is not None
+        tail = b"".join(self._after_terminal)
+        if receipt is None:
+            return self._terminal + tail
+        stamp = {"agent_record_id": receipt}
+        if self.route == CHAT_ROUTE:
+            chunk: dict[str, Any] = {"object": "chat.completion.chunk", **(self._identity or {})}
+            chunk.update(choices=[], reef=stamp)
+            return f"data: {_dump(chunk)}\n\n".encode() + self._terminal + tail
+        payload = dict(self._terminal_payload or {})
+        payload["reef"] = stamp
+        event = self._terminal_event or payload.get("type")
+        head = f"event: {event}\n" if event else ""
+        return f"{head}data: {_dump(payload)}\n\n".encode() + tail
+
+    def _is_terminal(self, frame: bytes) -> bool:
+        if self.route == CHAT_ROUTE:
+            if self._identity is None and b"chat.completion.chunk" in frame:
+                self._remember_identity(frame)
+            return b"[DONE]" in frame and parse_frame(frame)[1].strip() == "[DONE]"
+        if self.route == MESSAGES_ROUTE:
+            wanted: tuple[str, ...] = ("message_stop",)
+        elif self.route == RESPONSES_ROUTE:
+            wanted = _RESPONSES_TERMINAL
+        else:
+            return False
+        if not any(name.encode() in frame for name in wanted):
+            return False
+        event, data = parse_frame(frame)
+        payload = _json_object(data)
+        if payload is None or payload.get("type") not in wanted:
+            return False
+        self._terminal_event, self._terminal_payload = event, payload
+        return True
+
+    def _remember_identity(self, frame: bytes) -> None:
+        payload = _json_object(parse_frame(frame)[1])
+        if payload is not None:
+            self._identity = {key: payload[key] for key in _CHAT_IDENTITY_KEYS if key in payload}
+
+
+def error_frame(route: str, type_: str, message: str) -> bytes:
+    """A frame that makes each API's SDK raise a clear error when the stream breaks after it began."""
+    if route == MESSAGES_ROUTE:
+        body = {"type": "error", "error": {"type": type_, "message": message}}
+        return f"event: error\ndata: {_dump(body)}\n\n".encode()
+    if route == RESPONSES_ROUTE:
+        body = {"type": "error", "code": type_, "message": message, "param": None}
+        return f"event: error\ndata: {_dump(body)}\n\n".encode()
+    return f"data: {_dump({'error': {'type': type_, 'message': message}})}\n\n".encode()

@@ -1,0 +1,75 @@
+"""Report validation against the JSON Schema files in this folder.
+
+`report.schema.json` is the contract every deployment enforces; a recipe may add a stricter schema of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from reef_daemon.errors import BadRequest
+
+BASE_SCHEMA = "report.schema.json"
+
+
+def load_schema(name: str = BASE_SCHEMA) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+class ReportValidator:
+    """Checks a report body against the base schema and any schema the recipe adds."""
+
+    def __init__(self, extra_schemas: tuple[dict[str, Any], ...] = ()) -> None:
+        self._validators = [Draft202012Validator(load_schema())]
+        self._validators += [Draft202012Validator(schema) for schema in extra_schemas]
+
+    def validate(self, body: Any) -> dict[str, Any]:
+        """The normalised report content, or a 400 naming the first field at fault."""
+        if not isinstance(body, dict):
+            raise BadRequest("the report must be a JSON object", type="invalid_report")
+        for validator in self._validators:
+            error = next(iter(sorted(validator.iter_errors(body), key=lambda e: list(e.path))), None)
+            if error is not None:
+                raise BadRequest(_describe(error), type="invalid_report")
+        content: dict[str, Any] = {"references": list(body.get("references", []))}
+        for key in ("score", "feedback", "metadata"):
+            if key in body:
+                content[key] = body[key]
+        if "score" in content:
+            content["score"] = float(content["score"])
+        return content
+
+
+def content_hash(scenario: str, content: dict[str, Any]) -> str:
+    """Identity of a report's content, for telling a retry from a conflicting reuse of an id."""
+    canonical = json.dumps([scenario, content], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _describe(error: ValidationError) -> str:
+    field = ".".join(str(part) for part in error.absolute_path) or None
+    validator = error.validator
+    if validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"unknown field {', '.join(extra)}; a report has score, feedback, references, metadata, agent_record_id"
+    if validator == "anyOf" and field is None:
+        return "a report needs a score, feedback, or both"
+    if validator == "type":
+        expected = error.validator_value
+        kinds = " or ".join(expected) if isinstance(expected, list) else expected
+        article = "an" if str(kinds)[0] in "aeiou" else "a"
+        return f"{field} must be {article} {kinds}"
+    if validator == "uniqueItems":
+        return f"{field} lists the same receipt twice"
+    if validator == "pattern" and field and field.startswith("references"):
+        return f"{field} is not a receipt (32 hex characters, from x-reef-agent-record-id)"
+    where = field or "the report"
+    return f"{where}: {error.message}"

@@ -1,0 +1,62 @@
+"""`GET /reef/events`: committed events as server-sent events, resumable with `Last-Event-ID`."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON
+from reef_daemon.errors import BadRequest
+from reef_daemon.events import sse_frame
+from reef_daemon.names import check_scenario_name
+
+routes = web.RouteTableDef()
+
+KEEPALIVE_S = 15.0
+REPLAY_PAGE = 1000
+
+
+@routes.get("/reef/events")
+async def stream_events(request: web.Request) -> web.StreamResponse:
+    daemon = request.app[DAEMON]
+    scenario = request.query.get("scenario") or None
+    if scenario is not None:
+        check_scenario_name(scenario)
+    resume = request.headers.get("Last-Event-ID") or request.query.get("after")
+    try:
+        last = int(resume) if resume else None
+    except ValueError:
+        raise BadRequest("Last-Event-ID must be a sequence number", type="invalid_query") from None
+
+    # Subscribe before replaying, so nothing committed in between is missed; duplicates are skipped by sequence.
+    subscription = daemon.bus.subscribe(scenario)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
+    await response.prepare(request)
+    try:
+        await response.write(b": connected\n\n")
+        if last is not None:
+            while True:
+                replay = await daemon.store.events.after(last, scenario, REPLAY_PAGE)
+                for event in replay:
+                    await response.write(sse_frame(event))
+                    last = event.sequence
+                if len(replay) < REPLAY_PAGE:
+                    break
+        while True:
+            try:
+                event = await asyncio.wait_for(subscription.next(), KEEPALIVE_S)
+            except TimeoutError:
+                await response.write(b": keep-alive\n\n")
+                continue
+            if event is None:  # dropped for falling behind, or shutting down: the client resumes
+                break
+            if last is not None and event.sequence <= last:
+                continue
+            await response.write(sse_frame(event))
+            last = event.sequence
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        subscription.close()
+    return response

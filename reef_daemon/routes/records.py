@@ -1,0 +1,53 @@
+"""Records: pages of rows with filters, and one record in full with the reports that reference it."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON
+from reef_daemon.errors import BadRequest
+from reef_daemon.jsonbody import json_response
+from reef_daemon.names import check_scenario_name
+from reef_daemon.store import RECORD_TYPES, RecordQuery
+from reef_daemon.store.records import MAX_PAGE
+
+routes = web.RouteTableDef()
+
+
+def _int_param(request: web.Request, name: str, low: int, high: int) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be a whole number", type="invalid_query") from None
+    if not low <= value <= high:
+        raise BadRequest(f"{name} must be from {low} to {high}", type="invalid_query")
+    return value
+
+
+@routes.get("/reef/records")
+async def list_records(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    scenario = request.query.get("scenario") or None
+    if scenario is not None:
+        check_scenario_name(scenario)
+    type_ = request.query.get("type") or None
+    if type_ is not None and type_ not in RECORD_TYPES:
+        raise BadRequest(f"type must be one of {', '.join(RECORD_TYPES)}", type="invalid_query")
+    unscored = request.query.get("unscored", "").lower() in ("1", "true", "yes")
+    after = _int_param(request, "after", 0, 2**62)
+    before = _int_param(request, "before", 0, 2**62)
+    if after is not None and before is not None:
+        raise BadRequest("use after or before, not both", type="invalid_query")
+    limit = _int_param(request, "limit", 1, MAX_PAGE) or 50
+    query = RecordQuery(scenario, type_, unscored, after, before, limit)
+    page = await daemon.store.records.list(query)
+    return json_response(page, status=200)
+
+
+@routes.get("/reef/records/{id}")
+async def show_record(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    return json_response(await daemon.store.records.get(request.match_info["id"]))

@@ -1,0 +1,31 @@
+"""`POST /reef/report`: a score and/or feedback for inference receipts."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON
+from reef_daemon.jsonbody import json_response, read_json_object
+from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.reports import content_hash
+from reef_daemon.store import ReportDraft
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/reef/report")
+async def post_report(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
+    body = await read_json_object(request)
+    content = daemon.reports.validate(body)
+    await daemon.ensure_scenario(scenario)
+    report_id = body.get("agent_record_id") or uuid.uuid4().hex
+    draft = ReportDraft(report_id, scenario, time.time(), content, content_hash(scenario, content))
+    row, created = await daemon.store.records.append_report(draft)
+    if created:
+        daemon.recipe.on_report(scenario, row)
+    return json_response({"agent_record_id": row["id"], "scenario": scenario, "request_type": "report"})

@@ -1,0 +1,79 @@
+"""Scenarios: list, create, change training mode, archive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON
+from reef_daemon.errors import BadRequest
+from reef_daemon.jsonbody import json_response, read_json_object
+from reef_daemon.names import check_scenario_name
+from reef_daemon.store import TRAINING_MODES
+
+routes = web.RouteTableDef()
+
+
+def _training_mode(body: dict[str, Any], *, required: bool) -> str | None:
+    mode = body.get("training_mode")
+    if mode is None and not required:
+        return None
+    if mode not in TRAINING_MODES:
+        raise BadRequest(f"training_mode must be one of {', '.join(TRAINING_MODES)}", type="invalid_training_mode")
+    return str(mode)
+
+
+@routes.get("/reef/scenarios")
+async def list_scenarios(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    counts = await daemon.store.records.counts()
+    rows = []
+    for scenario in daemon.store.scenarios.all():
+        row = scenario.to_json()
+        per_type = counts.get(scenario.name, {})
+        row["records"] = per_type.get("inference", 0)
+        row["reports"] = per_type.get("report", 0)
+        row["unscored"] = per_type.get("unscored", 0)
+        row["current_release"] = None
+        rows.append(row)
+    return json_response({"scenarios": rows})
+
+
+@routes.post("/reef/scenarios")
+async def create_scenario(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    body = await read_json_object(request)
+    name = body.get("name")
+    if not isinstance(name, str):
+        raise BadRequest("name must be a string naming the scenario", type="invalid_scenario")
+    name = check_scenario_name(name.strip())
+    unknown = sorted(set(body) - {"name", "training_mode"})
+    if unknown:
+        raise BadRequest(f"unknown field {', '.join(unknown)}; send name and optionally training_mode")
+    mode = _training_mode(body, required=False) or daemon.recipe.default_training_mode
+    scenario, created = await daemon.store.scenarios.ensure(name, daemon.recipe.name, mode)
+    return json_response(scenario.to_json(), status=201 if created else 200)
+
+
+@routes.post("/reef/scenarios/{scenario}/update")
+async def update_scenario(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    name = check_scenario_name(request.match_info["scenario"])
+    daemon.store.scenarios.require(name)
+    body = await read_json_object(request)
+    unknown = sorted(set(body) - {"training_mode"})
+    if unknown or "training_mode" not in body:
+        raise BadRequest("send {\"training_mode\": \"auto|manual|hybrid\"}", type="invalid_update")
+    mode = _training_mode(body, required=True)
+    assert mode is not None
+    scenario = await daemon.store.scenarios.set_training_mode(name, mode)
+    return json_response(scenario.to_json())
+
+
+@routes.delete("/reef/scenarios/{scenario}")
+async def archive_scenario(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    name = check_scenario_name(request.match_info["scenario"])
+    archived_as = await daemon.store.scenarios.archive(name)
+    return json_response({"scenario": name, "archived": True, "archived_as": archived_as})

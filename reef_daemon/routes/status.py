@@ -1,0 +1,41 @@
+"""`GET /healthz` (no auth) and `GET /reef/status`."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from reef_daemon import __version__
+from reef_daemon.context import DAEMON
+from reef_daemon.jsonbody import json_response
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/healthz")
+async def healthz(request: web.Request) -> web.Response:
+    return json_response({"ok": True})
+
+
+@routes.get("/reef/status")
+async def status(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    counts = await daemon.store.records.counts()
+    scenarios = {}
+    for scenario in daemon.store.scenarios.all():
+        per_type = counts.get(scenario.name, {})
+        scenarios[scenario.name] = {
+            "recipe": scenario.recipe,
+            "training_mode": scenario.training_mode,
+            "records": per_type.get("inference", 0),
+            "reports": per_type.get("report", 0),
+            "unscored": per_type.get("unscored", 0),
+        }
+    writer = daemon.store.writer
+    body = {
+        "version": __version__,
+        **daemon.status(),
+        "scenarios": scenarios,
+        "training": {"enabled": daemon.recipe.trains, "last_step": None},
+        "store": {"path": str(daemon.store.path), "commits": writer.batches, "writes": writer.operations},
+    }
+    return json_response(body)

@@ -1,0 +1,113 @@
+"""Running the daemon in the foreground: `reef serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from reef_daemon.app import create_app
+from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.settings import Settings, SettingsError, live_changes
+
+log = logging.getLogger("reef")
+
+SHUTDOWN_GRACE_S = 30.0
+
+
+def run(settings: Settings, reload: Callable[[], Settings] | None = None) -> None:
+    """Serve until SIGINT or SIGTERM; in-flight requests and queued writes finish first."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux and macOS
+        asyncio.run(_serve(settings, reload))
+    else:
+        uvloop.run(_serve(settings, reload))
+
+
+async def _serve(settings: Settings, reload: Callable[[], Settings] | None) -> None:
+    app = create_app(settings)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.reef.host, settings.reef.port, backlog=1024)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise SettingsError(
+            f"cannot listen on {settings.reef.host}:{settings.reef.port}: {exc.strerror or exc};"
+            " choose another with --reef.port"
+        ) from None
+    daemon = app[DAEMON]
+    _announce(daemon, _bound_port(runner, settings.reef.port))
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    watcher = None
+    if reload is not None and settings.config_file is not None:
+        watcher = asyncio.create_task(_watch_config(daemon, settings.config_file, reload))
+    try:
+        await stop.wait()
+    finally:
+        print("reef: shutting down; finishing requests in flight and pending writes", file=sys.stderr, flush=True)
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        await runner.cleanup()
+        print("reef: stopped", file=sys.stderr, flush=True)
+
+
+def _bound_port(runner: web.AppRunner, fallback: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return fallback
+
+
+def _announce(daemon: Daemon, port: int) -> None:
+    settings = daemon.settings
+    runtime = daemon.runtime.describe()
+    serving = runtime.get("model") or "(model chosen by each client)"
+    where = f" at {runtime['url']}" if runtime.get("url") else ""
+    auth = "on" if daemon.gate.enabled else "OFF (set REEF_TOKEN to require a token)"
+    lines = [
+        f"reef {_version()} listening on http://{settings.reef.host}:{port}",
+        f"  recipe:    {daemon.recipe.name}",
+        f"  runtime:   {runtime['kind']} {serving}{where}",
+        f"  state dir: {settings.reef.state_dir.resolve()}",
+        f"  auth:      {auth}",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def _version() -> str:
+    from reef_daemon import __version__
+
+    return __version__
+
+
+async def _watch_config(daemon: Daemon, path: Path, reload: Callable[[], Settings]) -> None:
+    """Apply token and upstream changes from the config file as it is saved; say when a restart is needed."""
+    from watchfiles import awatch
+
+    async for _changes in awatch(path.parent, watch_filter=lambda _change, changed: Path(changed) == path.resolve()):
+        try:
+            fresh = reload()
+        except SettingsError as exc:
+            log.error("config file change ignored: %s", exc)
+            continue
+        live, restart = live_changes(daemon.settings, fresh)
+        if live:
+            daemon.apply_settings(fresh)
+            log.warning("config reloaded: applied %s", ", ".join(live))
+        if restart:
+            log.warning("config changed %s; restart reef to apply", ", ".join(restart))

@@ -1,0 +1,377 @@
+"""The one settings object of the daemon, and how it is assembled.
+
+Sources, highest first: command line (`--reef.port 8900`), the config file (`-c FILE`, TOML or YAML, same keys),
+environment (`REEF_TOKEN`, `REEF_UPSTREAM_URL`, ...), defaults. Every value remembers where it came from, so
+`reef serve --print-config` can say so. Any unknown key or bad value is a `SettingsError` with one line that names it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import os
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+DEFAULT_PORT = 8900
+
+
+class SettingsError(Exception):
+    """A setting is unknown or has a value that cannot be used. The message names it."""
+
+
+# --- value parsers: each takes a value from a file (any JSON-ish type) or a command-line string ---
+
+
+def _parse_str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError("expected a string")
+
+
+def _parse_optional_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = _parse_str(value).strip()
+    return text or None
+
+
+def _parse_port(value: Any) -> int:
+    port = _parse_int(value)
+    if not 0 <= port <= 65535:
+        raise ValueError("expected a port number from 0 to 65535")
+    return port
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected a whole number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError("expected a whole number")
+
+
+def _parse_positive_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a positive number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("expected a positive number") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError("expected a positive number")
+    return number
+
+
+def _parse_tokens(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError("expected a JSON list of strings or a comma-separated list") from None
+        else:
+            value = [part for part in text.split(",")]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("expected a list of strings")
+    return tuple(item.strip() for item in value if item.strip())
+
+
+def _parse_url(value: Any) -> str | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("expected an http:// or https:// URL")
+    if parts.username or parts.password:
+        raise ValueError("put credentials in REEF_UPSTREAM_API_KEY, not in the URL")
+    # Clients send the path (`/v1/...`) themselves, so a base URL ending in /v1 would double it.
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _parse_path(value: Any) -> Path:
+    return Path(_parse_str(value)).expanduser()
+
+
+def _parse_optional_path(value: Any) -> Path | None:
+    text = _parse_optional_str(value)
+    return None if text is None else Path(text).expanduser()
+
+
+def _setting(
+    default: Any,
+    parse: Callable[[Any], Any],
+    *,
+    env: str | None = None,
+    secret: bool = False,
+    live: bool = False,
+    help: str = "",
+) -> Any:
+    """Declare a setting: its parser, the environment variable it falls back to, and whether it is secret."""
+    metadata = {"parse": parse, "env": env, "secret": secret, "live": live, "help": help}
+    if isinstance(default, tuple | Path) or default is None or isinstance(default, str | int | float):
+        return field(default=default, metadata=metadata)
+    raise TypeError("settings defaults must be immutable")
+
+
+@dataclass(frozen=True)
+class ReefSection:
+    host: str = _setting("127.0.0.1", _parse_str, help="address to bind; keep it on loopback unless you mean it")
+    port: int = _setting(DEFAULT_PORT, _parse_port, help="port to listen on")
+    token: str | None = _setting(
+        None, _parse_optional_str, env="REEF_TOKEN", secret=True, live=True, help="bearer token clients must send"
+    )
+    tokens: tuple[str, ...] = _setting(
+        (), _parse_tokens, secret=True, live=True, help="more accepted tokens, for rotation"
+    )
+    state_dir: Path = _setting(Path(".reef"), _parse_path, help="where records and releases are kept")
+    max_body_mb: float = _setting(64.0, _parse_positive_float, help="largest request body accepted, in MiB")
+
+
+@dataclass(frozen=True)
+class InferenceSection:
+    upstream_url: str | None = _setting(
+        None, _parse_url, env="REEF_UPSTREAM_URL", live=True, help="base URL of the model API reef fronts"
+    )
+    upstream_model: str | None = _setting(
+        None, _parse_optional_str, env="REEF_UPSTREAM_MODEL", live=True, help="the model id served upstream"
+    )
+    upstream_api_key: str | None = _setting(
+        None,
+        _parse_optional_str,
+        env="REEF_UPSTREAM_API_KEY",
+        secret=True,
+        live=True,
+        help="key reef sends upstream instead of the client's",
+    )
+    timeout_s: float = _setting(
+        300.0, _parse_positive_float, env="REEF_INFERENCE_TIMEOUT_S", live=True, help="upstream timeout"
+    )
+    model_path: Path | None = _setting(None, _parse_optional_path, help="a local model for the embedded runtime")
+
+
+SECTIONS: dict[str, type[Any]] = {"reef": ReefSection, "inference": InferenceSection}
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    key: str  # canonical dotted name, hyphenated: "reef.state-dir"
+    section: str
+    attr: str
+    parse: Callable[[Any], Any]
+    env: str | None
+    secret: bool
+    live: bool
+    help: str
+
+
+def _catalogue() -> dict[str, SettingInfo]:
+    infos: dict[str, SettingInfo] = {}
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            key = f"{section}.{f.name.replace('_', '-')}"
+            infos[key] = SettingInfo(key, section, f.name, **f.metadata)
+    infos["recipe"] = SettingInfo(
+        "recipe", "", "recipe", _parse_str, None, False, False, "recipe name or package.module:Class"
+    )
+    return infos
+
+
+CATALOGUE = _catalogue()
+
+
+def canonical_key(raw: str) -> str:
+    """`reef.state_dir`, `reef.state-dir` and `--reef.state-dir` all name `reef.state-dir`."""
+    key = raw.lstrip("-").strip().replace("_", "-").lower()
+    if key not in CATALOGUE:
+        close = difflib.get_close_matches(key, CATALOGUE, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(CATALOGUE)}")
+    return key
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a daemon, with where each value came from."""
+
+    reef: ReefSection = field(default_factory=ReefSection)
+    inference: InferenceSection = field(default_factory=InferenceSection)
+    recipe: str = "record"
+    sources: Mapping[str, str] = field(default_factory=dict)
+    config_file: Path | None = None
+
+    @property
+    def accepted_tokens(self) -> tuple[str, ...]:
+        tokens = ((self.reef.token,) if self.reef.token else ()) + self.reef.tokens
+        return tuple(dict.fromkeys(tokens))
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.accepted_tokens)
+
+    def value(self, key: str) -> Any:
+        info = CATALOGUE[key]
+        if not info.section:
+            return getattr(self, info.attr)
+        return getattr(getattr(self, info.section), info.attr)
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(key, shown value, source) for every setting; secrets are masked."""
+        rows = []
+        for key, info in CATALOGUE.items():
+            value = self.value(key)
+            if info.secret:
+                shown = "(unset)" if not value else "****"
+            elif value is None:
+                shown = "(unset)"
+            elif isinstance(value, tuple):
+                shown = json.dumps(list(value))
+            else:
+                shown = str(value)
+            rows.append((key, shown, self.sources.get(key, "default")))
+        return rows
+
+
+def _flatten_file(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for top, value in data.items():
+        if not isinstance(top, str):
+            raise SettingsError(f"{path}: keys must be strings, found {top!r}")
+        if isinstance(value, Mapping):
+            for sub, inner in value.items():
+                flat[canonical_key(f"{top}.{sub}")] = inner
+        else:
+            flat[canonical_key(top)] = value
+    return flat
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a TOML or YAML file into canonical dotted keys."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SettingsError(f"config file {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {first_line}")
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise SettingsError(f"config file {path} must hold a table of settings")
+    return _flatten_file(data, path)
+
+
+def parse_overrides(args: Sequence[str]) -> dict[str, str]:
+    """Turn `--reef.port 8900 --inference.upstream-url=http://x` into canonical keys and raw strings."""
+    overrides: dict[str, str] = {}
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if not arg.startswith("--"):
+            raise SettingsError(f"unexpected argument '{arg}'; settings look like --reef.port 8900")
+        name, eq, inline = arg.partition("=")
+        key = canonical_key(name)
+        if eq:
+            overrides[key] = inline
+            index += 1
+            continue
+        if index + 1 >= len(args):
+            raise SettingsError(f"setting {key} needs a value, as in --{key} VALUE")
+        overrides[key] = args[index + 1]
+        index += 2
+    return overrides
+
+
+def load_settings(
+    *,
+    config_file: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Assemble settings: command line > file > environment > default."""
+    environ = os.environ if environ is None else environ
+    chosen: dict[str, tuple[Any, str]] = {}
+    for key, info in CATALOGUE.items():
+        if info.env and environ.get(info.env, "").strip():
+            chosen[key] = (environ[info.env], f"environment ({info.env})")
+    if config_file is not None:
+        for key, value in read_config_file(config_file).items():
+            chosen[key] = (value, "file")
+    for key, value in (overrides or {}).items():
+        chosen[canonical_key(key)] = (value, "command line")
+
+    sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    top: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, (raw, source) in chosen.items():
+        info = CATALOGUE[key]
+        try:
+            value = info.parse(raw)
+        except ValueError as exc:
+            raise SettingsError(f"bad value for {key} (from {source}): {exc}") from None
+        if info.section:
+            sections[info.section][info.attr] = value
+        else:
+            top[info.attr] = value
+        sources[key] = source
+    return Settings(
+        reef=ReefSection(**sections["reef"]),
+        inference=InferenceSection(**sections["inference"]),
+        sources=sources,
+        config_file=config_file,
+        **top,
+    )
+
+
+def live_changes(old: Settings, new: Settings) -> tuple[list[str], list[str]]:
+    """Keys that changed between two loads: (applied without a restart, needing a restart)."""
+    live, restart = [], []
+    for key, info in CATALOGUE.items():
+        if old.value(key) != new.value(key):
+            (live if info.live else restart).append(key)
+    return live, restart
+
+
+def with_live_values(current: Settings, fresh: Settings) -> Settings:
+    """`current` with only the live settings (tokens, upstream) taken from `fresh`."""
+    sections: dict[str, Any] = {}
+    for name in SECTIONS:
+        changes = {
+            info.attr: getattr(getattr(fresh, name), info.attr)
+            for info in CATALOGUE.values()
+            if info.section == name and info.live
+        }
+        sections[name] = dataclasses.replace(getattr(current, name), **changes)
+    sources = dict(current.sources)
+    for key, info in CATALOGUE.items():
+        if info.live:
+            if key in fresh.sources:
+                sources[key] = fresh.sources[key]
+            else:
+                sources.pop(key, None)
+    return dataclasses.replace(current, sources=sources, **sections)

@@ -1,0 +1,70 @@
+"""The record store: one SQLite database in WAL mode, one group-commit writer, read-only readers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from reef_daemon.store.events import EventLog
+from reef_daemon.store.reader import Reader
+from reef_daemon.store.records import (
+    RECORD_TYPES,
+    InferenceDraft,
+    InferenceSummary,
+    RecordQuery,
+    RecordStore,
+    ReportDraft,
+    Summarizer,
+)
+from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
+from reef_daemon.store.writer import Event, GroupCommitWriter
+
+__all__ = [
+    "RECORD_TYPES",
+    "TRAINING_MODES",
+    "Event",
+    "EventLog",
+    "InferenceDraft",
+    "InferenceSummary",
+    "RecordQuery",
+    "RecordStore",
+    "ReportDraft",
+    "Scenario",
+    "ScenarioStore",
+    "Store",
+    "Summarizer",
+]
+
+DATABASE_NAME = "reef.sqlite3"
+
+
+class Store:
+    """Opens the database under the state directory and wires its parts together."""
+
+    def __init__(self, state_dir: Path, summarize: Summarizer, on_events: Callable[[list[Event]], None]) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / DATABASE_NAME
+        self.writer = GroupCommitWriter(str(self.path), on_events)
+        self._reader: Reader | None = None
+        self._summarize = summarize
+        self.scenarios = ScenarioStore(self.writer)
+
+    @property
+    def reader(self) -> Reader:
+        if self._reader is None:
+            raise RuntimeError("the store is not open")
+        return self._reader
+
+    def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.writer.start(loop)  # creates the file and applies migrations first
+        self._reader = Reader(str(self.path))
+        self.records = RecordStore(self.writer, self._reader, self._summarize)
+        self.events = EventLog(self._reader)
+        self._reader.run_blocking(self.scenarios.load)
+
+    def close(self) -> None:
+        self.writer.stop()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None

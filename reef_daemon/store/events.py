@@ -1,0 +1,48 @@
+"""Replaying events from the database, for a client that resumes `GET /reef/events` with `Last-Event-ID`.
+
+Record and report events are the records themselves; other events (scenario, step, release, request) are
+kept in the `events` table. Both share one sequence, so a merge by sequence is the full history.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from reef_daemon.store.reader import Reader
+from reef_daemon.store.rows import SUMMARY_COLUMNS, summary_row
+from reef_daemon.store.writer import Event
+
+_RECORD_EVENT = {"inference": "record", "report": "report", "train": "request"}
+
+
+class EventLog:
+    def __init__(self, reader: Reader) -> None:
+        self._reader = reader
+
+    async def after(self, sequence: int, scenario: str | None, limit: int = 1000) -> list[Event]:
+        return await self._reader.run(lambda conn: self._after(conn, sequence, scenario, limit))
+
+    @staticmethod
+    def _after(conn: sqlite3.Connection, sequence: int, scenario: str | None, limit: int) -> list[Event]:
+        scope, params = ("AND scenario = ?", (scenario,)) if scenario else ("", ())
+        events: list[Event] = []
+        for values in conn.execute(
+            f"SELECT {SUMMARY_COLUMNS}, body FROM records WHERE sequence > ? {scope}"  # noqa: S608
+            " ORDER BY sequence LIMIT ?",
+            (sequence, *params, limit),
+        ):
+            row = summary_row(values)
+            data: dict[str, object] = {"record": row}
+            if row["type"] == "report":
+                body = json.loads(values[-1] or "{}")
+                data.update(references=body.get("references", []), score=body.get("score"))
+            events.append(Event(_RECORD_EVENT[row["type"]], row["sequence"], row["scenario"], data))
+        for seq, type_, name, data_json in conn.execute(
+            f"SELECT sequence, type, scenario, data FROM events WHERE sequence > ? {scope}"  # noqa: S608
+            " ORDER BY sequence LIMIT ?",
+            (sequence, *params, limit),
+        ):
+            events.append(Event(type_, seq, name, json.loads(data_json)))
+        events.sort(key=lambda e: e.sequence)
+        return events[:limit]

@@ -1,0 +1,237 @@
+"""Records: inference exchanges and the reports that score them. Writes go through the group-commit writer."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reef_daemon.errors import BadRequest, Conflict, NotFound
+from reef_daemon.store.reader import Reader
+from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
+from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
+
+RECORD_TYPES = ("inference", "report", "train")
+MAX_PAGE = 500
+
+
+@dataclass
+class InferenceDraft:
+    """An exchange as the proxy saw it, before the writer derives its summary and stores it."""
+
+    id: str
+    scenario: str
+    route: str
+    created_at: float
+    model: str | None  # as the client asked; the response may name the model more exactly
+    request: bytes
+    status: int
+    response: bytes
+    stream: bool
+    complete: bool
+    error: str | None
+    ttft_ms: float | None
+    duration_ms: float
+    overhead_ms: float
+    tags: dict[str, str] = field(default_factory=dict)
+    release: str | None = None
+    tokens: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class InferenceSummary:
+    """What the writer stores besides the raw bytes: derived once, off the event loop."""
+
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    response: bytes
+
+
+Summarizer = Callable[[InferenceDraft], InferenceSummary]
+
+
+@dataclass(frozen=True)
+class ReportDraft:
+    id: str
+    scenario: str
+    created_at: float
+    content: dict[str, Any]  # normalised {score?, feedback?, references, metadata?}
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class RecordQuery:
+    scenario: str | None = None
+    type: str | None = None
+    unscored: bool = False
+    after: int | None = None
+    before: int | None = None
+    limit: int = 50
+
+
+class RecordStore:
+    def __init__(self, writer: GroupCommitWriter, reader: Reader, summarize: Summarizer) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._summarize = summarize
+
+    async def append_inference(self, draft: InferenceDraft) -> dict[str, Any]:
+        """Store an exchange; returns its row once committed (the receipt may go out then)."""
+        return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft))
+
+    def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> dict[str, Any]:
+        summary = self._summarize(draft)
+        sequence = ctx.allocate_sequence()
+        values = (
+            sequence, draft.id, draft.scenario, "inference", draft.created_at, draft.route, summary.model,
+            draft.status, int(draft.complete), draft.duration_ms, summary.input_tokens, summary.output_tokens,
+            None, draft.release,
+        )  # fmt: skip
+        ctx.conn.execute(
+            "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
+            " duration_ms, input_tokens, output_tokens, score, release, ttft_ms, overhead_ms, request, response,"
+            " error, tags, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
+                json.dumps(draft.tags) if draft.tags else None,
+                json.dumps(draft.tokens) if draft.tokens is not None else None,
+            ),
+        )  # fmt: skip
+        row = summary_row(values)
+        ctx.announce(Event("record", sequence, draft.scenario, {"record": row}))
+        return row
+
+    async def append_report(self, draft: ReportDraft) -> tuple[dict[str, Any], bool]:
+        """Store a report. Returns (row, created); an identical retry returns the stored row with created False."""
+        return await self._writer.submit(lambda ctx: self._insert_report(ctx, draft))
+
+    def _insert_report(self, ctx: WriteContext, draft: ReportDraft) -> tuple[dict[str, Any], bool]:
+        conn = ctx.conn
+        existing = conn.execute(
+            f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?", (draft.id,)
+        ).fetchone()
+        if existing is not None:
+            if existing[-1] != draft.content_hash or existing[2] != draft.scenario or existing[3] != "report":
+                raise Conflict(
+                    f"agent_record_id '{draft.id}' was already used for a different report; use a new id",
+                    type="record_conflict",
+                )
+            return summary_row(existing), False
+        references: list[str] = draft.content.get("references", [])
+        self._check_references(conn, draft.scenario, references)
+        score = draft.content.get("score")
+        sequence = ctx.allocate_sequence()
+        values = (
+            sequence, draft.id, draft.scenario, "report", draft.created_at, None, None, None, None, None,
+            None, None, score, None,
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
+            " duration_ms, input_tokens, output_tokens, score, release, body, content_hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (*values, json.dumps(draft.content, ensure_ascii=False), draft.content_hash),
+        )
+        conn.executemany(
+            "INSERT INTO report_references (record_id, report_sequence) VALUES (?, ?)",
+            [(ref, sequence) for ref in references],
+        )
+        if score is not None:
+            conn.executemany(
+                "UPDATE records SET score = ? WHERE id = ? AND type = 'inference'",
+                [(score, ref) for ref in references],
+            )
+        row = summary_row(values)
+        ctx.announce(
+            Event("report", sequence, draft.scenario, {"record": row, "references": references, "score": score})
+        )
+        return row, True
+
+    @staticmethod
+    def _check_references(conn: sqlite3.Connection, scenario: str, references: list[str]) -> None:
+        for ref in references:
+            found = conn.execute("SELECT scenario, type FROM records WHERE id = ?", (ref,)).fetchone()
+            if found is None:
+                raise BadRequest(f"references: receipt '{ref}' is not a stored record", type="unknown_reference")
+            if found[0] != scenario:
+                raise BadRequest(
+                    f"references: receipt '{ref}' belongs to another scenario", type="foreign_reference"
+                )
+            if found[1] != "inference":
+                raise BadRequest(
+                    f"references: '{ref}' is a {found[1]} record; only inference receipts can be scored",
+                    type="bad_reference",
+                )
+
+    async def list(self, query: RecordQuery) -> dict[str, Any]:
+        return await self._reader.run(lambda conn: self._list(conn, query))
+
+    @staticmethod
+    def _list(conn: sqlite3.Connection, query: RecordQuery) -> dict[str, Any]:
+        clauses, params = [], []
+        if query.scenario is not None:
+            clauses.append("scenario = ?")
+            params.append(query.scenario)
+        if query.unscored:
+            clauses.append("type = 'inference' AND score IS NULL")
+        elif query.type is not None:
+            clauses.append("type = ?")
+            params.append(query.type)
+        ascending = query.after is not None
+        if query.after is not None:
+            clauses.append("sequence > ?")
+            params.append(query.after)
+        elif query.before is not None:
+            clauses.append("sequence < ?")
+            params.append(query.before)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        order = "ASC" if ascending else "DESC"
+        rows = conn.execute(
+            f"SELECT {SUMMARY_COLUMNS} FROM records {where} ORDER BY sequence {order} LIMIT ?",  # noqa: S608
+            (*params, query.limit + 1),
+        ).fetchall()
+        more = len(rows) > query.limit
+        records = [summary_row(r) for r in rows[: query.limit]]
+        if not records:
+            return {"records": [], "next_after": query.after, "next_before": None}
+        sequences = [r["sequence"] for r in records]
+        newest, oldest = max(sequences), min(sequences)
+        if ascending:
+            return {"records": records, "next_after": newest, "next_before": oldest}
+        return {"records": records, "next_after": newest, "next_before": oldest if more else None}
+
+    async def get(self, record_id: str) -> dict[str, Any]:
+        return await self._reader.run(lambda conn: self._get(conn, record_id))
+
+    @staticmethod
+    def _get(conn: sqlite3.Connection, record_id: str) -> dict[str, Any]:
+        found = conn.execute(f"SELECT {DETAIL_COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()  # noqa: S608
+        if found is None:
+            raise NotFound(f"no record with id '{record_id}'", type="unknown_record")
+        row = detail_row(found)
+        reports = conn.execute(
+            f"SELECT {DETAIL_COLUMNS} FROM records WHERE sequence IN"  # noqa: S608
+            " (SELECT report_sequence FROM report_references WHERE record_id = ?) ORDER BY sequence",
+            (record_id,),
+        ).fetchall()
+        row["reports"] = [detail_row(r) for r in reports]
+        return row
+
+    async def counts(self) -> dict[str, dict[str, int]]:
+        """Per scenario: how many records of each type, and how many inference records are unscored."""
+        return await self._reader.run(self._counts)
+
+    @staticmethod
+    def _counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for scenario, type_, total in conn.execute(
+            "SELECT scenario, type, count(*) FROM records GROUP BY scenario, type"
+        ):
+            counts.setdefault(scenario, {})[type_] = total
+        for scenario, total in conn.execute(
+            "SELECT scenario, count(*) FROM records WHERE type = 'inference' AND score IS NULL GROUP BY scenario"
+        ):
+            counts.setdefault(scenario, {})["unscored"] = total
+        return counts

@@ -1,0 +1,122 @@
+"""Scenarios: named workloads, each bound to the deployment's recipe when first seen. Kept in memory too,
+because every inference request needs its scenario and the hot path must not read the database.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from reef_daemon.errors import NotFound
+from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
+
+TRAINING_MODES = ("auto", "manual", "hybrid")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    recipe: str
+    training_mode: str
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["scenario"] = data.pop("name")
+        return data
+
+
+class ScenarioStore:
+    def __init__(self, writer: GroupCommitWriter) -> None:
+        self._writer = writer
+        self._active: dict[str, Scenario] = {}
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        """Fill the in-memory view from the database at start-up."""
+        rows = conn.execute(
+            "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL"
+        )
+        self._active = {row[0]: Scenario(*row) for row in rows}
+
+    def get(self, name: str) -> Scenario | None:
+        return self._active.get(name)
+
+    def require(self, name: str) -> Scenario:
+        scenario = self._active.get(name)
+        if scenario is None:
+            raise NotFound(f"no scenario named '{name}'", type="unknown_scenario")
+        return scenario
+
+    def all(self) -> list[Scenario]:
+        return sorted(self._active.values(), key=lambda s: s.name)
+
+    async def ensure(self, name: str, recipe: str, training_mode: str) -> tuple[Scenario, bool]:
+        """The scenario named `name`, created with this recipe if new. Returns (scenario, created)."""
+        existing = self._active.get(name)
+        if existing is not None:
+            return existing, False
+        scenario, created = await self._writer.submit(
+            lambda ctx: self._insert(ctx, Scenario(name, recipe, training_mode, time.time()))
+        )
+        self._active.setdefault(name, scenario)
+        return self._active[name], created
+
+    @staticmethod
+    def _insert(ctx: WriteContext, scenario: Scenario) -> tuple[Scenario, bool]:
+        cursor = ctx.conn.execute(
+            "INSERT OR IGNORE INTO scenarios (name, recipe, training_mode, created_at) VALUES (?,?,?,?)",
+            (scenario.name, scenario.recipe, scenario.training_mode, scenario.created_at),
+        )
+        if cursor.rowcount == 0:
+            row = ctx.conn.execute(
+                "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE name = ?", (scenario.name,)
+            ).fetchone()
+            return Scenario(*row), False
+        _announce(ctx, "created", scenario.to_json())
+        return scenario, True
+
+    async def set_training_mode(self, name: str, mode: str) -> Scenario:
+        current = self.require(name)
+        updated = replace(current, training_mode=mode)
+
+        def write(ctx: WriteContext) -> None:
+            ctx.conn.execute("UPDATE scenarios SET training_mode = ? WHERE name = ?", (mode, name))
+            _announce(ctx, "updated", updated.to_json())
+
+        await self._writer.submit(write)
+        self._active[name] = updated
+        return updated
+
+    async def archive(self, name: str) -> str:
+        """Archive a scenario: its records stay, under a new name, and the name is free again."""
+        current = self.require(name)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        archived_as = f"{name}.archived-{stamp}-{int(time.time() * 1000) % 1000:03d}"
+
+        def write(ctx: WriteContext) -> None:
+            now = time.time()
+            ctx.conn.execute(
+                "UPDATE scenarios SET name = ?, archived_at = ?, archived_as = ? WHERE name = ?",
+                (archived_as, now, name, name),
+            )
+            ctx.conn.execute("UPDATE records SET scenario = ? WHERE scenario = ?", (archived_as, name))
+            ctx.conn.execute("UPDATE events SET scenario = ? WHERE scenario = ?", (archived_as, name))
+            _announce(ctx, "archived", {**current.to_json(), "archived_as": archived_as}, scenario=name)
+
+        await self._writer.submit(write)
+        self._active.pop(name, None)
+        return archived_as
+
+
+def _announce(ctx: WriteContext, action: str, data: dict[str, Any], *, scenario: str | None = None) -> None:
+    sequence = ctx.allocate_sequence()
+    name = scenario or data["scenario"]
+    payload = {"action": action, "object": data}
+    ctx.conn.execute(
+        "INSERT INTO events (sequence, type, scenario, created_at, data) VALUES (?,?,?,?,?)",
+        (sequence, "scenario", name, time.time(), json.dumps(payload)),
+    )
+    ctx.announce(Event("scenario", sequence, name, payload))

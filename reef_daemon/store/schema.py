@@ -1,0 +1,99 @@
+"""The database schema, as numbered migrations applied in order and tracked by `PRAGMA user_version`."""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: scenarios, records of every type, the references of reports, and durable non-record events.
+    """
+    CREATE TABLE scenarios (
+        name TEXT PRIMARY KEY,
+        recipe TEXT NOT NULL,
+        training_mode TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        archived_at REAL,
+        archived_as TEXT
+    );
+    CREATE TABLE records (
+        sequence INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        scenario TEXT NOT NULL,
+        type TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        route TEXT,
+        model TEXT,
+        status INTEGER,
+        complete INTEGER,
+        duration_ms REAL,
+        ttft_ms REAL,
+        overhead_ms REAL,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        release TEXT,
+        score REAL,
+        request BLOB,
+        response BLOB,
+        error TEXT,
+        tags TEXT,
+        tokens TEXT,
+        body TEXT,
+        content_hash TEXT
+    );
+    CREATE INDEX records_by_scenario ON records (scenario, sequence);
+    CREATE INDEX records_by_type ON records (type, sequence);
+    CREATE INDEX records_by_scenario_type ON records (scenario, type, sequence);
+    CREATE INDEX records_unscored ON records (sequence) WHERE type = 'inference' AND score IS NULL;
+    CREATE INDEX records_unscored_by_scenario ON records (scenario, sequence)
+        WHERE type = 'inference' AND score IS NULL;
+    CREATE TABLE report_references (
+        record_id TEXT NOT NULL,
+        report_sequence INTEGER NOT NULL,
+        PRIMARY KEY (record_id, report_sequence)
+    ) WITHOUT ROWID;
+    CREATE TABLE events (
+        sequence INTEGER PRIMARY KEY,
+        type TEXT NOT NULL,
+        scenario TEXT,
+        created_at REAL NOT NULL,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX events_by_scenario ON events (scenario, sequence);
+    """,
+)
+
+
+def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the database with the pragmas every connection needs."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        # WAL + NORMAL: a commit survives a crash of this process (the OS holds the bytes); only power loss
+        # before the next checkpoint can take the newest commits.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the migrations the database has not seen yet; returns the schema version."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        raise RuntimeError(
+            f"the database has schema version {version}, newer than this reef ({len(MIGRATIONS)}); upgrade reef"
+        )
+    for number in range(version + 1, len(MIGRATIONS) + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _statements(MIGRATIONS[number - 1]):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+        conn.execute("COMMIT")
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    return [part.strip() for part in script.split(";") if part.strip()]

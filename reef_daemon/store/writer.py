@@ -1,0 +1,182 @@
+"""The single writer: one thread owns the write connection and commits whatever arrived together in one
+transaction (group commit). A caller's future resolves only after its transaction has committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from reef_daemon.store.schema import connect, migrate
+
+log = logging.getLogger("reef.store")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened, announced on `GET /reef/events` after it is committed."""
+
+    type: str
+    sequence: int
+    scenario: str | None
+    data: dict[str, Any]
+
+
+@dataclass
+class WriteContext:
+    """What an operation gets inside the group transaction."""
+
+    conn: sqlite3.Connection
+    next_sequence: int
+    events: list[Event] = field(default_factory=list)
+
+    def allocate_sequence(self) -> int:
+        """Records and events share one increasing sequence, so `Last-Event-ID` can resume across both."""
+        sequence = self.next_sequence
+        self.next_sequence += 1
+        return sequence
+
+    def announce(self, event: Event) -> None:
+        self.events.append(event)
+
+
+Operation = Callable[[WriteContext], T]
+
+
+@dataclass
+class _Job(Generic[T]):
+    operation: Operation[T]
+    future: asyncio.Future[T]
+
+
+_STOP = object()
+
+
+class GroupCommitWriter:
+    """Runs write operations on one thread; each batch of waiting operations is one transaction."""
+
+    def __init__(self, path: str, on_events: Callable[[list[Event]], None]) -> None:
+        self._path = path
+        self._on_events = on_events
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._next_sequence = 1
+        self.batches = 0
+        self.operations = 0
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._conn = connect(self._path)
+        migrate(self._conn)
+        self._next_sequence = self._max_sequence(self._conn) + 1
+        self._thread = threading.Thread(target=self._run, name="reef-store-writer", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _max_sequence(conn: sqlite3.Connection) -> int:
+        row = conn.execute(
+            "SELECT max(coalesce((SELECT max(sequence) FROM records), 0),"
+            " coalesce((SELECT max(sequence) FROM events), 0))"
+        ).fetchone()
+        return int(row[0])
+
+    async def submit(self, operation: Operation[T]) -> T:
+        """Run `operation` in the next group transaction and return its result once committed."""
+        if self._loop is None or self._thread is None:
+            raise RuntimeError("the store writer is not running")
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._queue.put(_Job(operation, future))
+        return await future
+
+    def stop(self) -> None:
+        """Finish every queued operation, then close the connection."""
+        if self._thread is None:
+            return
+        self._queue.put(_STOP)
+        self._thread.join()
+        self._thread = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            jobs: list[_Job[Any]] = []
+            item = self._queue.get()
+            while True:
+                if item is _STOP:
+                    stopping = True
+                else:
+                    jobs.append(item)
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if jobs:
+                self._commit(jobs)
+
+    def _commit(self, jobs: list[_Job[Any]]) -> None:
+        assert self._conn is not None
+        conn = self._conn
+        context = WriteContext(conn, self._next_sequence)
+        outcomes: list[tuple[_Job[Any], bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for job in jobs:
+                conn.execute("SAVEPOINT operation")
+                mark_sequence, mark_events = context.next_sequence, len(context.events)
+                try:
+                    result = job.operation(context)
+                except Exception as exc:  # one bad operation must not sink its neighbours
+                    conn.execute("ROLLBACK TO operation")
+                    context.next_sequence = mark_sequence
+                    del context.events[mark_events:]
+                    outcomes.append((job, False, exc))
+                else:
+                    outcomes.append((job, True, result))
+                conn.execute("RELEASE operation")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            log.error("store commit failed: %s", exc)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._next_sequence = self._max_sequence(conn) + 1
+            failure = RuntimeError(f"the record store could not commit: {exc}")
+            self._deliver([(job, False, failure) for job in jobs], [])
+            return
+        self._next_sequence = context.next_sequence
+        self.batches += 1
+        self.operations += len(jobs)
+        self._deliver(outcomes, context.events)
+
+    def _deliver(self, outcomes: list[tuple[_Job[Any], bool, Any]], events: list[Event]) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        def resolve() -> None:
+            for job, ok, value in outcomes:
+                if job.future.done():
+                    continue
+                if ok:
+                    job.future.set_result(value)
+                else:
+                    job.future.set_exception(value)
+            if events:
+                self._on_events(events)
+
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:  # the loop closed while we committed; the data is safe on disk
+            pass
