@@ -7,6 +7,7 @@ out inside the stream. A stream that breaks still leaves a record (`complete: fa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -60,6 +61,7 @@ class Exchange:
     created_at: float = field(default_factory=time.time)
     upstream_s: float = 0.0
     ttft_ms: float | None = None
+    stored: bool = False
 
     @property
     def route(self) -> str:
@@ -107,8 +109,10 @@ class Exchange:
             release=answer.release() if answer is not None else None,
             tokens=answer.token_data() if answer is not None else None,
         )
+        self.stored = True
         try:
-            row = await self.daemon.store.records.append_inference(draft)
+            # Shielded: a client that leaves (or a shutdown) must not stop a record from being written.
+            row = await asyncio.shield(self.daemon.store.records.append_inference(draft))
         except RuntimeError as exc:
             log.error("could not store a record for scenario %s: %s", self.scenario, exc)
             raise NotReady("the record store could not save this exchange; see the daemon log", type="store_failed")
@@ -135,6 +139,9 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
             error=exc.message,
         )  # fmt: skip
         raise
+    except asyncio.CancelledError:
+        await _store_abandoned(exchange, answer=None)
+        raise
     exchange.upstream_s += time.perf_counter() - sent
     try:
         if answer.status >= 400:
@@ -142,8 +149,22 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
         if payload.get("stream") is True and answer.is_event_stream:
             return await _relay_stream(exchange, answer)
         return await _relay_buffered(exchange, answer)
+    except asyncio.CancelledError:
+        await _store_abandoned(exchange, answer)
+        raise
     finally:
         await answer.close()
+
+
+async def _store_abandoned(exchange: Exchange, answer: RuntimeResponse | None) -> None:
+    """The request was cancelled (the client left) before its record was stored: store what is known."""
+    if exchange.stored:
+        return
+    status = answer.status if answer is not None else 499
+    await exchange.store(
+        status=status, response=b"", stream=exchange.payload.get("stream") is True, complete=False,
+        error="client disconnected", answer=answer,
+    )  # fmt: skip
 
 
 async def _read_timed(exchange: Exchange, answer: RuntimeResponse) -> bytes:
@@ -212,6 +233,12 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
         error = exc
     except ConnectionResetError:
         client_gone = True
+    except asyncio.CancelledError:
+        await exchange.store(
+            status=answer.status, response=b"".join(received), stream=True, complete=False,
+            error="client disconnected", answer=answer,
+        )  # fmt: skip
+        raise
     finally:
         await chunks.aclose()
 

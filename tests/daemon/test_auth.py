@@ -1,0 +1,80 @@
+"""Auth: tokens required everywhere but /healthz, in both header forms; the token never leaves reef."""
+
+from __future__ import annotations
+
+import pytest
+from reef_testing import CHAT, Reef, StartReef
+
+TOKEN = "reef-secret-token-7f3a"
+
+
+@pytest.fixture
+async def guarded(start_reef: StartReef) -> Reef:
+    return await start_reef(environ={"REEF_TOKEN": TOKEN})
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": "Bearer "},
+        {"Authorization": TOKEN},
+        {"x-api-key": "wrong"},
+        {"Authorization": "Bearer wrong", "x-api-key": TOKEN},
+    ],
+)
+async def test_requests_without_the_token_are_refused(guarded: Reef, headers: dict[str, str]) -> None:
+    for method, path in [("POST", "/v1/chat/completions"), ("GET", "/reef/records"), ("GET", "/reef/status"),
+                         ("POST", "/reef/report"), ("GET", "/reef/events")]:
+        response = await guarded.session.request(method, guarded.url + path, json=CHAT,
+                                                 headers={"x-reef-scenario": "demo", **headers})
+        assert response.status == 401, path
+        error = (await response.json())["error"]
+        assert error["type"] == "unauthorized" and "REEF_TOKEN" in error["message"]
+    assert guarded.upstream.received == []
+
+
+async def test_healthz_is_open(guarded: Reef) -> None:
+    response = await guarded.get("/healthz")
+    assert response.status == 200 and await response.json() == {"ok": True}
+
+
+@pytest.mark.parametrize("headers", [{"Authorization": f"Bearer {TOKEN}"}, {"Authorization": f"bearer {TOKEN}"},
+                                     {"x-api-key": TOKEN}])
+async def test_token_accepted_and_never_forwarded_or_stored(guarded: Reef, headers: dict[str, str]) -> None:
+    response = await guarded.post("/v1/chat/completions", CHAT, headers=headers)
+    assert response.status == 200
+    forwarded = guarded.upstream.received[-1]
+    assert TOKEN not in str(forwarded.headers) and TOKEN.encode() not in forwarded.body
+    record = await guarded.session.get(
+        f"{guarded.url}/reef/records/{response.headers['x-reef-agent-record-id']}", headers=headers
+    )
+    assert TOKEN not in await record.text()
+    database = guarded.daemon.store.path
+    for path in database.parent.iterdir():
+        assert TOKEN.encode() not in path.read_bytes(), path
+
+
+async def test_upstream_key_replaces_client_auth(start_reef: StartReef) -> None:
+    reef = await start_reef(environ={"REEF_TOKEN": TOKEN, "REEF_UPSTREAM_API_KEY": "sk-upstream"})
+    await reef.post("/v1/chat/completions", CHAT, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert reef.upstream.received[-1].headers["Authorization"] == "Bearer sk-upstream"
+    await reef.post("/v1/messages", CHAT, headers={"x-api-key": TOKEN})
+    sent = reef.upstream.received[-1].headers
+    assert sent["x-api-key"] == "sk-upstream" and sent["anthropic-version"]
+    assert "Authorization" not in sent
+
+
+async def test_without_a_token_the_clients_own_key_goes_upstream(reef: Reef) -> None:
+    await reef.post("/v1/chat/completions", CHAT, headers={"Authorization": "Bearer sk-client"})
+    assert reef.upstream.received[-1].headers["Authorization"] == "Bearer sk-client"
+
+
+async def test_rotation_accepts_every_listed_token(start_reef: StartReef) -> None:
+    reef = await start_reef(reef__tokens='["old-token", "new-token"]')
+    for token in ("old-token", "new-token"):
+        response = await reef.get("/reef/status", headers={"Authorization": f"Bearer {token}"})
+        assert response.status == 200
+    assert (await reef.get("/reef/status")).status == 401
