@@ -213,9 +213,7 @@ def build_app(upstream: str, record: str | None) -> web.Application:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:18000")
     parser.add_argument("--record", metavar="DB", help="record every exchange to this SQLite file (floor-b)")

@@ -56,8 +56,7 @@ def _chunk(index: int) -> bytes:
 
 
 _NON_STREAM_RESPONSE = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(_COMPLETION)
-    + _COMPLETION
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(_COMPLETION) + _COMPLETION
 )
 _STREAM_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
@@ -143,9 +142,7 @@ async def serve(port: int, chunk_delay_ms: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--chunk-delay-ms", type=float, default=0.0, help="pause between stream chunks")
     args = parser.parse_args()
