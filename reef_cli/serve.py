@@ -14,14 +14,18 @@ from rich.table import Table
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.settings import Settings, SettingsError, load_settings, parse_overrides
 
-EXAMPLE = "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
+EXAMPLE = (
+    "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
+)
 
 
 def serve_command(
     ctx: typer.Context,
     config: Path | None = typer.Option(None, "-c", "--config", help="Settings file, TOML or YAML."),
     recipe: str | None = typer.Option(None, "--recipe", help="Recipe name (record) or package.module:Class."),
-    print_config: bool = typer.Option(False, "--print-config", help="Print every setting and where it came from."),
+    print_config: bool = typer.Option(
+        False, "--print-config", help="Print every setting and where it came from."
+    ),
 ) -> None:
     """Run the daemon in the foreground. Any setting can be given as --section.key VALUE (--reef.port 8900)."""
     try:
@@ -36,7 +40,9 @@ def serve_command(
 
     from reef_daemon.serve import run
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
         run(settings, reload)

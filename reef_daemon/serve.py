@@ -57,7 +57,11 @@ async def _serve(settings: Settings, reload: Callable[[], Settings] | None) -> N
     try:
         await stop.wait()
     finally:
-        print("reef: shutting down; finishing requests in flight and pending writes", file=sys.stderr, flush=True)
+        print(
+            "reef: shutting down; finishing requests in flight and pending writes",
+            file=sys.stderr,
+            flush=True,
+        )
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

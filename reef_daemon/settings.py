@@ -139,7 +139,12 @@ class ReefSection:
     host: str = _setting("127.0.0.1", _parse_str, help="address to bind; keep it on loopback unless you mean it")
     port: int = _setting(DEFAULT_PORT, _parse_port, help="port to listen on")
     token: str | None = _setting(
-        None, _parse_optional_str, env="REEF_TOKEN", secret=True, live=True, help="bearer token clients must send"
+        None,
+        _parse_optional_str,
+        env="REEF_TOKEN",
+        secret=True,
+        live=True,
+        help="bearer token clients must send",
     )
     tokens: tuple[str, ...] = _setting(
         (), _parse_tokens, secret=True, live=True, help="more accepted tokens, for rotation"
@@ -278,7 +283,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SettingsError(f"config file {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {first_line}")
+        kind = "toml" if path.suffix.lower() == ".toml" else "yaml"
+        raise SettingsError(f"config file {path} is not valid {kind}: {first_line}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -350,7 +356,8 @@ def load_settings(
 
 def live_changes(old: Settings, new: Settings) -> tuple[list[str], list[str]]:
     """Keys that changed between two loads: (applied without a restart, needing a restart)."""
-    live, restart = [], []
+    live: list[str] = []
+    restart: list[str] = []
     for key, info in CATALOGUE.items():
         if old.value(key) != new.value(key):
             (live if info.live else restart).append(key)

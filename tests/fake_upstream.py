@@ -46,8 +46,9 @@ class FakeUpstream:
         fault = request.headers.get("x-fake-fault", self.fault)
         delay_ms = float(request.headers.get("x-fake-delay-ms", self.delay_ms))
         if fault == "500":
-            raise web.HTTPInternalServerError(text='{"error": {"message": "the model crashed"}}',
-                                              content_type="application/json")
+            raise web.HTTPInternalServerError(
+                text='{"error": {"message": "the model crashed"}}', content_type="application/json"
+            )
         if fault == "429":
             raise web.HTTPTooManyRequests(
                 text='{"error": {"type": "rate_limit_error", "message": "slow down, retry in 1s"}}',
@@ -57,8 +58,9 @@ class FakeUpstream:
             await asyncio.sleep(3600)
         return json.loads(body), fault, delay_ms
 
-    async def _stream(self, request: web.Request, frames: list[str], fault: str | None, delay_ms: float,
-                      terminal: int) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, frames: list[str], fault: str | None, delay_ms: float, terminal: int
+    ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for index, frame in enumerate(frames):
@@ -78,19 +80,36 @@ class FakeUpstream:
         model = payload.get("model", "fake-model")
         created = int(time.time())
         if not payload.get("stream"):
-            return web.json_response({
-                "id": "chatcmpl-fake", "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "".join(ANSWER_WORDS)}}],
-                "usage": {"prompt_tokens": 12, "completion_tokens": len(ANSWER_WORDS), "total_tokens": 19},
-            })
+            return web.json_response(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "".join(ANSWER_WORDS)},
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": 12,
+                        "completion_tokens": len(ANSWER_WORDS),
+                        "total_tokens": 19,
+                    },
+                }
+            )
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": created, "model": model}
         frames = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'role': 'assistant'}}]})}\n\n"]
         for word in ANSWER_WORDS:
             chunk = {**base, "choices": [{"index": 0, "delta": {"content": word}}]}
             frames.append(f"data: {json.dumps(chunk)}\n\n")
-        final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                 "usage": {"prompt_tokens": 12, "completion_tokens": len(ANSWER_WORDS), "total_tokens": 19}}
+        final = {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": len(ANSWER_WORDS), "total_tokens": 19},
+        }
         frames.append(f"data: {json.dumps(final)}\n\n")
         frames.append("data: [DONE]\n\n")
         return await self._stream(request, frames, fault, delay_ms, terminal=len(frames) - 1)
@@ -99,32 +118,68 @@ class FakeUpstream:
         payload, fault, delay_ms = await self._begin(request)
         model = payload.get("model", "fake-model")
         text = "".join(ANSWER_WORDS)
-        message = {"id": "msg_fake", "type": "message", "role": "assistant", "status": "completed",
-                   "content": [{"type": "output_text", "text": text, "annotations": []}]}
-        usage = {"input_tokens": 12, "output_tokens": len(ANSWER_WORDS), "total_tokens": 19,
-                 "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
-        done = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "model": model,
-                "status": "completed", "output": [message], "usage": usage, "parallel_tool_calls": False,
-                "tool_choice": "auto", "tools": []}
+        message = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+        usage = {
+            "input_tokens": 12,
+            "output_tokens": len(ANSWER_WORDS),
+            "total_tokens": 19,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        done = {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": model,
+            "status": "completed",
+            "output": [message],
+            "usage": usage,
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+        }
         if not payload.get("stream"):
             return web.json_response(done)
         started = {**done, "status": "in_progress", "output": [], "usage": None}
         events: list[tuple[str, dict[str, Any]]] = [
             ("response.created", {"response": started}),
             ("response.in_progress", {"response": started}),
-            ("response.output_item.added", {"output_index": 0, "item": {**message, "status": "in_progress",
-                                                                        "content": []}}),
-            ("response.content_part.added", {"item_id": "msg_fake", "output_index": 0, "content_index": 0,
-                                             "part": {"type": "output_text", "text": "", "annotations": []}}),
+            (
+                "response.output_item.added",
+                {"output_index": 0, "item": {**message, "status": "in_progress", "content": []}},
+            ),
+            (
+                "response.content_part.added",
+                {
+                    "item_id": "msg_fake",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                },
+            ),
         ]
         for word in ANSWER_WORDS:
-            events.append(("response.output_text.delta", {"item_id": "msg_fake", "output_index": 0,
-                                                          "content_index": 0, "delta": word}))
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "delta": word},
+                )
+            )
         events += [
-            ("response.output_text.done", {"item_id": "msg_fake", "output_index": 0, "content_index": 0,
-                                           "text": text}),
-            ("response.content_part.done", {"item_id": "msg_fake", "output_index": 0, "content_index": 0,
-                                            "part": message["content"][0]}),
+            (
+                "response.output_text.done",
+                {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "text": text},
+            ),
+            (
+                "response.content_part.done",
+                {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "part": message["content"][0]},
+            ),
             ("response.output_item.done", {"output_index": 0, "item": message}),
             ("response.completed", {"response": done}),
         ]
@@ -138,23 +193,47 @@ class FakeUpstream:
         model = payload.get("model", "fake-model")
         text = "".join(ANSWER_WORDS)
         if not payload.get("stream"):
-            return web.json_response({
-                "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 12, "output_tokens": len(ANSWER_WORDS)},
-            })
+            return web.json_response(
+                {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 12, "output_tokens": len(ANSWER_WORDS)},
+                }
+            )
         events: list[tuple[str, dict[str, Any]]] = [
-            ("message_start", {"message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                                           "content": [], "stop_reason": None, "stop_sequence": None,
-                                           "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+            (
+                "message_start",
+                {
+                    "message": {
+                        "id": "msg_fake",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 12, "output_tokens": 1},
+                    }
+                },
+            ),
             ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
         ]
         for word in ANSWER_WORDS:
             events.append(("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": word}}))
         events += [
             ("content_block_stop", {"index": 0}),
-            ("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                               "usage": {"output_tokens": len(ANSWER_WORDS)}}),
+            (
+                "message_delta",
+                {
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": len(ANSWER_WORDS)},
+                },
+            ),
             ("message_stop", {}),
         ]
         frames = [f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in events]

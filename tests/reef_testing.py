@@ -30,8 +30,15 @@ class Reef:
     def headers(self, scenario: str = SCENARIO, **extra: str) -> dict[str, str]:
         return {"x-reef-scenario": scenario, **extra}
 
-    async def post(self, path: str, body: Any = None, *, scenario: str | None = SCENARIO,
-                   headers: dict[str, str] | None = None, data: bytes | None = None) -> aiohttp.ClientResponse:
+    async def post(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        scenario: str | None = SCENARIO,
+        headers: dict[str, str] | None = None,
+        data: bytes | None = None,
+    ) -> aiohttp.ClientResponse:
         sent = {"x-reef-scenario": scenario} if scenario is not None else {}
         sent.update(headers or {})
         if data is None:

@@ -115,7 +115,9 @@ class Exchange:
             row = await asyncio.shield(self.daemon.store.records.append_inference(draft))
         except RuntimeError as exc:
             log.error("could not store a record for scenario %s: %s", self.scenario, exc)
-            raise NotReady("the record store could not save this exchange; see the daemon log", type="store_failed")
+            raise NotReady(
+                "the record store could not save this exchange; see the daemon log", type="store_failed"
+            ) from exc
         return str(row["id"])
 
 

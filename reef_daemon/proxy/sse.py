@@ -140,6 +140,7 @@ class SseRelay:
 
 def error_frame(route: str, type_: str, message: str) -> bytes:
     """A frame that makes each API's SDK raise a clear error when the stream breaks after it began."""
+    body: dict[str, Any]
     if route == MESSAGES_ROUTE:
         body = {"type": "error", "error": {"type": type_, "message": message}}
         return f"event: error\ndata: {_dump(body)}\n\n".encode()

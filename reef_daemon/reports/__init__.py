@@ -58,7 +58,10 @@ def _describe(error: ValidationError) -> str:
     field = ".".join(str(part) for part in error.absolute_path) or None
     validator = error.validator
     if validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        known = schema.get("properties", {})
+        given = error.instance if isinstance(error.instance, dict) else {}
+        extra = sorted(set(given) - set(known if isinstance(known, dict) else {}))
         return f"unknown field {', '.join(extra)}; a report has score, feedback, references, metadata, agent_record_id"
     if validator == "anyOf" and field is None:
         return "a report needs a score, feedback, or both"

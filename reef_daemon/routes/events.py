@@ -38,14 +38,15 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
         if last is not None:
             while True:
                 replay = await daemon.store.events.after(last, scenario, REPLAY_PAGE)
-                for event in replay:
-                    await response.write(sse_frame(event))
-                    last = event.sequence
+                for past in replay:
+                    await response.write(sse_frame(past))
+                    last = past.sequence
                 if len(replay) < REPLAY_PAGE:
                     break
         while True:
             try:
-                event = await asyncio.wait_for(subscription.next(), KEEPALIVE_S)
+                async with asyncio.timeout(KEEPALIVE_S):
+                    event = await subscription.next()
             except TimeoutError:
                 await response.write(b": keep-alive\n\n")
                 continue
@@ -55,8 +56,8 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
                 continue
             await response.write(sse_frame(event))
             last = event.sequence
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
+    except ConnectionResetError:
+        pass  # the client went away; it resumes with Last-Event-ID
     finally:
         subscription.close()
     return response

@@ -64,7 +64,7 @@ async def update_scenario(request: web.Request) -> web.Response:
     body = await read_json_object(request)
     unknown = sorted(set(body) - {"training_mode"})
     if unknown or "training_mode" not in body:
-        raise BadRequest("send {\"training_mode\": \"auto|manual|hybrid\"}", type="invalid_update")
+        raise BadRequest('send {"training_mode": "auto|manual|hybrid"}', type="invalid_update")
     mode = _training_mode(body, required=True)
     assert mode is not None
     scenario = await daemon.store.scenarios.set_training_mode(name, mode)

@@ -7,7 +7,7 @@ provider's own response (JSON, or SSE frames for streams) and, when it can, the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from reef_daemon.settings import Settings
@@ -24,7 +24,7 @@ class RuntimeResponse(ABC):
         return self.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
 
     @abstractmethod
-    def chunks(self) -> AsyncIterator[bytes]:
+    def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it arrives."""
 
     @abstractmethod

@@ -5,7 +5,7 @@ and body go upstream unchanged; only auth headers are replaced.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import aiohttp
@@ -25,7 +25,7 @@ class HttpRuntimeResponse(RuntimeResponse):
         self.status = response.status
         self.headers = response.headers
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         content = self._response.content
         while True:
             try:
@@ -103,7 +103,8 @@ class HttpRuntime(Runtime):
                 response = await self._session.post(url, data=body, headers=outgoing)
         except TimeoutError:
             raise UpstreamFailed(
-                f"the upstream at {self.url} did not answer within {self.timeout_s:g} s", type="upstream_timeout"
+                f"the upstream at {self.url} did not answer within {self.timeout_s:g} s",
+                type="upstream_timeout",
             ) from None
         except aiohttp.ClientError as exc:
             raise UpstreamFailed(

@@ -111,7 +111,8 @@ class RecordStore:
     def _insert_report(self, ctx: WriteContext, draft: ReportDraft) -> tuple[dict[str, Any], bool]:
         conn = ctx.conn
         existing = conn.execute(
-            f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?", (draft.id,)
+            f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
+            (draft.id,),
         ).fetchone()
         if existing is not None:
             if existing[-1] != draft.content_hash or existing[2] != draft.scenario or existing[3] != "report":
@@ -156,9 +157,7 @@ class RecordStore:
             if found is None:
                 raise BadRequest(f"references: receipt '{ref}' is not a stored record", type="unknown_reference")
             if found[0] != scenario:
-                raise BadRequest(
-                    f"references: receipt '{ref}' belongs to another scenario", type="foreign_reference"
-                )
+                raise BadRequest(f"references: receipt '{ref}' belongs to another scenario", type="foreign_reference")
             if found[1] != "inference":
                 raise BadRequest(
                     f"references: '{ref}' is a {found[1]} record; only inference receipts can be scored",
@@ -170,7 +169,8 @@ class RecordStore:
 
     @staticmethod
     def _list(conn: sqlite3.Connection, query: RecordQuery) -> dict[str, Any]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[str | int] = []
         if query.scenario is not None:
             clauses.append("scenario = ?")
             params.append(query.scenario)
@@ -189,7 +189,7 @@ class RecordStore:
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "ASC" if ascending else "DESC"
         rows = conn.execute(
-            f"SELECT {SUMMARY_COLUMNS} FROM records {where} ORDER BY sequence {order} LIMIT ?",  # noqa: S608
+            f"SELECT {SUMMARY_COLUMNS} FROM records {where} ORDER BY sequence {order} LIMIT ?",  # noqa: S608 - fixed clauses
             (*params, query.limit + 1),
         ).fetchall()
         more = len(rows) > query.limit

@@ -1,4 +1,4 @@
-"""How stored rows look to clients: the summary row of `GET /reef/records` and the full record of `/reef/records/{id}`."""
+"""How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`."""
 
 from __future__ import annotations
 

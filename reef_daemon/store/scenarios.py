@@ -36,9 +36,7 @@ class ScenarioStore:
 
     def load(self, conn: sqlite3.Connection) -> None:
         """Fill the in-memory view from the database at start-up."""
-        rows = conn.execute(
-            "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL"
-        )
+        rows = conn.execute("SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL")
         self._active = {row[0]: Scenario(*row) for row in rows}
 
     def get(self, name: str) -> Scenario | None:
@@ -72,7 +70,8 @@ class ScenarioStore:
         )
         if cursor.rowcount == 0:
             row = ctx.conn.execute(
-                "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE name = ?", (scenario.name,)
+                "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE name = ?",
+                (scenario.name,),
             ).fetchone()
             return Scenario(*row), False
         _announce(ctx, "created", scenario.to_json())

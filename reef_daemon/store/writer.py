@@ -5,6 +5,7 @@ transaction (group commit). A caller's future resolves only after its transactio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import sqlite3
@@ -176,7 +177,6 @@ class GroupCommitWriter:
             if events:
                 self._on_events(events)
 
-        try:
+        # If the loop closed while we committed, nobody is waiting; the data is safe on disk.
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(resolve)
-        except RuntimeError:  # the loop closed while we committed; the data is safe on disk
-            pass

@@ -21,8 +21,9 @@ async def start_reef(tmp_path: Path) -> AsyncIterator[StartReef]:
     """Start the fake upstream and a reef app in front of it; settings overrides as keyword arguments."""
     started: list[tuple[TestServer, TestServer, aiohttp.ClientSession]] = []
 
-    async def start(upstream: FakeUpstream | None = None, environ: dict[str, str] | None = None,
-                    **overrides: Any) -> Reef:
+    async def start(
+        upstream: FakeUpstream | None = None, environ: dict[str, str] | None = None, **overrides: Any
+    ) -> Reef:
         upstream = upstream or FakeUpstream()
         upstream_server = TestServer(upstream.app(), host="127.0.0.1")
         await upstream_server.start_server()
@@ -50,4 +51,3 @@ async def start_reef(tmp_path: Path) -> AsyncIterator[StartReef]:
 @pytest.fixture
 async def reef(start_reef: StartReef) -> Reef:
     return await start_reef()
-

@@ -26,10 +26,16 @@ async def guarded(start_reef: StartReef) -> Reef:
     ],
 )
 async def test_requests_without_the_token_are_refused(guarded: Reef, headers: dict[str, str]) -> None:
-    for method, path in [("POST", "/v1/chat/completions"), ("GET", "/reef/records"), ("GET", "/reef/status"),
-                         ("POST", "/reef/report"), ("GET", "/reef/events")]:
-        response = await guarded.session.request(method, guarded.url + path, json=CHAT,
-                                                 headers={"x-reef-scenario": "demo", **headers})
+    for method, path in [
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/reef/records"),
+        ("GET", "/reef/status"),
+        ("POST", "/reef/report"),
+        ("GET", "/reef/events"),
+    ]:
+        response = await guarded.session.request(
+            method, guarded.url + path, json=CHAT, headers={"x-reef-scenario": "demo", **headers}
+        )
         assert response.status == 401, path
         error = (await response.json())["error"]
         assert error["type"] == "unauthorized" and "REEF_TOKEN" in error["message"]
@@ -41,8 +47,10 @@ async def test_healthz_is_open(guarded: Reef) -> None:
     assert response.status == 200 and await response.json() == {"ok": True}
 
 
-@pytest.mark.parametrize("headers", [{"Authorization": f"Bearer {TOKEN}"}, {"Authorization": f"bearer {TOKEN}"},
-                                     {"x-api-key": TOKEN}])
+@pytest.mark.parametrize(
+    "headers",
+    [{"Authorization": f"Bearer {TOKEN}"}, {"Authorization": f"bearer {TOKEN}"}, {"x-api-key": TOKEN}],
+)
 async def test_token_accepted_and_never_forwarded_or_stored(guarded: Reef, headers: dict[str, str]) -> None:
     response = await guarded.post("/v1/chat/completions", CHAT, headers=headers)
     assert response.status == 200

@@ -13,13 +13,18 @@ ANSWER = "The capital of France is Paris."
 
 
 def openai_client(reef: Reef) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=reef.url + "/v1", api_key="client-key",
-                              default_headers={"x-reef-scenario": SCENARIO}, max_retries=0)
+    return openai.AsyncOpenAI(
+        base_url=reef.url + "/v1",
+        api_key="client-key",
+        default_headers={"x-reef-scenario": SCENARIO},
+        max_retries=0,
+    )
 
 
 def anthropic_client(reef: Reef) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=reef.url, api_key="client-key",
-                                    default_headers={"x-reef-scenario": SCENARIO}, max_retries=0)
+    return anthropic.AsyncAnthropic(
+        base_url=reef.url, api_key="client-key", default_headers={"x-reef-scenario": SCENARIO}, max_retries=0
+    )
 
 
 async def assert_recorded_and_scorable(reef: Reef, receipt: str, route: str, *, stream: bool) -> dict[str, Any]:
@@ -60,8 +65,9 @@ async def test_openai_chat_completion(reef: Reef) -> None:
     completion = raw.parse()
     assert completion.choices[0].message.content == ANSWER
     assert float(raw.headers["x-reef-overhead-ms"]) >= 0
-    await assert_recorded_and_scorable(reef, raw.headers["x-reef-agent-record-id"], "/v1/chat/completions",
-                                       stream=False)
+    await assert_recorded_and_scorable(
+        reef, raw.headers["x-reef-agent-record-id"], "/v1/chat/completions", stream=False
+    )
 
 
 async def test_openai_chat_completion_stream(reef: Reef) -> None:
@@ -147,9 +153,15 @@ async def test_anthropic_count_tokens_is_recorded(reef: Reef) -> None:
 
 async def test_upstream_receives_the_body_unchanged_and_tags_are_kept(reef: Reef) -> None:
     body = b'{"model":"fake-model",  "messages":[{"role":"user","content":"hi"}], "custom": [1, 2.50]}'
-    response = await reef.post("/v1/chat/completions", data=body,
-                               headers={"x-reef-tag-session": " s-42 ", "anthropic-beta": "tools-1",
-                                        "content-type": "application/json"})
+    response = await reef.post(
+        "/v1/chat/completions",
+        data=body,
+        headers={
+            "x-reef-tag-session": " s-42 ",
+            "anthropic-beta": "tools-1",
+            "content-type": "application/json",
+        },
+    )
     assert response.status == 200
     forwarded = reef.upstream.received[-1]
     assert forwarded.body == body

@@ -47,8 +47,12 @@ async def test_upstream_500_becomes_502_with_its_body(reef: Reef) -> None:
 
 
 async def test_upstream_429_is_relayed_with_its_body(reef: Reef) -> None:
-    async with openai.AsyncOpenAI(base_url=reef.url + "/v1", api_key="k", max_retries=0,
-                                  default_headers={"x-reef-scenario": "demo", "x-fake-fault": "429"}) as client:
+    async with openai.AsyncOpenAI(
+        base_url=reef.url + "/v1",
+        api_key="k",
+        max_retries=0,
+        default_headers={"x-reef-scenario": "demo", "x-fake-fault": "429"},
+    ) as client:
         with pytest.raises(openai.RateLimitError) as raised:
             await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert "slow down" in str(raised.value)
@@ -68,8 +72,12 @@ async def test_timeout(start_reef: StartReef) -> None:
 
 
 async def test_stream_cut_midway(reef: Reef) -> None:
-    async with anthropic.AsyncAnthropic(base_url=reef.url, api_key="k", max_retries=0,
-                                        default_headers={"x-reef-scenario": "demo", "x-fake-fault": "cut"}) as client:
+    async with anthropic.AsyncAnthropic(
+        base_url=reef.url,
+        api_key="k",
+        max_retries=0,
+        default_headers={"x-reef-scenario": "demo", "x-fake-fault": "cut"},
+    ) as client:
         with pytest.raises(anthropic.APIError) as raised:
             async for _event in await client.messages.create(
                 model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=True

@@ -1,0 +1,189 @@
+"""`reef serve` as a real process: start banner, live config reload, clean Ctrl-C, and no lost receipt on kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from fake_upstream import FakeUpstream
+from reef_testing import CHAT
+
+REEF = [sys.executable, "-m", "reef_cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class DaemonProcess:
+    def __init__(self, config: Path, log: Path, env: dict[str, str] | None = None) -> None:
+        self.config, self.log_path = config, log
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("REEF_")}
+        environment.update(env or {})
+        self.log = log.open("ab")
+        self.process = subprocess.Popen(
+            [*REEF, "serve", "-c", str(config), "--reef.port", str(self.port)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=environment,
+        )
+
+    async def ready(self, session: aiohttp.ClientSession) -> None:
+        for _ in range(300):
+            if self.process.poll() is not None:
+                raise AssertionError(f"reef exited early:\n{self.output()}")
+            try:
+                async with session.get(self.url + "/healthz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientConnectionError:
+                pass
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"reef did not become ready:\n{self.output()}")
+
+    def output(self) -> str:
+        if not self.log.closed:
+            self.log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=30)
+        self.log.close()
+        return code
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[str]:
+    server = TestServer(FakeUpstream(delay_ms=2).app(), host="127.0.0.1")
+    await server.start_server()
+    yield str(server.make_url("")).rstrip("/")
+    await server.close()
+
+
+async def wait_for(predicate: object, what: str, seconds: float = 15) -> None:
+    assert callable(predicate)
+    for _ in range(int(seconds / 0.05)):
+        result = predicate()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_banner_reload_and_clean_shutdown(tmp_path: Path, upstream: str) -> None:
+    config = tmp_path / "reef.toml"
+    state = tmp_path / "state"
+    config.write_text(
+        f'[reef]\nstate-dir = "{state}"\ntoken = "first-token"\n[inference]\nupstream-url = "{upstream}"\n'
+    )
+    daemon = DaemonProcess(config, tmp_path / "reef.log")
+    async with aiohttp.ClientSession() as session:
+        await daemon.ready(session)
+        banner = daemon.output()
+        assert f"listening on {daemon.url}" in banner
+        assert "recipe:    record" in banner and f"http (model chosen by each client) at {upstream}" in banner
+        assert str(state) in banner and "auth:      on" in banner
+        assert "first-token" not in banner
+
+        async def status_with(token: str) -> int:
+            async with session.get(
+                daemon.url + "/reef/status", headers={"Authorization": f"Bearer {token}"}
+            ) as response:
+                return response.status
+
+        async def accepts_second_token() -> bool:
+            return await status_with("second-token") == 200
+
+        assert await status_with("first-token") == 200
+        config.write_text(
+            config.read_text().replace("first-token", "second-token").replace("[reef]\n", "[reef]\nmax-body-mb = 8\n")
+        )
+        await wait_for(accepts_second_token, "the new token to be accepted")
+        assert await status_with("first-token") == 401
+        await wait_for(lambda: "restart reef to apply" in daemon.output(), "the restart notice")
+        assert "reef.max-body-mb" in daemon.output() and "second-token" not in daemon.output()
+
+        # Ctrl-C during a slow stream: the stream finishes with its receipt, then the daemon exits cleanly.
+        headers = {
+            "Authorization": "Bearer second-token",
+            "x-reef-scenario": "demo",
+            "x-fake-delay-ms": "100",
+        }
+        async with session.post(
+            daemon.url + "/v1/chat/completions", json={**CHAT, "stream": True}, headers=headers
+        ) as response:
+            first = await response.content.readany()
+            assert first
+            daemon.process.send_signal(signal.SIGINT)
+            body = first + await response.read()
+        assert b"agent_record_id" in body and body.rstrip().endswith(b"data: [DONE]")
+    assert daemon.stop() == 0
+    assert "reef: stopped" in daemon.output()
+    with sqlite3.connect(state / "reef.sqlite3") as db:
+        assert db.execute("SELECT complete FROM records WHERE type = 'inference'").fetchall() == [(1,)]
+
+
+async def test_kill_9_under_load_loses_no_receipt(tmp_path: Path, upstream: str) -> None:
+    config = tmp_path / "reef.yaml"
+    state = tmp_path / "state"
+    config.write_text(f"reef:\n  state-dir: {state}\ninference:\n  upstream-url: {upstream}\n")
+    daemon = DaemonProcess(config, tmp_path / "reef.log")
+    receipts: list[str] = []
+    stop = asyncio.Event()
+
+    async def client(session: aiohttp.ClientSession, number: int) -> None:
+        stream = number % 2 == 0
+        while not stop.is_set():
+            try:
+                async with session.post(
+                    daemon.url + "/v1/chat/completions",
+                    json={**CHAT, "stream": stream},
+                    headers={"x-reef-scenario": f"load-{number % 3}"},
+                ) as response:
+                    if not stream:
+                        receipts.append(response.headers["x-reef-agent-record-id"])
+                        continue
+                    body = await response.read()
+                    marker = b'"agent_record_id":"'
+                    if marker in body:
+                        start = body.index(marker) + len(marker)
+                        receipts.append(body[start : start + 32].decode())
+            except (TimeoutError, aiohttp.ClientError):
+                return
+
+    async with aiohttp.ClientSession() as session:
+        await daemon.ready(session)
+        workers = [asyncio.create_task(client(session, n)) for n in range(16)]
+        await wait_for(lambda: len(receipts) >= 300, "300 receipts under load", seconds=60)
+        daemon.process.kill()  # kill -9 while requests are in flight
+        daemon.stop()
+        stop.set()
+        await asyncio.gather(*workers)
+
+    assert len(receipts) >= 300
+    restarted = DaemonProcess(config, tmp_path / "reef.log")
+    async with aiohttp.ClientSession() as session:
+        await restarted.ready(session)
+    restarted.stop()
+    with sqlite3.connect(state / "reef.sqlite3") as db:
+        stored = {row[0] for row in db.execute("SELECT id FROM records")}
+    missing = [r for r in receipts if r not in stored]
+    assert missing == [], f"{len(missing)} of {len(receipts)} acknowledged records were lost"

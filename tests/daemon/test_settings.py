@@ -1,0 +1,99 @@
+"""Settings: precedence, file formats, errors that name the setting, secrets masked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from reef_cli.app import app
+from reef_daemon.settings import SettingsError, load_settings, parse_overrides
+
+
+def test_precedence_command_line_over_file_over_environment(tmp_path: Path) -> None:
+    config = tmp_path / "reef.toml"
+    config.write_text('[reef]\nport = 9100\nhost = "127.0.0.2"\n[inference]\nupstream-url = "http://file:1"\n')
+    environ = {"REEF_UPSTREAM_URL": "http://env:2", "REEF_UPSTREAM_MODEL": "env-model", "REEF_TOKEN": "t"}
+    settings = load_settings(config_file=config, overrides=parse_overrides(["--reef.port", "9200"]), environ=environ)
+    assert settings.reef.port == 9200 and settings.sources["reef.port"] == "command line"
+    assert settings.reef.host == "127.0.0.2" and settings.sources["reef.host"] == "file"
+    assert settings.inference.upstream_url == "http://file:1"
+    assert settings.inference.upstream_model == "env-model"
+    assert settings.sources["inference.upstream-model"] == "environment (REEF_UPSTREAM_MODEL)"
+    assert settings.reef.state_dir == Path(".reef") and "reef.state-dir" not in settings.sources
+    assert settings.auth_enabled
+
+
+def test_yaml_and_toml_take_the_same_keys(tmp_path: Path) -> None:
+    toml = tmp_path / "a.toml"
+    toml.write_text('recipe = "record"\n[inference]\ntimeout_s = 12\nupstream-url = "http://h:1/v1/"\n')
+    yaml = tmp_path / "a.yaml"
+    yaml.write_text("recipe: record\ninference:\n  timeout-s: 12\n  upstream_url: http://h:1/v1/\n")
+    for path in (toml, yaml):
+        settings = load_settings(config_file=path, environ={})
+        assert settings.inference.timeout_s == 12.0
+        assert settings.inference.upstream_url == "http://h:1"  # clients send /v1 themselves
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--reef.prot", "1"], "unknown setting '--reef.prot' (did you mean reef.port?)"),
+        (["--reef.port", "http"], "bad value for reef.port (from command line): expected a whole number"),
+        (["--reef.port", "70000"], "from 0 to 65535"),
+        (["--inference.timeout-s", "-1"], "expected a positive number"),
+        (["--inference.upstream-url", "ftp://x"], "expected an http:// or https:// URL"),
+        (["--inference.upstream-url", "http://user:pw@x"], "REEF_UPSTREAM_API_KEY"),
+        (["--reef.port"], "needs a value"),
+    ],
+)
+def test_errors_name_the_setting(args: list[str], words: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(overrides=parse_overrides(args), environ={})
+    assert words in str(raised.value)
+
+
+def test_bad_file_names_the_problem(tmp_path: Path) -> None:
+    config = tmp_path / "reef.yaml"
+    config.write_text("reef:\n  port: [\n")
+    with pytest.raises(SettingsError, match=r"is not valid yaml"):
+        load_settings(config_file=config, environ={})
+    config.write_text("reef:\n  colour: blue\n")
+    with pytest.raises(SettingsError, match=r"unknown setting 'reef\.colour'"):
+        load_settings(config_file=config, environ={})
+
+
+runner = CliRunner()
+
+
+def test_print_config_masks_secrets_and_says_where_values_came_from(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["serve", "--print-config", "--reef.port", "9300", "--inference.upstream-url", "http://h:1"],
+        env={"REEF_TOKEN": "super-secret-value", "REEF_UPSTREAM_API_KEY": "sk-also-secret"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "super-secret-value" not in result.output and "sk-also-secret" not in result.output
+    lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") >= 3}
+    assert "9300" in lines["reef.port"] and "command line" in lines["reef.port"]
+    assert "****" in lines["reef.token"] and "REEF_TOKEN" in lines["reef.token"]
+    assert "default" in lines["reef.host"] and "127.0.0.1" in lines["reef.host"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--reef.port", "nope"], "reef.port"),
+        (["--recipe", "sparkle"], "unknown recipe 'sparkle'; accepted: record"),
+        (["--recipe", "os:path"], "is not a recipe class"),
+        (["--recipe", "no_such_pkg.mod:Cls"], "cannot import recipe module"),
+        (["--bogus.key", "1"], "unknown setting"),
+    ],
+)
+def test_serve_refuses_bad_settings_with_one_line_and_exit_2(args: list[str], words: str) -> None:
+    result = runner.invoke(app, ["serve", *args, "--inference.upstream-url", "http://h:1"], env={})
+    assert result.exit_code == 2
+    assert words in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
