@@ -15,8 +15,9 @@ from reef_daemon.middlewares import errors_and_overhead, limit_body, require_tok
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
 from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
+from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
-from reef_daemon.routes import events, records, reports, scenarios, status
+from reef_daemon.routes import events, records, releases, reports, scenarios, status
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings
@@ -32,6 +33,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     store = Store(settings.reef.state_dir, summarize, bus.publish)
     recipe = recipe_class(settings)
     daemon = Daemon(
+        workers=RecipeWorkers(recipe, store, bus),
         settings=settings,
         store=store,
         bus=bus,
@@ -49,7 +51,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, events, status):
+    for module in (reports, scenarios, records, releases, events, status):
         app.router.add_routes(module.routes)
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_event_streams)
@@ -66,7 +68,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon.store.open(asyncio.get_running_loop())
     await daemon.runtime.start()
     await daemon.recipe.start(daemon.store)
+    daemon.workers.start()
     yield
+    await daemon.workers.stop()
     await daemon.recipe.close()
     await daemon.runtime.close()
     # Every queued write is committed before the writer thread exits.

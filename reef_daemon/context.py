@@ -11,6 +11,7 @@ from aiohttp import web
 from reef_daemon.auth import TokenGate
 from reef_daemon.events import EventBus
 from reef_daemon.recipe_host import Recipe
+from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, with_live_values
@@ -26,6 +27,7 @@ class Daemon:
     recipe: Recipe
     gate: TokenGate
     reports: ReportValidator
+    workers: RecipeWorkers
     started_at: float = field(default_factory=time.time)
     errors: list[str] = field(default_factory=list)
 

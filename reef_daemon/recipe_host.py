@@ -1,17 +1,21 @@
-"""The recipe host: resolves the deployment's recipe by name or dotted reference and gives it its scenarios.
+"""Recipes: what reef does with scored records (nothing, train weights, or evolve a harness).
 
-A recipe decides what reef does with scored records (nothing, train weights, or evolve a harness). Requests
-never choose one: every scenario is bound to the deployment's recipe when it is created.
+A recipe is resolved by a built-in name or a dotted reference `package.module:Class`. Requests never choose one:
+every scenario is bound to the deployment's recipe when it is created. A recipe that learns names the record types
+it consumes; the recipe worker (`recipe_worker.py`) hands it those records in order, asks `judge` whether each is
+eligible, and calls `step` with batches of eligible ones, committing each step with the records it consumed.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from reef_daemon.errors import Unsupported
 from reef_daemon.settings import Settings, SettingsError
-from reef_daemon.store import Store
+from reef_daemon.store import Scenario, Store
 
 # Built-in names. Anything else must be a dotted reference `package.module:Class`.
 BUILTIN_RECIPES: dict[str, str] = {
@@ -20,24 +24,71 @@ BUILTIN_RECIPES: dict[str, str] = {
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
+@dataclass(frozen=True)
+class Eligible:
+    """The record is a unit the recipe will train on."""
+
+
+@dataclass(frozen=True)
+class Ineligible:
+    """The record will never be trained on; the reason is stored and shown per record and in `/reef/status`."""
+
+    reason: str
+
+
+Verdict = Eligible | Ineligible
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What a step produced. `result`: selected | rejected | skipped | pending."""
+
+    result: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    release_id: str | None = None
+    parent_release_id: str | None = None
+    request_id: str | None = None
+
+
 class Recipe:
     """Base of every recipe. The default records traffic and never trains."""
 
     name: ClassVar[str] = "recipe"
     default_training_mode: ClassVar[str] = "auto"
-    trains: ClassVar[bool] = False
+    # Record types this recipe learns from ("report", "train"); none means it never trains.
+    consumes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.batch_size = 1
+
+    @property
+    def trains(self) -> bool:
+        return bool(self.consumes)
 
     async def start(self, store: Store) -> None:
-        """Called once the store is open; a training recipe starts its workers here."""
+        """Called once the store is open, before the recipe worker starts."""
 
     async def close(self) -> None:
-        """Called on shutdown, after the HTTP server stopped taking requests."""
+        """Called on shutdown, after the HTTP server stopped taking requests and the worker stopped."""
 
-    def on_report(self, scenario: str, report: dict[str, Any]) -> None:
-        """A report was committed for `scenario`; a training recipe wakes its worker."""
+    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+        """Is this record (a full row, as `GET /reef/records/{id}` shows it) a unit to train on?"""
+        return Ineligible(f"the {self.name} recipe does not train")
+
+    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+        """Run one step on `batch_size` eligible units. Raising makes the step a skipped one that consumes them."""
+        raise Unsupported(f"the {self.name} recipe does not train")
+
+    def current_release(self, scenario: str) -> str | None:
+        """The release this scenario serves now, if the recipe publishes releases."""
+        return None
+
+    async def promote(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        raise Unsupported(f"the {self.name} recipe has no releases to promote")
+
+    async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        raise Unsupported(f"the {self.name} recipe has no releases to roll back to")
 
     def status(self) -> dict[str, Any]:
         return {"name": self.name, "trains": self.trains}
@@ -57,5 +108,5 @@ def resolve_recipe(reference: str) -> type[Recipe]:
         raise SettingsError(f"cannot import recipe module '{module_name}': {exc}") from None
     found = getattr(module, class_name, None)
     if not (isinstance(found, type) and issubclass(found, Recipe)):
-        raise SettingsError(f"'{target}' is not a recipe class (a subclass of reef_daemon.Recipe)")
+        raise SettingsError(f"'{target}' is not a recipe class (a subclass of reef_daemon.recipe_host.Recipe)")
     return found

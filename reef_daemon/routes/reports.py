@@ -11,7 +11,7 @@ from reef_daemon.context import DAEMON
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_daemon.reports import content_hash
-from reef_daemon.store import ReportDraft
+from reef_daemon.store import ClientRecordDraft
 
 routes = web.RouteTableDef()
 
@@ -24,8 +24,6 @@ async def post_report(request: web.Request) -> web.Response:
     content = daemon.reports.validate(body)
     await daemon.ensure_scenario(scenario)
     report_id = body.get("agent_record_id") or uuid.uuid4().hex
-    draft = ReportDraft(report_id, scenario, time.time(), content, content_hash(scenario, content))
-    row, created = await daemon.store.records.append_report(draft)
-    if created:
-        daemon.recipe.on_report(scenario, row)
+    draft = ClientRecordDraft(report_id, scenario, "report", time.time(), content, content_hash(scenario, content))
+    row, _created = await daemon.store.records.append_client_record(draft)
     return json_response({"agent_record_id": row["id"], "scenario": scenario, "request_type": "report"})

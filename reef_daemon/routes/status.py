@@ -35,7 +35,7 @@ async def status(request: web.Request) -> web.Response:
         "version": __version__,
         **daemon.status(),
         "scenarios": scenarios,
-        "training": {"enabled": daemon.recipe.trains, "last_step": None},
+        "training": {"enabled": daemon.recipe.trains, "scenarios": await daemon.workers.status()},
         "store": {"path": str(daemon.store.path), "commits": writer.batches, "writes": writer.operations},
     }
     return json_response(body)

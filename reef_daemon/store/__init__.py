@@ -10,28 +10,31 @@ from reef_daemon.store.events import EventLog
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import (
     RECORD_TYPES,
+    ClientRecordDraft,
     InferenceDraft,
     InferenceSummary,
     RecordQuery,
     RecordStore,
-    ReportDraft,
     Summarizer,
 )
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
+from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
     "RECORD_TYPES",
     "TRAINING_MODES",
+    "ClientRecordDraft",
     "Event",
     "EventLog",
     "InferenceDraft",
     "InferenceSummary",
     "RecordQuery",
     "RecordStore",
-    "ReportDraft",
     "Scenario",
     "ScenarioStore",
+    "StepCommit",
+    "StepStore",
     "Store",
     "Summarizer",
 ]
@@ -61,6 +64,7 @@ class Store:
         self._reader = Reader(str(self.path))
         self.records = RecordStore(self.writer, self._reader, self._summarize)
         self.events = EventLog(self._reader)
+        self.steps = StepStore(self.writer, self._reader)
         self._reader.run_blocking(self.scenarios.load)
 
     def close(self) -> None:

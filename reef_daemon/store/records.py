@@ -54,11 +54,14 @@ Summarizer = Callable[[InferenceDraft], InferenceSummary]
 
 
 @dataclass(frozen=True)
-class ReportDraft:
+class ClientRecordDraft:
+    """A record a client sends with its own content: a report, or a change request (type `train`)."""
+
     id: str
     scenario: str
+    type: str  # report | train
     created_at: float
-    content: dict[str, Any]  # normalised {score?, feedback?, references, metadata?}
+    content: dict[str, Any]  # a report: {score?, feedback?, references, metadata?}; a request: {text, ...}
     content_hash: str
 
 
@@ -104,20 +107,20 @@ class RecordStore:
         ctx.announce(Event("record", sequence, draft.scenario, {"record": row}))
         return row
 
-    async def append_report(self, draft: ReportDraft) -> tuple[dict[str, Any], bool]:
-        """Store a report. Returns (row, created); an identical retry returns the stored row with created False."""
-        return await self._writer.submit(lambda ctx: self._insert_report(ctx, draft))
+    async def append_client_record(self, draft: ClientRecordDraft) -> tuple[dict[str, Any], bool]:
+        """Store a report or request. Returns (row, created); an identical retry returns the stored row, not created."""
+        return await self._writer.submit(lambda ctx: self._insert_client_record(ctx, draft))
 
-    def _insert_report(self, ctx: WriteContext, draft: ReportDraft) -> tuple[dict[str, Any], bool]:
+    def _insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[dict[str, Any], bool]:
         conn = ctx.conn
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
             (draft.id,),
         ).fetchone()
         if existing is not None:
-            if existing[-1] != draft.content_hash or existing[2] != draft.scenario or existing[3] != "report":
+            if existing[-1] != draft.content_hash or existing[2] != draft.scenario or existing[3] != draft.type:
                 raise Conflict(
-                    f"agent_record_id '{draft.id}' was already used for a different report; use a new id",
+                    f"agent_record_id '{draft.id}' was already used for different content; use a new id",
                     type="record_conflict",
                 )
             return summary_row(existing), False
@@ -126,7 +129,7 @@ class RecordStore:
         score = draft.content.get("score")
         sequence = ctx.allocate_sequence()
         values = (
-            sequence, draft.id, draft.scenario, "report", draft.created_at, None, None, None, None, None,
+            sequence, draft.id, draft.scenario, draft.type, draft.created_at, None, None, None, None, None,
             None, None, score, None,
         )  # fmt: skip
         conn.execute(
@@ -145,9 +148,11 @@ class RecordStore:
                 [(score, ref) for ref in references],
             )
         row = summary_row(values)
-        ctx.announce(
-            Event("report", sequence, draft.scenario, {"record": row, "references": references, "score": score})
-        )
+        if draft.type == "report":
+            data = {"record": row, "references": references, "score": score}
+            ctx.announce(Event("report", sequence, draft.scenario, data))
+        else:
+            ctx.announce(Event("request", sequence, draft.scenario, {"record": row}))
         return row, True
 
     @staticmethod

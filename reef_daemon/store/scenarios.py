@@ -4,14 +4,13 @@ because every inference request needs its scenario and the hot path must not rea
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from reef_daemon.errors import NotFound
-from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
+from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 TRAINING_MODES = ("auto", "manual", "hybrid")
 
@@ -102,7 +101,8 @@ class ScenarioStore:
                 (archived_as, now, name, name),
             )
             ctx.conn.execute("UPDATE records SET scenario = ? WHERE scenario = ?", (archived_as, name))
-            ctx.conn.execute("UPDATE events SET scenario = ? WHERE scenario = ?", (archived_as, name))
+            for table in ("events", "steps", "consumed_records", "ineligible_records", "recipe_cursors"):
+                ctx.conn.execute(f"UPDATE {table} SET scenario = ? WHERE scenario = ?", (archived_as, name))  # noqa: S608
             _announce(ctx, "archived", {**current.to_json(), "archived_as": archived_as}, scenario=name)
 
         await self._writer.submit(write)
@@ -111,11 +111,4 @@ class ScenarioStore:
 
 
 def _announce(ctx: WriteContext, action: str, data: dict[str, Any], *, scenario: str | None = None) -> None:
-    sequence = ctx.allocate_sequence()
-    name = scenario or data["scenario"]
-    payload = {"action": action, "object": data}
-    ctx.conn.execute(
-        "INSERT INTO events (sequence, type, scenario, created_at, data) VALUES (?,?,?,?,?)",
-        (sequence, "scenario", name, time.time(), json.dumps(payload)),
-    )
-    ctx.announce(Event("scenario", sequence, name, payload))
+    ctx.record_event("scenario", scenario or data["scenario"], {"action": action, "object": data})

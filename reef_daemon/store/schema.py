@@ -60,6 +60,39 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX events_by_scenario ON events (scenario, sequence);
     """,
+    # 2: what recipes did: committed steps, the records each consumed (at most once), the records judged
+    # ineligible with their reason, and each scenario's read position.
+    """
+    CREATE TABLE steps (
+        scenario TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        operation TEXT NOT NULL,
+        result TEXT NOT NULL,
+        release_id TEXT,
+        parent_release_id TEXT,
+        request_id TEXT,
+        consumed TEXT NOT NULL,
+        metrics TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (scenario, step)
+    ) WITHOUT ROWID;
+    CREATE TABLE consumed_records (
+        record_id TEXT PRIMARY KEY,
+        scenario TEXT NOT NULL,
+        step INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE ineligible_records (
+        record_id TEXT PRIMARY KEY,
+        scenario TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX ineligible_by_scenario ON ineligible_records (scenario, reason);
+    CREATE TABLE recipe_cursors (
+        scenario TEXT PRIMARY KEY,
+        sequence INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 

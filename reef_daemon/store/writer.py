@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -46,7 +48,18 @@ class WriteContext:
         return sequence
 
     def announce(self, event: Event) -> None:
+        """Publish an event after commit (record events: the record row itself is its durable copy)."""
         self.events.append(event)
+
+    def record_event(self, type: str, scenario: str | None, data: dict[str, Any]) -> Event:
+        """Store a non-record event durably (for replay) and publish it after commit."""
+        event = Event(type, self.allocate_sequence(), scenario, data)
+        self.conn.execute(
+            "INSERT INTO events (sequence, type, scenario, created_at, data) VALUES (?,?,?,?,?)",
+            (event.sequence, type, scenario, time.time(), json.dumps(data)),
+        )
+        self.announce(event)
+        return event
 
 
 Operation = Callable[[WriteContext], T]

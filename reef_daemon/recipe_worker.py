@@ -1,0 +1,181 @@
+"""The recipe worker: per scenario, reads new records in sequence order, asks the recipe which are eligible, runs
+steps on batches of them, and commits each step with the records it consumed.
+
+Durability: the scenario's read position and its consumed set are committed with each step (and with each
+ineligible verdict), so a record is trained on at most once and a restart resumes where the last commit ended.
+Eligible records waiting for a full batch stay after the read position and are read again after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from reef_daemon.events import EventBus, Subscription
+from reef_daemon.recipe_host import Ineligible, Recipe, StepOutcome
+from reef_daemon.store import Scenario, StepCommit, Store
+
+log = logging.getLogger("reef.recipe")
+
+_WAKING_EVENTS = {"report": "report", "request": "train", "record": "inference"}
+
+
+class ScenarioWorker:
+    def __init__(self, recipe: Recipe, store: Store, scenario: str) -> None:
+        self._recipe = recipe
+        self._store = store
+        self.scenario = scenario
+        self._wake = asyncio.Event()
+        self._wake.set()
+        self.buffered: list[dict[str, Any]] = []
+        self.running_since: float | None = None
+        self.last_error: str | None = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        seen = await self._store.steps.cursor(self.scenario)
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            seen = await self._drain(seen)
+
+    async def _drain(self, seen: int) -> int:
+        while True:
+            rows = await self._store.steps.pending(self.scenario, seen, self._recipe.consumes)
+            if not rows:
+                return seen
+            scenario = self._store.scenarios.get(self.scenario)
+            if scenario is None:  # archived meanwhile
+                return seen
+            refused: list[tuple[str, str]] = []
+            for row in rows:
+                verdict = self._recipe.judge(scenario, row)
+                if isinstance(verdict, Ineligible):
+                    refused.append((str(row["id"]), verdict.reason))
+                else:
+                    self.buffered.append(row)
+                seen = int(row["sequence"])
+            if refused:
+                await self._store.steps.mark_ineligible(self.scenario, refused, self._durable_position(seen))
+            while len(self.buffered) >= self._recipe.batch_size:
+                await self._step(scenario, seen)
+
+    def _durable_position(self, seen: int) -> int:
+        """Everything up to here is decided: consumed or ineligible. Buffered units stay after it."""
+        return int(self.buffered[0]["sequence"]) - 1 if self.buffered else seen
+
+    async def _step(self, scenario: Scenario, seen: int) -> None:
+        size = self._recipe.batch_size
+        units, self.buffered = self.buffered[:size], self.buffered[size:]
+        last = await self._store.steps.last(self.scenario)
+        number = (last["step"] if last else 0) + 1
+        started = time.perf_counter()
+        self.running_since = time.time()
+        try:
+            outcome = await self._recipe.step(scenario, units)
+        except Exception as exc:  # a failing unit is consumed as a skipped step, never retried forever
+            log.exception("step %d of %s failed", number, self.scenario)
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            outcome = StepOutcome("skipped", {"error": self.last_error})
+        finally:
+            self.running_since = None
+        metrics = {**outcome.metrics, "step_time_s": round(time.perf_counter() - started, 3)}
+        await self._store.steps.commit(
+            StepCommit(
+                scenario=self.scenario,
+                step=number,
+                operation="training",
+                result=outcome.result,
+                consumed=tuple(str(unit["id"]) for unit in units),
+                metrics=metrics,
+                release_id=outcome.release_id,
+                parent_release_id=outcome.parent_release_id,
+                request_id=outcome.request_id,
+                cursor=self._durable_position(seen),
+            )
+        )
+
+
+class RecipeWorkers:
+    """One worker per scenario of a learning recipe, woken by the events of the record types it consumes."""
+
+    def __init__(self, recipe: Recipe, store: Store, bus: EventBus) -> None:
+        self._recipe = recipe
+        self._store = store
+        self._bus = bus
+        self._workers: dict[str, ScenarioWorker] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._subscription: Subscription | None = None
+
+    def start(self) -> None:
+        if not self._recipe.trains:
+            return
+        self._listener = asyncio.create_task(self._listen())
+        for scenario in self._store.scenarios.all():
+            if scenario.recipe == self._recipe.name:
+                self.worker(scenario.name)
+
+    def worker(self, scenario: str) -> ScenarioWorker:
+        worker = self._workers.get(scenario)
+        if worker is None:
+            worker = self._workers[scenario] = ScenarioWorker(self._recipe, self._store, scenario)
+            self._tasks[scenario] = asyncio.create_task(self._supervise(worker), name=f"reef-recipe-{scenario}")
+        return worker
+
+    async def _supervise(self, worker: ScenarioWorker) -> None:
+        """Keep a scenario's worker running; an unexpected error is logged and shown in status, then retried."""
+        while True:
+            try:
+                await worker.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("recipe worker for %s failed; retrying in 1 s", worker.scenario)
+                worker.last_error = f"{type(exc).__name__}: {exc}"
+                worker.buffered.clear()
+                await asyncio.sleep(1.0)
+                worker.wake()
+
+    async def _listen(self) -> None:
+        while True:
+            self._subscription = subscription = self._bus.subscribe()
+            while (event := await subscription.next()) is not None:
+                record_type = _WAKING_EVENTS.get(event.type)
+                if record_type in self._recipe.consumes and event.scenario is not None:
+                    scenario = self._store.scenarios.get(event.scenario)
+                    if scenario is not None and scenario.recipe == self._recipe.name:
+                        self.worker(event.scenario).wake()
+            # The bus dropped us (we fell behind): wake everyone, since an event may be lost, and listen again.
+            for worker in self._workers.values():
+                worker.wake()
+
+    async def stop(self) -> None:
+        tasks = [*self._tasks.values(), *([self._listener] if self._listener else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._subscription is not None:
+            self._subscription.close()
+
+    async def status(self) -> dict[str, Any]:
+        """Per scenario: steps, the last one, waiting units, ineligible counts by reason, a running step, errors."""
+        scenarios: dict[str, Any] = {}
+        for name, worker in self._workers.items():
+            last = await self._store.steps.last(name)
+            scenarios[name] = {
+                "steps": last["step"] if last else 0,
+                "last_step": last,
+                "waiting_units": len(worker.buffered),
+                "ineligible": await self._store.steps.ineligible(name),
+                "running_since": worker.running_since,
+                "error": worker.last_error,
+            }
+        return scenarios

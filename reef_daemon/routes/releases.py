@@ -1,0 +1,48 @@
+"""Releases: the steps a scenario's recipe committed, newest first; promote and roll back."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON
+from reef_daemon.errors import BadRequest
+from reef_daemon.jsonbody import json_response, read_json_object
+from reef_daemon.names import check_scenario_name
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/reef/scenarios/{scenario}/releases")
+async def list_releases(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    scenario = daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"]))
+    current = daemon.recipe.current_release(scenario.name)
+    rows = []
+    for step in await daemon.store.steps.history(scenario.name):
+        step["current"] = current is not None and step["release_id"] == current
+        rows.append(step)
+    return json_response({"scenario": scenario.name, "releases": rows})
+
+
+async def _release_change(request: web.Request, operation: str) -> web.Response:
+    daemon = request.app[DAEMON]
+    scenario = daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"]))
+    body = await read_json_object(request)
+    release_id = body.get("release_id")
+    if not isinstance(release_id, str) or not release_id.strip():
+        raise BadRequest('send {"release_id": "..."} naming a release of this scenario', type="invalid_release")
+    change = daemon.recipe.promote if operation == "promote" else daemon.recipe.rollback
+    outcome = await change(scenario, release_id.strip())
+    return json_response(
+        {"scenario": scenario.name, "release_id": outcome.release_id, "result": outcome.result, **outcome.metrics}
+    )
+
+
+@routes.post("/reef/scenarios/{scenario}/promote")
+async def promote(request: web.Request) -> web.Response:
+    return await _release_change(request, "promote")
+
+
+@routes.post("/reef/scenarios/{scenario}/rollback")
+async def rollback(request: web.Request) -> web.Response:
+    return await _release_change(request, "rollback")

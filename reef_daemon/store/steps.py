@@ -1,0 +1,191 @@
+"""Steps: what a recipe did with the records it consumed. A step, its consumed records and the scenario's read
+position are committed in one transaction, so a unit trains at most once and a restart resumes where it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from reef_daemon.errors import Conflict
+from reef_daemon.store.reader import Reader
+from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
+from reef_daemon.store.writer import GroupCommitWriter, WriteContext
+
+STEP_COLUMNS = (
+    "scenario, step, operation, result, release_id, parent_release_id, request_id, consumed, metrics, created_at"
+)
+STEP_RESULTS = ("selected", "rejected", "skipped", "pending")
+
+
+@dataclass(frozen=True)
+class StepCommit:
+    """One step to commit. `step` is the number it must get: the previous step plus one."""
+
+    scenario: str
+    step: int
+    operation: str  # training | rollback | promote
+    result: str  # selected | rejected | skipped | pending
+    consumed: tuple[str, ...] = ()
+    metrics: dict[str, Any] = field(default_factory=dict)
+    release_id: str | None = None
+    parent_release_id: str | None = None
+    request_id: str | None = None
+    cursor: int | None = None  # the scenario's new read position, when the step moves it
+
+
+def step_row(values: tuple[Any, ...]) -> dict[str, Any]:
+    scenario, step, operation, result, release_id, parent, request_id, consumed, metrics, created_at = values
+    return {
+        "scenario": scenario,
+        "step": step,
+        "version": f"v{step}",
+        "operation": operation,
+        "result": result,
+        "release_id": release_id,
+        "parent_release_id": parent,
+        "request_id": request_id,
+        "consumed": json.loads(consumed),
+        "metrics": json.loads(metrics),
+        "created_at": created_at,
+    }
+
+
+class StepStore:
+    def __init__(self, writer: GroupCommitWriter, reader: Reader) -> None:
+        self._writer = writer
+        self._reader = reader
+
+    async def commit(self, commit: StepCommit) -> dict[str, Any]:
+        """Commit a step with its consumed records; Conflict if the number is taken or a record was consumed."""
+        return await self._writer.submit(lambda ctx: self._commit(ctx, commit))
+
+    @staticmethod
+    def _commit(ctx: WriteContext, commit: StepCommit) -> dict[str, Any]:
+        conn = ctx.conn
+        (last,) = conn.execute(
+            "SELECT coalesce(max(step), 0) FROM steps WHERE scenario = ?", (commit.scenario,)
+        ).fetchone()
+        if commit.step != last + 1:
+            raise Conflict(f"step {commit.step} of {commit.scenario} is stale; the last step is {last}")
+        values = (
+            commit.scenario, commit.step, commit.operation, commit.result, commit.release_id,
+            commit.parent_release_id, commit.request_id, json.dumps(list(commit.consumed)),
+            json.dumps(commit.metrics), time.time(),
+        )  # fmt: skip
+        conn.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", values)  # noqa: S608
+        try:
+            conn.executemany(
+                "INSERT INTO consumed_records (record_id, scenario, step) VALUES (?,?,?)",
+                [(record_id, commit.scenario, commit.step) for record_id in commit.consumed],
+            )
+        except sqlite3.IntegrityError:
+            raise Conflict("a record in this step was already consumed by an earlier step") from None
+        if commit.cursor is not None:
+            _set_cursor(conn, commit.scenario, commit.cursor)
+        row = step_row(values)
+        ctx.record_event("step", commit.scenario, {"step": row})
+        if commit.release_id is not None and commit.result in ("selected", "pending"):
+            ctx.record_event("release", commit.scenario, {"release": row})
+        return row
+
+    async def mark_ineligible(self, scenario: str, verdicts: list[tuple[str, str]], cursor: int) -> None:
+        """Record why these records will never be trained on, and move the read position past them."""
+
+        def write(ctx: WriteContext) -> None:
+            now = time.time()
+            ctx.conn.executemany(
+                "INSERT OR IGNORE INTO ineligible_records (record_id, scenario, reason, created_at) VALUES (?,?,?,?)",
+                [(record_id, scenario, reason, now) for record_id, reason in verdicts],
+            )
+            _set_cursor(ctx.conn, scenario, cursor)
+
+        await self._writer.submit(write)
+
+    async def cursor(self, scenario: str) -> int:
+        def read(conn: sqlite3.Connection) -> int:
+            row = conn.execute("SELECT sequence FROM recipe_cursors WHERE scenario = ?", (scenario,)).fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._reader.run(read)
+
+    async def pending(
+        self, scenario: str, after: int, types: tuple[str, ...], limit: int = 256
+    ) -> list[dict[str, Any]]:
+        """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
+
+        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            marks = ",".join("?" * len(types))
+            rows = conn.execute(
+                f"SELECT {DETAIL_COLUMNS} FROM records WHERE scenario = ? AND type IN ({marks}) AND sequence > ?"  # noqa: S608
+                " AND id NOT IN (SELECT record_id FROM consumed_records)"
+                " AND id NOT IN (SELECT record_id FROM ineligible_records) ORDER BY sequence LIMIT ?",
+                (scenario, *types, after, limit),
+            ).fetchall()
+            return [detail_row(row) for row in rows]
+
+        return await self._reader.run(read)
+
+    async def history(self, scenario: str) -> list[dict[str, Any]]:
+        """Every step of a scenario, newest first."""
+
+        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE scenario = ? ORDER BY step DESC",  # noqa: S608
+                (scenario,),
+            )
+            return [step_row(row) for row in rows]
+
+        return await self._reader.run(read)
+
+    async def last(self, scenario: str) -> dict[str, Any] | None:
+        def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            row = conn.execute(
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE scenario = ? ORDER BY step DESC LIMIT 1",  # noqa: S608
+                (scenario,),
+            ).fetchone()
+            return step_row(row) if row else None
+
+        return await self._reader.run(read)
+
+    async def consumed_by(self, record_ids: list[str]) -> dict[str, int]:
+        """For each of these records that a step consumed, that step's number."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, int]:
+            marks = ",".join("?" * len(record_ids))
+            rows = conn.execute(
+                f"SELECT record_id, step FROM consumed_records WHERE record_id IN ({marks})",  # noqa: S608
+                record_ids,
+            )
+            return {record_id: step for record_id, step in rows}
+
+        return await self._reader.run(read) if record_ids else {}
+
+    async def ineligible(self, scenario: str) -> dict[str, int]:
+        """How many records were judged ineligible, by reason."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute(
+                "SELECT reason, count(*) FROM ineligible_records WHERE scenario = ? GROUP BY reason", (scenario,)
+            )
+            return {reason: count for reason, count in rows}
+
+        return await self._reader.run(read)
+
+    async def ineligible_reason(self, record_id: str) -> str | None:
+        def read(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT reason FROM ineligible_records WHERE record_id = ?", (record_id,)).fetchone()
+            return str(row[0]) if row else None
+
+        return await self._reader.run(read)
+
+
+def _set_cursor(conn: sqlite3.Connection, scenario: str, sequence: int) -> None:
+    conn.execute(
+        "INSERT INTO recipe_cursors (scenario, sequence) VALUES (?, ?)"
+        " ON CONFLICT (scenario) DO UPDATE SET sequence = max(sequence, excluded.sequence)",
+        (scenario, sequence),
+    )

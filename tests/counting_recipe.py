@@ -1,0 +1,34 @@
+"""A recipe for tests of the recipe worker: steps on pairs of scored single-receipt reports, learns nothing."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from reef_daemon.recipe_host import Eligible, Ineligible, Recipe, StepOutcome, Verdict
+from reef_daemon.settings import Settings
+from reef_daemon.store import Scenario
+
+STEPS_TAKEN: list[list[str]] = []
+
+
+class CountingRecipe(Recipe):
+    name: ClassVar[str] = "counting"
+    consumes: ClassVar[tuple[str, ...]] = ("report",)
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.batch_size = 2
+
+    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+        if record.get("score") is None:
+            return Ineligible("the report has no score")
+        if len(record.get("references", [])) != 1:
+            return Ineligible("the report must reference exactly one receipt")
+        return Eligible()
+
+    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+        if any(unit.get("feedback") == "explode" for unit in units):
+            raise RuntimeError("the step blew up")
+        STEPS_TAKEN.append([str(unit["id"]) for unit in units])
+        mean = sum(float(unit["score"]) for unit in units) / len(units)
+        return StepOutcome("selected", {"mean_reward": mean}, release_id=f"weights-{len(STEPS_TAKEN)}")

@@ -1,0 +1,89 @@
+"""The recipe worker: eligible units are batched into steps, each consumed once; ineligible ones say why;
+a restart resumes without training anything twice."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import counting_recipe
+from reef_testing import CHAT, Reef, StartReef
+
+RECIPE = "counting_recipe:CountingRecipe"
+
+
+async def receipt(reef: Reef) -> str:
+    response = await reef.post("/v1/chat/completions", CHAT)
+    return response.headers["x-reef-agent-record-id"]
+
+
+async def report(reef: Reef, body: dict[str, Any]) -> None:
+    response = await reef.post("/reef/report", body)
+    assert response.status == 200, await response.text()
+
+
+async def training(reef: Reef) -> dict[str, Any]:
+    status: dict[str, Any] = await (await reef.get("/reef/status")).json()
+    return dict(status["training"]["scenarios"].get("demo", {}))
+
+
+async def until(reef: Reef, predicate: Any) -> dict[str, Any]:
+    for _ in range(200):
+        state = await training(reef)
+        if state and predicate(state):
+            return state
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"training never reached the expected state: {await training(reef)}")
+
+
+async def test_batches_steps_and_ineligible_reasons(start_reef: StartReef) -> None:
+    counting_recipe.STEPS_TAKEN.clear()
+    reef = await start_reef(recipe=RECIPE)
+    first, second, third = await receipt(reef), await receipt(reef), await receipt(reef)
+    await report(reef, {"feedback": "no score here", "references": [first]})
+    await report(reef, {"score": 1, "references": [first, second]})
+    await report(reef, {"score": 1, "references": [first]})
+    state = await until(reef, lambda s: s["waiting_units"] == 1)
+    assert state["steps"] == 0
+    assert state["ineligible"] == {"the report has no score": 1, "the report must reference exactly one receipt": 1}
+
+    await report(reef, {"score": 0, "references": [second]})
+    state = await until(reef, lambda s: s["steps"] == 1)
+    assert state["last_step"]["metrics"]["mean_reward"] == 0.5
+    assert state["waiting_units"] == 0
+    assert len(counting_recipe.STEPS_TAKEN) == 1
+
+    releases = await (await reef.get("/reef/scenarios/demo/releases")).json()
+    (row,) = releases["releases"]
+    assert row["version"] == "v1" and row["result"] == "selected" and row["release_id"] == "weights-1"
+    assert row["consumed"] == counting_recipe.STEPS_TAKEN[0]
+
+    await report(reef, {"score": 1, "references": [third]})  # one waiting unit left over
+    await until(reef, lambda s: s["waiting_units"] == 1)
+
+
+async def test_restart_resumes_without_training_twice(start_reef: StartReef) -> None:
+    counting_recipe.STEPS_TAKEN.clear()
+    reef = await start_reef(recipe=RECIPE)
+    receipts = [await receipt(reef) for _ in range(3)]
+    for number in receipts:
+        await report(reef, {"score": 1, "references": [number]})
+    await until(reef, lambda s: s["steps"] == 1 and s["waiting_units"] == 1)
+    await reef.server.close()
+
+    again = await start_reef(recipe=RECIPE)  # same state directory
+    await report(again, {"score": 0, "references": [receipts[0]]})  # a retrained-looking report of the same receipt
+    state = await until(again, lambda s: s["steps"] == 2)
+    consumed = [set(step) for step in counting_recipe.STEPS_TAKEN]
+    assert len(consumed) == 2 and not consumed[0] & consumed[1]
+    assert state["waiting_units"] == 0
+
+
+async def test_a_failing_step_is_consumed_as_skipped(start_reef: StartReef) -> None:
+    reef = await start_reef(recipe=RECIPE)
+    for feedback in ("fine", "explode"):
+        await report(reef, {"score": 1, "feedback": feedback, "references": [await receipt(reef)]})
+    state = await until(reef, lambda s: s["steps"] == 1)
+    assert state["last_step"]["result"] == "skipped"
+    assert "the step blew up" in state["last_step"]["metrics"]["error"]
+    assert "the step blew up" in state["error"]
