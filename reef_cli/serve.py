@@ -5,27 +5,24 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from reef_daemon.recipe_host import resolve_recipe
-from reef_daemon.settings import Settings, SettingsError, load_settings, parse_overrides
+from reef_daemon.recipe_host import load_serving_settings, resolve_recipe
+from reef_daemon.settings import Settings, SettingsError, parse_overrides
 
-EXAMPLE = (
-    "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
-)
+EXAMPLE = "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
 
 
 def serve_command(
     ctx: typer.Context,
     config: Path | None = typer.Option(None, "-c", "--config", help="Settings file, TOML or YAML."),
     recipe: str | None = typer.Option(None, "--recipe", help="Recipe name (record) or package.module:Class."),
-    print_config: bool = typer.Option(
-        False, "--print-config", help="Print every setting and where it came from."
-    ),
+    print_config: bool = typer.Option(False, "--print-config", help="Print every setting and where it came from."),
 ) -> None:
     """Run the daemon in the foreground. Any setting can be given as --section.key VALUE (--reef.port 8900)."""
     try:
@@ -40,9 +37,7 @@ def serve_command(
 
     from reef_daemon.serve import run
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
         run(settings, reload)
@@ -53,15 +48,15 @@ def serve_command(
 
 def settings_from_command_line(
     args: list[str], config: Path | None, recipe: str | None
-) -> tuple[Settings, object]:
-    """Settings from dotted overrides, the file and the environment; plus a function that reloads them."""
+) -> tuple[Settings, Callable[[], Settings]]:
+    """Settings from dotted overrides, the file, the environment and the recipe's profile; plus a reloader."""
     overrides: dict[str, object] = dict(parse_overrides(args))
     if recipe is not None:
         overrides["recipe"] = recipe
     environ = dict(os.environ)
 
     def reload() -> Settings:
-        return load_settings(config_file=config, overrides=overrides, environ=environ)
+        return load_serving_settings(config_file=config, overrides=overrides, environ=environ)
 
     return reload(), reload
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from reef_daemon.errors import Unsupported
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.settings import Settings, SettingsError, load_settings
 from reef_daemon.store import Scenario, Store
 
 # Built-in names. Anything else must be a dotted reference `package.module:Class`.
@@ -57,6 +59,8 @@ class Recipe:
     default_training_mode: ClassVar[str] = "auto"
     # Record types this recipe learns from ("report", "train"); none means it never trains.
     consumes: ClassVar[tuple[str, ...]] = ()
+    # Settings this recipe changes from the defaults, e.g. {"reef.port": 8901}; anything the user sets wins.
+    profile: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -92,6 +96,17 @@ class Recipe:
 
     def status(self) -> dict[str, Any]:
         return {"name": self.name, "trains": self.trains}
+
+
+def load_serving_settings(
+    *, config_file: Path | None, overrides: Mapping[str, Any], environ: Mapping[str, str]
+) -> Settings:
+    """Settings for `reef serve`: as the user gave them, over the profile of the recipe they name."""
+    plain = load_settings(config_file=config_file, overrides=overrides, environ=environ)
+    profile = resolve_recipe(plain.recipe).profile
+    if not profile:
+        return plain
+    return load_settings(config_file=config_file, overrides=overrides, environ=environ, profile=profile)
 
 
 def resolve_recipe(reference: str) -> type[Recipe]:

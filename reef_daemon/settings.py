@@ -318,10 +318,13 @@ def load_settings(
     config_file: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    profile: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Assemble settings: command line > file > environment > default."""
+    """Assemble settings: command line > file > environment > the recipe's profile > default."""
     environ = os.environ if environ is None else environ
     chosen: dict[str, tuple[Any, str]] = {}
+    for key, value in (profile or {}).items():
+        chosen[canonical_key(key)] = (value, "recipe profile")
     for key, info in CATALOGUE.items():
         if info.env and environ.get(info.env, "").strip():
             chosen[key] = (environ[info.env], f"environment ({info.env})")

@@ -32,3 +32,10 @@ class CountingRecipe(Recipe):
         STEPS_TAKEN.append([str(unit["id"]) for unit in units])
         mean = sum(float(unit["score"]) for unit in units) / len(units)
         return StepOutcome("selected", {"mean_reward": mean}, release_id=f"weights-{len(STEPS_TAKEN)}")
+
+
+class ProfiledRecipe(Recipe):
+    """A recipe with its own profile of defaults, like the harness recipe's port and state directory."""
+
+    name: ClassVar[str] = "profiled"
+    profile: ClassVar[dict[str, Any]] = {"reef.port": 8901, "reef.state-dir": ".reef/profiled"}

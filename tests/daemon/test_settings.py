@@ -97,3 +97,14 @@ def test_serve_refuses_bad_settings_with_one_line_and_exit_2(args: list[str], wo
     assert words in result.output
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_recipe_profile_sits_below_everything_the_user_sets(tmp_path: Path) -> None:
+    from reef_daemon.recipe_host import load_serving_settings
+
+    overrides = {"recipe": "counting_recipe:ProfiledRecipe"}
+    settings = load_serving_settings(config_file=None, overrides=overrides, environ={})
+    assert settings.reef.port == 8901 and settings.sources["reef.port"] == "recipe profile"
+    assert settings.reef.state_dir == Path(".reef/profiled")
+    chosen = load_serving_settings(config_file=None, overrides={**overrides, "reef.port": "9000"}, environ={})
+    assert chosen.reef.port == 9000 and chosen.reef.state_dir == Path(".reef/profiled")
