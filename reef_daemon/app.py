@@ -67,7 +67,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon = app[DAEMON]
     daemon.store.open(asyncio.get_running_loop())
     await daemon.runtime.start()
-    await daemon.recipe.start(daemon.store)
+    await daemon.recipe.start(daemon.store, daemon.runtime)
     daemon.workers.start()
     yield
     await daemon.workers.stop()

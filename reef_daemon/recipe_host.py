@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from reef_daemon.errors import Unsupported
+from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, SettingsError, load_settings
 from reef_daemon.store import Scenario, Store
 
@@ -70,8 +71,8 @@ class Recipe:
     def trains(self) -> bool:
         return bool(self.consumes)
 
-    async def start(self, store: Store) -> None:
-        """Called once the store is open, before the recipe worker starts."""
+    async def start(self, store: Store, runtime: Runtime) -> None:
+        """Called once the store is open and the runtime started, before the recipe worker starts."""
 
     async def close(self) -> None:
         """Called on shutdown, after the HTTP server stopped taking requests and the worker stopped."""
