@@ -66,6 +66,20 @@ def _parse_int(value: Any) -> int:
     raise ValueError("expected a whole number")
 
 
+def _parse_positive_int(value: Any) -> int:
+    number = _parse_int(value)
+    if number < 1:
+        raise ValueError("expected a whole number of 1 or more")
+    return number
+
+
+def _parse_count(value: Any) -> int:
+    number = _parse_int(value)
+    if number < 0:
+        raise ValueError("expected a whole number of 0 or more")
+    return number
+
+
 def _parse_positive_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a positive number")
@@ -75,6 +89,13 @@ def _parse_positive_float(value: Any) -> float:
         raise ValueError("expected a positive number") from None
     if not math.isfinite(number) or number <= 0:
         raise ValueError("expected a positive number")
+    return number
+
+
+def _parse_fraction(value: Any) -> float:
+    number = _parse_positive_float(value)
+    if number >= 1:
+        raise ValueError("expected a number between 0 and 1")
     return number
 
 
@@ -175,7 +196,25 @@ class InferenceSection:
     model_path: Path | None = _setting(None, _parse_optional_path, help="a local model for the embedded runtime")
 
 
-SECTIONS: dict[str, type[Any]] = {"reef": ReefSection, "inference": InferenceSection}
+@dataclass(frozen=True)
+class TrainingSection:
+    """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
+
+    batch_size: int = _setting(1, _parse_positive_int, env="REEF_SAO_BATCH_SIZE", help="rollouts per step")
+    learning_rate: float = _setting(1e-5, _parse_positive_float, help="policy learning rate (Adam)")
+    critic_learning_rate: float = _setting(1e-3, _parse_positive_float, help="value head learning rate (Adam)")
+    critic_steps: int = _setting(2, _parse_positive_int, help="critic updates per step")
+    critic_warmup_steps: int = _setting(2, _parse_count, help="critic-only steps before the policy moves")
+    max_staleness: int = _setting(
+        0, _parse_count, env="REEF_MAX_STALENESS", help="how many weight versions old a rollout may be"
+    )
+    dis_low: float = _setting(0.3, _parse_fraction, help="tokens with ratio <= 1 - dis-low are masked")
+    dis_high: float = _setting(5.0, _parse_positive_float, help="tokens with ratio >= 1 + dis-high are masked")
+    lambda_alpha: float = _setting(1.5, _parse_positive_float, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
+    checkpoint_every: int = _setting(10, _parse_positive_int, help="save a checkpoint release every N steps")
+
+
+SECTIONS: dict[str, type[Any]] = {"reef": ReefSection, "inference": InferenceSection, "training": TrainingSection}
 
 
 @dataclass(frozen=True)
@@ -221,6 +260,7 @@ class Settings:
 
     reef: ReefSection = field(default_factory=ReefSection)
     inference: InferenceSection = field(default_factory=InferenceSection)
+    training: TrainingSection = field(default_factory=TrainingSection)
     recipe: str = "record"
     sources: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
@@ -351,6 +391,7 @@ def load_settings(
     return Settings(
         reef=ReefSection(**sections["reef"]),
         inference=InferenceSection(**sections["inference"]),
+        training=TrainingSection(**sections["training"]),
         sources=sources,
         config_file=config_file,
         **top,
