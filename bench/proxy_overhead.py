@@ -308,6 +308,13 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def _rate(samples: list[tuple[float, float, int]]) -> float:
+    """Completions per second between the first and the last of (seconds, RSS, completions) samples."""
+    if len(samples) < 2:
+        return float("nan")
+    return (samples[-1][2] - samples[0][2]) / max(samples[-1][0] - samples[0][0], 1e-9)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The benchmark
 
@@ -502,7 +509,6 @@ class Bench:
                 if left <= 0:
                     break
                 await asyncio.sleep(min(1.0, left))
-            samples.append((time.perf_counter() - soak_start, proc_rss_mb(reef.pid or 0), progress[0]))
 
         entry = await self._load(
             reef, s.soak_concurrency, 0.0, s.soak_s, stream_every=4, phase="soak", watch=sample_rss
@@ -510,7 +516,11 @@ class Bench:
         rss = [mb for _, mb, _ in samples]
         first, last = rss[0], rss[-1]
         middle = rss[len(rss) // 2]
+        early = [x for x in samples if x[0] <= 0.1 * s.soak_s + 0.5]
+        late = [x for x in samples if x[0] >= 0.9 * s.soak_s - 0.5]
         entry.update(
+            req_per_s_first_tenth=_rate(early),
+            req_per_s_last_tenth=_rate(late),
             seconds=s.soak_s,
             rss_start_mb=first,
             rss_end_mb=last,

@@ -91,7 +91,8 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"Soak (reef only, c={result['settings']['soak_concurrency']}, every 4th request a stream, "
-        f"{soak['seconds']:.0f} s): {soak['req_per_s']:,.0f} req/s, latency p50 "
+        f"{soak['seconds']:.0f} s): {soak['req_per_s']:,.0f} req/s ({soak['req_per_s_first_tenth']:,.0f} in the "
+        f"first tenth, {soak['req_per_s_last_tenth']:,.0f} in the last), latency p50 "
         f"{_fmt(soak['latency_ms']['p50'], 2)} / p99 {_fmt(soak['latency_ms']['p99'], 2)} ms; "
         f"RSS {soak['rss_start_mb']:.1f} -> {soak['rss_end_mb']:.1f} MB (max {soak['rss_max_mb']:.1f}), "
         f"growth {soak['rss_growth_pct']:+.1f}% "
