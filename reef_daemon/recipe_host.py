@@ -51,6 +51,8 @@ class StepOutcome:
     release_id: str | None = None
     parent_release_id: str | None = None
     request_id: str | None = None
+    # Records the step used besides its units (the rollouts a report scored): they can never be consumed again.
+    also_consumed: tuple[str, ...] = ()
 
 
 class Recipe:
@@ -78,7 +80,11 @@ class Recipe:
         """Called on shutdown, after the HTTP server stopped taking requests and the worker stopped."""
 
     def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
-        """Is this record (a full row, as `GET /reef/records/{id}` shows it) a unit to train on?"""
+        """Is this record (a full row, as `GET /reef/records/{id}` shows it) a unit to train on?
+
+        A report's row also carries `referenced`: the full rows of the records it references, each with
+        `consumed_by` (the step that consumed it, or None).
+        """
         return Ineligible(f"the {self.name} recipe does not train")
 
     async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:

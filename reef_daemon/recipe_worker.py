@@ -33,6 +33,8 @@ class ScenarioWorker:
         self.buffered: list[dict[str, Any]] = []
         self.running_since: float | None = None
         self.last_error: str | None = None
+        # Held while a step runs; release changes (promote, rollback) take it too, so they never interleave.
+        self.lock = asyncio.Lock()
 
     def wake(self) -> None:
         self._wake.set()
@@ -54,6 +56,8 @@ class ScenarioWorker:
                 return seen
             refused: list[tuple[str, str]] = []
             for row in rows:
+                if row["type"] == "report":
+                    row["referenced"] = await self._referenced(row.get("references", []))
                 verdict = self._recipe.judge(scenario, row)
                 if isinstance(verdict, Ineligible):
                     refused.append((str(row["id"]), verdict.reason))
@@ -65,6 +69,15 @@ class ScenarioWorker:
             while len(self.buffered) >= self._recipe.batch_size:
                 await self._step(scenario, seen)
 
+    async def _referenced(self, references: list[str]) -> list[dict[str, Any]]:
+        consumed = await self._store.steps.consumed_by(references)
+        rows = []
+        for reference in references:
+            row = await self._store.records.get(reference)
+            row["consumed_by"] = consumed.get(reference)
+            rows.append(row)
+        return rows
+
     def _durable_position(self, seen: int) -> int:
         """Everything up to here is decided: consumed or ineligible. Buffered units stay after it."""
         return int(self.buffered[0]["sequence"]) - 1 if self.buffered else seen
@@ -72,31 +85,43 @@ class ScenarioWorker:
     async def _step(self, scenario: Scenario, seen: int) -> None:
         size = self._recipe.batch_size
         units, self.buffered = self.buffered[:size], self.buffered[size:]
+        async with self.lock:
+            started = time.perf_counter()
+            self.running_since = time.time()
+            try:
+                outcome = await self._recipe.step(scenario, units)
+            except Exception as exc:  # a failing unit is consumed as a skipped step, never retried forever
+                log.exception("a step of %s failed", self.scenario)
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                outcome = StepOutcome("skipped", {"error": self.last_error})
+            finally:
+                self.running_since = None
+            metrics = {**outcome.metrics, "step_time_s": round(time.perf_counter() - started, 3)}
+            consumed = tuple(str(unit["id"]) for unit in units) + outcome.also_consumed
+            await self.commit(outcome, "training", metrics, consumed, self._durable_position(seen))
+
+    async def commit(
+        self,
+        outcome: StepOutcome,
+        operation: str,
+        metrics: dict[str, Any],
+        consumed: tuple[str, ...] = (),
+        cursor: int | None = None,
+    ) -> dict[str, Any]:
+        """Commit a step as the next number of this scenario. Call with `lock` held."""
         last = await self._store.steps.last(self.scenario)
-        number = (last["step"] if last else 0) + 1
-        started = time.perf_counter()
-        self.running_since = time.time()
-        try:
-            outcome = await self._recipe.step(scenario, units)
-        except Exception as exc:  # a failing unit is consumed as a skipped step, never retried forever
-            log.exception("step %d of %s failed", number, self.scenario)
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            outcome = StepOutcome("skipped", {"error": self.last_error})
-        finally:
-            self.running_since = None
-        metrics = {**outcome.metrics, "step_time_s": round(time.perf_counter() - started, 3)}
-        await self._store.steps.commit(
+        return await self._store.steps.commit(
             StepCommit(
                 scenario=self.scenario,
-                step=number,
-                operation="training",
+                step=(last["step"] if last else 0) + 1,
+                operation=operation,
                 result=outcome.result,
-                consumed=tuple(str(unit["id"]) for unit in units),
+                consumed=consumed,
                 metrics=metrics,
                 release_id=outcome.release_id,
                 parent_release_id=outcome.parent_release_id,
                 request_id=outcome.request_id,
-                cursor=self._durable_position(seen),
+                cursor=cursor,
             )
         )
 
@@ -154,6 +179,14 @@ class RecipeWorkers:
             # The bus dropped us (we fell behind): wake everyone, since an event may be lost, and listen again.
             for worker in self._workers.values():
                 worker.wake()
+
+    async def change_release(self, scenario: Scenario, operation: str, release_id: str) -> dict[str, Any]:
+        """Promote or roll back, between steps, and commit it as a step of its own (history is never rewritten)."""
+        worker = self.worker(scenario.name)
+        async with worker.lock:
+            change = self._recipe.promote if operation == "promote" else self._recipe.rollback
+            outcome = await change(scenario, release_id)
+            return await worker.commit(outcome, operation, {**outcome.metrics, "target_release_id": release_id})
 
     async def stop(self) -> None:
         tasks = [*self._tasks.values(), *([self._listener] if self._listener else [])]

@@ -33,6 +33,9 @@ class CountingRecipe(Recipe):
         mean = sum(float(unit["score"]) for unit in units) / len(units)
         return StepOutcome("selected", {"mean_reward": mean}, release_id=f"weights-{len(STEPS_TAKEN)}")
 
+    async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        return StepOutcome("selected", {"restored": release_id}, release_id=f"{release_id}-restored")
+
 
 class ProfiledRecipe(Recipe):
     """A recipe with its own profile of defaults, like the harness recipe's port and state directory."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.errors import BadRequest
+from reef_daemon.errors import BadRequest, Unsupported
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
 
@@ -31,11 +31,11 @@ async def _release_change(request: web.Request, operation: str) -> web.Response:
     release_id = body.get("release_id")
     if not isinstance(release_id, str) or not release_id.strip():
         raise BadRequest('send {"release_id": "..."} naming a release of this scenario', type="invalid_release")
-    change = daemon.recipe.promote if operation == "promote" else daemon.recipe.rollback
-    outcome = await change(scenario, release_id.strip())
-    return json_response(
-        {"scenario": scenario.name, "release_id": outcome.release_id, "result": outcome.result, **outcome.metrics}
-    )
+    if not daemon.recipe.trains:
+        raise Unsupported(f"the {daemon.recipe.name} recipe publishes no releases", type="no_releases")
+    step = await daemon.workers.change_release(scenario, operation, release_id.strip())
+    step["current"] = step["release_id"] == daemon.recipe.current_release(scenario.name)
+    return json_response(step)
 
 
 @routes.post("/reef/scenarios/{scenario}/promote")

@@ -87,3 +87,25 @@ async def test_a_failing_step_is_consumed_as_skipped(start_reef: StartReef) -> N
     assert state["last_step"]["result"] == "skipped"
     assert "the step blew up" in state["last_step"]["metrics"]["error"]
     assert "the step blew up" in state["error"]
+
+
+async def test_rollback_is_committed_as_a_step_of_its_own(start_reef: StartReef) -> None:
+    reef = await start_reef(recipe=RECIPE)
+    for _ in range(2):
+        await report(reef, {"score": 1, "references": [await receipt(reef)]})
+    await until(reef, lambda s: s["steps"] == 1)
+    response = await reef.post("/reef/scenarios/demo/rollback", {"release_id": "weights-x"}, scenario=None)
+    assert response.status == 200, await response.text()
+    step = await response.json()
+    assert step["operation"] == "rollback" and step["version"] == "v2"
+    assert step["release_id"] == "weights-x-restored" and step["metrics"]["target_release_id"] == "weights-x"
+    unsupported = await reef.post("/reef/scenarios/demo/promote", {"release_id": "weights-x"}, scenario=None)
+    assert unsupported.status == 501
+    history = (await (await reef.get("/reef/scenarios/demo/releases")).json())["releases"]
+    assert [row["operation"] for row in history] == ["rollback", "training"]
+
+
+async def test_record_recipe_has_no_releases_to_change(reef: Reef) -> None:
+    await receipt(reef)
+    response = await reef.post("/reef/scenarios/demo/rollback", {"release_id": "x"}, scenario=None)
+    assert response.status == 501
