@@ -1,0 +1,136 @@
+"""What every API shape has: a parsed request, the finished answer, and a renderer for JSON and SSE."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from reef_daemon.errors import BadRequest
+from reef_daemon.runtimes.embedded.job import Finished
+from reef_daemon.runtimes.embedded.sampling import SamplingParams
+from reef_daemon.runtimes.embedded.templating import ChatTurn
+
+# When a request sets no limit: enough for any answer this model gives, short of letting a loop run for minutes.
+DEFAULT_MAX_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """A request reduced to what generation needs."""
+
+    turns: list[ChatTurn]
+    params: SamplingParams
+    stream: bool
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished generation, as the renderers need it."""
+
+    text: str
+    finished: Finished
+    input_tokens: int
+    output_tokens: int
+
+
+class Renderer(ABC):
+    """One response in one API's shape; stream renderers keep ids and counters across frames."""
+
+    def __init__(self, model: str, payload: dict[str, Any], input_tokens: int) -> None:
+        self.model = model
+        self.payload = payload
+        self.input_tokens = input_tokens
+        self.created = int(time.time())
+
+    @abstractmethod
+    def body(self, answer: Answer) -> dict[str, Any]:
+        """The non-streaming response."""
+
+    @abstractmethod
+    def start(self) -> bytes:
+        """The stream's opening frames."""
+
+    @abstractmethod
+    def delta(self, text: str) -> bytes:
+        """Frames carrying new text."""
+
+    @abstractmethod
+    def end(self, answer: Answer) -> bytes:
+        """The closing frames, the API's terminal frame last."""
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:24]}"
+
+
+def dump(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def event_frame(value: dict[str, Any]) -> bytes:
+    """An SSE frame named after the payload's `type`, as the Responses and Messages APIs send them."""
+    return f"event: {value['type']}\ndata: {dump(value)}\n\n".encode()
+
+
+def stream_flag(payload: dict[str, Any]) -> bool:
+    stream = payload.get("stream", False)
+    if stream is None:
+        return False
+    if not isinstance(stream, bool):
+        raise BadRequest("stream must be true or false")
+    return stream
+
+
+def number(payload: dict[str, Any], key: str, default: float) -> float:
+    value = payload.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadRequest(f"{key} must be a number")
+    return float(value)
+
+
+def max_tokens(payload: dict[str, Any], *keys: str) -> int:
+    """The first of `keys` that is set, as a positive whole number; the default when none is."""
+    for key in keys:
+        value = payload.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BadRequest(f"{key} must be a whole number of at least 1")
+        return value
+    return DEFAULT_MAX_TOKENS
+
+
+def seed(payload: dict[str, Any]) -> int | None:
+    value = payload.get("seed")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest("seed must be a whole number")
+    return value
+
+
+def stop_sequences(value: Any, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise BadRequest(f"{key} must be a string or a list of strings")
+
+
+def message_list(payload: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = payload.get(key)
+    if not isinstance(value, list) or not value:
+        raise BadRequest(f"{key} must be a non-empty list of messages")
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise BadRequest(f"{key}[{index}] must be an object")
+    return value

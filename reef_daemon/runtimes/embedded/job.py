@@ -1,0 +1,77 @@
+"""One request's generation as both sides see it: the worker thread fills it, the event loop reads it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from reef_daemon.runtimes.embedded.sampling import SamplingParams, new_generator
+from reef_daemon.runtimes.embedded.text import TextAssembler
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """New answer text, ready to send."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error."""
+
+    reason: str
+    stop_sequence: str | None = None
+    error: str | None = None
+
+
+Event = TextDelta | Finished
+
+
+@dataclass(eq=False)
+class Job:
+    """A prompt being answered. Token data is written only by the worker thread, and read after `Finished`."""
+
+    prompt_ids: list[int]
+    params: SamplingParams
+    text: TextAssembler
+    loop: asyncio.AbstractEventLoop
+    admitted_version: str
+    events: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+    output_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    finished: Finished | None = None
+    cancelled: bool = False
+    # Worker-side decoding state: the KV cache, and the ids not yet fed through the model.
+    cache: Any = None
+    pending: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.generator = new_generator(self.params.seed)
+
+    def record(self, token: int, logprob: float, version: str) -> None:
+        self.output_ids.append(token)
+        self.logprobs.append(logprob)
+        self.versions.append(version)
+
+    def post(self, event: Event) -> None:
+        """Hand an event to the event loop (called from the worker thread)."""
+        if isinstance(event, Finished):
+            self.finished = event
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
+            self.loop.call_soon_threadsafe(self.events.put_nowait, event)
+
+    def token_data(self) -> dict[str, Any]:
+        return {
+            "prompt_ids": list(self.prompt_ids),
+            "output_ids": list(self.output_ids),
+            "logprobs": list(self.logprobs),
+            "versions": list(self.versions),
+        }
+
+    @property
+    def last_version(self) -> str:
+        return self.versions[-1] if self.versions else self.admitted_version

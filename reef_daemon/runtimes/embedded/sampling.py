@@ -1,0 +1,66 @@
+"""Choosing the next token, and the log-prob the record keeps for it.
+
+The log-prob is taken after temperature and before top-p filtering, the quantity a policy-gradient trainer
+compares against. Temperature 0 means greedy decoding; its log-prob is then the model's own (temperature 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from reef_daemon.errors import BadRequest
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """What a request asks of decoding."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise BadRequest("the maximum number of tokens must be at least 1")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise BadRequest("temperature must be between 0 and 2")
+        if not 0.0 < self.top_p <= 1.0:
+            raise BadRequest("top_p must be greater than 0 and at most 1")
+
+
+def new_generator(seed: int | None) -> torch.Generator:
+    """A random stream per request: seeded requests repeat, others draw a fresh seed."""
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+    return generator
+
+
+def pick_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> tuple[int, float]:
+    """(token id, log-prob) from the last position's logits (a 1-D float tensor over the vocabulary)."""
+    logits = logits.float()
+    if params.temperature == 0.0:
+        log_probs = torch.log_softmax(logits, dim=-1)
+        token = int(torch.argmax(logits))
+        return token, float(log_probs[token])
+    log_probs = torch.log_softmax(logits / params.temperature, dim=-1)
+    probs = log_probs.exp()
+    if params.top_p < 1.0:
+        probs = _top_p(probs, params.top_p)
+    token = int(torch.multinomial(probs, 1, generator=generator))
+    return token, float(log_probs[token])
+
+
+def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the smallest set of most likely tokens whose mass reaches `top_p` (always at least one)."""
+    sorted_probs, order = torch.sort(probs, descending=True)
+    mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+    sorted_probs[mass_before >= top_p] = 0.0
+    kept = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+    return kept / kept.sum()
