@@ -214,7 +214,21 @@ class TrainingSection:
     checkpoint_every: int = _setting(10, _parse_positive_int, help="save a checkpoint release every N steps")
 
 
-SECTIONS: dict[str, type[Any]] = {"reef": ReefSection, "inference": InferenceSection, "training": TrainingSection}
+@dataclass(frozen=True)
+class HarnessSection:
+    """Knobs of the harness recipe (reefine)."""
+
+    adapter: str = _setting(
+        "pi", _parse_str, env="REEF_HARNESS_ADAPTER", help="the agent a harness recipe renders for: pi, codex or dsh"
+    )
+
+
+SECTIONS: dict[str, type[Any]] = {
+    "reef": ReefSection,
+    "inference": InferenceSection,
+    "training": TrainingSection,
+    "harness": HarnessSection,
+}
 
 
 @dataclass(frozen=True)
@@ -261,6 +275,7 @@ class Settings:
     reef: ReefSection = field(default_factory=ReefSection)
     inference: InferenceSection = field(default_factory=InferenceSection)
     training: TrainingSection = field(default_factory=TrainingSection)
+    harness: HarnessSection = field(default_factory=HarnessSection)
     recipe: str = "record"
     sources: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
@@ -392,6 +407,7 @@ def load_settings(
         reef=ReefSection(**sections["reef"]),
         inference=InferenceSection(**sections["inference"]),
         training=TrainingSection(**sections["training"]),
+        harness=HarnessSection(**sections["harness"]),
         sources=sources,
         config_file=config_file,
         **top,
