@@ -1,0 +1,150 @@
+"""The real model answers through the openai and anthropic SDKs, streaming and not, and every answer leaves a
+record with its receipt, token ids, log-probs and weight versions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+from embedded.running import QUESTION, SCENARIO, RunningReef, assert_token_data
+
+HEADERS = {"x-reef-scenario": SCENARIO}
+MESSAGES: list[Any] = [{"role": "user", "content": QUESTION}]
+GREEDY = {"temperature": 0}
+MAX_TOKENS = 12
+
+
+def openai_client(reef: RunningReef) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{reef.url}/v1", api_key="unused", default_headers=HEADERS)
+
+
+def anthropic_client(reef: RunningReef) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=reef.url, api_key="unused", default_headers=HEADERS)
+
+
+def check_record(reef: RunningReef, receipt: str, route: str) -> None:
+    record = reef.record(receipt)
+    assert record["route"] == route and record["complete"] is True
+    tokens = assert_token_data(record)
+    assert record["usage"] == {"input_tokens": len(tokens["prompt_ids"]), "output_tokens": len(tokens["output_ids"])}
+
+
+def test_chat_completion(reef: RunningReef) -> None:
+    raw = openai_client(reef).chat.completions.with_raw_response.create(
+        model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, **GREEDY
+    )
+    answer = raw.parse()
+    assert "Paris" in (answer.choices[0].message.content or "")
+    assert answer.usage is not None and answer.usage.completion_tokens <= MAX_TOKENS
+    check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/chat/completions")
+
+
+def test_chat_completion_stream_with_content_parts(reef: RunningReef) -> None:
+    parts: list[Any] = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
+    stream = openai_client(reef).chat.completions.create(
+        model="smollm2",
+        messages=parts,
+        max_tokens=MAX_TOKENS,
+        stream=True,
+        stream_options={"include_usage": True},
+        **GREEDY,
+    )
+    text, receipt = "", None
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            text += chunk.choices[0].delta.content
+        receipt = (chunk.model_extra or {}).get("reef", {}).get("agent_record_id", receipt)
+    assert "Paris" in text
+    assert receipt is not None
+    check_record(reef, receipt, "/v1/chat/completions")
+
+
+def test_responses(reef: RunningReef) -> None:
+    raw = openai_client(reef).responses.with_raw_response.create(
+        model="smollm2", input=QUESTION, max_output_tokens=MAX_TOKENS, **GREEDY
+    )
+    assert "Paris" in raw.parse().output_text
+    check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/responses")
+
+
+def test_responses_stream(reef: RunningReef) -> None:
+    items: Any = [{"role": "user", "content": [{"type": "input_text", "text": QUESTION}]}]
+    events = openai_client(reef).responses.create(
+        model="smollm2", input=items, max_output_tokens=MAX_TOKENS, stream=True, **GREEDY
+    )
+    text, receipt = "", None
+    for event in events:
+        if event.type == "response.output_text.delta":
+            text += event.delta
+        if event.type == "response.completed":
+            receipt = (event.model_extra or {})["reef"]["agent_record_id"]
+    assert "Paris" in text
+    assert receipt is not None
+    check_record(reef, receipt, "/v1/responses")
+
+
+def test_responses_stream_helper(reef: RunningReef) -> None:
+    """The SDK's stream helper needs each event in order (content_part.added before the text deltas)."""
+    client = openai_client(reef)
+    with client.responses.stream(model="smollm2", input=QUESTION, max_output_tokens=MAX_TOKENS, **GREEDY) as stream:
+        final = stream.get_final_response()
+    assert "Paris" in final.output_text
+
+
+def test_messages(reef: RunningReef) -> None:
+    raw = anthropic_client(reef).messages.with_raw_response.create(
+        model="smollm2", max_tokens=MAX_TOKENS, messages=MESSAGES, extra_body=GREEDY
+    )
+    message = raw.parse()
+    assert "Paris" in "".join(block.text for block in message.content if block.type == "text")
+    assert message.stop_reason in ("end_turn", "max_tokens")
+    check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/messages")
+
+
+def test_messages_stream(reef: RunningReef) -> None:
+    events = anthropic_client(reef).messages.create(
+        model="smollm2", max_tokens=MAX_TOKENS, messages=MESSAGES, extra_body=GREEDY, stream=True
+    )
+    text, receipt = "", None
+    for event in events:
+        if event.type == "content_block_delta" and event.delta.type == "text_delta":
+            text += event.delta.text
+        if event.type == "message_stop":
+            receipt = (event.model_extra or {})["reef"]["agent_record_id"]
+    assert "Paris" in text
+    assert receipt is not None
+    check_record(reef, receipt, "/v1/messages")
+
+
+def test_count_tokens_matches_the_prompt(reef: RunningReef) -> None:
+    client = anthropic_client(reef)
+    counted = client.messages.count_tokens(model="smollm2", messages=MESSAGES)
+    raw = client.messages.with_raw_response.create(model="smollm2", max_tokens=1, messages=MESSAGES)
+    assert counted.input_tokens == raw.parse().usage.input_tokens
+
+
+def test_stop_sequence_ends_the_answer(reef: RunningReef) -> None:
+    answer = openai_client(reef).chat.completions.create(
+        model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, stop=[" is"], **GREEDY
+    )
+    assert answer.choices[0].message.content == "The capital of France"
+    assert answer.choices[0].finish_reason == "stop"
+
+
+def test_bad_request_is_answered_in_the_api_shape(reef: RunningReef) -> None:
+    response = httpx.post(
+        f"{reef.url}/v1/messages", headers=HEADERS, json={"model": "m", "max_tokens": 0, "messages": MESSAGES}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_status_shows_the_model(reef: RunningReef) -> None:
+    runtime = httpx.get(f"{reef.url}/reef/status").json()["runtime"]
+    assert runtime["kind"] == "embedded" and runtime["model"] == "SmolLM2-135M-Instruct"
+    assert runtime["parameters"] > 100_000_000
+    assert runtime["weight_version"].endswith(":0")
+    assert runtime["tokens_per_second"] > 0
