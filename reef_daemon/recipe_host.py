@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,13 @@ from reef_daemon.store import Scenario, Store
 # Built-in names. Anything else must be a dotted reference `package.module:Class`.
 BUILTIN_RECIPES: dict[str, str] = {
     "record": "recipes.record:RecordRecipe",
+    "reefine": "recipes.reefine:ReefineRecipe",
+    "harness-evolve": "recipes.reefine:ReefineRecipe",
+    "sao": "recipes.sao:SaoRecipe",
+    "grpo": "recipes.sao:GrpoRecipe",
 }
+# Old names still accepted; `reef serve` says which name replaced them.
+RENAMED_RECIPES: dict[str, str] = {"harness-evolve": "reefine"}
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
@@ -101,6 +108,10 @@ class Recipe:
     async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
         raise Unsupported(f"the {self.name} recipe has no releases to roll back to")
 
+    async def describe_releases(self, scenario: Scenario, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows `GET /reef/scenarios/{s}/releases` lists, from the committed steps (newest first)."""
+        return steps
+
     def status(self) -> dict[str, Any]:
         return {"name": self.name, "trains": self.trains}
 
@@ -110,6 +121,8 @@ def load_serving_settings(
 ) -> Settings:
     """Settings for `reef serve`: as the user gave them, over the profile of the recipe they name."""
     plain = load_settings(config_file=config_file, overrides=overrides, environ=environ)
+    if plain.recipe in RENAMED_RECIPES:
+        print(f"reef: recipe '{plain.recipe}' is the old name of '{RENAMED_RECIPES[plain.recipe]}'", file=sys.stderr)
     profile = resolve_recipe(plain.recipe).profile
     if not profile:
         return plain

@@ -50,4 +50,8 @@ async def list_records(request: web.Request) -> web.Response:
 @routes.get("/reef/records/{id}")
 async def show_record(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    return json_response(await daemon.store.records.get(request.match_info["id"]))
+    record = await daemon.store.records.get(request.match_info["id"])
+    # What the recipe made of it: the step that trained on it, or why it never will be.
+    record["consumed_by_step"] = (await daemon.store.steps.consumed_by([record["id"]])).get(record["id"])
+    record["ineligible"] = await daemon.store.steps.ineligible_reason(record["id"])
+    return json_response(record)

@@ -1,0 +1,191 @@
+"""The SAO recipe: each eligible scored rollout drives a training step of the embedded model, and the new weights
+are swapped into the serving runtime between tokens, so the next request is served by them without a restart.
+
+`GrpoRecipe` is the control arm: the same DIS loss, group-normalised rewards instead of a critic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from recipes.sao.checkpoints import CheckpointRepo
+from recipes.sao.rollout import Rollout, judge_report, parse_version
+from recipes.sao.trainer import Trainer
+from reef_daemon.errors import Conflict, NotFound
+from reef_daemon.recipe_host import Ineligible, Recipe, StepOutcome, Verdict
+from reef_daemon.runtimes.base import Runtime
+from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.store import Scenario, Store
+
+log = logging.getLogger("reef.sao")
+
+
+class SaoRecipe(Recipe):
+    name: ClassVar[str] = "sao"
+    consumes: ClassVar[tuple[str, ...]] = ("report",)
+    advantage: ClassVar[str] = "gae"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.batch_size = settings.training.batch_size
+        self._runtime: Any = None
+        self._trainer: Trainer | None = None
+        self._bound: str | None = None  # the one scenario this process trains
+        self._claimed: set[str] = set()  # rollouts waiting in a batch
+        self._rollouts: dict[str, Rollout] = {}  # by report id
+        self._head: str | None = None
+        self._checkpoints: CheckpointRepo | None = None
+        self._last_swap_s: float | None = None
+        self._checkpoint_list: list[str] = []  # oldest first
+
+    async def start(self, store: Store, runtime: Runtime) -> None:
+        swap = getattr(runtime, "swap_weights", None)
+        if runtime.kind != "embedded" or swap is None:
+            raise SettingsError(
+                f"the {self.name} recipe trains the embedded model; start reef without --inference.upstream-url"
+            )
+        self._runtime = runtime
+        weights_dir = Path(str(runtime.describe()["weights"]))
+        self._trainer = await asyncio.to_thread(Trainer, weights_dir, self.settings.training, self.advantage)
+        for scenario in store.scenarios.all():
+            if scenario.recipe == self.name and await store.steps.last(scenario.name) is not None:
+                await self._bind(scenario.name)
+                break
+
+    @property
+    def trainer(self) -> Trainer | None:
+        return self._trainer
+
+    def _version(self) -> str:
+        return str(self._runtime.describe()["weight_version"])
+
+    async def _bind(self, scenario: str) -> None:
+        """Train this scenario from now on: open its checkpoints and resume from the latest one."""
+        assert self._trainer is not None
+        self._bound = scenario
+        repo = CheckpointRepo(self.settings.reef.state_dir / "checkpoints" / scenario)
+        await asyncio.to_thread(repo.open)
+        self._checkpoints = repo
+        latest = await asyncio.to_thread(repo.latest)
+        if latest is None:
+            manifest = {"step": 0, "steps_done": 0, "policy_updates": 0, "note": "the weights as first served"}
+            self._head = await asyncio.to_thread(repo.save, self._trainer.state(), manifest, "base weights")
+        else:
+            await self._restore(latest.release_id)
+        self._checkpoint_list = await asyncio.to_thread(repo.history)
+
+    async def _restore(self, release_id: str) -> str:
+        """Load the repository's current checkpoint into the trainer and the server; returns the weight version."""
+        assert self._trainer is not None and self._checkpoints is not None
+        state, manifest = await asyncio.to_thread(self._checkpoints.read)
+        weights = self._trainer.load(state, int(manifest["steps_done"]), int(manifest["policy_updates"]))
+        version = await self._swap(weights)
+        self._head = release_id
+        log.info("resumed %s from checkpoint %s (step %s)", self._bound, release_id[:12], manifest["step"])
+        return version
+
+    async def _swap(self, weights: dict[str, Any]) -> str:
+        began = time.perf_counter()
+        version = str(await self._runtime.swap_weights(weights))
+        self._last_swap_s = time.perf_counter() - began
+        return version
+
+    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+        if self._bound is not None and scenario.name != self._bound:
+            return Ineligible(f"this daemon trains scenario {self._bound}; one weight scenario per process")
+        verdict, rollout = judge_report(record, self._version(), self.settings.training.max_staleness, self._claimed)
+        if rollout is not None:
+            self._claimed.add(rollout.record_id)
+            self._rollouts[rollout.report_id] = rollout
+        return verdict
+
+    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+        assert self._trainer is not None
+        if self._bound is None:
+            await self._bind(scenario.name)
+        rollouts = [self._rollouts.pop(str(unit["id"])) for unit in units]
+        for rollout in rollouts:
+            self._claimed.discard(rollout.record_id)
+        consumed = tuple(rollout.record_id for rollout in rollouts)
+        stale = self._stale(rollouts)
+        if stale:
+            return StepOutcome("skipped", {"reason": stale}, release_id=self._head, also_consumed=consumed)
+        result = await asyncio.to_thread(self._trainer.step, rollouts)
+        metrics = dict(result.metrics)
+        parent = self._head
+        if metrics["policy_updated"]:
+            metrics["weight_version"] = await self._swap(result.weights)
+            metrics["swap_s"] = round(self._last_swap_s or 0.0, 4)
+            self._head = metrics["weight_version"]
+        else:
+            metrics["weight_version"] = self._version()
+        if self._trainer.steps_done % self.settings.training.checkpoint_every == 0:
+            self._head = await self._checkpoint(metrics)
+            metrics["checkpoint"] = self._head
+        return StepOutcome("selected", metrics, self._head, parent, also_consumed=consumed)
+
+    def _stale(self, rollouts: list[Rollout]) -> str | None:
+        """A batch is dropped whole when any rollout grew too old while it waited."""
+        now = parse_version(self._version())
+        for rollout in rollouts:
+            produced = [parse_version(v) for v in rollout.versions]
+            if now is None or any(
+                p is None or p[0] != now[0] or now[1] - p[1] > self.settings.training.max_staleness for p in produced
+            ):
+                return "a rollout became older than training.max-staleness while it waited for its batch"
+        return None
+
+    async def _checkpoint(self, metrics: dict[str, Any]) -> str:
+        assert self._trainer is not None and self._checkpoints is not None
+        manifest = {
+            "step": self._trainer.steps_done,
+            "steps_done": self._trainer.steps_done,
+            "policy_updates": self._trainer.policy_updates,
+            "weight_version": metrics["weight_version"],
+            "mean_reward": metrics["mean_reward"],
+        }
+        message = f"checkpoint after {self._trainer.steps_done} steps"
+        release = await asyncio.to_thread(self._checkpoints.save, self._trainer.state(), manifest, message)
+        self._checkpoint_list = await asyncio.to_thread(self._checkpoints.history)
+        return release
+
+    def current_release(self, scenario: str) -> str | None:
+        return self._head if scenario == self._bound else None
+
+    async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        if self._bound != scenario.name or self._checkpoints is None:
+            raise NotFound(f"scenario {scenario.name} has no weight checkpoints", type="unknown_release")
+        if not await asyncio.to_thread(self._checkpoints.has, release_id):
+            raise Conflict(
+                f"release {release_id} is not a checkpoint; only releases with a checkpoint can be restored",
+                type="not_restorable",
+            )
+        parent = self._head
+        new_release = await asyncio.to_thread(self._checkpoints.republish, release_id, f"roll back to {release_id}")
+        version = await self._restore(new_release)
+        self._checkpoint_list = await asyncio.to_thread(self._checkpoints.history)
+        return StepOutcome("selected", {"weight_version": version, "checkpoint": new_release}, new_release, parent)
+
+    def status(self) -> dict[str, Any]:
+        trainer = self._trainer
+        return {
+            **super().status(),
+            "scenario": self._bound,
+            "head": self._head,
+            "steps_done": trainer.steps_done if trainer else 0,
+            "policy_updates": trainer.policy_updates if trainer else 0,
+            "trainable_parameters": sum(p.numel() for p in trainer.trainable.values()) if trainer else 0,
+            "last_swap_s": self._last_swap_s,
+            "checkpoints": self._checkpoint_list,
+        }
+
+
+class GrpoRecipe(SaoRecipe):
+    """The control arm: group-normalised rewards over rollouts of the same prompt, the same DIS mask, no critic."""
+
+    name: ClassVar[str] = "grpo"
+    advantage: ClassVar[str] = "grpo"

@@ -1,0 +1,142 @@
+"""The SAO recipe on the real embedded model: a scored rollout trains a step, the new weights serve the next
+request, nothing trains twice, restarts resume from the last checkpoint, and rollback restores one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from weight_testing import StartWeightReef, WeightReef
+
+from recipes.sao.recipe import SaoRecipe
+from recipes.sao.rollout import Rollout, judge_report
+
+QUESTION = "Name a colour of the sky."
+
+
+async def steps_reach(reef: WeightReef, count: int) -> dict[str, Any]:
+    for _ in range(600):
+        state = await reef.training()
+        if state and state["steps"] >= count and state["running_since"] is None:
+            return state
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"training never reached {count} steps: {await reef.training()}")
+
+
+def rollout_of(reef: WeightReef, record: dict[str, Any]) -> Rollout:
+    recipe = reef.daemon.recipe
+    assert isinstance(recipe, SaoRecipe)
+    report = {"id": "probe", "score": 1.0, "referenced": [{**record, "consumed_by": None}]}
+    _, rollout = judge_report(report, record["tokens"]["versions"][0], 10**6, set())
+    assert rollout is not None
+    return rollout
+
+
+def policy_logprob(reef: WeightReef, rollout: Rollout) -> float:
+    recipe = reef.daemon.recipe
+    assert isinstance(recipe, SaoRecipe) and recipe.trainer is not None
+    return sum(recipe.trainer.logprobs(rollout))
+
+
+@pytest.mark.parametrize("score", [1.0, -1.0])
+async def test_a_scored_rollout_trains_a_step_and_the_next_answer_uses_new_weights(
+    start_weight_reef: StartWeightReef, score: float
+) -> None:
+    reef = await start_weight_reef()
+    receipt, record = await reef.ask(QUESTION, temperature=1.0, seed=7)
+    produced = record["tokens"]["versions"][0]
+    rollout = rollout_of(reef, record)
+    before = policy_logprob(reef, rollout)
+
+    await reef.report({"score": score, "references": [receipt]})
+    state = await steps_reach(reef, 1)
+    metrics = state["last_step"]["metrics"]
+    assert metrics["policy_updated"] is True and metrics["mean_reward"] == score
+    assert 0.0 <= metrics["masked_fraction"] <= 1.0 and metrics["ratio_min"] > 0
+    after = policy_logprob(reef, rollout)
+    if score > 0:
+        assert after > before
+    else:
+        assert after < before
+
+    _, next_record = await reef.ask(QUESTION)
+    served_by = next_record["tokens"]["versions"][0]
+    assert served_by == metrics["weight_version"] != produced
+    assert served_by.split(":")[0] == produced.split(":")[0]  # same process, next version
+    assert next_record["release"] == served_by
+
+    await reef.report({"score": score, "references": [receipt]})  # the same rollout again
+    await asyncio.sleep(0.5)
+    state = await reef.training()
+    assert state["steps"] == 1
+    assert state["ineligible"] == {"the rollout was already trained on": 1}
+
+
+async def test_ineligible_reports_are_kept_with_their_reason(start_weight_reef: StartWeightReef) -> None:
+    reef = await start_weight_reef(training__max_staleness="0")
+    first, _ = await reef.ask(QUESTION)
+    second, _ = await reef.ask(QUESTION)
+    counted = await reef.client.post(
+        "/v1/messages/count_tokens",
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        headers={"x-reef-scenario": "toy"},
+    )
+    no_tokens = counted.headers["x-reef-agent-record-id"]
+    feedback_only = await reef.report({"feedback": "meh", "references": [first]})
+    await reef.report({"score": 1, "references": [first, second]})
+    await reef.report({"score": 1, "references": [no_tokens]})
+    await reef.report({"score": 1, "references": [first]})  # eligible: trains, and moves the weights on
+    await steps_reach(reef, 1)
+    await reef.report({"score": 1, "references": [second]})  # now a version behind, with max-staleness 0
+    for _ in range(100):
+        state = await reef.training()
+        if sum(state["ineligible"].values()) == 4:
+            break
+        await asyncio.sleep(0.1)
+    assert state["ineligible"] == {
+        "the report has no score": 1,
+        "the report must reference exactly one inference record": 1,
+        "the rollout has no token data from this runtime (it was not served by the model)": 1,
+        "the rollout is older than training.max-staleness (0) allows": 1,
+    }
+    assert state["steps"] == 1
+    shown = await reef.client.get(f"/reef/records/{feedback_only}")
+    assert shown.json()["ineligible"] == "the report has no score"
+
+
+async def test_restart_resumes_from_the_checkpoint_and_rollback_restores_one(
+    start_weight_reef: StartWeightReef,
+) -> None:
+    reef = await start_weight_reef()
+    receipt, record = await reef.ask(QUESTION, temperature=1.0, seed=3)
+    rollout = rollout_of(reef, record)
+    before = policy_logprob(reef, rollout)
+    await reef.report({"score": 1.0, "references": [receipt]})
+    trained = await steps_reach(reef, 1)
+    checkpoint = trained["last_step"]["release_id"]
+    trained_logprob = policy_logprob(reef, rollout)
+    await reef.server.close()
+
+    again = await start_weight_reef()
+    assert again.daemon.recipe.current_release("toy") == checkpoint
+    assert policy_logprob(again, rollout) == pytest.approx(trained_logprob, abs=1e-4)
+    await again.report({"score": 1.0, "references": [receipt]})  # consumed before the restart
+    await asyncio.sleep(0.5)
+    state = await again.training()
+    assert state["steps"] == 1 and state["ineligible"] == {"the rollout was already trained on": 1}
+
+    releases = (await again.client.get("/reef/scenarios/toy/releases")).json()["releases"]
+    assert [row["current"] for row in releases] == [True]
+    refused = await again.client.post("/reef/scenarios/toy/rollback", json={"release_id": "not-a-checkpoint"})
+    assert refused.status_code == 409 and refused.json()["error"]["type"] == "not_restorable"
+
+    base, latest = again.daemon.recipe.status()["checkpoints"]  # the weights as first served, then step 1
+    assert latest == checkpoint
+    rolled = await again.client.post("/reef/scenarios/toy/rollback", json={"release_id": base})
+    assert rolled.status_code == 200, rolled.text
+    step = rolled.json()
+    assert step["operation"] == "rollback" and step["version"] == "v2" and step["current"] is True
+    assert policy_logprob(again, rollout) == pytest.approx(before, abs=1e-4)
+    _, served = await again.ask(QUESTION)
+    assert served["tokens"]["versions"][0] == step["metrics"]["weight_version"]
