@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from reef_cli.commands import completion, daemon, records, scenarios, score, show
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import serve_command
 from reef_daemon import __version__
@@ -11,9 +12,11 @@ from reef_daemon import __version__
 app = typer.Typer(
     name="reef",
     help="Record what a coding agent does, score it, and improve the model or the harness.",
+    epilog="Example: reef start --inference.upstream-url http://127.0.0.1:11434 && reef records --follow",
     no_args_is_help=True,
     add_completion=False,
 )
+PASS_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _version(value: bool) -> None:
@@ -29,11 +32,15 @@ def main_options(
     """Record what a coding agent does, score it, and improve the model or the harness."""
 
 
-app.command(
-    "serve",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    epilog=SERVE_EXAMPLE,
-)(serve_command)
+app.command("serve", context_settings=PASS_SETTINGS, epilog=SERVE_EXAMPLE)(serve_command)
+app.command("start", context_settings=PASS_SETTINGS, epilog=daemon.START_EXAMPLE)(daemon.start)
+app.command("stop", epilog=daemon.STOP_EXAMPLE)(daemon.stop)
+app.command("status", epilog=daemon.STATUS_EXAMPLE)(daemon.status)
+app.add_typer(scenarios.app)
+app.command("records", epilog=records.EXAMPLE)(records.records)
+app.command("show", epilog=show.EXAMPLE)(show.show)
+app.command("score", context_settings={"ignore_unknown_options": True}, epilog=score.EXAMPLE)(score.score)
+app.command("completion", epilog=completion.EXAMPLE)(completion.completion)
 
 
 def main() -> None:

@@ -1,0 +1,292 @@
+"""The one HTTP client of the daemon API. The CLI, the TUI and the adapter wrappers all talk to reef through it.
+
+Every failure is one of three exceptions, each carrying a sentence a person can act on:
+`DaemonUnreachable` (nothing answers at the URL), `Unauthorized` (the daemon wants a token) and `ApiError`
+(the daemon refused the call; `type` and `message` are the daemon's own).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from types import TracebackType
+from typing import Any, NotRequired, TypedDict
+from urllib.parse import quote
+
+import httpx
+
+from reef_cli.sse import Event, parse_events
+
+__all__ = [
+    "ApiError",
+    "DaemonUnreachable",
+    "Event",
+    "RecordPage",
+    "RecordRow",
+    "ReefClient",
+    "ReefClientError",
+    "ReportAck",
+    "ScenarioRow",
+    "Unauthorized",
+]
+
+DEFAULT_TIMEOUT_S = 30.0
+# The events stream sends a keep-alive every 15 s; a minute of silence means the daemon is gone.
+EVENTS_READ_TIMEOUT_S = 60.0
+RECONNECT_PAUSE_S = 1.0
+
+
+class ReefClientError(Exception):
+    """Base of the client's failures. `str(error)` is one sentence for a person."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class DaemonUnreachable(ReefClientError):
+    """Nothing answered at the daemon's URL (not started, wrong port, or it went away)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"no reef daemon answers at {url} ({reason})")
+        self.url = url
+        self.reason = reason
+
+
+class Unauthorized(ReefClientError):
+    """The daemon needs a token and none, or a wrong one, was sent."""
+
+    def __init__(self, url: str, message: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class ApiError(ReefClientError):
+    """The daemon answered with an error: its HTTP status, error type and message."""
+
+    def __init__(self, status: int, type: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type
+
+
+class Usage(TypedDict):
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class RecordRow(TypedDict):
+    """A record as `GET /reef/records` lists it."""
+
+    sequence: int
+    id: str
+    scenario: str
+    type: str
+    created_at: float
+    route: str | None
+    model: str | None
+    status: int | None
+    complete: bool | None
+    duration_ms: float | None
+    usage: Usage
+    score: float | None
+    release: str | None
+
+
+class RecordPage(TypedDict):
+    records: list[RecordRow]
+    next_after: int | None
+    next_before: int | None
+
+
+class ScenarioRow(TypedDict):
+    scenario: str
+    recipe: str
+    training_mode: str
+    created_at: float
+    records: NotRequired[int]
+    reports: NotRequired[int]
+    unscored: NotRequired[int]
+    current_release: NotRequired[str | None]
+
+
+class ReportAck(TypedDict):
+    agent_record_id: str
+    scenario: str
+    request_type: str
+
+
+class ReefClient:
+    """A synchronous client of one daemon. Use it as a context manager, or call `close()`."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+
+    def __enter__(self) -> ReefClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- daemon ---------------------------------------------------------------------------------------------
+
+    def healthz(self) -> bool:
+        """True when the daemon answers `/healthz` (no token needed); raises DaemonUnreachable otherwise."""
+        body = self._call("GET", "/healthz")
+        return bool(body.get("ok"))
+
+    def status(self) -> dict[str, Any]:
+        """Version, uptime, recipe, runtime, per-scenario counts and training state."""
+        body: dict[str, Any] = self._call("GET", "/reef/status")
+        return body
+
+    # --- scenarios ------------------------------------------------------------------------------------------
+
+    def scenarios(self) -> list[ScenarioRow]:
+        """The active scenarios with their record, report and unscored counts."""
+        rows: list[ScenarioRow] = self._call("GET", "/reef/scenarios")["scenarios"]
+        return rows
+
+    def create_scenario(self, name: str, training_mode: str | None = None) -> tuple[ScenarioRow, bool]:
+        """Create a scenario; returns it and whether it was new (False when it already existed)."""
+        body: dict[str, Any] = {"name": name}
+        if training_mode is not None:
+            body["training_mode"] = training_mode
+        response = self._send("POST", "/reef/scenarios", json=body)
+        row: ScenarioRow = response.json()
+        return row, response.status_code == 201
+
+    def archive_scenario(self, name: str) -> str:
+        """Archive a scenario (its records are kept under a new name); returns that name."""
+        body = self._call("DELETE", f"/reef/scenarios/{quote(name, safe='')}")
+        return str(body["archived_as"])
+
+    # --- records and reports --------------------------------------------------------------------------------
+
+    def records(
+        self,
+        *,
+        scenario: str | None = None,
+        type: str | None = None,
+        unscored: bool = False,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int | None = None,
+    ) -> RecordPage:
+        """One page of records: the newest, descending, by default; ascending from `after`; older than `before`."""
+        params: dict[str, str] = {}
+        for key, value in (("scenario", scenario), ("type", type), ("after", after), ("before", before),
+                           ("limit", limit)):  # fmt: skip
+            if value is not None:
+                params[key] = str(value)
+        if unscored:
+            params["unscored"] = "true"
+        page: RecordPage = self._call("GET", "/reef/records", params=params)
+        return page
+
+    def record(self, record_id: str) -> dict[str, Any]:
+        """One record in full: request, response, timings, tokens, tags and the reports that reference it."""
+        body: dict[str, Any] = self._call("GET", f"/reef/records/{quote(record_id, safe='')}")
+        return body
+
+    def report(
+        self,
+        scenario: str,
+        references: list[str],
+        *,
+        score: float | None = None,
+        feedback: str | Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        agent_record_id: str | None = None,
+    ) -> ReportAck:
+        """Send a score and/or feedback for receipts of one scenario. The same `agent_record_id` with the same
+        content is a safe retry; with different content the daemon answers 409 (ApiError)."""
+        body: dict[str, Any] = {"references": references}
+        for key, value in (("score", score), ("feedback", feedback), ("metadata", metadata),
+                           ("agent_record_id", agent_record_id)):  # fmt: skip
+            if value is not None:
+                body[key] = value
+        ack: ReportAck = self._call("POST", "/reef/report", json=body, headers={"x-reef-scenario": scenario})
+        return ack
+
+    # --- events ---------------------------------------------------------------------------------------------
+
+    def events(self, *, after: int | None = None, scenario: str | None = None) -> Iterator[Event]:
+        """Events as they are committed, forever. With `after`, replays everything after that sequence first.
+        When the daemon ends the stream (a subscriber that fell behind is dropped), it resumes where it was."""
+        last = after
+        while True:
+            resumed_from = last
+            headers = {"Last-Event-ID": str(last)} if last is not None else {}
+            params = {"scenario": scenario} if scenario else {}
+            timeout = httpx.Timeout(DEFAULT_TIMEOUT_S, read=EVENTS_READ_TIMEOUT_S)
+            try:
+                with self._http.stream(
+                    "GET", "/reef/events", params=params, headers=headers, timeout=timeout
+                ) as response:
+                    if response.status_code >= 400:
+                        response.read()
+                        self._raise_for(response)
+                    for event in parse_events(response.iter_lines()):
+                        last = event.sequence
+                        yield event
+            except httpx.TransportError as exc:
+                raise DaemonUnreachable(self.url, _reason(exc)) from None
+            if last == resumed_from:  # closed before anything new arrived: do not spin on reconnects
+                time.sleep(RECONNECT_PAUSE_S)
+
+    # --- plumbing -------------------------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._send(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError:
+            raise ApiError(
+                response.status_code,
+                "invalid_response",
+                f"{self.url}{path} did not answer JSON; is it a reef daemon?",
+            ) from None
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise DaemonUnreachable(self.url, _reason(exc)) from None
+        self._raise_for(response)
+        return response
+
+    def _raise_for(self, response: httpx.Response) -> None:
+        if response.status_code < 400:
+            return
+        type_, message = _error_of(response)
+        if response.status_code == 401:
+            raise Unauthorized(self.url, message)
+        raise ApiError(response.status_code, type_, message)
+
+
+def _error_of(response: httpx.Response) -> tuple[str, str]:
+    """The daemon's `{"error": {"type", "message"}}`, or a description of whatever else came back."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error.get("type") or "error"), error["message"]
+    return "http_error", f"the daemon answered {response.status_code} {response.reason_phrase}"
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    return str(exc) or type(exc).__name__

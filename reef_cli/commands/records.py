@@ -1,0 +1,88 @@
+"""`reef records`: a page of records as a table or JSON lines, and `--follow` for new ones as they are stored."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from reef_cli.client import RecordRow, ReefClient
+from reef_cli.connect import daemon_client
+from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.output import console, error_console, print_json
+from reef_cli.render.records import records_table
+
+EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
+
+
+class RecordType(StrEnum):
+    inference = "inference"
+    report = "report"
+    train = "train"
+
+
+def records(
+    scenario: Annotated[str | None, typer.Option("--scenario", "-s", help="Only this scenario.")] = None,
+    record_type: Annotated[RecordType | None, typer.Option("--type", "-t", help="Only this kind of record.")] = None,
+    unscored: Annotated[bool, typer.Option("--unscored", help="Only inference records nobody scored yet.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500, help="How many recent records.")] = 20,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Then print new records as they come (Ctrl-C).")
+    ] = False,
+    json: JsonOption = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """List recent records, or follow new ones.
+
+    A table, oldest first: receipt, time, scenario, route, model, status, latency, tokens, score. --json prints
+    one JSON object per line.
+    """
+    kind = None if record_type is None else record_type.value
+    with daemon_client(url, token) as client:
+        # Take the newest sequence before the page, so nothing stored in between is missed by --follow.
+        cursor = _newest_sequence(client) if follow else None
+        page = client.records(scenario=scenario, type=kind, unscored=unscored, limit=limit)
+        rows = list(reversed(page["records"]))
+        _show(rows, json=json, header=True)
+        if not follow:
+            if not rows and not json:
+                error_console().print("no records match")
+            return
+        shown = {row["id"] for row in rows}
+        if not json:
+            error_console().print("[dim]following new records; Ctrl-C stops[/dim]")
+        try:
+            for event in client.events(after=cursor, scenario=scenario):
+                row = event.record
+                if event.type not in ("record", "report") or row is None or row["id"] in shown:
+                    continue
+                record: RecordRow = row  # type: ignore[assignment]
+                if _matches(record, kind, unscored):
+                    shown.add(record["id"])
+                    _show([record], json=json, header=False)
+        except KeyboardInterrupt:
+            return
+
+
+def _newest_sequence(client: ReefClient) -> int:
+    newest = client.records(limit=1)["records"]
+    return newest[0]["sequence"] if newest else 0
+
+
+def _matches(row: RecordRow, kind: str | None, unscored: bool) -> bool:
+    if unscored:
+        return row["type"] == "inference" and row["score"] is None
+    return kind is None or row["type"] == kind
+
+
+def _show(rows: list[RecordRow], *, json: bool, header: bool) -> None:
+    if json:
+        for row in rows:
+            print_json(row)
+    elif rows or header:
+        out = console()
+        out.print(records_table(rows, width=out.width, header=header))
+    sys.stdout.flush()

@@ -1,0 +1,90 @@
+"""`reef scenarios`: list the scenarios, create one, or archive one (its records are kept)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from reef_cli.connect import daemon_client
+from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.output import console, error_console, print_json
+from reef_cli.render.status import scenarios_table
+
+LIST_EXAMPLE = "Example: reef scenarios --json"
+CREATE_EXAMPLE = "Example: reef scenarios create my-harness --training-mode manual"
+ARCHIVE_EXAMPLE = "Example: reef scenarios archive my-harness"
+
+app = typer.Typer(
+    name="scenarios",
+    help="List the scenarios with their record and report counts; create or archive one.",
+    epilog=LIST_EXAMPLE,
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+NameArgument = Annotated[str, typer.Argument(help="Scenario name: letters, digits, '.', '_', '-'.", show_default=False)]
+
+
+class TrainingMode(StrEnum):
+    auto = "auto"
+    manual = "manual"
+    hybrid = "hybrid"
+
+
+@app.callback()
+def list_scenarios(
+    ctx: typer.Context, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
+) -> None:
+    """List the scenarios with their record and report counts; create or archive one."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with daemon_client(url, token) as client:
+        rows = client.scenarios()
+    if json:
+        print_json({"scenarios": rows})
+    elif rows:
+        console().print(scenarios_table(rows))
+    else:
+        error_console().print(
+            "no scenarios yet: send a request with the x-reef-scenario header, or `reef scenarios create`"
+        )
+
+
+@app.command("create", epilog=CREATE_EXAMPLE)
+def create(
+    name: NameArgument,
+    training_mode: Annotated[
+        TrainingMode | None,
+        typer.Option("--training-mode", help="When the recipe trains (default: the recipe's)."),
+    ] = None,
+    json: JsonOption = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Create a scenario with the daemon's recipe.
+
+    A scenario is also created by the first request that names it.
+    """
+    with daemon_client(url, token) as client:
+        row, created = client.create_scenario(name, None if training_mode is None else training_mode.value)
+    if json:
+        print_json({**row, "created": created})
+        return
+    verb = "created" if created else "already exists:"
+    typer.echo(f"{verb} scenario {row['scenario']} (recipe {row['recipe']}, training {row['training_mode']})")
+
+
+@app.command("archive", epilog=ARCHIVE_EXAMPLE)
+def archive(name: NameArgument, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None) -> None:
+    """Archive a scenario.
+
+    Its records stay, under a new name, and the name is free again.
+    """
+    with daemon_client(url, token) as client:
+        archived_as = client.archive_scenario(name)
+    if json:
+        print_json({"scenario": name, "archived_as": archived_as})
+        return
+    typer.echo(f"archived scenario {name}; its records are kept as {archived_as}")

@@ -1,0 +1,34 @@
+"""Opening a client on the daemon a command names, and turning the client's failures into one line each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
+from reef_cli.discovery import Target, find_daemon
+from reef_cli.output import fail
+
+
+@contextmanager
+def daemon_client(url: str | None, token: str | None) -> Iterator[ReefClient]:
+    """A client of the daemon found from `--url`, `REEF_URL`, this directory or the default; expected failures
+    inside the block exit with one line and status 1, never a traceback."""
+    target = find_daemon(url, token)
+    with ReefClient(target.url, target.token) as client, reported_failures(target):
+        yield client
+
+
+@contextmanager
+def reported_failures(target: Target) -> Iterator[None]:
+    """Turn DaemonUnreachable, Unauthorized and ApiError raised inside the block into one line and exit 1."""
+    try:
+        yield
+    except DaemonUnreachable as exc:
+        fail(f"no daemon answers at {exc.url} ({exc.reason}); start one with `reef start`, or set --url / REEF_URL")
+    except Unauthorized as exc:
+        if target.token:
+            fail(f"the daemon at {exc.url} refused the token; set REEF_TOKEN (or --token) to the daemon's token")
+        fail(f"the daemon at {exc.url} needs a token; set REEF_TOKEN (or pass --token)")
+    except ApiError as exc:
+        fail(f"{exc.message} ({exc.type})")

@@ -1,0 +1,1 @@
+"""Turning daemon answers into rich renderables for the terminal."""

@@ -1,0 +1,69 @@
+"""Small formatters shared by the tables: times, latencies, token counts, scores, routes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+MISSING = "-"
+
+
+def clock(epoch: float | None) -> str:
+    """HH:MM:SS for today, else the date (Jan 05)."""
+    if epoch is None:
+        return MISSING
+    moment = time.localtime(epoch)
+    if time.strftime("%Y-%m-%d", moment) == time.strftime("%Y-%m-%d"):
+        return time.strftime("%H:%M:%S", moment)
+    return time.strftime("%b %d", moment)
+
+
+def timestamp(epoch: float | None) -> str:
+    """The full local date and time."""
+    return MISSING if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def latency(ms: float | None) -> str:
+    if ms is None:
+        return MISSING
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def tokens(usage: dict[str, Any] | None) -> str:
+    """`input→output`, each `-` when unknown."""
+    usage = usage or {}
+    inputs, outputs = usage.get("input_tokens"), usage.get("output_tokens")
+    if inputs is None and outputs is None:
+        return MISSING
+    return f"{MISSING if inputs is None else inputs}→{MISSING if outputs is None else outputs}"
+
+
+def score(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:g}"
+
+
+def route(path: str | None, record_type: str) -> str:
+    """The API a record used, short: chat, responses, messages, count_tokens; or the record type."""
+    if path is None:
+        return record_type
+    short = path.removeprefix("/v1/")
+    return {"chat/completions": "chat", "messages/count_tokens": "count_tokens"}.get(short, short)
+
+
+def duration(seconds: float | None) -> str:
+    """An uptime: 45s, 12m 3s, 5h 2m, 3d 4h."""
+    if seconds is None:
+        return MISSING
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"

@@ -1,0 +1,146 @@
+"""`reef show`: one record made readable — what was asked, what came back, timings, tokens, serving version,
+and the reports that reference it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from reef_cli.render import formats
+from reef_cli.render.conversation import Part, Turn, answer_turns, request_turns, tool_names
+from reef_cli.render.stream import assemble
+
+_ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
+
+
+def record_view(record: dict[str, Any]) -> RenderableType:
+    """Everything `reef show` prints for one record."""
+    parts: list[RenderableType] = [_facts(record)]
+    if record.get("type") == "inference":
+        route = str(record.get("route") or "")
+        parts += _section("request", request_turns(route, record.get("request")))
+        streamed = isinstance(record.get("response"), dict) and record["response"].get("stream") is True
+        title = "answer (streamed, assembled from its events)" if streamed else "answer"
+        parts += _section(title, answer_turns(route, answer_of(record)))
+    elif record.get("type") == "report":
+        parts.append(_report_body(record))
+    reports = record.get("reports") or []
+    if reports:
+        parts += [Text("reports", style="bold"), _reports_table(reports)]
+    elif record.get("type") == "inference":
+        parts.append(Text(f"not scored yet: reef score {record.get('id')} <score>", style="dim"))
+    return Group(*parts)
+
+
+def answer_of(record: dict[str, Any]) -> Any:
+    """The answer in its non-streaming shape; a recorded stream is assembled from its frames."""
+    response = record.get("response")
+    status = record.get("status") or 0
+    if isinstance(response, dict) and response.get("stream") is True:
+        return assemble(str(record.get("route") or ""), str(response.get("body") or ""))
+    if status >= 400:
+        return None
+    return response
+
+
+def _facts(record: dict[str, Any]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    timings = record.get("timings") or {}
+    add = grid.add_row
+    add("receipt", str(record.get("id")))
+    add("scenario", str(record.get("scenario")))
+    add("time", formats.timestamp(record.get("created_at")))
+    if record.get("type") != "inference":
+        add("type", str(record.get("type")))
+        return grid
+    add("route", str(record.get("route")))
+    add("model", str(record.get("model") or formats.MISSING))
+    add("status", _status(record))
+    first, total = formats.latency(timings.get("ttft_ms")), formats.latency(timings.get("duration_ms"))
+    add("timings", f"first byte {first}, total {total}, reef overhead {_ms(timings.get('overhead_ms'))}")
+    usage = record.get("usage") or {}
+    add(
+        "tokens",
+        f"{usage.get('input_tokens', formats.MISSING)} in, {usage.get('output_tokens', formats.MISSING)} out",
+    )
+    add("serving", _serving(record))
+    tools = tool_names(record.get("request"))
+    if tools:
+        add("tools", ", ".join(tools))
+    for name, value in sorted((record.get("tags") or {}).items()):
+        add(f"tag {name}", str(value))
+    add("score", formats.score(record.get("score")))
+    return grid
+
+
+def _status(record: dict[str, Any]) -> Text:
+    status = record.get("status")
+    text = Text(str(status), style="red" if (status or 0) >= 400 else "green")
+    if record.get("complete") is False:
+        text.append(" incomplete", style="red")
+    if record.get("error"):
+        text.append(f" ({record['error']})", style="red")
+    return text
+
+
+def _serving(record: dict[str, Any]) -> str:
+    release = record.get("release") or "(none)"
+    versions = (record.get("tokens") or {}).get("versions")
+    if isinstance(versions, list) and versions:
+        distinct = sorted({str(v) for v in versions})
+        return f"release {release}, weights {', '.join(distinct)}"
+    return f"release {release}"
+
+
+def _ms(value: float | None) -> str:
+    return formats.MISSING if value is None else f"{value:.2f} ms"
+
+
+def _section(title: str, turns: list[Turn]) -> list[RenderableType]:
+    if not turns:
+        return []
+    return [Text(title, style="bold underline"), *(_turn(turn) for turn in turns)]
+
+
+def _turn(turn: Turn) -> Panel:
+    body = Group(*(_part(part) for part in turn.parts)) if turn.parts else Text("(empty)", style="dim")
+    style = _ROLE_STYLE.get(turn.role, "white")
+    return Panel(body, title=turn.role, title_align="left", border_style=style)
+
+
+def _part(part: Part) -> RenderableType:
+    if part.kind == "tool_call":
+        return Panel(Syntax(part.text, "json", word_wrap=True), title=f"tool call: {part.name or '?'}",
+                     title_align="left", border_style="yellow")  # fmt: skip
+    if part.kind == "tool_result":
+        title = f"tool result{f' for {part.name}' if part.name else ''}"
+        return Panel(Text(part.text), title=title, title_align="left", border_style="yellow")
+    if part.kind == "thinking":
+        return Text(part.text, style="dim italic")
+    return Markdown(part.text)
+
+
+def _report_body(record: dict[str, Any]) -> RenderableType:
+    body = {key: record[key] for key in ("score", "feedback", "references", "metadata") if key in record}
+    return Syntax(json.dumps(body, indent=2, ensure_ascii=False), "json", word_wrap=True)
+
+
+def _reports_table(reports: list[dict[str, Any]]) -> Table:
+    table = Table()
+    for column in ("report", "time", "score", "feedback"):
+        table.add_column(column)
+    for report in reports:
+        feedback = report.get("feedback")
+        shown = feedback if isinstance(feedback, str) else json.dumps(feedback) if feedback is not None else ""
+        table.add_row(str(report.get("id")), formats.clock(report.get("created_at")),
+                      formats.score(report.get("score")), shown)  # fmt: skip
+    return table

@@ -1,0 +1,76 @@
+"""Records as table rows. Every column has a fixed width, so the one-row tables `--follow` prints line up
+under the header of the first; on a narrow terminal the least useful columns are left out, never the receipt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+
+from reef_cli.client import RecordRow
+from reef_cli.render import formats
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    width: int
+    keep: int  # lower is kept longer when the terminal is narrow
+    right: bool = False
+
+
+COLUMNS = (
+    Column("receipt", 32, 0),
+    Column("time", 8, 4),
+    Column("scenario", 14, 5),
+    Column("route", 12, 6),
+    Column("model", 14, 8),
+    Column("status", 6, 1, right=True),
+    Column("latency", 8, 3, right=True),
+    Column("tokens", 11, 7, right=True),
+    Column("score", 6, 2, right=True),
+)
+
+
+def fitting_columns(width: int) -> list[Column]:
+    """The columns that fit in `width` characters (one space between columns), in display order."""
+    chosen: list[Column] = []
+    used = -1
+    for column in sorted(COLUMNS, key=lambda c: c.keep):
+        if used + 1 + column.width <= width or not chosen:
+            chosen.append(column)
+            used += 1 + column.width
+    return [column for column in COLUMNS if column in chosen]
+
+
+def records_table(rows: Iterable[RecordRow], *, width: int, header: bool = True) -> Table:
+    """A table of records in the order given, as wide as fits in `width`."""
+    columns = fitting_columns(width)
+    table = Table(box=None, show_header=header, header_style="bold", padding=(0, 1, 0, 0), pad_edge=False)
+    for column in columns:
+        justify = "right" if column.right else "left"
+        table.add_column(column.name, width=column.width, justify=justify, no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        cells = record_cells(row)
+        table.add_row(*(cells[column.name] for column in columns))
+    return table
+
+
+def record_cells(row: RecordRow) -> dict[str, str | Text]:
+    """The cells of one record by column name."""
+    status: str | Text = formats.MISSING if row["status"] is None else str(row["status"])
+    if row["complete"] is False or (row["status"] or 0) >= 400:
+        status = Text(f"{row['status'] or ''}✗", style="red")
+    return {
+        "receipt": row["id"],
+        "time": formats.clock(row["created_at"]),
+        "scenario": row["scenario"],
+        "route": formats.route(row["route"], row["type"]),
+        "model": row["model"] or formats.MISSING,
+        "status": status,
+        "latency": formats.latency(row["duration_ms"]),
+        "tokens": formats.tokens(dict(row["usage"]) if row.get("usage") else None),
+        "score": formats.score(row["score"]),
+    }
