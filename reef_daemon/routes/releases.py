@@ -17,10 +17,11 @@ async def list_releases(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"]))
     current = daemon.recipe.current_release(scenario.name)
-    rows = []
+    steps = []
     for step in await daemon.store.steps.history(scenario.name):
         step["current"] = current is not None and step["release_id"] == current
-        rows.append(step)
+        steps.append(step)
+    rows = await daemon.recipe.describe_releases(scenario, steps)
     return json_response({"scenario": scenario.name, "releases": rows})
 
 

@@ -93,6 +93,19 @@ MIGRATIONS: tuple[str, ...] = (
         sequence INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 3: the durable progress of harness change requests (reefine): phase, activity lines, design, outcome.
+    """
+    CREATE TABLE harness_requests (
+        id TEXT PRIMARY KEY,
+        scenario TEXT NOT NULL,
+        state TEXT NOT NULL,
+        design TEXT,
+        activity TEXT NOT NULL,
+        outcome TEXT,
+        started_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 

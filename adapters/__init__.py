@@ -1,0 +1,22 @@
+"""Adapters: how a harness tree becomes one coding agent's files. Pure data and rendering functions.
+
+Each adapter renders the tree without any model binding; the install script adds the binding on the person's
+machine. `get_adapter(name)` is the one way to find one.
+"""
+
+from __future__ import annotations
+
+from adapters import codex, dsh, pi
+from adapters._base import Adapter, RenderRefused
+
+__all__ = ["ADAPTERS", "Adapter", "RenderRefused", "get_adapter"]
+
+ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in (pi.ADAPTER, codex.ADAPTER, dsh.ADAPTER)}
+
+
+def get_adapter(name: str) -> Adapter:
+    """The adapter called `name`; ValueError naming the accepted ones otherwise."""
+    adapter = ADAPTERS.get(name)
+    if adapter is None:
+        raise ValueError(f"unknown adapter '{name}'; accepted: {', '.join(ADAPTERS)}")
+    return adapter

@@ -1,0 +1,105 @@
+"""What every adapter is: a name, the kinds it renders and where, and a pure renderer from tree to files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reef_daemon.harness.tree import Entry
+
+SKILL_DESCRIPTION_LIMIT = 200
+
+
+class RenderRefused(ValueError):
+    """The tree cannot become this adapter's files. The message says which entry and why, for a person to act on."""
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One coding agent: `render` turns a tree into `{relative path: text}`, binding-free."""
+
+    name: str
+    title: str
+    binary: str
+    renders: Mapping[str, str]  # kind -> where it goes (a path pattern), for the kinds this adapter renders
+    render: Callable[[list[Entry]], dict[str, str]]
+    notes: tuple[str, ...] = ()
+    health_argv: tuple[str, ...] = ()  # the agent's headless one-prompt command line; `{prompt}` is replaced
+    home_env: Mapping[str, str] = field(default_factory=dict)  # variables relocating its state; `{root}` replaced
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.renders)
+
+    def describe(self) -> dict[str, Any]:
+        """What `GET /reef/harness/adapters` shows of this adapter."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "binary": self.binary,
+            "renders": dict(self.renders),
+            "notes": list(self.notes),
+        }
+
+
+def with_frontmatter(text: str, fields: Mapping[str, str | bool]) -> str:
+    """The text with YAML frontmatter first; text that already starts with frontmatter is kept as written."""
+    if text.startswith("---\n"):
+        return text if text.endswith("\n") else text + "\n"
+    lines = ["---"]
+    for key, value in fields.items():
+        shown = ("true" if value else "false") if isinstance(value, bool) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{key}: {shown}")
+    lines += ["---", "", text.rstrip("\n"), ""]
+    return "\n".join(lines)
+
+
+def first_line(text: str) -> str:
+    """A one-line description from the first non-empty line of a text (headings lose their `#`)."""
+    for line in text.splitlines():
+        stripped = line.strip().lstrip("#").strip()
+        if stripped:
+            return stripped[:SKILL_DESCRIPTION_LIMIT]
+    return ""
+
+
+def rules_file(entries: list[Entry]) -> str | None:
+    """Every rules entry's text, in tree order, as one markdown file; None when there are none."""
+    texts = [str(entry.config["text"]).strip() for entry in entries if entry.kind == "rules"]
+    return "\n\n".join(texts) + "\n" if texts else None
+
+
+def merged_config(entries: list[Entry]) -> dict[str, Any]:
+    """The `data` of every config entry deep-merged in tree order (later entries win)."""
+    merged: dict[str, Any] = {}
+    for entry in entries:
+        if entry.kind == "config":
+            deep_merge(merged, entry.config["data"])
+    return merged
+
+
+def deep_merge(target: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            deep_merge(target[key], value)
+        else:
+            target[key] = json.loads(json.dumps(value))  # a copy, so trees never share state
+    return target
+
+
+def refuse_keys(data: Mapping[str, Any], refused: Mapping[str, str], where: str) -> None:
+    """RenderRefused when `data` sets a key the adapter keeps to itself; `refused` maps key -> why."""
+    for key in data:
+        if key in refused:
+            raise RenderRefused(f"a config entry may not set '{key}' in {where}: {refused[key]}")
+
+
+def refuse_unrenderable(adapter_name: str, entries: list[Entry], renders: Mapping[str, str]) -> None:
+    for entry in entries:
+        if entry.kind not in renders:
+            raise RenderRefused(
+                f"entry '{entry.id}' is a {entry.kind}, which {adapter_name} cannot load; "
+                f"use one of: {', '.join(renders)}"
+            )

@@ -1,0 +1,97 @@
+"""codex (OpenAI Codex CLI): everything lives under `codex/`, which `CODEX_HOME` points at.
+
+Codex loads no custom prompts, so a command becomes a skill the person types as `$name`. Codex hooks run outside
+its command sandbox, so extensions are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tomli_w
+
+from adapters._base import (
+    Adapter,
+    RenderRefused,
+    deep_merge,
+    first_line,
+    merged_config,
+    refuse_keys,
+    refuse_unrenderable,
+    rules_file,
+    with_frontmatter,
+)
+from reef_daemon.harness.tree import Entry
+
+RENDERS = {
+    "rules": "codex/AGENTS.md",
+    "skill": "codex/skills/<name>/SKILL.md",
+    "command": "codex/skills/<name>/SKILL.md (typed as $<name>)",
+    "config": "codex/config.toml",
+}
+# Safe defaults every codex tree starts from: no update checks, no analytics, no network from sandboxed commands.
+DEFAULTS: dict[str, Any] = {
+    "web_search": "disabled",
+    "check_for_update_on_startup": False,
+    "analytics": {"enabled": False},
+    "feedback": {"enabled": False},
+    "sandbox_workspace_write": {"network_access": False},
+}
+_BINDING = "the model binding is set by the install script"
+_SAFETY = "reef keeps this setting at its safe default"
+REFUSED_SETTINGS = {
+    "model": _BINDING,
+    "model_provider": _BINDING,
+    "model_providers": _BINDING,
+    "model_catalog_json": _BINDING,
+    "approval_policy": "the person approves commands that leave the sandbox",
+    "sandbox_workspace_write": _SAFETY,
+    "check_for_update_on_startup": _SAFETY,
+    "analytics": _SAFETY,
+    "feedback": _SAFETY,
+    "features": _SAFETY,
+    "otel": _SAFETY,
+}
+
+
+def render(entries: list[Entry]) -> dict[str, str]:
+    """The codex home directory for a tree."""
+    refuse_unrenderable("codex", entries, RENDERS)
+    files: dict[str, str] = {}
+    rules = rules_file(entries)
+    if rules is not None:
+        files["codex/AGENTS.md"] = rules
+    for entry in entries:
+        if entry.kind not in ("skill", "command"):
+            continue
+        path = f"codex/skills/{entry.name}/SKILL.md"
+        if path in files:
+            raise RenderRefused(
+                f"entry '{entry.id}' is named '{entry.name}' like another skill or command; codex shows both as "
+                f"skills, so give one a different name"
+            )
+        text = str(entry.config["text"])
+        description = first_line(text)
+        if entry.kind == "command":
+            description = f"Type ${entry.name} to run it. {description}".strip()
+        files[path] = with_frontmatter(text, {"name": entry.name, "description": description})
+    extra = merged_config(entries)
+    refuse_keys(extra, REFUSED_SETTINGS, "codex/config.toml")
+    config = deep_merge(deep_merge({}, DEFAULTS), extra)
+    try:
+        files["codex/config.toml"] = tomli_w.dumps(config)
+    except TypeError as exc:
+        raise RenderRefused(f"a config entry holds a value TOML cannot write (null?): {exc}") from None
+    return dict(sorted(files.items()))
+
+
+ADAPTER = Adapter(
+    name="codex",
+    title="OpenAI Codex CLI",
+    binary="codex",
+    renders=RENDERS,
+    render=render,
+    notes=("commands become skills typed as $<name>", "extensions are refused: codex hooks run outside its sandbox"),
+    health_argv=("codex", "exec", "--json", "--skip-git-repo-check", "{prompt}"),
+    home_env={"CODEX_HOME": "{root}/codex"},
+)

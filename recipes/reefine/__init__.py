@@ -1,0 +1,96 @@
+"""The `reefine` recipe (old name `harness-evolve`): change requests and low scores become harness releases.
+
+One step per unit, oldest first. A change request (`POST /reef/train`) goes to the text proposer; in `auto` and
+`hybrid` mode a low-scored report becomes a failure-driven proposal of one skill. Every candidate passes admission
+and a render check, then is published as a release (pending review when it touches an extension) or recorded as
+a rejected or skipped step with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from adapters import get_adapter
+from recipes.reefine.steps import HarnessSteps
+from reef_daemon.harness.host import HarnessHost
+from reef_daemon.harness.progress import RequestProgress
+from reef_daemon.recipe_host import Eligible, Ineligible, Recipe, StepOutcome, Verdict
+from reef_daemon.runtimes.base import Runtime
+from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.store import Scenario, Store
+
+__all__ = ["ReefineRecipe"]
+
+LOW_SCORE = 0.5
+
+
+class ReefineRecipe(Recipe):
+    name: ClassVar[str] = "reefine"
+    default_training_mode: ClassVar[str] = "manual"
+    consumes: ClassVar[tuple[str, ...]] = ("train", "report")
+    profile: ClassVar[dict[str, Any]] = {"reef.port": 8901, "reef.state-dir": ".reef/reefine"}
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        try:
+            self.adapter = get_adapter(settings.harness.adapter)
+        except ValueError as exc:
+            raise SettingsError(f"harness.adapter: {exc}") from None
+        self.harness = HarnessHost(settings.reef.state_dir, self.adapter)
+        self._steps: HarnessSteps | None = None
+        self.progress: RequestProgress | None = None
+
+    async def start(self, store: Store, runtime: Runtime) -> None:
+        self.harness.open(store)
+        self.progress = RequestProgress(store)
+        model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
+        self._steps = HarnessSteps(self.harness, self.progress, runtime, model)
+        for scenario in store.scenarios.all():
+            if scenario.recipe == self.name:
+                await self.harness.served(scenario.name)
+
+    async def close(self) -> None:
+        self.harness.close()
+
+    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+        """Every change request is a unit; a report is one only in auto/hybrid mode, low-scored, on fresh records."""
+        if record["type"] == "train":
+            return Eligible()
+        if scenario.training_mode == "manual":
+            return Ineligible("manual mode: scores are kept, only change requests start a step")
+        score = record.get("score")
+        if score is None:
+            return Ineligible("the report has no score")
+        if score >= LOW_SCORE:
+            return Ineligible(f"score {LOW_SCORE:g} or more: nothing to fix")
+        fresh = [row for row in record.get("referenced", []) if row.get("type") == "inference"]
+        if not fresh or any(row.get("consumed_by") is not None for row in fresh):
+            return Ineligible("the report's conversations were already used by a step")
+        return Eligible()
+
+    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+        if self._steps is None:
+            raise RuntimeError("the reefine recipe is not started")
+        (unit,) = units
+        if unit["type"] == "train":
+            return await self._steps.for_request(scenario.name, unit)
+        return await self._steps.from_failure(scenario.name, unit)
+
+    def current_release(self, scenario: str) -> str | None:
+        return self.harness.cached_head(scenario)
+
+    async def promote(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        return await self._republish(scenario, "promote", release_id)
+
+    async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        return await self._republish(scenario, "rollback", release_id)
+
+    async def _republish(self, scenario: Scenario, operation: str, release_id: str) -> StepOutcome:
+        new_id, parent, version = await self.harness.republish(scenario.name, operation, release_id)
+        return StepOutcome("selected", {"source_version": version}, release_id=new_id, parent_release_id=parent)
+
+    async def describe_releases(self, scenario: Scenario, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return await self.harness.catalog(scenario.name, steps)
+
+    def status(self) -> dict[str, Any]:
+        return {**super().status(), "adapter": self.adapter.name}

@@ -1,0 +1,140 @@
+"""What one reefine step does with its unit: propose, admit, check, publish; and keep the request's progress."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reef_daemon.harness.host import HarnessHost
+from reef_daemon.harness.model import ModelFailed, ServedModel
+from reef_daemon.harness.progress import RequestProgress
+from reef_daemon.harness.proposer import Declined, Proposal, propose_for_request, propose_from_failures
+from reef_daemon.harness.tree import touches_kind
+from reef_daemon.recipe_host import StepOutcome
+from reef_daemon.runtimes.base import Runtime
+
+DESIGN_LIMIT = 4000
+TRACE_LIMIT = 4000
+REVIEW_KIND = "extension"  # changes that run code in the agent's process wait for a person's promote
+
+
+class HarnessSteps:
+    def __init__(self, harness: HarnessHost, progress: RequestProgress, runtime: Runtime, model: str) -> None:
+        self._harness = harness
+        self._progress = progress
+        self._runtime = runtime
+        self._model = model
+
+    async def for_request(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
+        """One change request, start to end. Its progress is durable; the committed step settles it."""
+        request_id = str(unit["id"])
+        text = str(unit.get("text", ""))
+        await self._progress.begin(request_id, scenario)
+
+        async def note(line: str) -> None:
+            await self._progress.note(request_id, line)
+
+        served = await self._harness.served(scenario)
+        tree = await self._harness.tree(scenario, served.release_id)
+        model = ServedModel(self._runtime, self._model)
+        try:
+            proposal = await propose_for_request(model, text, tree, self._harness.adapter, note)
+        except ModelFailed as exc:
+            proposal = Declined("skipped", str(exc), 0)
+        if proposal.design:
+            phase = "evaluating" if isinstance(proposal, Proposal) else None
+            await self._progress.note(request_id, "design written", state=phase, design=proposal.design)
+        manifest = {
+            "operation": "training",
+            "request": {"id": request_id, "text": text},
+            "summary": text.splitlines()[0][:120] if text.strip() else "change request",
+        }
+        outcome = await self._settle(scenario, served.release_id, tree, proposal, model, manifest, note)
+        metrics = outcome.metrics
+        await self._progress.finish(
+            request_id,
+            {
+                "result": outcome.result,
+                "reason": metrics.get("reason"),
+                "release_id": outcome.release_id,
+                "how_to_use": metrics.get("how_to_use"),
+            },
+            f"decided: {outcome.result}" + (f" ({metrics['reason']})" if metrics.get("reason") else ""),
+        )
+        return StepOutcome(outcome.result, metrics, outcome.release_id, served.release_id, request_id)
+
+    async def from_failure(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
+        """A low-scored report: one skill from the conversations it scored."""
+        served = await self._harness.served(scenario)
+        tree = await self._harness.tree(scenario, served.release_id)
+        referenced = [row for row in unit.get("referenced", []) if row.get("type") == "inference"]
+        traces = [{"score": str(unit.get("score")), "text": _trace(row)} for row in referenced]
+        model = ServedModel(self._runtime, self._model)
+
+        async def note(line: str) -> None:
+            return None  # a failure-driven step has no request page; its metrics carry the outcome
+
+        try:
+            proposal = await propose_from_failures(model, traces, tree, self._harness.adapter, note)
+        except ModelFailed as exc:
+            proposal = Declined("skipped", str(exc), 0)
+        manifest = {"operation": "training", "request": None, "summary": "a skill from low-scored conversations"}
+        outcome = await self._settle(scenario, served.release_id, tree, proposal, model, manifest, note)
+        also = tuple(str(row["id"]) for row in referenced)
+        return StepOutcome(outcome.result, outcome.metrics, outcome.release_id, served.release_id, also_consumed=also)
+
+    async def _settle(
+        self,
+        scenario: str,
+        parent: str,
+        tree: list[Any],
+        proposal: Proposal | Declined,
+        model: ServedModel,
+        manifest: dict[str, Any],
+        note: Any,
+    ) -> StepOutcome:
+        """Check and publish a proposal, or turn a declined one into a rejected/skipped outcome."""
+        metrics: dict[str, Any] = {**model.metrics(), "attempts": proposal.attempts}
+        design = proposal.design
+        if design:
+            metrics["design"] = design[:DESIGN_LIMIT]
+            metrics["how_to_use"] = how_to_use(design)
+        if isinstance(proposal, Declined):
+            metrics["reason"] = proposal.reason
+            if proposal.findings:
+                metrics["findings"] = proposal.findings
+            return StepOutcome(proposal.result, metrics)
+        await note(f"checking the candidate: it renders for {self._harness.adapter.name}")
+        # Admission already rendered the candidate; a trial run of the agent itself is the sandbox's job.
+        metrics["check"] = {"renders": True, "trial": "not run: no sandboxed trial runner on this daemon"}
+        pending = touches_kind(tree, proposal.mutations, REVIEW_KIND)
+        manifest = {
+            **manifest,
+            "design": design,
+            "requires": proposal.requires,
+            "review": proposal.review,
+            "mutations": [mutation.to_json() for mutation in proposal.mutations],
+        }
+        release_id = await self._harness.publish(scenario, proposal.candidate, parent, manifest)
+        metrics.update(mutations=[mutation.to_json() for mutation in proposal.mutations], requires=proposal.requires)
+        if pending:
+            await note("published for review: it changes an extension, so it serves only after promote")
+            return StepOutcome("pending", metrics, release_id)
+        self._harness.remember_head(scenario, release_id)
+        await note("published")
+        return StepOutcome("selected", metrics, release_id)
+
+
+def how_to_use(design: str) -> str | None:
+    """The design's last paragraph starting with "How to use", without the heading."""
+    found = None
+    for paragraph in design.split("\n\n"):
+        stripped = paragraph.strip().lstrip("#* ").strip()
+        if stripped.lower().startswith("how to use"):
+            found = stripped[len("how to use") :].lstrip(":*# \n").strip() or None
+    return found
+
+
+def _trace(row: dict[str, Any]) -> str:
+    shown = {"request": row.get("request"), "response": row.get("response")}
+    return json.dumps(shown, ensure_ascii=False)[:TRACE_LIMIT]

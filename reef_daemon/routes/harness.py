@@ -1,0 +1,44 @@
+"""`GET /reef/harness` (a release's files) and `GET /reef/harness/adapters` (what each adapter renders)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from adapters import ADAPTERS
+from reef_daemon.context import DAEMON
+from reef_daemon.harness.access import harness_of
+from reef_daemon.jsonbody import json_response
+from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/reef/harness")
+async def get_harness(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    harness, _progress = harness_of(daemon)
+    scenario = daemon.store.scenarios.require(scenario_from_header(request.headers.get(SCENARIO_HEADER)))
+    served = await harness.served(scenario.name)
+    release_id = request.query.get("release_id") or served.release_id
+    release = await harness.read(scenario.name, release_id)
+    versions = await harness.versions(scenario.name)
+    body = {
+        "scenario": scenario.name,
+        "release_id": release.release_id,
+        "version": versions.get(release.release_id),
+        "current": release.release_id == served.release_id,
+        "adapter": release.manifest.get("adapter"),
+        "parent_release_id": release.manifest.get("parent_release_id"),
+        "files": release.files,
+        "requires": release.manifest.get("requires", []),
+        "entries": release.manifest.get("entries", []),
+    }
+    return json_response(body)
+
+
+@routes.get("/reef/harness/adapters")
+async def list_adapters(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    serving = getattr(getattr(daemon.recipe, "adapter", None), "name", None)
+    rows = [{**adapter.describe(), "serving": adapter.name == serving} for adapter in ADAPTERS.values()]
+    return json_response({"adapters": rows})

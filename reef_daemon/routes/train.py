@@ -1,0 +1,87 @@
+"""`POST /reef/train`: a change request for the scenario's harness, screened, stored, then queued for a step."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON
+from reef_daemon.errors import BadRequest
+from reef_daemon.harness.access import harness_of
+from reef_daemon.harness.screens import screen_request
+from reef_daemon.jsonbody import json_response, read_json_object
+from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.reports import content_hash
+from reef_daemon.store import ClientRecordDraft
+
+routes = web.RouteTableDef()
+
+MAX_TEXT = 4000
+MAX_FIELD = 200
+FIELDS = ("text", "session", "release_id", "client", "agent_record_id")
+
+
+@routes.post("/reef/train")
+async def post_train(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    harness_of(daemon)
+    scenario_name = scenario_from_header(request.headers.get(SCENARIO_HEADER))
+    body = await read_json_object(request)
+    content = _content(body)
+    scenario = daemon.store.scenarios.require(scenario_name)
+    if scenario.training_mode == "auto":
+        raise BadRequest(
+            f"scenario '{scenario.name}' is in auto mode, which learns from scores only; switch it to manual or "
+            "hybrid to send change requests",
+            type="wrong_training_mode",
+        )
+    request_id = body.get("agent_record_id") or uuid.uuid4().hex
+    draft = ClientRecordDraft(
+        request_id, scenario.name, "train", time.time(), content, content_hash(scenario.name, content)
+    )
+    row, _created = await daemon.store.records.append_client_record(draft)
+    return json_response(
+        {
+            "agent_record_id": row["id"],
+            "scenario": scenario.name,
+            "request_type": "train",
+            "progress_path": f"/reef/requests/{row['id']}",
+        },
+        status=202,
+    )
+
+
+def _content(body: dict[str, Any]) -> dict[str, Any]:
+    """The stored request: checked field by field; the text never appears in an error."""
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise BadRequest(f"unknown field {', '.join(unknown)}; send text and optionally {', '.join(FIELDS[1:])}")
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("text must be a non-empty string saying what to change", type="invalid_text")
+    if len(text) > MAX_TEXT:
+        raise BadRequest(f"text is longer than {MAX_TEXT} characters; shorten it", type="invalid_text")
+    rule = screen_request(text)
+    if rule is not None:
+        raise BadRequest(
+            f"the text contains {rule.what} (rule {rule.name}); remove it and send the request again",
+            type="refused_text",
+        )
+    content: dict[str, Any] = {"text": text.strip()}
+    for name in ("session", "release_id", "agent_record_id"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD:
+            raise BadRequest(f"{name} must be a string of at most {MAX_FIELD} characters", type=f"invalid_{name}")
+        if name != "agent_record_id":
+            content[name] = value.strip()
+    client = body.get("client")
+    if client is not None:
+        if not isinstance(client, dict) or len(str(client)) > 4096:
+            raise BadRequest("client must be a small JSON object describing the machine", type="invalid_client")
+        content["client"] = client
+    return content

@@ -1,0 +1,55 @@
+"""A reefine daemon in front of the scripted proposer model; restartable on the same state directory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from fake_proposer_model import FakeProposerModel
+from reefine_testing import SCENARIO, Reefine, StartReefine
+
+from reef_daemon.app import create_app
+from reef_daemon.settings import load_settings
+
+
+@pytest.fixture
+async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
+    """Start (or restart, on the same state directory and model) a reefine daemon; a scenario in manual mode."""
+    started: list[tuple[TestServer, TestServer, aiohttp.ClientSession]] = []
+    model = FakeProposerModel()
+
+    async def start(**overrides: Any) -> Reefine:
+        upstream = TestServer(model.app(), host="127.0.0.1")
+        await upstream.start_server()
+        settings = load_settings(
+            overrides={
+                "recipe": "reefine",
+                "inference.upstream-url": str(upstream.make_url("")).rstrip("/"),
+                "inference.upstream-model": "fake-proposer",
+                "reef.state-dir": str(tmp_path / "state"),
+                **{key.replace("__", "."): value for key, value in overrides.items()},
+            },
+            environ={},
+        )
+        server = TestServer(create_app(settings), host="127.0.0.1")
+        await server.start_server()
+        session = aiohttp.ClientSession()
+        started.append((server, upstream, session))
+        reefine = Reefine(str(server.make_url("")).rstrip("/"), server, model, session)
+        await reefine.call("POST", "/reef/scenarios", {"name": SCENARIO})
+        return reefine
+
+    yield start
+    for server, upstream, session in started:
+        await session.close()
+        await server.close()
+        await upstream.close()
+
+
+@pytest.fixture
+async def reefine(start_reefine: StartReefine) -> Reefine:
+    return await start_reefine()

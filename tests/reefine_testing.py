@@ -1,0 +1,51 @@
+"""What reefine tests share: a handle on a running reefine daemon, filing requests and waiting for them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp.test_utils import TestServer
+from fake_proposer_model import FakeProposerModel
+
+SCENARIO = "harness"
+
+
+@dataclass
+class Reefine:
+    url: str
+    server: TestServer
+    model: FakeProposerModel
+    session: aiohttp.ClientSession
+
+    async def call(self, method: str, path: str, body: Any = None, scenario: str | None = SCENARIO) -> Any:
+        headers = {"x-reef-scenario": scenario} if scenario else {}
+        async with self.session.request(method, self.url + path, json=body, headers=headers) as response:
+            return response.status, await response.json()
+
+    async def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, answer = await self.call(method, path, body)
+        assert status < 300, answer
+        return answer
+
+    async def train(self, text: str, **extra: Any) -> str:
+        status, answer = await self.call("POST", "/reef/train", {"text": text, **extra})
+        assert status == 202, answer
+        return str(answer["agent_record_id"])
+
+    async def settled(self, request_id: str) -> dict[str, Any]:
+        for _ in range(500):
+            progress: dict[str, Any] = await self.ok("GET", f"/reef/requests/{request_id}")
+            if progress["state"] == "settled":
+                return progress
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"request never settled: {progress}")
+
+    async def releases(self) -> list[dict[str, Any]]:
+        return list((await self.ok("GET", f"/reef/scenarios/{SCENARIO}/releases"))["releases"])
+
+
+StartReefine = Callable[..., Awaitable[Reefine]]
