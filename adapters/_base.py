@@ -100,6 +100,6 @@ def refuse_unrenderable(adapter_name: str, entries: list[Entry], renders: Mappin
     for entry in entries:
         if entry.kind not in renders:
             raise RenderRefused(
-                f"entry '{entry.id}' is a {entry.kind}, which {adapter_name} cannot load; "
+                f"entry '{entry.id}' is of kind {entry.kind}, which {adapter_name} cannot load; "
                 f"use one of: {', '.join(renders)}"
             )

@@ -87,7 +87,7 @@ def entry_problems(entry: Entry, adapter: Adapter) -> Iterator[str]:
         return
     if entry.kind not in adapter.renders:
         yield (
-            f"entry '{entry.id}' is a {entry.kind}, which {adapter.name} cannot load; "
+            f"entry '{entry.id}' is of kind {entry.kind}, which {adapter.name} cannot load; "
             f"use one of: {', '.join(adapter.renders)}"
         )
         return
