@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from reef_cli.commands import completion, daemon, records, scenarios, score, show
+from reef_cli.commands import completion, daemon, evolve, records, scenarios, score, show, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import serve_command
 from reef_daemon import __version__
@@ -40,6 +40,10 @@ app.add_typer(scenarios.app)
 app.command("records", epilog=records.EXAMPLE)(records.records)
 app.command("show", epilog=show.EXAMPLE)(show.show)
 app.command("score", context_settings={"ignore_unknown_options": True}, epilog=score.EXAMPLE)(score.score)
+app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
+app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
+app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
+app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
 app.command("completion", epilog=completion.EXAMPLE)(completion.completion)
 
 

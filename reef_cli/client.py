@@ -242,6 +242,51 @@ class ReefClient:
             if last == resumed_from:  # closed before anything new arrived: do not spin on reconnects
                 time.sleep(RECONNECT_PAUSE_S)
 
+    # --- harness (reefine) ----------------------------------------------------------------------------------
+
+    def train(self, scenario: str, text: str, *, session: str | None = None) -> dict[str, Any]:
+        """File a change request for a scenario's harness; returns its id and progress path (202 = queued)."""
+        body: dict[str, Any] = {"text": text}
+        if session is not None:
+            body["session"] = session
+        answer: dict[str, Any] = self._call("POST", "/reef/train", json=body, headers={"x-reef-scenario": scenario})
+        return answer
+
+    def request_progress(self, request_id: str) -> dict[str, Any]:
+        """Where a change request stands: state, activity, design, and once settled its result and version."""
+        progress: dict[str, Any] = self._call("GET", f"/reef/requests/{quote(request_id, safe='')}")
+        return progress
+
+    def releases(self, scenario: str) -> list[dict[str, Any]]:
+        """A scenario's versions, newest first, with result, pending and current flags and the request text."""
+        rows: list[dict[str, Any]] = self._call("GET", f"/reef/scenarios/{quote(scenario, safe='')}/releases")[
+            "releases"
+        ]
+        return rows
+
+    def change_release(self, scenario: str, operation: str, release_id: str) -> dict[str, Any]:
+        """`promote` a pending release or `rollback` to an earlier one; returns the new head's step row."""
+        path = f"/reef/scenarios/{quote(scenario, safe='')}/{operation}"
+        step: dict[str, Any] = self._call("POST", path, json={"release_id": release_id})
+        return step
+
+    def harness(self, scenario: str, release_id: str | None = None) -> dict[str, Any]:
+        """A release's harness files (the served one by default), with its version and parent release."""
+        params = {"release_id": release_id} if release_id else {}
+        body: dict[str, Any] = self._call("GET", "/reef/harness", params=params, headers={"x-reef-scenario": scenario})
+        return body
+
+    def adapters(self) -> list[dict[str, Any]]:
+        """The agents a harness can be installed for (pi, codex, dsh) and what each renders."""
+        rows: list[dict[str, Any]] = self._call("GET", "/reef/harness/adapters")["adapters"]
+        return rows
+
+    def install_script(self, scenario: str, adapter: str, release_id: str | None = None) -> str:
+        """The POSIX sh script that installs a scenario's harness release for `adapter`."""
+        params = {"adapter": adapter, **({"release_id": release_id} if release_id else {})}
+        response = self._send("GET", "/reef/harness/install", params=params, headers={"x-reef-scenario": scenario})
+        return response.text
+
     # --- plumbing -------------------------------------------------------------------------------------------
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:

@@ -1,0 +1,88 @@
+"""`reef evolve`: ask for a harness change; with --wait, watch it to the end and say how to use the result."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from reef_cli.client import ReefClient
+from reef_cli.connect import daemon_client
+from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.output import console, error_console, print_json
+
+EXAMPLE = 'Example: reef evolve "add a /changelog command that drafts release notes" --scenario my-harness --wait'
+POLL_S = 1.0
+PUBLISHED = ("selected", "pending")
+EXIT_TIMED_OUT = 2
+
+ScenarioOption = Annotated[
+    str, typer.Option("--scenario", "-s", help="The scenario whose harness to change.", show_default=False)
+]
+
+
+def evolve(
+    text: Annotated[str, typer.Argument(help="What to change, in your own words (at most 4000 characters).")],
+    scenario: ScenarioOption,
+    wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds --wait waits before giving up (exit 2).")] = 1800,
+    json: JsonOption = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Ask reef's proposer for a harness change. Exit 0 published, 1 rejected or skipped, 2 still running."""
+    with daemon_client(url, token) as client:
+        filed = client.train(scenario, text)
+        request_id = str(filed["agent_record_id"])
+        if not wait:
+            if json:
+                print_json(filed)
+            else:
+                console().print(f"request {request_id} queued; its progress: {filed['progress_path']}", soft_wrap=True)
+            return
+        progress = _watch(client, request_id, timeout, quiet=json)
+    if json:
+        print_json(progress)
+    else:
+        _report(progress)
+    if progress["state"] != "settled":
+        raise typer.Exit(EXIT_TIMED_OUT)
+    if progress.get("result") not in PUBLISHED:
+        raise typer.Exit(1)
+
+
+def _watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> dict[str, Any]:
+    """Poll the request until it settles or the timeout passes; a spinner shows the phase and latest activity."""
+    deadline = time.monotonic() + timeout
+    progress = client.request_progress(request_id)
+    with error_console().status("queued", spinner="dots") as spinner:
+        while progress["state"] != "settled" and time.monotonic() < deadline:
+            if not quiet:
+                latest = progress["activity"][-1]["text"] if progress["activity"] else ""
+                spinner.update(f"{progress['state']}: {latest}"[:160])
+            time.sleep(POLL_S)
+            progress = client.request_progress(request_id)
+    return progress
+
+
+def _report(progress: dict[str, Any]) -> None:
+    lines = []
+    if progress["state"] != "settled":
+        lines.append(f"request {progress['id']} is still {progress['state']}; run the command again with --wait later")
+    else:
+        result = progress["result"]
+        release = f" (release {progress['release'][:8]})" if progress.get("release") else ""
+        lines.append(f"{result}: {progress['version']}{release}")
+        if result == "pending":
+            lines.append(
+                f"it changes an extension, so it serves only after: reef promote --scenario {progress['scenario']} "
+                f"{progress['version']}"
+            )
+        if progress.get("reason"):
+            lines.append(f"why: {progress['reason']}")
+        if progress.get("how_to_use") and result in PUBLISHED:
+            lines.append(f"How to use: {progress['how_to_use']}")
+    out = console()
+    for line in lines:
+        out.print(line, soft_wrap=True)

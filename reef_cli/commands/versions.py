@@ -1,0 +1,115 @@
+"""`reef versions`, `reef promote`, `reef rollback`: a scenario's harness versions, and changing which one serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from reef_cli.commands.evolve import ScenarioOption
+from reef_cli.connect import daemon_client
+from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.output import console, fail, print_json
+
+VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness"
+PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4"
+ROLLBACK_EXAMPLE = "Example: reef rollback --scenario my-harness v2"
+# Where the install script puts a scenario's harness and records the release it installed.
+INSTALL_ROOT = Path("~/reef-harness")
+INSTALLED_FILE = ".reef-harness-release"
+REQUEST_WIDTH = 60
+
+VersionArgument = Annotated[str, typer.Argument(help="A version (v3) or a release id (or its first 8+ characters).")]
+
+
+def versions(
+    scenario: ScenarioOption, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
+) -> None:
+    """List a scenario's harness versions, oldest first: result, status (installed/current/pending), request."""
+    with daemon_client(url, token) as client:
+        rows = client.releases(scenario)
+    installed = installed_release(scenario)
+    for row in rows:
+        row["installed"] = installed is not None and row["release_id"] == installed
+    if json:
+        print_json({"scenario": scenario, "releases": rows})
+        return
+    table = Table(title=f"harness versions of {scenario}")
+    for column in ("version", "release", "result", "status", "request"):
+        table.add_column(column)
+    for row in reversed(rows):
+        request = (row.get("request") or {}).get("text") or ""
+        table.add_row(
+            row["version"],
+            (row["release_id"] or "")[:8],
+            _result(row),
+            ", ".join(_status(row)),
+            request if len(request) <= REQUEST_WIDTH else request[: REQUEST_WIDTH - 1] + "…",
+        )
+    console().print(table)
+
+
+def promote(
+    scenario: ScenarioOption, version: VersionArgument, url: UrlOption = None, token: TokenOption = None
+) -> None:
+    """Serve a pending version (one that changes an extension): republished as a new version."""
+    _change(scenario, version, "promote", url, token)
+
+
+def rollback(
+    scenario: ScenarioOption, version: VersionArgument, url: UrlOption = None, token: TokenOption = None
+) -> None:
+    """Serve an earlier version again: republished as a new version (history is never rewritten)."""
+    _change(scenario, version, "rollback", url, token)
+
+
+def _change(scenario: str, version: str, operation: str, url: str | None, token: str | None) -> None:
+    with daemon_client(url, token) as client:
+        target = resolve_version(client.releases(scenario), version)
+        step = client.change_release(scenario, operation, target["release_id"])
+    verb = "promoted" if operation == "promote" else "rolled back to"
+    console().print(f"{verb} {target['version']}: now serving {step['version']} (release {step['release_id'][:8]})")
+
+
+def resolve_version(rows: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
+    """The row a version (`v3`) or a release id prefix names; exits with a message when none or several do."""
+    wanted = wanted.strip()
+    by_version = [row for row in rows if row["version"] == wanted]
+    if by_version:
+        return by_version[0]
+    if len(wanted) >= 8:
+        matches = [row for row in rows if row["release_id"] and row["release_id"].startswith(wanted)]
+        if len(matches) == 1:
+            return matches[0]
+    known = ", ".join(row["version"] for row in reversed(rows))
+    fail(f"no version '{wanted}' (known: {known}); name one as vN or by its release id")
+
+
+def installed_release(scenario: str) -> str | None:
+    """The release the install script last installed for this scenario on this machine, if any."""
+    path = INSTALL_ROOT.expanduser() / scenario / INSTALLED_FILE
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _result(row: dict[str, Any]) -> str:
+    if row.get("promoted_as"):
+        return f"promoted at {row['promoted_as']}"
+    if row["operation"] in ("promote", "rollback", "creation"):
+        return str(row["operation"])
+    return str(row["result"])
+
+
+def _status(row: dict[str, Any]) -> list[str]:
+    marks = []
+    if row.get("installed"):
+        marks.append("installed")
+    if row.get("current"):
+        marks.append("current")
+    if row.get("pending"):
+        marks.append("pending")
+    return marks
