@@ -48,11 +48,15 @@ class FakeProposerModel:
 
     async def _chat(self, request: web.Request) -> web.Response:
         payload = await request.json()
-        system, user = payload["messages"][0]["content"], payload["messages"][1]["content"]
-        task = system.splitlines()[0].removeprefix("Task: ").strip()
+        messages = payload["messages"]
+        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+        user = messages[-1]["content"]
+        task = system.splitlines()[0].removeprefix("Task: ").strip() if system else "chat"
         self.prompts.append((task, user))
         queue = self.scripts.get(task, [])
-        reply = queue.pop(0) if queue else {"plan": PLAN, "review": DELIVERS}.get(task, "no JSON here")
+        reply = (
+            queue.pop(0) if queue else {"plan": PLAN, "review": DELIVERS, "chat": "Paris."}.get(task, "no JSON here")
+        )
         return web.json_response(
             {
                 "id": "chatcmpl-fake",

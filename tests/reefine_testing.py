@@ -21,6 +21,9 @@ class Reefine:
     model: FakeProposerModel
     session: aiohttp.ClientSession
 
+    def headers(self) -> dict[str, str]:
+        return {"x-reef-scenario": SCENARIO}
+
     async def call(self, method: str, path: str, body: Any = None, scenario: str | None = SCENARIO) -> Any:
         headers = {"x-reef-scenario": scenario} if scenario else {}
         async with self.session.request(method, self.url + path, json=body, headers=headers) as response:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 from fake_proposer_model import answer, review, skill
 from reefine_testing import Reefine, StartReefine
 
@@ -119,3 +122,25 @@ async def test_restart_keeps_versions_releases_and_progress(start_reefine: Start
     assert (await again.ok("GET", "/reef/harness"))["release_id"] == before["release"]
     reefine.model.script("answer", answer("More.\n\nHow to use: ask.", skill("more")))
     assert (await again.settled(await again.train("and more")))["version"] == "v2"
+
+
+async def test_low_scores_become_one_skill_in_hybrid_mode_only(reefine: Reefine) -> None:
+    chat = {"model": "fake-proposer", "messages": [{"role": "user", "content": "capital of France?"}]}
+    async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
+        receipt = sent.headers["x-reef-agent-record-id"]
+    await reefine.ok("POST", "/reef/report", {"score": 0, "references": [receipt]})  # manual: kept, no step
+    await reefine.ok("POST", "/reef/scenarios/harness/update", {"training_mode": "hybrid"})
+    async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
+        second = sent.headers["x-reef-agent-record-id"]
+    reefine.model.script("failure-skill", json.dumps(skill("answer-fully", "# Answer fully\nGive the reason too.")))
+    await reefine.ok("POST", "/reef/report", {"score": 0.1, "references": [second]})
+    for _ in range(200):
+        rows = await reefine.releases()
+        if len(rows) > 1:
+            break
+        await asyncio.sleep(0.02)
+    assert (rows[0]["version"], rows[0]["result"], rows[0]["request"]) == ("v1", "selected", None)
+    assert rows[0]["consumed"][-1] == second
+    assert "Trace 1 (score 0.1)" in reefine.model.seen("failure-skill")[0]
+    files = (await reefine.ok("GET", "/reef/harness"))["files"]
+    assert "pi-agent/skills/answer-fully/SKILL.md" in files
