@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -50,7 +51,7 @@ def records_table(rows: Iterable[RecordRow], *, width: int, header: bool = True)
     columns = fitting_columns(width)
     table = Table(box=None, show_header=header, header_style="bold", padding=(0, 1, 0, 0), pad_edge=False)
     for column in columns:
-        justify = "right" if column.right else "left"
+        justify: JustifyMethod = "right" if column.right else "left"
         table.add_column(column.name, width=column.width, justify=justify, no_wrap=True, overflow="ellipsis")
     for row in rows:
         cells = record_cells(row)

@@ -1,0 +1,94 @@
+"""Completion scripts (current, loadable, completing) and the help of every command."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.core import TyperGroup
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from reef_cli.app import app
+from reef_daemon import __version__
+
+COMPLETIONS = Path(__file__).resolve().parents[2] / "completions"
+FILES = {"bash": "reef.bash", "zsh": "_reef", "fish": "reef.fish"}
+
+
+@pytest.mark.parametrize("shell", sorted(FILES))
+def test_the_completion_files_are_current(shell: str) -> None:
+    generated = CliRunner().invoke(app, ["completion", shell])
+    assert generated.exit_code == 0, generated.output
+    stored = (COMPLETIONS / FILES[shell]).read_text()
+    assert generated.stdout == stored, (
+        f"completions/{FILES[shell]} is stale; regenerate it: reef completion {shell} > completions/{FILES[shell]}"
+    )
+
+
+def _bash_complete(*words: str) -> list[str]:
+    line = " ".join(f"'{word}'" for word in words)
+    script = f"""
+        source '{COMPLETIONS / "reef.bash"}'
+        complete -p reef >/dev/null
+        COMP_WORDS=(reef {line}); COMP_CWORD={len(words)}
+        _reef
+        printf '%s\\n' "${{COMPREPLY[@]}}"
+    """
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_bash_completes_subcommands_options_and_values() -> None:
+    assert _bash_complete("sc") == ["score", "scenarios"]
+    assert set(_bash_complete("")) >= {"start", "stop", "status", "records", "show", "score", "scenarios"}
+    assert _bash_complete("scenarios", "") == ["create", "archive"]
+    assert _bash_complete("records", "--f") == ["--follow"]
+    assert _bash_complete("records", "--type", "") == ["inference", "report", "train"]
+    assert _bash_complete("completion", "") == ["bash", "zsh", "fish"]
+    assert "--inference.upstream-url" in _bash_complete("start", "--inf")
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_the_zsh_script_parses() -> None:
+    done = subprocess.run(["zsh", "-n", str(COMPLETIONS / "_reef")], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_the_fish_script_parses_and_completes() -> None:
+    script = COMPLETIONS / "reef.fish"
+    parsed = subprocess.run(["fish", "--no-execute", str(script)], capture_output=True, text=True, timeout=30)
+    assert parsed.returncode == 0, parsed.stderr
+    done = subprocess.run(
+        ["fish", "-c", f"source '{script}'; complete -C 'reef scenarios '"], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == ["archive", "create"]
+
+
+def _command_paths() -> list[list[str]]:
+    paths: list[list[str]] = [[]]
+    root = get_command(app)
+    assert isinstance(root, TyperGroup)
+    for name, command in root.commands.items():
+        paths.append([name])
+        if isinstance(command, TyperGroup):
+            paths += [[name, sub] for sub in command.commands]
+    return paths
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda path: " ".join(path) or "reef")
+def test_every_command_has_help_with_an_example(path: list[str]) -> None:
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.stdout
+    assert f"reef {' '.join(path)}".strip() in result.stdout
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"reef {__version__}"

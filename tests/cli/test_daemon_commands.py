@@ -1,0 +1,110 @@
+"""`reef start`, `reef status`, `reef stop` as real processes; finding the daemon; the one-line failures."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from cli_testing import clean_env, run_reef, start_daemon, stop_daemon, wait_until
+from typer.testing import CliRunner
+
+from reef_cli.app import app
+from reef_cli.discovery import DEFAULT_URL, find_daemon
+from reef_cli.state import process_alive
+
+
+def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    daemon = start_daemon(tmp_path, upstream_url, clean_env())
+    try:
+        state = tmp_path / ".reef"
+        pid = int((state / "daemon.pid").read_text())
+        port = int((state / "daemon.port").read_text())
+        assert daemon.url == f"http://127.0.0.1:{port}"
+        assert (state / "daemon.log").read_text().count("listening on") == 1
+        assert process_alive(pid)
+
+        again = daemon.reef("start", "--inference.upstream-url", upstream_url, "--reef.port", "0")
+        assert again.returncode == 0
+        assert "already running" in again.stdout and daemon.url in again.stdout
+
+        daemon.chat("alpha")
+        daemon.chat("alpha")
+        # In-process, from the daemon's directory and with no REEF_URL: the daemon is found through .reef/.
+        monkeypatch.chdir(tmp_path)
+        status = CliRunner().invoke(app, ["status", "--json"], env={"REEF_URL": None, "REEF_TOKEN": None})
+        assert status.exit_code == 0, status.output
+        body = json.loads(status.stdout)
+        assert body["recipe"]["name"] == "record"
+        assert body["runtime"]["kind"] == "http"
+        assert body["scenarios"]["alpha"]["records"] == 2
+
+        table = daemon.reef("status")
+        assert table.returncode == 0, table.stderr
+        for shown in ("recipe", "record", "runtime", "uptime", "training", "alpha"):
+            assert shown in table.stdout
+    finally:
+        stop_daemon(daemon)
+    wait_until(lambda: not process_alive(pid), "the daemon to exit")
+    assert not (tmp_path / ".reef" / "daemon.pid").exists()
+    assert "reef: stopped" in (tmp_path / ".reef" / "daemon.log").read_text()
+
+    down = daemon.reef("status")
+    assert down.returncode == 1
+    assert down.stderr.count("\n") == 1 and "reef start" in down.stderr and "Traceback" not in down.stderr
+    stopped_again = daemon.reef("stop")
+    assert stopped_again.returncode == 0 and "not running" in stopped_again.stdout
+
+
+def test_start_refuses_bad_settings_with_usage_status(tmp_path: Path) -> None:
+    result = run_reef(tmp_path, clean_env(), "start", "--reef.prot", "1")
+    assert result.returncode == 2
+    assert "unknown setting" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / ".reef" / "daemon.pid").exists()
+
+
+def test_a_daemon_with_a_token_says_to_set_reef_token(tmp_path: Path, upstream_url: str) -> None:
+    daemon = start_daemon(tmp_path, upstream_url, clean_env(REEF_TOKEN="s3cret-token"))
+    try:
+        without = run_reef(tmp_path, clean_env(), "records")
+        assert without.returncode == 1
+        assert "REEF_TOKEN" in without.stderr and without.stderr.count("\n") == 1
+        assert "Traceback" not in without.stderr
+        wrong = run_reef(tmp_path, clean_env(), "records", "--token", "nope")
+        assert wrong.returncode == 1 and "refused the token" in wrong.stderr
+        right = run_reef(tmp_path, clean_env(REEF_TOKEN="s3cret-token"), "records", "--json")
+        assert right.returncode == 0, right.stderr
+    finally:
+        stop_daemon(daemon)
+
+
+def test_the_daemon_is_found_in_the_documented_order(tmp_path: Path) -> None:
+    state = tmp_path / ".reef"
+    assert find_daemon(environ={}, state_dir=state).url == DEFAULT_URL
+    state.mkdir()
+    (state / "daemon.url").write_text("http://127.0.0.1:9911\n")
+    assert find_daemon(environ={}, state_dir=state).url == "http://127.0.0.1:9911"
+    from_env = find_daemon(environ={"REEF_URL": "http://127.0.0.1:9922/", "REEF_TOKEN": "t"}, state_dir=state)
+    assert (from_env.url, from_env.token) == ("http://127.0.0.1:9922", "t")
+    chosen = find_daemon("http://127.0.0.1:9933", "flag", environ={"REEF_URL": "http://x:1"}, state_dir=state)
+    assert (chosen.url, chosen.token) == ("http://127.0.0.1:9933", "flag")
+
+
+def test_an_unreachable_daemon_is_one_line_saying_how_to_start_it(tmp_path: Path) -> None:
+    env = clean_env(REEF_URL="http://127.0.0.1:9")  # the discard port: nothing listens there
+    for command in (["records"], ["show", "0" * 32], ["scenarios"], ["score", "0" * 32, "1"]):
+        result = run_reef(tmp_path, env, *command)
+        assert result.returncode == 1, command
+        assert result.stderr.startswith("reef: no daemon answers at http://127.0.0.1:9"), result.stderr
+        assert result.stderr.count("\n") == 1 and "reef start" in result.stderr
+
+
+def test_stop_without_a_daemon_clears_a_stale_pid_file(tmp_path: Path) -> None:
+    state = tmp_path / ".reef"
+    state.mkdir()
+    dead = os.getpid() + 100_000  # beyond any pid in use here
+    (state / "daemon.pid").write_text(f"{dead}\n")
+    result = run_reef(tmp_path, clean_env(), "stop")
+    assert result.returncode == 0 and "not running" in result.stdout
+    assert not (state / "daemon.pid").exists()

@@ -1,0 +1,150 @@
+"""`reef records` (table, JSON lines, filters, --follow as a live subprocess) and `reef show`."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from typing import IO
+
+import httpx
+import pytest
+from cli_testing import REEF, RunningDaemon, wait_until
+from typer.testing import Result
+
+Cli = Callable[..., Result]
+
+
+def test_records_lists_new_records_as_a_table_and_as_json(daemon: RunningDaemon, cli: Cli) -> None:
+    first = daemon.chat("listing")
+    second = daemon.chat("listing", stream=True)
+    table = cli("records", "--scenario", "listing")
+    assert table.exit_code == 0, table.output
+    assert first in table.stdout and second in table.stdout
+    assert table.stdout.index(first) < table.stdout.index(second)  # oldest first
+    for header in ("time", "scenario", "route", "model", "status", "latency", "tokens", "score"):
+        assert header in table.stdout
+
+    lines = cli("records", "--scenario", "listing", "--json").stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [row["id"] for row in rows] == [first, second]
+    assert rows[0]["usage"] == {"input_tokens": 12, "output_tokens": 7}
+
+
+def test_records_filters_by_type_unscored_and_limit(daemon: RunningDaemon, cli: Cli) -> None:
+    scored, unscored = daemon.chat("filters"), daemon.chat("filters")
+    assert cli("score", scored, "1").exit_code == 0
+
+    def ids(*args: str) -> list[str]:
+        result = cli("records", "--scenario", "filters", "--json", *args)
+        assert result.exit_code == 0, result.output
+        return [json.loads(line)["id"] for line in result.stdout.splitlines()]
+
+    assert ids("--unscored") == [unscored]
+    assert len(ids("--type", "report")) == 1
+    assert ids("--type", "inference") == [scored, unscored]
+    assert ids("--limit", "1") == [ids()[-1]]
+    assert cli("records", "--type", "bogus").exit_code == 2
+
+
+def _reader(stream: IO[str], into: queue.Queue[str]) -> None:
+    for line in stream:
+        into.put(line)
+
+
+def _drain(lines: queue.Queue[str], seen: list[str]) -> str:
+    while not lines.empty():
+        seen.append(lines.get_nowait())
+    return "".join(seen)
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "table"])
+def test_follow_prints_a_record_made_after_it_started(daemon: RunningDaemon, as_json: bool) -> None:
+    scenario = f"follow-{'json' if as_json else 'table'}"
+    before = daemon.chat(scenario)
+    command = [*REEF, "records", "--follow", "--scenario", scenario, *(["--json"] if as_json else [])]
+    env = {**daemon.env, "REEF_URL": daemon.url}
+    follower = subprocess.Popen(
+        command, cwd=daemon.workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    out: queue.Queue[str] = queue.Queue()
+    err: queue.Queue[str] = queue.Queue()
+    readers = []
+    for stream, into in ((follower.stdout, out), (follower.stderr, err)):
+        assert stream is not None
+        readers.append(threading.Thread(target=_reader, args=(stream, into), daemon=True))
+        readers[-1].start()
+    seen: list[str] = []
+    try:
+        wait_until(lambda: before in _drain(out, seen), "the existing record to be listed")
+        after = daemon.chat(scenario, question="made while following")
+        wait_until(lambda: after in _drain(out, seen), "the new record to be followed")
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(timeout=60) == 0
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+        for reader in readers:
+            reader.join(timeout=30)
+        for stream in (follower.stdout, follower.stderr):
+            assert stream is not None
+            stream.close()
+    errors = _drain(err, [])
+    assert "Traceback" not in errors
+    text = _drain(out, seen)
+    assert text.count(after) == 1
+    if as_json:
+        followed = [json.loads(line) for line in text.splitlines()]
+        assert [row["id"] for row in followed] == [before, after]
+
+
+def test_show_renders_the_exchange_of_every_route(daemon: RunningDaemon, cli: Cli) -> None:
+    for route, body in (
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Capital of *France*?"}]}),
+        ("/v1/messages", {"system": "Answer briefly.", "max_tokens": 64,
+                          "messages": [{"role": "user", "content": "Capital of *France*?"}]}),
+        ("/v1/responses", {"instructions": "Answer briefly.", "input": "Capital of *France*?"}),
+    ):  # fmt: skip
+        for stream in (False, True):
+            response = httpx.post(
+                daemon.url + route,
+                json={"model": "fake-model", "stream": stream, **body},
+                headers={"x-reef-scenario": "show"},
+                timeout=30,
+            )
+            assert response.status_code == 200
+            receipt = (
+                response.headers.get("x-reef-agent-record-id") or response.text.split('"agent_record_id":"')[1][:32]
+            )
+            shown = cli("show", receipt)
+            assert shown.exit_code == 0, shown.output
+            text = shown.stdout
+            assert "Capital of France?" in text  # the markdown is rendered, not echoed
+            assert "The capital of France is Paris." in text, (route, stream, text)
+            assert receipt in text and route in text
+            if stream:
+                assert "streamed" in text
+            if route != "/v1/chat/completions":
+                assert "Answer briefly." in text
+
+
+def test_show_includes_the_reports_and_json(daemon: RunningDaemon, cli: Cli) -> None:
+    receipt = daemon.chat("show-reports")
+    assert cli("score", receipt, "0.25", "--feedback", "close, but verbose").exit_code == 0
+    shown = cli("show", receipt)
+    assert "close, but verbose" in shown.stdout and "0.25" in shown.stdout
+    for fact in ("timings", "tokens", "12 in, 7 out", "serving"):
+        assert fact in shown.stdout
+    record = json.loads(cli("show", receipt, "--json").stdout)
+    assert record["id"] == receipt
+    assert record["reports"][0]["feedback"] == "close, but verbose"
+
+
+def test_show_of_an_unknown_receipt_is_one_line(cli: Cli) -> None:
+    result = cli("show", "f" * 32)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("reef: no record") and result.stderr.count("\n") == 1

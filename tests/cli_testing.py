@@ -1,0 +1,137 @@
+"""What the CLI tests share: the fake upstream on a thread of its own, a daemon run with `reef start`, and
+running `reef` as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from aiohttp import web
+from fake_upstream import FakeUpstream
+
+REEF = [sys.executable, "-m", "reef_cli"]
+CHAT = {"model": "fake-model", "messages": [{"role": "user", "content": "What is the capital of France?"}]}
+
+
+def wait_until(condition: Callable[[], Any], what: str, attempts: int = 600, pause_s: float = 0.05) -> Any:
+    """Poll `condition` until it returns something truthy; fail naming `what` after `attempts` tries."""
+    for _ in range(attempts):
+        value = condition()
+        if value:
+            return value
+        time.sleep(pause_s)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+class UpstreamThread:
+    """The fake upstream model on a loopback port, served from a thread with its own event loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.runner = web.AppRunner(FakeUpstream().app())
+        self.url = ""
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def start(self) -> str:
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(timeout=30)
+        return self.url
+
+    async def _start(self) -> None:
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = self.runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=30)
+        self.loop.close()
+
+
+@dataclass
+class RunningDaemon:
+    """A daemon `reef start` ran in `workdir`, and how to reach it."""
+
+    workdir: Path
+    url: str
+    env: dict[str, str]
+
+    def reef(self, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run `reef ARGS` as a subprocess in the daemon's directory."""
+        return run_reef(self.workdir, self.env, *args, input=input, timeout=timeout)
+
+    def chat(self, scenario: str = "demo", *, stream: bool = False, question: str | None = None) -> str:
+        """One chat completion through the daemon; returns its receipt."""
+        body: dict[str, Any] = {**CHAT, "stream": stream}
+        if question is not None:
+            body["messages"] = [{"role": "user", "content": question}]
+        headers = {"x-reef-scenario": scenario}
+        if not stream:
+            response = httpx.post(f"{self.url}/v1/chat/completions", json=body, headers=headers, timeout=30)
+            assert response.status_code == 200, response.text
+            return response.headers["x-reef-agent-record-id"]
+        text = httpx.post(f"{self.url}/v1/chat/completions", json=body, headers=headers, timeout=30).text
+        marker = '"agent_record_id":"'
+        assert marker in text, text
+        return text.split(marker, 1)[1][:32]
+
+    def record(self, receipt: str) -> dict[str, Any]:
+        response = httpx.get(f"{self.url}/reef/records/{receipt}", timeout=30)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def reports(self, scenario: str | None = None) -> list[dict[str, Any]]:
+        params = {"type": "report", "limit": "500", **({"scenario": scenario} if scenario else {})}
+        response = httpx.get(f"{self.url}/reef/records", params=params, timeout=30)
+        assert response.status_code == 200, response.text
+        rows: list[dict[str, Any]] = response.json()["records"]
+        return rows
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any REEF_ variable, plus `extra`."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("REEF_")}
+    env.update(COLUMNS="200", **extra)
+    return env
+
+
+def run_reef(
+    workdir: Path, env: dict[str, str], *args: str, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*REEF, *args], cwd=workdir, env=env, input=input, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def start_daemon(workdir: Path, upstream_url: str, env: dict[str, str], *extra: str) -> RunningDaemon:
+    """`reef start` in `workdir` on a free port (port 0: the daemon reports the one it got)."""
+    started = run_reef(workdir, env, "start", "--inference.upstream-url", upstream_url, "--reef.port", "0", *extra)
+    assert started.returncode == 0, started.stdout + started.stderr
+    url = (workdir / ".reef" / "daemon.url").read_text().strip()
+    return RunningDaemon(workdir, url, env)
+
+
+def stop_daemon(daemon: RunningDaemon) -> None:
+    """`reef stop`; if that failed, kill the recorded pid so no daemon outlives the tests."""
+    pid_file = daemon.workdir / ".reef" / "daemon.pid"
+    pid = int(pid_file.read_text()) if pid_file.exists() else None
+    stopped = daemon.reef("stop")
+    if stopped.returncode != 0 and pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
