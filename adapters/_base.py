@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from reef_daemon.harness.tree import Entry
@@ -26,12 +26,6 @@ class Adapter:
     renders: Mapping[str, str]  # kind -> where it goes (a path pattern), for the kinds this adapter renders
     render: Callable[[list[Entry]], dict[str, str]]
     notes: tuple[str, ...] = ()
-    health_argv: tuple[str, ...] = ()  # the agent's headless one-prompt command line; `{prompt}` is replaced
-    home_env: Mapping[str, str] = field(default_factory=dict)  # variables relocating its state; `{root}` replaced
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        return tuple(self.renders)
 
     def describe(self) -> dict[str, Any]:
         """What `GET /reef/harness/adapters` shows of this adapter."""

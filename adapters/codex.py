@@ -92,6 +92,4 @@ ADAPTER = Adapter(
     renders=RENDERS,
     render=render,
     notes=("commands become skills typed as $<name>", "extensions are refused: codex hooks run outside its sandbox"),
-    health_argv=("codex", "exec", "--json", "--skip-git-repo-check", "{prompt}"),
-    home_env={"CODEX_HOME": "{root}/codex"},
 )

@@ -79,6 +79,4 @@ ADAPTER = Adapter(
     renders=RENDERS,
     render=render,
     notes=("commands are user-invocable skills typed as /<name>", "extensions are refused"),
-    health_argv=("dsh", "--profile", "headless", "--", "--", "{prompt}"),
-    home_env={"DSH_HOME": "{root}/dsh", "DSH_AGENTS_HOME": "{root}/dsh-agents", "DSH_TELEMETRY_MODE": "DISABLED"},
 )

@@ -65,6 +65,4 @@ ADAPTER = Adapter(
         "commands are prompt templates typed as /<name>",
         "extensions run in pi's process; they are held for review",
     ),
-    health_argv=("pi", "--mode", "json", "-p", "{prompt}"),
-    home_env={"PI_CODING_AGENT_DIR": "{root}/pi-agent", "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"},
 )

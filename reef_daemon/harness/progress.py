@@ -16,7 +16,6 @@ from reef_daemon.store import Store
 from reef_daemon.store.writer import WriteContext
 
 MAX_ACTIVITY = 200
-PHASES = ("queued", "proposing", "evaluating", "settling")
 _COLUMNS = "id, scenario, state, design, activity, outcome, started_at, updated_at"
 
 

@@ -104,12 +104,6 @@ class ReleaseRepository:
             git.Reference.create(self._repo, f"refs/reef/{_key(scenario)}/base", release_id, force=True)
         return release_id
 
-    def releases(self, scenario: str) -> list[str]:
-        """Every release id of a scenario (in no particular order)."""
-        with self._lock:
-            prefix = f"refs/reef/{_key(scenario)}/releases/"
-            return [ref.path[len(prefix) :] for ref in git.Reference.iter_items(self._repo, prefix)]
-
     @staticmethod
     def _ref(scenario: str, release_id: str) -> str:
         return f"refs/reef/{_key(scenario)}/releases/{release_id}"

@@ -129,6 +129,12 @@ async def test_low_scores_become_one_skill_in_hybrid_mode_only(reefine: Reefine)
     async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
         receipt = sent.headers["x-reef-agent-record-id"]
     await reefine.ok("POST", "/reef/report", {"score": 0, "references": [receipt]})  # manual: kept, no step
+    for _ in range(200):
+        training = (await reefine.ok("GET", "/reef/status"))["training"]["scenarios"].get("harness", {})
+        if training.get("ineligible"):
+            break
+        await asyncio.sleep(0.02)
+    assert list(training["ineligible"]) == ["manual mode: scores are kept, only change requests start a step"]
     await reefine.ok("POST", "/reef/scenarios/harness/update", {"training_mode": "hybrid"})
     async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
         second = sent.headers["x-reef-agent-record-id"]
