@@ -43,6 +43,10 @@ def client_url(host: str, port: int) -> str:
 
 def start_daemon(files: DaemonFiles, serve_args: list[str], host: str, port: int) -> Started:
     """Run `reef serve <serve_args>` detached, its output appended to the log; return once `/healthz` answers."""
+    if port and _answers(client_url(host, port)):
+        raise StartFailed(
+            f"something already answers at {client_url(host, port)}; stop it, or choose another port with --reef.port"
+        )
     files.state_dir.mkdir(parents=True, exist_ok=True)
     with files.log_file.open("ab") as log:
         log_start = log.tell()
@@ -67,16 +71,17 @@ def start_daemon(files: DaemonFiles, serve_args: list[str], host: str, port: int
 
 
 def _wait_healthy(process: subprocess.Popen[bytes], log_file: Path, log_start: int, host: str, port: int) -> str:
+    """The daemon's URL once it said it listens (in its own log, so no other server is mistaken for it) and
+    `/healthz` answers there."""
     deadline = time.monotonic() + START_TIMEOUT_S
-    url = client_url(host, port) if port else None
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise StartFailed(f"the daemon exited with status {process.returncode}:\n{_log_tail(log_file, log_start)}")
-        if url is None:  # port 0: the daemon says which port it got
-            found = _LISTENING.search(_log_since(log_file, log_start))
-            url = client_url(host, int(found.group(1).rsplit(":", 1)[1])) if found else None
-        if url is not None and _answers(url):
-            return url
+        listening = _LISTENING.search(_log_since(log_file, log_start))
+        if listening is not None:
+            url = client_url(host, port or int(listening.group(1).rsplit(":", 1)[1]))
+            if _answers(url):
+                return url
         time.sleep(POLL_S)
     raise StartFailed(
         f"the daemon did not answer /healthz within {START_TIMEOUT_S:g} s:\n{_log_tail(log_file, log_start)}"

@@ -46,10 +46,12 @@ def records(
         cursor = _newest_sequence(client) if follow else None
         page = client.records(scenario=scenario, type=kind, unscored=unscored, limit=limit)
         rows = list(reversed(page["records"]))
+        if not rows and not follow:
+            if not json:
+                error_console().print("no records match")
+            return
         _show(rows, json=json, header=True)
         if not follow:
-            if not rows and not json:
-                error_console().print("no records match")
             return
         shown = {row["id"] for row in rows}
         if not json:

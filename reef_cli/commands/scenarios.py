@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
@@ -33,12 +34,27 @@ class TrainingMode(StrEnum):
     hybrid = "hybrid"
 
 
+@dataclass(frozen=True)
+class GroupOptions:
+    """The daemon options given before the subcommand."""
+
+    url: str | None
+    token: str | None
+
+
+def _inherited(ctx: typer.Context, url: str | None, token: str | None) -> tuple[str | None, str | None]:
+    parent = ctx.obj if isinstance(ctx.obj, GroupOptions) else GroupOptions(None, None)
+    return url or parent.url, token or parent.token
+
+
 @app.callback()
 def list_scenarios(
     ctx: typer.Context, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
 ) -> None:
     """List the scenarios with their record and report counts; create or archive one."""
     if ctx.invoked_subcommand is not None:
+        # `reef scenarios --url U create NAME` means the same as `reef scenarios create NAME --url U`.
+        ctx.obj = GroupOptions(url, token)
         return
     with daemon_client(url, token) as client:
         rows = client.scenarios()
@@ -54,6 +70,7 @@ def list_scenarios(
 
 @app.command("create", epilog=CREATE_EXAMPLE)
 def create(
+    ctx: typer.Context,
     name: NameArgument,
     training_mode: Annotated[
         TrainingMode | None,
@@ -67,7 +84,7 @@ def create(
 
     A scenario is also created by the first request that names it.
     """
-    with daemon_client(url, token) as client:
+    with daemon_client(*_inherited(ctx, url, token)) as client:
         row, created = client.create_scenario(name, None if training_mode is None else training_mode.value)
     if json:
         print_json({**row, "created": created})
@@ -77,12 +94,14 @@ def create(
 
 
 @app.command("archive", epilog=ARCHIVE_EXAMPLE)
-def archive(name: NameArgument, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None) -> None:
+def archive(
+    ctx: typer.Context, name: NameArgument, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
+) -> None:
     """Archive a scenario.
 
     Its records stay, under a new name, and the name is free again.
     """
-    with daemon_client(url, token) as client:
+    with daemon_client(*_inherited(ctx, url, token)) as client:
         archived_as = client.archive_scenario(name)
     if json:
         print_json({"scenario": name, "archived_as": archived_as})

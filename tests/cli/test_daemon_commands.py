@@ -29,6 +29,15 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
         assert again.returncode == 0
         assert "already running" in again.stdout and daemon.url in again.stdout
 
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        taken = run_reef(
+            elsewhere, clean_env(), "start", "--inference.upstream-url", upstream_url, "--reef.port", str(port)
+        )
+        assert taken.returncode == 1
+        assert "already answers" in taken.stderr and "Traceback" not in taken.stderr
+        assert not (elsewhere / ".reef" / "daemon.pid").exists()
+
         daemon.chat("alpha")
         daemon.chat("alpha")
         # In-process, from the daemon's directory and with no REEF_URL: the daemon is found through .reef/.

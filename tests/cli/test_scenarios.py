@@ -33,3 +33,9 @@ def test_scenarios_list_create_and_archive(daemon: RunningDaemon, cli: Cli) -> N
     assert missing.exit_code == 1 and missing.stderr.startswith("reef: no scenario named")
     bad = cli("scenarios", "create", "../etc")
     assert bad.exit_code == 1 and "scenario names are" in bad.stderr
+
+
+def test_daemon_options_before_the_subcommand_apply_to_it(daemon: RunningDaemon, cli: Cli) -> None:
+    result = cli("scenarios", "--url", daemon.url, "create", "from-parent", env={"REEF_URL": "http://127.0.0.1:9"})
+    assert result.exit_code == 0, result.output
+    assert "created scenario from-parent" in result.stdout
