@@ -71,6 +71,8 @@ class ApiError(ReefClientError):
 
 
 class Usage(TypedDict):
+    """Token counts of an exchange; None where the API did not say."""
+
     input_tokens: int | None
     output_tokens: int | None
 
@@ -94,12 +96,16 @@ class RecordRow(TypedDict):
 
 
 class RecordPage(TypedDict):
+    """A page of `GET /reef/records`, with the cursors of the pages after and before it."""
+
     records: list[RecordRow]
     next_after: int | None
     next_before: int | None
 
 
 class ScenarioRow(TypedDict):
+    """A scenario as `GET /reef/scenarios` lists it."""
+
     scenario: str
     recipe: str
     training_mode: str
@@ -111,6 +117,8 @@ class ScenarioRow(TypedDict):
 
 
 class ReportAck(TypedDict):
+    """The daemon's answer to a stored report: the report's id and scenario."""
+
     agent_record_id: str
     scenario: str
     request_type: str
@@ -133,6 +141,7 @@ class ReefClient:
         self.close()
 
     def close(self) -> None:
+        """Close the connections to the daemon."""
         self._http.close()
 
     # --- daemon ---------------------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ class StartFailed(Exception):
 
 @dataclass(frozen=True)
 class Started:
+    """A daemon running in the background: its pid and URL."""
+
     pid: int
     url: str
 

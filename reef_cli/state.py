@@ -47,10 +47,12 @@ class DaemonFiles:
         return pid if pid is not None and process_alive(pid) else None
 
     def write_pid(self, pid: int) -> None:
+        """Record the pid of the daemon just started."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.pid_file.write_text(f"{pid}\n", encoding="utf-8")
 
     def write_address(self, url: str, port: int) -> None:
+        """Record where the daemon listens, once it answers."""
         self.port_file.write_text(f"{port}\n", encoding="utf-8")
         self.url_file.write_text(f"{url}\n", encoding="utf-8")
 

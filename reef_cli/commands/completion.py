@@ -18,6 +18,8 @@ SETTING_FLAGS = tuple(f"--{key}" for key in CATALOGUE if key != "recipe")
 
 
 class Shell(StrEnum):
+    """The shells a completion script is generated for."""
+
     bash = "bash"
     zsh = "zsh"
     fish = "fish"

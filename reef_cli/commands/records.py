@@ -18,6 +18,8 @@ EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
 
 
 class RecordType(StrEnum):
+    """The kinds of record `--type` accepts."""
+
     inference = "inference"
     report = "report"
     train = "train"

@@ -29,6 +29,8 @@ NameArgument = Annotated[str, typer.Argument(help="Scenario name: letters, digit
 
 
 class TrainingMode(StrEnum):
+    """When a scenario's recipe trains: on every eligible report, on request, or both."""
+
     auto = "auto"
     manual = "manual"
     hybrid = "hybrid"

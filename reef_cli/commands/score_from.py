@@ -17,12 +17,15 @@ from reef_cli.score_lines import LineRefused, ScoreLine, parse_line
 
 @dataclass(frozen=True)
 class LineResult:
+    """What became of one line: accepted (the report's id and scenario) or refused (why)."""
+
     number: int
     report_id: str | None = None
     scenario: str | None = None
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The result object `--json` prints for the line."""
         if self.error is not None:
             return {"line": self.number, "ok": False, "error": self.error}
         return {"line": self.number, "ok": True, "id": self.report_id, "scenario": self.scenario}

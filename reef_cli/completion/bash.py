@@ -6,6 +6,7 @@ from reef_cli.completion.spec import CommandSpec, OptionSpec
 
 
 def bash_script(root: CommandSpec) -> str:
+    """The script, a `_reef` function that finds the command being typed and completes what it takes."""
     prog = root.path[0]
     commands = root.walk()
     paths = "|".join(command.key for command in commands[1:])

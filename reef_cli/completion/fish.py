@@ -6,6 +6,7 @@ from reef_cli.completion.spec import CommandSpec, OptionSpec
 
 
 def fish_script(root: CommandSpec) -> str:
+    """The script: helper functions that find the command being typed, then one `complete` line per word."""
     prog = root.path[0]
     commands = root.walk()
     paths = " ".join(command.key for command in commands[1:])

@@ -14,6 +14,8 @@ HELP = "Show this message and exit."
 
 @dataclass(frozen=True)
 class OptionSpec:
+    """An option: its names, help, and what its value completes to (choices, files, or anything)."""
+
     names: tuple[str, ...]  # long first: ("--type", "-t")
     help: str
     takes_value: bool
@@ -23,6 +25,8 @@ class OptionSpec:
 
 @dataclass(frozen=True)
 class CommandSpec:
+    """A command: its path from the program name, help, options, subcommands and argument choices."""
+
     path: tuple[str, ...]  # ("reef", "scenarios", "create")
     help: str
     options: tuple[OptionSpec, ...]
@@ -42,6 +46,7 @@ class CommandSpec:
         return found
 
     def value_options(self) -> list[OptionSpec]:
+        """The options that take a value."""
         return [option for option in self.options if option.takes_value]
 
 

@@ -6,6 +6,7 @@ from reef_cli.completion.spec import CommandSpec, OptionSpec
 
 
 def zsh_script(root: CommandSpec) -> str:
+    """The script, usable from $fpath (autoloaded) or sourced after compinit."""
     prog = root.path[0]
     commands = root.walk()
     paths = "|".join(command.key for command in commands[1:])

@@ -14,6 +14,8 @@ PartKind = Literal["text", "tool_call", "tool_result", "thinking"]
 
 @dataclass(frozen=True)
 class Part:
+    """A piece of a turn: text (markdown), a tool call, a tool result, or thinking."""
+
     kind: PartKind
     text: str
     name: str | None = None  # the tool's name for calls, the call id for results
@@ -21,6 +23,8 @@ class Part:
 
 @dataclass
 class Turn:
+    """One message of the conversation: who spoke, and what."""
+
     role: str
     parts: list[Part] = field(default_factory=list)
 

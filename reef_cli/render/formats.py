@@ -24,6 +24,7 @@ def timestamp(epoch: float | None) -> str:
 
 
 def latency(ms: float | None) -> str:
+    """Milliseconds below a second, seconds above."""
     if ms is None:
         return MISSING
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
@@ -39,6 +40,7 @@ def tokens(usage: dict[str, Any] | None) -> str:
 
 
 def score(value: float | None) -> str:
+    """A score as short as it can be written; `-` when unscored."""
     if value is None:
         return MISSING
     return f"{value:g}"

@@ -16,6 +16,8 @@ from reef_cli.render import formats
 
 @dataclass(frozen=True)
 class Column:
+    """A column of the records table: its header, width, and how long it is kept on a narrow terminal."""
+
     name: str
     width: int
     keep: int  # lower is kept longer when the terminal is narrow
