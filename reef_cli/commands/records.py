@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -55,17 +55,16 @@ def records(
         _show(rows, json=json, header=True)
         if not follow:
             return
-        shown = {row["id"] for row in rows}
+        # Events come once each, in sequence order; only the listed page can overlap with them.
+        listed = {row["id"] for row in rows}
         if not json:
             error_console().print("[dim]following new records; Ctrl-C stops[/dim]")
         try:
             for event in client.events(after=cursor, scenario=scenario):
-                row = event.record
-                if event.type not in ("record", "report") or row is None or row["id"] in shown:
+                if event.type not in ("record", "report") or event.record is None:
                     continue
-                record: RecordRow = row  # type: ignore[assignment]
-                if _matches(record, kind, unscored):
-                    shown.add(record["id"])
+                record = cast(RecordRow, event.record)
+                if record["id"] not in listed and _matches(record, kind, unscored):
                     _show([record], json=json, header=False)
         except KeyboardInterrupt:
             return
