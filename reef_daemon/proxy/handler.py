@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ from aiohttp import web
 
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.errors import NotReady, ReefError, UpstreamFailed
+from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import parse_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_daemon.proxy.headers import (
@@ -91,7 +91,7 @@ class Exchange:
         self.request[UPSTREAM_SECONDS] = self.upstream_s
         model = self.payload.get("model")
         draft = InferenceDraft(
-            id=uuid.uuid4().hex,
+            id=new_record_id(),
             scenario=self.scenario,
             route=self.route,
             created_at=self.created_at,

@@ -62,6 +62,7 @@ class SseRelay:
     _terminal_event: str | None = None
     _identity: dict[str, Any] | None = None
     _after_terminal: list[bytes] = field(default_factory=list)
+    _carriage_returns: bool = False  # seen a `\r`: delimiters may be `\r\n\r\n` or `\r\r` too
 
     @property
     def terminated(self) -> bool:
@@ -73,22 +74,31 @@ class SseRelay:
             self._after_terminal.append(data)
             return b""
         buffer = self._pending + data if self._pending else data
+        self._carriage_returns = self._carriage_returns or b"\r" in data
         start = 0
         while True:
-            match = _DELIMITER.search(buffer, start)
-            if match is None:
+            bounds = self._next_delimiter(buffer, start)
+            if bounds is None:
                 break
-            frame = buffer[start : match.start()]
-            if self._is_terminal(frame):
-                self._terminal = buffer[start : match.end()]
-                rest = buffer[match.end() :]
+            frame_end, next_start = bounds
+            if self._is_terminal(buffer[start:frame_end]):
+                self._terminal = buffer[start:next_start]
+                rest = buffer[next_start:]
                 if rest:
                     self._after_terminal.append(rest)
                 self._pending = b""
                 return buffer[:start]
-            start = match.end()
+            start = next_start
         self._pending = buffer[start:]
         return buffer[:start]
+
+    def _next_delimiter(self, buffer: bytes, start: int) -> tuple[int, int] | None:
+        """(end of the frame, start of the next) for the first frame delimiter at or after `start`."""
+        if not self._carriage_returns:  # the common case: plain `\n\n`, found without a regex
+            found = buffer.find(b"\n\n", start)
+            return None if found < 0 else (found, found + 2)
+        match = _DELIMITER.search(buffer, start)
+        return None if match is None else (match.start(), match.end())
 
     def remainder(self) -> bytes:
         """What is left unsent when the upstream ends without a terminal frame."""

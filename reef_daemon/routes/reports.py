@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-import uuid
 
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_daemon.reports import content_hash
@@ -23,7 +23,7 @@ async def post_report(request: web.Request) -> web.Response:
     body = await read_json_object(request)
     content = daemon.reports.validate(body)
     await daemon.ensure_scenario(scenario)
-    report_id = body.get("agent_record_id") or uuid.uuid4().hex
+    report_id = body.get("agent_record_id") or new_record_id()
     draft = ClientRecordDraft(report_id, scenario, "report", time.time(), content, content_hash(scenario, content))
     row, _created = await daemon.store.records.append_client_record(draft)
     return json_response({"agent_record_id": row["id"], "scenario": scenario, "request_type": "report"})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
 from aiohttp import web
@@ -12,6 +11,7 @@ from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.access import harness_of
 from reef_daemon.harness.screens import screen_request
+from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_daemon.reports import content_hash
@@ -38,7 +38,7 @@ async def post_train(request: web.Request) -> web.Response:
             "hybrid to send change requests",
             type="wrong_training_mode",
         )
-    request_id = body.get("agent_record_id") or uuid.uuid4().hex
+    request_id = body.get("agent_record_id") or new_record_id()
     draft = ClientRecordDraft(
         request_id, scenario.name, "train", time.time(), content, content_hash(scenario.name, content)
     )

@@ -4,7 +4,6 @@ and body go upstream unchanged; only auth headers are replaced.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -29,8 +28,7 @@ class HttpRuntimeResponse(RuntimeResponse):
         content = self._response.content
         while True:
             try:
-                async with asyncio.timeout(self._timeout_s):
-                    data = await content.readany()
+                data = await content.readany()  # each read is bounded by the session's sock_read timeout
             except TimeoutError:
                 raise UpstreamFailed(
                     f"the upstream sent nothing for {self._timeout_s:g} s", type="upstream_timeout"
@@ -43,8 +41,7 @@ class HttpRuntimeResponse(RuntimeResponse):
 
     async def read(self) -> bytes:
         try:
-            async with asyncio.timeout(self._timeout_s):
-                return await self._response.read()
+            return await self._response.read()
         except TimeoutError:
             raise UpstreamFailed(
                 f"the upstream did not answer within {self._timeout_s:g} s", type="upstream_timeout"
@@ -69,6 +66,8 @@ class HttpRuntime(Runtime):
         self.url = settings.inference.upstream_url
         self.model = settings.inference.upstream_model
         self.timeout_s = settings.inference.timeout_s
+        # No total limit (a long stream is fine); connecting and every read each get timeout-s.
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s)
         self._api_key = settings.inference.upstream_api_key
 
     async def start(self) -> None:
@@ -99,8 +98,7 @@ class HttpRuntime(Runtime):
                 outgoing["Authorization"] = f"Bearer {self._api_key}"
         url = self.url + route
         try:
-            async with asyncio.timeout(self.timeout_s):
-                response = await self._session.post(url, data=body, headers=outgoing)
+            response = await self._session.post(url, data=body, headers=outgoing, timeout=self._timeout)
         except TimeoutError:
             raise UpstreamFailed(
                 f"the upstream at {self.url} did not answer within {self.timeout_s:g} s",

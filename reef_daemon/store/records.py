@@ -83,7 +83,7 @@ class RecordStore:
 
     async def append_inference(self, draft: InferenceDraft) -> dict[str, Any]:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
-        return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft))
+        return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
 
     def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> dict[str, Any]:
         summary = self._summarize(draft)

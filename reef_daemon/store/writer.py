@@ -69,6 +69,11 @@ Operation = Callable[[WriteContext], T]
 class _Job(Generic[T]):
     operation: Operation[T]
     future: asyncio.Future[T]
+    fallible: bool  # may refuse (bad reference, conflict): runs inside a savepoint so it fails alone
+
+
+class _Unguarded(Exception):
+    """An operation expected not to fail did; the batch is run again with every operation guarded."""
 
 
 _STOP = object()
@@ -104,12 +109,16 @@ class GroupCommitWriter:
         ).fetchone()
         return int(row[0])
 
-    async def submit(self, operation: Operation[T]) -> T:
-        """Run `operation` in the next group transaction and return its result once committed."""
+    async def submit(self, operation: Operation[T], *, fallible: bool = True) -> T:
+        """Run `operation` in the next group transaction and return its result once committed.
+
+        `fallible=False` marks an operation that only a broken database can fail (an inference record): it skips
+        the savepoint that lets a refused operation fail without sinking its neighbours.
+        """
         if self._loop is None or self._thread is None:
             raise RuntimeError("the store writer is not running")
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put(_Job(operation, future))
+        self._queue.put(_Job(operation, future, fallible))
         return await future
 
     def stop(self) -> None:
@@ -143,23 +152,11 @@ class GroupCommitWriter:
     def _commit(self, jobs: list[_Job[Any]]) -> None:
         assert self._conn is not None
         conn = self._conn
-        context = WriteContext(conn, self._next_sequence)
-        outcomes: list[tuple[_Job[Any], bool, Any]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for job in jobs:
-                conn.execute("SAVEPOINT operation")
-                mark_sequence, mark_events = context.next_sequence, len(context.events)
-                try:
-                    result = job.operation(context)
-                except Exception as exc:  # one bad operation must not sink its neighbours
-                    conn.execute("ROLLBACK TO operation")
-                    context.next_sequence = mark_sequence
-                    del context.events[mark_events:]
-                    outcomes.append((job, False, exc))
-                else:
-                    outcomes.append((job, True, result))
-                conn.execute("RELEASE operation")
+            try:
+                context, outcomes = self._apply(conn, jobs, guard_all=False)
+            except _Unguarded:
+                context, outcomes = self._apply(conn, jobs, guard_all=True)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             log.error("store commit failed: %s", exc)
@@ -173,6 +170,37 @@ class GroupCommitWriter:
         self.batches += 1
         self.operations += len(jobs)
         self._deliver(outcomes, context.events)
+
+    def _apply(
+        self, conn: sqlite3.Connection, jobs: list[_Job[Any]], *, guard_all: bool
+    ) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
+        """Run every job in one open transaction; a guarded job that raises is rolled back alone."""
+        context = WriteContext(conn, self._next_sequence)
+        outcomes: list[tuple[_Job[Any], bool, Any]] = []
+        conn.execute("BEGIN IMMEDIATE")
+        for job in jobs:
+            if not (guard_all or job.fallible):
+                try:
+                    outcomes.append((job, True, job.operation(context)))
+                except sqlite3.Error:
+                    raise
+                except Exception:
+                    conn.execute("ROLLBACK")
+                    raise _Unguarded from None
+                continue
+            conn.execute("SAVEPOINT operation")
+            mark_sequence, mark_events = context.next_sequence, len(context.events)
+            try:
+                result = job.operation(context)
+            except Exception as exc:  # one refused operation must not sink its neighbours
+                conn.execute("ROLLBACK TO operation")
+                context.next_sequence = mark_sequence
+                del context.events[mark_events:]
+                outcomes.append((job, False, exc))
+            else:
+                outcomes.append((job, True, result))
+            conn.execute("RELEASE operation")
+        return context, outcomes
 
     def _deliver(self, outcomes: list[tuple[_Job[Any], bool, Any]], events: list[Event]) -> None:
         loop = self._loop
