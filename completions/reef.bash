@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback completion scenarios" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback tui completion scenarios" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -173,6 +173,16 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--scenario -s --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/tui)
+            case "$prev" in
+                --url) return 0 ;;
+                --token) return 0 ;;
+                --scenario) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--url --token --scenario --help" -- "$cur"))
             fi
             ;;
         reef/completion)

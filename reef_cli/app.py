@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
-from reef_cli.commands import completion, daemon, evolve, records, scenarios, score, show, versions
+from reef_cli.commands import completion, daemon, evolve, records, scenarios, score, show, tui, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import serve_command
 from reef_daemon import __version__
@@ -44,8 +46,14 @@ app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
+app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
 app.command("completion", epilog=completion.EXAMPLE)(completion.completion)
 
 
 def main() -> None:
+    # A bare `reef` on a terminal opens the app when a daemon answers. Decided before typer parses: with
+    # no_args_is_help, help is printed before any callback runs; --help, --version and completion never get here.
+    if len(sys.argv) == 1 and tui.bare_reef_opens_tui():
+        tui.open_tui()
+        return
     app()

@@ -1,0 +1,155 @@
+"""The reef app: four modes (records, requests, versions, training) over one daemon connection.
+
+The app owns the client, the daemon's status, the chosen scenario and the live event stream; screens read them
+and subscribe to `daemon_events`. Work that waits on the daemon runs in thread workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from typing import Any, ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.signal import Signal
+
+from reef_cli.client import Event, ReefClient, ReefClientError
+from reef_tui.live import DaemonConnected, DaemonEvent, DaemonGone, EventFollower
+from reef_tui.screens.help import HelpScreen
+from reef_tui.screens.records import RecordsScreen
+from reef_tui.screens.requests import RequestsScreen
+from reef_tui.screens.training import TrainingScreen
+from reef_tui.screens.versions import VersionsScreen
+
+DARK, LIGHT = "textual-dark", "textual-light"
+
+
+class ReefApp(App[None]):
+    """Watch, score and steer one reef daemon."""
+
+    CSS_PATH = "reef.tcss"
+    TITLE = "reef"
+    MODES: ClassVar[dict[str, Any]] = {
+        "records": RecordsScreen,
+        "requests": RequestsScreen,
+        "versions": VersionsScreen,
+        "training": TrainingScreen,
+    }
+    DEFAULT_MODE = "records"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("f1,question_mark", "help", "Help", key_display="?"),
+        Binding("r", "switch_mode('records')", "Records", show=False),
+        Binding("e", "switch_mode('requests')", "Requests", show=False),
+        Binding("v", "switch_mode('versions')", "Versions", show=False),
+        Binding("t", "switch_mode('training')", "Training", show=False),
+        Binding("s", "next_scenario", "Scenario"),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+    ]
+
+    connected: reactive[bool | None] = reactive(None)
+    """None until the daemon first answers, then whether it answers now."""
+    scenario: reactive[str | None] = reactive(None)
+    """The scenario the screens show; None means every scenario (records) or the first one (the others)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        scenario: str | None = None,
+        client: ReefClient | None = None,
+        follow: bool = True,
+    ) -> None:
+        """`client` replaces the HTTP client (tests pass one with fixed answers); `follow=False` reads the status
+        once and does not watch the event stream."""
+        super().__init__()
+        self.url = url.rstrip("/")
+        self.client = client or ReefClient(self.url, token)
+        self.daemon_status: dict[str, Any] = {}
+        self.gone_reason = ""
+        self.daemon_events: Signal[Event] = Signal(self, "daemon-events")
+        self.set_reactive(ReefApp.scenario, scenario)
+        self._follower = EventFollower(self.url, token, self) if follow else None
+
+    def on_mount(self) -> None:
+        self.theme = DARK
+        if self._follower is not None:
+            self._follower.start()
+        else:
+            self.run_worker(self._read_status_once, thread=True)
+
+    def on_unmount(self) -> None:
+        if self._follower is not None:
+            self._follower.stop()
+        self.client.close()
+
+    def _read_status_once(self) -> None:
+        try:
+            self.post_message(DaemonConnected(self.client.status()))
+        except ReefClientError as exc:
+            self.post_message(DaemonGone(exc.message))
+
+    # --- the daemon -----------------------------------------------------------------------------------------
+
+    def on_daemon_connected(self, message: DaemonConnected) -> None:
+        self.daemon_status = message.status
+        if self.connected is False:
+            self.notify("the daemon is back; live again", title="reconnected")
+        self.connected = True
+
+    def on_daemon_gone(self, message: DaemonGone) -> None:
+        self.gone_reason = message.reason
+        if self.connected is not False:
+            self.notify(f"{message.reason}; retrying", title="daemon gone", severity="warning")
+        self.connected = False
+
+    def on_daemon_event(self, message: DaemonEvent) -> None:
+        self.daemon_events.publish(message.event)
+
+    @property
+    def scenario_names(self) -> list[str]:
+        """The daemon's active scenarios, sorted."""
+        return sorted((self.daemon_status.get("scenarios") or {}).keys())
+
+    def scenario_or_first(self) -> str | None:
+        """The chosen scenario, else the first the daemon has (screens that need exactly one use this)."""
+        names = self.scenario_names
+        return self.scenario or (names[0] if names else None)
+
+    # --- actions --------------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Letters typed in a dialog belong to the dialog, not to the app's navigation.
+        return not (isinstance(self.screen, ModalScreen) and action != "quit")
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT if self.theme == DARK else DARK
+
+    def action_next_scenario(self) -> None:
+        """Cycle: every scenario, then each one by name."""
+        choices: list[str | None] = [None, *self.scenario_names]
+        position = choices.index(self.scenario) if self.scenario in choices else 0
+        self.scenario = choices[(position + 1) % len(choices)]
+        self.notify(f"scenario: {self.scenario or 'all'}", timeout=2)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette offers every binding of the app and the current screen, plus Textual's own commands."""
+        seen: set[str] = set()
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if binding.description and binding.description not in seen and binding.action != "command_palette":
+                seen.add(binding.description)
+                yield SystemCommand(
+                    binding.description,
+                    f"key {binding.key_display or binding.key}",
+                    partial(self.run_action, binding.action, active.node),
+                )
+        yield SystemCommand("Toggle dark/light theme", "key ctrl+t", self.action_toggle_theme)
+        yield from super().get_system_commands(screen)

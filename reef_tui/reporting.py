@@ -1,0 +1,44 @@
+"""Sending a score or feedback for one record from any screen, in a worker, with the outcome as a notification."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from textual.binding import Binding
+from textual.screen import Screen
+
+from reef_cli.client import ReefClientError
+from reef_tui.scoring import KEY_SCORES
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+
+def send_report(
+    screen: Screen[Any],
+    scenario: str,
+    record_id: str,
+    *,
+    score: float | None = None,
+    feedback: str | None = None,
+    done: Callable[[float | None], None],
+) -> None:
+    """Report on `record_id`; on success `done(score)` runs on the app's thread; a refusal is shown with its reason."""
+    app = cast("ReefApp", screen.app)
+
+    def work() -> None:
+        try:
+            app.client.report(scenario, [record_id], score=score, feedback=feedback)
+        except ReefClientError as exc:
+            app.call_from_thread(app.notify, exc.message, title="report refused", severity="error")
+            return
+        app.call_from_thread(done, score)
+
+    screen.run_worker(work, thread=True, group="report")
+
+
+def score_bindings() -> list[Binding]:
+    """One binding per scoring key (the footer shows them once, as `1-5 Score`)."""
+    shown = Binding("1", "score('1')", "Score", key_display="1-5")
+    return [shown, *(Binding(key, f"score('{key}')", show=False) for key in KEY_SCORES if key != "1")]

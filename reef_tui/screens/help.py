@@ -1,0 +1,65 @@
+"""Help (`?` / F1): every key of every screen, read from the bindings themselves, and what each score key sends."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+from reef_tui.scoring import score_table
+
+INTRO = """\
+# reef
+
+Records arrive live from the daemon (`GET /reef/events`); nothing polls. When the daemon goes away the bar under
+the header says so, the screens keep what they show, and the app reconnects by itself, replaying what it missed.
+Everything here is also in the command palette (**ctrl+p**).
+"""
+
+
+def _keys(title: str, bindings: list[Any]) -> str:
+    lines = [f"## {title}", "", "| key | does |", "|---|---|"]
+    for binding in bindings:
+        if isinstance(binding, Binding) and binding.description and binding.key != "question_mark":
+            lines.append(f"| `{binding.key_display or binding.key}` | {binding.description} |")
+    return "\n".join(lines)
+
+
+def help_text() -> str:
+    """The help page as markdown."""
+    from reef_tui.app import ReefApp  # the app imports this screen
+    from reef_tui.screens.record_detail import RecordDetailScreen
+    from reef_tui.screens.records import RecordsScreen
+    from reef_tui.screens.requests import RequestsScreen
+    from reef_tui.screens.training import TrainingScreen
+    from reef_tui.screens.versions import VersionsScreen
+
+    scores = ["## Scores", "", "A score key sends a report with this score for the record under the cursor, then",
+              "moves to the next unscored record. `f` sends feedback text instead.", "",
+              "| key | score sent |", "|---|---|"]  # fmt: skip
+    scores += [f"| `{key}` | {score:g} |" for key, score in score_table()]
+    sections = [
+        INTRO,
+        _keys("Everywhere", [*ReefApp.BINDINGS, Binding("f1", "", "This help", key_display="? / F1")]),
+        _keys("Records", RecordsScreen.BINDINGS),
+        "\n".join(scores),
+        _keys("Record detail", RecordDetailScreen.BINDINGS),
+        _keys("Requests", RequestsScreen.BINDINGS),
+        _keys("Versions", VersionsScreen.BINDINGS),
+        _keys("Training", TrainingScreen.BINDINGS),
+    ]
+    return "\n\n".join(sections)
+
+
+class HelpScreen(ModalScreen[None]):
+    """A scrollable page of keys; escape or q closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,f1,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Markdown(help_text())

@@ -1,0 +1,84 @@
+"""Installing a release for an agent: pick the adapter, then the daemon's install script runs here with `sh`,
+as `curl .../reef/harness/install?adapter=A | sh` would; its output is shown."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from reef_cli.client import ApiError, ReefClientError
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+SCRIPT_TIMEOUT_S = 300
+
+
+class InstallScreen(ModalScreen[None]):
+    """Choose an adapter with enter; the install runs at once (the choice is the confirmation)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "Close")]
+
+    def __init__(self, scenario: str, release_id: str, version: str) -> None:
+        super().__init__()
+        self.scenario = scenario
+        self.release_id = release_id
+        self.version = version
+
+    @property
+    def reef(self) -> ReefApp:
+        return cast("ReefApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(f"Install {self.scenario} {self.version} for which agent?", classes="dialog-title")
+            yield OptionList(id="adapters")
+            with VerticalScroll(id="install-output"):
+                yield Static(id="install-log")
+            yield Label("enter installs · escape closes", classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        self.run_worker(self._load_adapters, thread=True)
+
+    def _load_adapters(self) -> None:
+        try:
+            adapters = self.reef.client.adapters()
+        except ReefClientError as exc:
+            self.app.call_from_thread(self._say, exc.message, True)
+            return
+        options = [Option(f"{row['name']}  {row.get('title', '')}", id=str(row["name"])) for row in adapters]
+        self.app.call_from_thread(self.query_one(OptionList).add_options, options)
+
+    def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+        adapter = str(message.option.id)
+        self._say(f"installing for {adapter} …", False)
+        self.run_worker(lambda: self._install(adapter), thread=True, exclusive=True)
+
+    def _install(self, adapter: str) -> None:
+        try:
+            script = self.reef.client.install_script(self.scenario, adapter, self.release_id)
+        except ApiError as exc:
+            missing = exc.status == 404
+            sentence = "this daemon has no install route (GET /reef/harness/install) yet" if missing else exc.message
+            self.app.call_from_thread(self._say, sentence, True)
+            return
+        except ReefClientError as exc:
+            self.app.call_from_thread(self._say, exc.message, True)
+            return
+        done = subprocess.run(
+            ["sh", "-s"], input=script, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, check=False
+        )
+        output = (done.stdout + done.stderr).strip() or "(no output)"
+        verdict = "installed" if done.returncode == 0 else f"the install script failed (exit {done.returncode})"
+        self.app.call_from_thread(self._say, f"{verdict}\n\n{output}", done.returncode != 0)
+
+    def _say(self, text: str, error: bool) -> None:
+        self.query_one("#install-log", Static).update(Text(text, style="red" if error else ""))

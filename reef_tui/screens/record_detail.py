@@ -1,0 +1,104 @@
+"""One record in full, as `reef show` renders it (the conversation as markdown, tool calls, the streamed answer,
+timings, tokens, serving version, reports); scored with the same keys as the list."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from reef_cli.client import Event, ReefClientError
+from reef_cli.render.record import record_view
+from reef_tui.reporting import score_bindings, send_report
+from reef_tui.scoring import KEY_SCORES
+from reef_tui.screens.feedback import FeedbackScreen
+from reef_tui.widgets.daemon_bar import DaemonBar
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+
+class RecordDetailScreen(Screen[None]):
+    """Pushed over the records list; escape goes back."""
+
+    SUB_TITLE = "record"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        *score_bindings(),
+        Binding("f", "feedback", "Feedback"),
+    ]
+
+    def __init__(self, record_id: str) -> None:
+        super().__init__()
+        self.record_id = record_id
+        self.record: dict[str, Any] | None = None
+
+    @property
+    def reef(self) -> ReefApp:
+        return cast("ReefApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DaemonBar(id="daemon-bar")
+        with VerticalScroll(id="detail-scroll"):
+            yield Static(Text(f"loading {self.record_id} …"), id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reef.daemon_events.subscribe(self, self._on_event)
+        self.load()
+
+    def load(self) -> None:
+        self.run_worker(self._load, thread=True, group="detail", exclusive=True)
+
+    def _load(self) -> None:
+        try:
+            record = self.reef.client.record(self.record_id)
+        except ReefClientError as exc:
+            self.app.call_from_thread(self._show_error, exc.message)
+            return
+        self.app.call_from_thread(self._show, record)
+
+    def _show(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.query_one("#detail", Static).update(record_view(record))
+
+    def _show_error(self, message: str) -> None:
+        if self.record is None:
+            self.query_one("#detail", Static).update(Text(message, style="red"))
+
+    def _on_event(self, event: Event) -> None:
+        if event.type == "report" and self.record_id in (event.data.get("references") or []):
+            self.load()
+
+    def action_score(self, key: str) -> None:
+        if self._scoreable():
+            send_report(self, self._scenario(), self.record_id, score=KEY_SCORES[key], done=self._sent)
+
+    def action_feedback(self) -> None:
+        if not self._scoreable():
+            return
+
+        def sent(text: str | None) -> None:
+            if text:
+                send_report(self, self._scenario(), self.record_id, feedback=text, done=self._sent)
+
+        self.app.push_screen(FeedbackScreen(self.record_id), sent)
+
+    def _scoreable(self) -> bool:
+        if self.record is None or self.record.get("type") != "inference":
+            self.notify("only a loaded inference record takes a score", severity="warning")
+            return False
+        return True
+
+    def _scenario(self) -> str:
+        return str((self.record or {}).get("scenario"))
+
+    def _sent(self, score: float | None) -> None:
+        self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)
+        self.load()

@@ -1,0 +1,202 @@
+"""Records, newest first and live: filter by scenario, type and unscored; follow new ones; score with one key."""
+
+from __future__ import annotations
+
+from asyncio import to_thread
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from reef_cli.client import Event, RecordPage, RecordRow, ReefClientError
+from reef_tui.reporting import score_bindings, send_report
+from reef_tui.scoring import KEY_SCORES
+from reef_tui.screens.feedback import FeedbackScreen
+from reef_tui.screens.record_detail import RecordDetailScreen
+from reef_tui.widgets.daemon_bar import DaemonBar
+from reef_tui.widgets.record_columns import header_line
+from reef_tui.widgets.record_list import RecordList
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+PAGE = 200
+TYPES = ("inference", None, "report", "train")  # `y` cycles through these; None is every type
+
+
+class RecordsScreen(Screen[None]):
+    """The main screen."""
+
+    SUB_TITLE = "records"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *score_bindings(),
+        Binding("f", "feedback", "Feedback"),
+        Binding("u", "toggle_unscored", "Unscored"),
+        Binding("y", "next_type", "Type"),
+        Binding("l", "toggle_follow", "Follow"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.record_type: str | None = TYPES[0]
+        self.unscored = False
+        self.follow = True
+        self._older_from: int | None = None  # `before` of the next older page; None when all are loaded
+        self._loading_older = False
+        self._generation = 0  # bumped on every reload, so a late page of an old filter is dropped
+
+    @property
+    def reef(self) -> ReefApp:
+        return cast("ReefApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DaemonBar(id="daemon-bar")
+        yield Static(id="filters")
+        yield Static(id="records-header")
+        yield RecordList(id="records")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reef.daemon_events.subscribe(self, self._on_event)
+        self.watch(self.reef, "scenario", lambda _: self.reload(), init=False)
+        self.watch(self.reef, "connected", self._on_connection, init=False)
+        self._show_filters()
+        self.reload()
+
+    # --- loading --------------------------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Load the newest page for the current filters."""
+        self._generation += 1
+        self._show_filters()
+        self.run_worker(self._load_page(self._generation, None), group="records", exclusive=True)
+
+    async def _load_page(self, generation: int, before: int | None) -> None:
+        try:
+            page = await self._fetch(before)
+        except ReefClientError as exc:
+            self.query_one("#filters", Static).update(Text(exc.message, style="red"))
+            return
+        finally:
+            if before is not None:
+                self._loading_older = False
+        if generation != self._generation:
+            return
+        records = self.query_one(RecordList)
+        if before is None:
+            records.set_rows(page["records"])
+        else:
+            records.extend_older(page["records"])
+        self._older_from = page["next_before"]
+
+    async def _fetch(self, before: int | None) -> RecordPage:
+        return await to_thread(
+            self.reef.client.records,
+            scenario=self.reef.scenario,
+            type=self.record_type,
+            unscored=self.unscored,
+            before=before,
+            limit=PAGE,
+        )
+
+    def on_record_list_near_end(self, message: RecordList.NearEnd) -> None:
+        if self._older_from is not None and not self._loading_older:
+            self._loading_older = True
+            self.run_worker(self._load_page(self._generation, self._older_from), group="older")
+
+    def on_record_list_columns_changed(self, message: RecordList.ColumnsChanged) -> None:
+        self.query_one("#records-header", Static).update(header_line(message.columns))
+
+    def _on_connection(self, connected: bool | None) -> None:
+        if connected:
+            self._show_filters()
+
+    # --- live -----------------------------------------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        records = self.query_one(RecordList)
+        if event.type == "report":
+            references = event.data.get("references") or []
+            if event.data.get("score") is not None:
+                records.set_score([str(ref) for ref in references], float(event.data["score"]))
+        row = event.record
+        if row is None or not self._wanted(row):
+            return
+        records.add_newest(cast(RecordRow, row), follow=self.follow)
+
+    def _wanted(self, row: dict[str, Any]) -> bool:
+        scenario = self.reef.scenario
+        return (
+            (scenario is None or row.get("scenario") == scenario)
+            and (self.record_type is None or row.get("type") == self.record_type)
+            and not (self.unscored and (row.get("type") != "inference" or row.get("score") is not None))
+        )
+
+    # --- actions --------------------------------------------------------------------------------------------
+
+    def on_record_list_opened(self, message: RecordList.Opened) -> None:
+        self.app.push_screen(RecordDetailScreen(message.row["id"]))
+
+    def action_score(self, key: str) -> None:
+        row = self._scoreable()
+        if row is not None:
+            send_report(self, row["scenario"], row["id"], score=KEY_SCORES[key], done=self._scored(row["id"]))
+
+    def action_feedback(self) -> None:
+        row = self._scoreable()
+        if row is None:
+            return
+
+        def sent(text: str | None) -> None:
+            if text:
+                send_report(self, row["scenario"], row["id"], feedback=text, done=self._scored(row["id"]))
+
+        self.app.push_screen(FeedbackScreen(row["id"]), sent)
+
+    def _scoreable(self) -> RecordRow | None:
+        row = self.query_one(RecordList).current
+        if row is None:
+            self.notify("no record selected", severity="warning")
+            return None
+        if row["type"] != "inference":
+            self.notify(f"a {row['type']} record takes no score; choose an inference record", severity="warning")
+            return None
+        return row
+
+    def _scored(self, record_id: str) -> Any:
+        def done(score: float | None) -> None:
+            records = self.query_one(RecordList)
+            if score is not None:
+                records.set_score([record_id], score)
+            if records.current is not None and records.current["id"] == record_id:
+                records.move_to_next_unscored()
+            self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)
+
+        return done
+
+    def action_toggle_unscored(self) -> None:
+        self.unscored = not self.unscored
+        self.reload()
+
+    def action_next_type(self) -> None:
+        self.record_type = TYPES[(TYPES.index(self.record_type) + 1) % len(TYPES)]
+        self.reload()
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        self._show_filters()
+        if self.follow:
+            self.query_one(RecordList).action_jump(0)
+
+    def _show_filters(self) -> None:
+        parts = [
+            f"scenario [b]{self.reef.scenario or 'all'}[/b]",
+            f"type [b]{self.record_type or 'all'}[/b]",
+            f"unscored [b]{'only' if self.unscored else 'too'}[/b]",
+            f"follow [b]{'on' if self.follow else 'off'}[/b]",
+        ]
+        self.query_one("#filters", Static).update(Text.from_markup("  ".join(parts)))

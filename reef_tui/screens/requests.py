@@ -1,0 +1,187 @@
+"""Change requests for one scenario: file one, watch its state and activity live, see its result, version and
+how-to-use text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from reef_cli.client import Event, ReefClientError
+from reef_cli.render import formats
+from reef_tui.screens.new_request import NewRequestScreen
+from reef_tui.widgets.daemon_bar import DaemonBar
+from reef_tui.widgets.request_view import RequestView
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+SHOWN = 50  # the newest requests listed
+COLUMNS = ("filed", "state", "result", "version", "request")
+
+
+class RequestsScreen(Screen[None]):
+    """A table of requests over the selected one's progress."""
+
+    SUB_TITLE = "requests"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "new_request", "New request"),
+        Binding("ctrl+r", "reload", "Reload"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scenario: str | None = None
+        self.progress: dict[str, dict[str, Any]] = {}
+
+    @property
+    def reef(self) -> ReefApp:
+        return cast("ReefApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DaemonBar(id="daemon-bar")
+        yield Static(id="requests-title", classes="screen-title")
+        table: DataTable[str] = DataTable(id="requests-table", cursor_type="row")
+        table.add_columns(*COLUMNS)
+        yield table
+        with VerticalScroll(id="request-scroll"):
+            yield RequestView(id="request-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reef.daemon_events.subscribe(self, self._on_event)
+        self.watch(self.reef, "scenario", lambda _: self.action_reload(), init=False)
+        self.watch(self.reef, "connected", self._on_connection, init=False)
+        self.action_reload()
+
+    def _on_connection(self, connected: bool | None) -> None:
+        if connected and self.scenario is None:
+            self.action_reload()
+
+    def action_reload(self) -> None:
+        self.scenario = self.reef.scenario_or_first()
+        title = self.query_one("#requests-title", Static)
+        view = self.query_one(RequestView)
+        if self.scenario is None:
+            title.update("no scenario yet")
+            view.say("send a request with the x-reef-scenario header, then come back; s picks a scenario")
+            return
+        title.update(f"change requests for [b]{self.scenario}[/b]  (n files one)")
+        self.run_worker(self._load, thread=True, group="requests", exclusive=True)
+
+    def _load(self) -> None:
+        scenario = self.scenario
+        if scenario is None:
+            return
+        try:
+            rows = self.reef.client.records(scenario=scenario, type="train", limit=SHOWN)["records"]
+            progress = [self.reef.client.request_progress(row["id"]) for row in rows]
+        except ReefClientError as exc:
+            self.app.call_from_thread(self.query_one(RequestView).say, exc.message, error=True)
+            return
+        self.app.call_from_thread(self._fill, progress)
+
+    def _fill(self, progress: list[dict[str, Any]]) -> None:
+        table: DataTable[str] = self.query_one(DataTable)
+        table.clear()
+        self.progress = {}
+        for entry in progress:
+            self._put(entry)
+        if not progress:
+            self.query_one(RequestView).say("no change requests yet: press n to file one")
+
+    def _put(self, progress: dict[str, Any]) -> None:
+        """Add or update one request's row; refresh the panel when it is the selected one."""
+        table: DataTable[str] = self.query_one(DataTable)
+        request_id = str(progress["id"])
+        cells = (
+            formats.clock(progress.get("created_at")),
+            str(progress.get("state")),
+            str(progress.get("result") or formats.MISSING),
+            str(progress.get("version") or formats.MISSING),
+            str(progress.get("text") or ""),
+        )
+        if request_id in self.progress:
+            for column, value in zip(table.columns, cells, strict=True):
+                table.update_cell(request_id, column, value)
+        else:
+            table.add_row(*cells, key=request_id)
+            if len(self.progress) > 0:  # newest first: move the new row to the top
+                table.sort(key=lambda row_key: -self._created(row_key))
+        self.progress[request_id] = progress
+        if self._selected() == request_id or len(self.progress) == 1:
+            self.query_one(RequestView).show(progress)
+
+    def _created(self, row_key: Any) -> float:
+        return float(self.progress.get(str(row_key.value), {}).get("created_at") or float("inf"))
+
+    def _selected(self) -> str | None:
+        table: DataTable[str] = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return str(key.value)
+
+    def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
+        progress = self.progress.get(str(message.row_key.value))
+        if progress is not None:
+            self.query_one(RequestView).show(progress)
+
+    # --- live -----------------------------------------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        if self.scenario is None or event.scenario != self.scenario:
+            return
+        if event.type == "request":
+            request = event.data.get("request") or event.record or {}
+            if request.get("id"):
+                self._refresh(str(request["id"]))
+        elif event.type in ("step", "release"):
+            for request_id, progress in self.progress.items():
+                if progress.get("state") != "settled":
+                    self._refresh(request_id)
+
+    def _refresh(self, request_id: str) -> None:
+        def work() -> None:
+            try:
+                progress = self.reef.client.request_progress(request_id)
+            except ReefClientError as exc:
+                self.app.call_from_thread(self.notify, exc.message, severity="error")
+                return
+            self.app.call_from_thread(self._put, progress)
+
+        self.run_worker(work, thread=True, group=f"request-{request_id}")
+
+    # --- filing ---------------------------------------------------------------------------------------------
+
+    def action_new_request(self) -> None:
+        scenario = self.scenario
+        if scenario is None:
+            self.notify("no scenario to file a request for yet", severity="warning")
+            return
+
+        def file(text: str | None) -> None:
+            if text:
+                self.run_worker(lambda: self._file(scenario, text), thread=True, group="file")
+
+        self.app.push_screen(NewRequestScreen(scenario), file)
+
+    def _file(self, scenario: str, text: str) -> None:
+        try:
+            answer = self.reef.client.train(scenario, text)
+            progress = self.reef.client.request_progress(answer["agent_record_id"])
+        except ReefClientError as exc:
+            self.app.call_from_thread(self.notify, exc.message, title="request refused", severity="error")
+            return
+        self.app.call_from_thread(self._filed, progress)
+
+    def _filed(self, progress: dict[str, Any]) -> None:
+        self._put(progress)
+        table: DataTable[str] = self.query_one(DataTable)
+        table.move_cursor(row=table.get_row_index(str(progress["id"])))
+        self.notify(f"request {progress['id'][:8]} filed", timeout=2)

@@ -1,0 +1,221 @@
+"""A scenario's versions, newest first: result, current and pending flags, the request that led to each; the
+files changed against the parent; promote, roll back and install, each behind a confirmation."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from reef_cli.client import Event, ReefClientError
+from reef_cli.render import formats
+from reef_tui.diffing import files_diff
+from reef_tui.screens.confirm import ConfirmScreen
+from reef_tui.screens.install import InstallScreen
+from reef_tui.widgets.daemon_bar import DaemonBar
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+COLUMNS = ("version", "operation", "result", "state", "when", "request")
+
+
+def state_of(release: dict[str, Any]) -> str:
+    """current / pending / promoted as vN / restorable, as the daemon flags them."""
+    if release.get("current"):
+        return "current"
+    if release.get("pending"):
+        return "pending"
+    if release.get("promoted_as"):
+        return f"promoted as {release['promoted_as']}"
+    return "restorable" if release.get("restorable") else ""
+
+
+class VersionsScreen(Screen[None]):
+    """Releases over the selected one's diff or metrics."""
+
+    SUB_TITLE = "versions"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "diff", "Diff"),
+        Binding("p", "promote", "Promote"),
+        Binding("b", "rollback", "Roll back"),
+        Binding("i", "install", "Install"),
+        Binding("ctrl+r", "reload", "Reload"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scenario: str | None = None
+        self.releases: dict[str, dict[str, Any]] = {}
+
+    @property
+    def reef(self) -> ReefApp:
+        return cast("ReefApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DaemonBar(id="daemon-bar")
+        yield Static(id="versions-title", classes="screen-title")
+        table: DataTable[str] = DataTable(id="versions-table", cursor_type="row")
+        table.add_columns(*COLUMNS)
+        yield table
+        with VerticalScroll(id="version-scroll"):
+            yield Static(id="version-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reef.daemon_events.subscribe(self, self._on_event)
+        self.watch(self.reef, "scenario", lambda _: self.action_reload(), init=False)
+        self.watch(self.reef, "connected", self._on_connection, init=False)
+        self.action_reload()
+
+    def _on_connection(self, connected: bool | None) -> None:
+        if connected and self.scenario is None:
+            self.action_reload()
+
+    def _on_event(self, event: Event) -> None:
+        if event.scenario == self.scenario and event.type in ("step", "release"):
+            self.action_reload()
+
+    def _view(self, renderable: Any) -> None:
+        self.query_one("#version-view", Static).update(renderable)
+
+    # --- loading --------------------------------------------------------------------------------------------
+
+    def action_reload(self) -> None:
+        self.scenario = self.reef.scenario_or_first()
+        if self.scenario is None:
+            self.query_one("#versions-title", Static).update("no scenario yet")
+            self._view(Text("versions appear once a scenario exists; s picks a scenario", style="dim"))
+            return
+        self.query_one("#versions-title", Static).update(f"versions of [b]{self.scenario}[/b]")
+        self.run_worker(self._load, thread=True, group="versions", exclusive=True)
+
+    def _load(self) -> None:
+        if self.scenario is None:
+            return
+        try:
+            releases = self.reef.client.releases(self.scenario)
+        except ReefClientError as exc:
+            self.app.call_from_thread(self._view, Text(exc.message, style="red"))
+            return
+        self.app.call_from_thread(self._fill, releases)
+
+    def _fill(self, releases: list[dict[str, Any]]) -> None:
+        table: DataTable[str] = self.query_one(DataTable)
+        selected = self._selected()
+        table.clear()
+        self.releases = {}
+        for release in releases:
+            key = f"{release.get('version')}:{release.get('release_id')}"
+            self.releases[key] = release
+            request = release.get("request") or {}
+            table.add_row(
+                str(release.get("version")),
+                str(release.get("operation")),
+                str(release.get("result")),
+                state_of(release),
+                formats.clock(release.get("created_at")),
+                str(request.get("text") or ""),
+                key=key,
+            )
+        if selected is not None and selected.get("version") is not None:
+            keys = list(self.releases)
+            chosen = next((k for k in keys if k.startswith(f"{selected['version']}:")), None)
+            if chosen is not None:
+                table.move_cursor(row=keys.index(chosen))
+        if not releases:
+            self._view(Text("no versions yet", style="dim"))
+
+    def _selected(self) -> dict[str, Any] | None:
+        table: DataTable[str] = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return self.releases.get(str(key.value))
+
+    def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
+        release = self.releases.get(str(message.row_key.value))
+        if release is not None:
+            self._view(self._summary(release))
+
+    def _summary(self, release: dict[str, Any]) -> Any:
+        request = release.get("request") or {}
+        lines = [f"{release.get('version')}  {release.get('operation')}  {release.get('result')}  {state_of(release)}"]
+        if request.get("text"):
+            lines.append(f"asked: {request['text']}")
+        metrics = release.get("metrics") or {}
+        if metrics:
+            lines.append(json.dumps(metrics, indent=2, ensure_ascii=False, default=str))
+        lines.append("d shows the files changed against its parent")
+        return Text("\n".join(lines))
+
+    # --- diff -----------------------------------------------------------------------------------------------
+
+    def action_diff(self) -> None:
+        release = self._selected()
+        if release is None or self.scenario is None:
+            return
+        scenario = self.scenario
+        self._view(Text(f"diffing {release.get('version')} against its parent …", style="dim"))
+        self.run_worker(lambda: self._diff(scenario, release), thread=True, group="diff", exclusive=True)
+
+    def _diff(self, scenario: str, release: dict[str, Any]) -> None:
+        if not release.get("release_id"):
+            self.app.call_from_thread(self._view, Text("this step published no release: nothing to diff"))
+            return
+        try:
+            child = self.reef.client.harness(scenario, release["release_id"])
+            parent_id = release.get("parent_release_id") or child.get("parent_release_id")
+            parent = self.reef.client.harness(scenario, parent_id)["files"] if parent_id else {}
+        except ReefClientError as exc:
+            self.app.call_from_thread(self._view, Text(exc.message, style="red"))
+            return
+        diff = files_diff(parent, child["files"])
+        shown: Any = Syntax(diff, "diff", word_wrap=True) if diff else Text("no files changed against the parent")
+        self.app.call_from_thread(self._view, shown)
+
+    # --- promote, roll back, install ------------------------------------------------------------------------
+
+    def action_promote(self) -> None:
+        self._change("promote", "Promote {v} of {s}: it becomes what the scenario serves.")
+
+    def action_rollback(self) -> None:
+        self._change("rollback", "Roll {s} back to {v}: a new version with its files becomes current.")
+
+    def _change(self, operation: str, question: str) -> None:
+        release, scenario = self._selected(), self.scenario
+        if release is None or scenario is None or not release.get("release_id"):
+            self.notify("choose a version that has a release", severity="warning")
+            return
+        version, release_id = str(release.get("version")), str(release["release_id"])
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(lambda: self._apply(scenario, operation, release_id), thread=True, group="change")
+
+        text = question.format(v=version, s=scenario)
+        self.app.push_screen(ConfirmScreen(text, "promote" if operation == "promote" else "roll back"), confirmed)
+
+    def _apply(self, scenario: str, operation: str, release_id: str) -> None:
+        try:
+            head = self.reef.client.change_release(scenario, operation, release_id)
+        except ReefClientError as exc:
+            self.app.call_from_thread(self.notify, exc.message, title=f"{operation} refused", severity="error")
+            return
+        self.app.call_from_thread(self.notify, f"{operation}: {head.get('version')} is the new head", timeout=3)
+        self.app.call_from_thread(self.action_reload)
+
+    def action_install(self) -> None:
+        release, scenario = self._selected(), self.scenario
+        if release is None or scenario is None or not release.get("release_id"):
+            self.notify("choose a version that has a release", severity="warning")
+            return
+        self.app.push_screen(InstallScreen(scenario, str(release["release_id"]), str(release.get("version"))))

@@ -1,0 +1,42 @@
+"""The line under the header: which daemon, its recipe, runtime and model — or, when it has gone away, that it
+has, while the screen keeps showing what it had."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from rich.text import Text
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from reef_tui.app import ReefApp
+
+
+def describe(url: str, status: dict[str, Any]) -> Text:
+    """`url · recipe R · runtime K · model M` (weights W when the runtime reports a weight version)."""
+    recipe = (status.get("recipe") or {}).get("name", "?")
+    runtime = status.get("runtime") or {}
+    parts = [url, f"recipe {recipe}", f"runtime {runtime.get('kind', '?')}"]
+    parts.append(f"model {runtime.get('model') or 'chosen by clients'}")
+    if runtime.get("weight_version") is not None:
+        parts.append(f"weights {runtime['weight_version']}")
+    return Text(" · ".join(parts), no_wrap=True, overflow="ellipsis")
+
+
+class DaemonBar(Static):
+    """Follows the app's connection state."""
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "connected", self._show, init=True)
+
+    def _show(self, connected: bool | None) -> None:
+        app = cast("ReefApp", self.app)
+        self.set_class(connected is False, "-gone")
+        if connected is None:
+            self.update(Text(f"connecting to {app.url} …", no_wrap=True, overflow="ellipsis"))
+        elif connected:
+            self.update(describe(app.url, app.daemon_status))
+        else:
+            self.update(
+                Text(f"✗ {app.gone_reason} — showing what was loaded; reconnecting", no_wrap=True, overflow="ellipsis")
+            )

@@ -1,0 +1,172 @@
+"""The records list: newest first, rendered line by line so only the visible rows cost anything — a list of
+100k records scrolls like one of ten. Older pages are asked for (`NearEnd`) as the cursor approaches the end."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from reef_cli.client import RecordRow
+from reef_cli.render.records import Column
+from reef_tui.widgets.record_columns import columns_for, row_line
+
+LOOKAHEAD = 60  # ask for the next older page when the cursor is this close to the end
+
+
+class RecordList(ScrollView, can_focus=True):
+    """Records newest first, with a cursor."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"record-list--cursor"}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home,g", "jump(0)", "Newest", show=False),
+        Binding("end,G", "jump(-1)", "Oldest loaded", show=False),
+        Binding("enter", "open", "Open"),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True)
+
+    class Opened(Message):
+        """Enter (or a double click) on a record."""
+
+        def __init__(self, row: RecordRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class NearEnd(Message):
+        """The cursor or the view is close to the oldest loaded record."""
+
+    class ColumnsChanged(Message):
+        """The width changed the columns shown; headers follow."""
+
+        def __init__(self, columns: list[Column]) -> None:
+            super().__init__()
+            self.columns = columns
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[RecordRow] = []
+        self._columns: list[Column] = []
+
+    # --- content --------------------------------------------------------------------------------------------
+
+    @property
+    def current(self) -> RecordRow | None:
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def set_rows(self, rows: list[RecordRow]) -> None:
+        """Replace everything (a new filter) and put the cursor on the newest."""
+        self.rows = list(rows)
+        self._resized()
+        self.cursor = 0
+        self.scroll_to(y=0, animate=False)
+
+    def extend_older(self, rows: list[RecordRow]) -> None:
+        """Append an older page, skipping records already shown."""
+        shown = {row["id"] for row in self.rows[-len(rows) :]} if rows else set()
+        self.rows.extend(row for row in rows if row["id"] not in shown)
+        self._resized()
+
+    def add_newest(self, row: RecordRow, *, follow: bool) -> None:
+        """A record that just arrived. Following: the cursor jumps to it; else it stays on the same record."""
+        if any(existing["id"] == row["id"] for existing in self.rows[:50]):
+            return
+        self.rows.insert(0, row)
+        self._resized()
+        if follow:
+            self.cursor = 0
+            self.scroll_to(y=0, animate=False)
+        elif len(self.rows) > 1:
+            self.cursor += 1
+            if self.scroll_offset.y > 0:
+                self.scroll_to(y=self.scroll_offset.y + 1, animate=False)
+
+    def set_score(self, record_ids: list[str], score: float | None) -> None:
+        """A report scored these records."""
+        wanted = set(record_ids)
+        for row in self.rows:
+            if row["id"] in wanted and row["type"] == "inference":
+                row["score"] = score
+        self.refresh()
+
+    def move_to_next_unscored(self) -> None:
+        """Put the cursor on the next older inference record without a score, if there is one loaded."""
+        for index in range(self.cursor + 1, len(self.rows)):
+            row = self.rows[index]
+            if row["type"] == "inference" and row["score"] is None:
+                self.cursor = index
+                return
+
+    # --- rendering ------------------------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        line = row_line(self.rows[index], self._columns)
+        style = base + self.get_component_rich_style("record-list--cursor") if index == self.cursor else base
+        strip = Strip(line.render(self.app.console)).apply_style(style)
+        return strip.extend_cell_length(width, style).crop(0, width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._resized()
+
+    def _resized(self) -> None:
+        width = self.scrollable_content_region.width
+        columns = columns_for(width)
+        if columns != self._columns:
+            self._columns = columns
+            self.post_message(self.ColumnsChanged(columns))
+        self.virtual_size = Size(width, len(self.rows))
+        self.refresh()
+
+    def watch_cursor(self, cursor: int) -> None:
+        if self.rows:
+            self.scroll_to_region(Region(0, cursor, 1, 1), animate=False, force=True)
+        self._check_end()
+        self.refresh()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._check_end()
+
+    def _check_end(self) -> None:
+        bottom = self.scroll_offset.y + self.size.height
+        if self.rows and max(self.cursor, bottom) >= len(self.rows) - LOOKAHEAD:
+            self.post_message(self.NearEnd())
+
+    # --- actions --------------------------------------------------------------------------------------------
+
+    def action_move(self, delta: int) -> None:
+        if self.rows:
+            self.cursor = max(0, min(len(self.rows) - 1, self.cursor + delta))
+
+    def action_page(self, direction: int) -> None:
+        self.action_move(direction * max(1, self.size.height - 1))
+
+    def action_jump(self, where: int) -> None:
+        if self.rows:
+            self.cursor = 0 if where == 0 else len(self.rows) - 1
+
+    def action_open(self) -> None:
+        if self.current is not None:
+            self.post_message(self.Opened(self.current))
+
+    def on_click(self, event: events.Click) -> None:
+        index = self.scroll_offset.y + event.y
+        if 0 <= index < len(self.rows):
+            self.cursor = index
+            if event.chain == 2:
+                self.action_open()

@@ -1,0 +1,48 @@
+"""Real daemons for the TUI tests, started with `reef start` in a temporary directory: the record-only recipe
+before the fake upstream, and the reefine recipe before the scripted proposer model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fake_proposer_model import FakeProposerModel
+from fake_upstream import FakeUpstream
+from tui_testing import Daemon, ModelThread, start_daemon
+
+
+@pytest.fixture(scope="session")
+def upstream_url() -> Iterator[str]:
+    model = ModelThread(FakeUpstream().app())
+    yield model.start()
+    model.stop()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Iterator[Daemon]:
+    """A record-only daemon per test module."""
+    running = start_daemon(tmp_path_factory.mktemp("reef"), upstream_url)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def proposer() -> Iterator[tuple[FakeProposerModel, str]]:
+    model = FakeProposerModel()
+    server = ModelThread(model.app())
+    yield model, server.start()
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def reefine_daemon(
+    tmp_path_factory: pytest.TempPathFactory, proposer: tuple[FakeProposerModel, str]
+) -> Iterator[Daemon]:
+    """A reefine daemon before the scripted proposer model, with a scenario `harness` in manual mode."""
+    _model, url = proposer
+    running = start_daemon(
+        tmp_path_factory.mktemp("reefine"), url, "--recipe", "reefine", "--inference.upstream-model", "fake-proposer"
+    )
+    running.post("/reef/scenarios", {"name": "harness"})
+    yield running
+    running.stop()
