@@ -1,0 +1,75 @@
+"""The real pi and Codex CLIs, each run headless through reef to the embedded model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from embedded.running import RunningReef
+
+TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin"
+PROMPT = "What is the capital of France? Answer in one sentence."
+
+
+def agent(name: str) -> Path:
+    path = TOOLS / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed; scripts/setup installs it into .tools/")
+    return path
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    base = {key: os.environ[key] for key in ("PATH", "LANG", "TERM") if key in os.environ}
+    return subprocess.run(
+        command, env={**base, **env}, cwd=cwd, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL
+    )
+
+
+def test_pi_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
+    pi = agent("pi")
+    config = tmp_path / "pi"
+    config.mkdir()
+    provider = {
+        "baseUrl": f"{reef.url}/v1",
+        "api": "openai-completions",
+        "apiKey": "REEF_API_KEY",
+        "headers": {"x-reef-scenario": "pi"},
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": "smollm2", "contextWindow": 8192, "maxTokens": 24}],
+    }
+    (config / "models.json").write_text(json.dumps({"providers": {"reef": provider}}))
+    # pi compacts a session whose context nears the window less a 16k reserve: with this model's 8k, at once.
+    (config / "settings.json").write_text(json.dumps({"compaction": {"enabled": False}}))
+    env = {"PI_CODING_AGENT_DIR": str(config), "PI_OFFLINE": "1", "REEF_API_KEY": "unused", "HOME": str(tmp_path)}
+    done = run([str(pi), "--provider", "reef", "--model", "smollm2", "--no-session", "-p", PROMPT], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    (record,) = reef.records("pi")
+    assert record["route"] == "/v1/chat/completions" and record["complete"] is True
+    assert reef.record(record["id"])["tokens"]["output_ids"]
+
+
+def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
+    codex = agent("codex")
+    home = tmp_path / "codex"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        'model = "smollm2"\n'
+        'model_provider = "reef"\n'
+        "[model_providers.reef]\n"
+        'name = "reef"\n'
+        f'base_url = "{reef.url}/v1"\n'
+        'env_key = "REEF_API_KEY"\n'
+        'wire_api = "responses"\n'
+        'http_headers = { "x-reef-scenario" = "codex" }\n'
+    )
+    env = {"CODEX_HOME": str(home), "REEF_API_KEY": "unused", "HOME": str(tmp_path)}
+    done = run([str(codex), "exec", "--skip-git-repo-check", PROMPT], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    records = reef.records("codex")
+    assert records and all(r["route"] == "/v1/responses" for r in records)
+    assert any(reef.record(r["id"]).get("tokens") for r in records)
