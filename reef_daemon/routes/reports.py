@@ -25,5 +25,6 @@ async def post_report(request: web.Request) -> web.Response:
     await daemon.ensure_scenario(scenario)
     report_id = body.get("agent_record_id") or new_record_id()
     draft = ClientRecordDraft(report_id, scenario, "report", time.time(), content, content_hash(scenario, content))
-    row, _created = await daemon.store.records.append_client_record(draft)
-    return json_response({"agent_record_id": row["id"], "scenario": scenario, "request_type": "report"})
+    row, created = await daemon.store.records.append_client_record(draft)
+    body = {"agent_record_id": row["id"], "scenario": scenario, "request_type": "report", "created": created}
+    return json_response(body)

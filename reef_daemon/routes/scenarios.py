@@ -35,7 +35,7 @@ async def list_scenarios(request: web.Request) -> web.Response:
         row["records"] = per_type.get("inference", 0)
         row["reports"] = per_type.get("report", 0)
         row["unscored"] = per_type.get("unscored", 0)
-        row["current_release"] = None
+        row["current_release"] = daemon.recipe.current_release(scenario.name)
         rows.append(row)
     return json_response({"scenarios": rows})
 
