@@ -101,10 +101,11 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def start_daemon(workdir: Path, upstream_url: str, *extra: str) -> Daemon:
-    """`reef start` on a free port; `extra` are more serve settings."""
+def start_daemon(workdir: Path, upstream_url: str, *extra: str, port: int = 0) -> Daemon:
+    """`reef start` on `port` (0: a free one); `extra` are more serve settings."""
     env = clean_env()
-    args = ["start", "--inference.upstream-url", upstream_url, "--reef.port", "0", "--reef.state-dir", ".reef", *extra]
+    args = ["start", "--inference.upstream-url", upstream_url, "--reef.port", str(port), "--reef.state-dir", ".reef"]
+    args += extra
     started = subprocess.run([*REEF, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stdout + started.stderr
     return Daemon(workdir, (workdir / ".reef" / "daemon.url").read_text().strip(), env)

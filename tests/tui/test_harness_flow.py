@@ -1,0 +1,59 @@
+"""Requests and versions against a real reefine daemon and the scripted proposer: a request filed from the app
+settles live; its pending version is diffed and promoted through the confirmation dialog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fake_proposer_model import FakeProposerModel, answer
+from rich.syntax import Syntax
+from textual.widgets import DataTable, Static
+from tui_testing import Daemon, until
+
+from reef_tui import ReefApp
+from reef_tui.screens.confirm import ConfirmScreen
+from reef_tui.screens.new_request import NewRequestScreen
+from reef_tui.screens.requests import RequestsScreen
+from reef_tui.screens.versions import VersionsScreen
+
+EXTENSION = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
+
+
+async def test_a_request_settles_and_its_version_is_promoted(
+    reefine_daemon: Daemon, proposer: tuple[FakeProposerModel, str]
+) -> None:
+    model, _url = proposer
+    model.script("answer", answer("Notify when done.\n\nHow to use: it notifies by itself.", EXTENSION))
+    app = ReefApp(reefine_daemon.url, scenario="harness")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await pilot.press("e")
+        requests = await until(pilot, lambda: isinstance(app.screen, RequestsScreen) and app.screen, "requests")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewRequestScreen), "the request box")
+        await pilot.press(*"notify me when done", "enter")
+
+        def settled() -> dict[str, Any] | None:
+            done = [p for p in requests.progress.values() if p.get("state") == "settled"]
+            return done[0] if done else None
+
+        progress = await until(pilot, settled, "the request to settle on screen")
+        assert (progress["result"], progress["version"]) == ("pending", "v1")
+        assert progress["how_to_use"] == "it notifies by itself."
+
+        await pilot.press("v")
+        versions = await until(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen, "versions")
+        await until(pilot, lambda: versions.query_one(DataTable).row_count == 2, "v1 and v0 listed")
+        assert versions.releases[next(iter(versions.releases))]["pending"] is True
+        await pilot.press("d")
+        view = versions.query_one("#version-view", Static)
+        diff = await until(pilot, lambda: isinstance(view.content, Syntax) and view.content, "the diff")
+        assert "+++ b/pi-agent/extensions/notify.ts" in diff.code
+
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        releases = lambda: reefine_daemon.get("/reef/scenarios/harness/releases")["releases"]  # noqa: E731
+        head = await until(pilot, lambda: releases()[0]["operation"] == "promote" and releases()[0], "the promote")
+        assert (head["version"], head["current"]) == ("v2", True)
+        await until(pilot, lambda: versions.query_one(DataTable).row_count == 3, "the promoted version listed")

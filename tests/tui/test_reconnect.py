@@ -1,0 +1,35 @@
+"""When the daemon goes away the app says so, keeps what it shows, and picks up by itself when it is back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui_testing import start_daemon, until
+
+from reef_tui import ReefApp
+from reef_tui.widgets.daemon_bar import DaemonBar
+from reef_tui.widgets.record_list import RecordList
+
+
+async def test_gone_then_back_without_a_keypress(tmp_path: Path, upstream_url: str) -> None:
+    daemon = start_daemon(tmp_path, upstream_url)
+    first = daemon.chat()
+    port = int(daemon.url.rsplit(":", 1)[1])
+    app = ReefApp(daemon.url)
+    async with app.run_test(size=(100, 30)) as pilot:
+        records = app.screen.query_one(RecordList)
+        await until(pilot, lambda: [row["id"] for row in records.rows] == [first], "the first record")
+        daemon.stop()
+        await until(pilot, lambda: app.connected is False, "the app to notice the daemon is gone")
+        bar = app.screen.query_one(DaemonBar)
+        assert bar.has_class("-gone") and "reconnecting" in str(bar.content)
+        assert [row["id"] for row in records.rows] == [first]  # what it showed stays
+
+        daemon = start_daemon(tmp_path, upstream_url, port=port)
+        try:
+            await until(pilot, lambda: app.connected, "the app to reconnect")
+            second = daemon.chat()
+            await until(pilot, lambda: records.rows[0]["id"] == second, "a record made after the restart")
+            assert not bar.has_class("-gone")
+        finally:
+            daemon.stop()
