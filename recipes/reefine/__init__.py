@@ -44,7 +44,7 @@ class ReefineRecipe(Recipe):
         self.harness.open(store)
         self.progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
-        self._steps = HarnessSteps(self.harness, self.progress, runtime, model)
+        self._steps = HarnessSteps(self.harness, self.progress, runtime, model, self.settings.harness.max_tokens)
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)

@@ -19,11 +19,14 @@ REVIEW_KIND = "extension"  # changes that run code in the agent's process wait f
 
 
 class HarnessSteps:
-    def __init__(self, harness: HarnessHost, progress: RequestProgress, runtime: Runtime, model: str) -> None:
+    def __init__(
+        self, harness: HarnessHost, progress: RequestProgress, runtime: Runtime, model: str, max_tokens: int
+    ) -> None:
         self._harness = harness
         self._progress = progress
         self._runtime = runtime
         self._model = model
+        self._max_tokens = max_tokens
 
     async def for_request(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
         """One change request, start to end. Its progress is durable; the committed step settles it."""
@@ -36,7 +39,7 @@ class HarnessSteps:
 
         served = await self._harness.served(scenario)
         tree = await self._harness.tree(scenario, served.release_id)
-        model = ServedModel(self._runtime, self._model)
+        model = ServedModel(self._runtime, self._model, self._max_tokens)
         try:
             proposal = await propose_for_request(model, text, tree, self._harness.adapter, note)
         except ModelFailed as exc:
@@ -69,7 +72,7 @@ class HarnessSteps:
         tree = await self._harness.tree(scenario, served.release_id)
         referenced = [row for row in unit.get("referenced", []) if row.get("type") == "inference"]
         traces = [{"score": str(unit.get("score")), "text": _trace(row)} for row in referenced]
-        model = ServedModel(self._runtime, self._model)
+        model = ServedModel(self._runtime, self._model, self._max_tokens)
 
         async def note(line: str) -> None:
             return None  # a failure-driven step has no request page; its metrics carry the outcome

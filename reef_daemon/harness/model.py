@@ -22,6 +22,7 @@ class ModelFailed(Exception):
 class ServedModel:
     runtime: Runtime
     model: str
+    max_tokens: int = 8192  # a cap on every call (harness.max-tokens), for small or slow models
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -31,7 +32,7 @@ class ServedModel:
         payload = {
             "model": self.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "max_tokens": max_tokens,
+            "max_tokens": min(max_tokens, self.max_tokens),
             "temperature": 0.2,
             "stream": False,
         }
