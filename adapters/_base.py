@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from adapters._agent import AgentSide
 from reef_daemon.harness.tree import Entry
 
 SKILL_DESCRIPTION_LIMIT = 200
@@ -18,13 +19,15 @@ class RenderRefused(ValueError):
 
 @dataclass(frozen=True)
 class Adapter:
-    """One coding agent: `render` turns a tree into `{relative path: text}`, binding-free."""
+    """One coding agent: `render` turns a tree into `{relative path: text}`, binding-free; `agent` says how it is
+    installed and started on the person's machine."""
 
     name: str
     title: str
     binary: str
     renders: Mapping[str, str]  # kind -> where it goes (a path pattern), for the kinds this adapter renders
     render: Callable[[list[Entry]], dict[str, str]]
+    agent: AgentSide
     notes: tuple[str, ...] = ()
 
     def describe(self) -> dict[str, Any]:

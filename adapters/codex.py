@@ -1,15 +1,27 @@
 """codex (OpenAI Codex CLI): everything lives under `codex/`, which `CODEX_HOME` points at.
 
 Codex loads no custom prompts, so a command becomes a skill the person types as `$name`. Codex hooks run outside
-its command sandbox, so extensions are refused.
+its command sandbox, so extensions are refused. The model binding is a `reef` provider in `config.toml` speaking
+the Responses API (the only one codex speaks); /reefine and /versions are the skills `$reefine` and `$versions`.
 """
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from adapters._agent import (
+    RELEASE_HEADER,
+    SCENARIO_HEADER,
+    SESSION_ENV,
+    SESSION_HEADER,
+    TOKEN_ENV,
+    AgentSide,
+    Binding,
+)
 from adapters._base import (
     Adapter,
     RenderRefused,
@@ -21,6 +33,7 @@ from adapters._base import (
     rules_file,
     with_frontmatter,
 )
+from adapters._reef_commands import reef_commands
 from reef_daemon.harness.tree import Entry
 
 RENDERS = {
@@ -85,11 +98,45 @@ def render(entries: list[Entry]) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+CONFIG = "codex/config.toml"
+
+
+def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
+    """Point codex at reef: a `reef` provider (token from a variable, scenario and tags as headers) and the model."""
+    config = tomllib.loads(files.get(CONFIG, ""))
+    config["model"] = binding.model
+    config["model_provider"] = "reef"
+    config["model_providers"] = {
+        "reef": {
+            "name": "reef",
+            "base_url": f"{binding.url}/v1",
+            "env_key": TOKEN_ENV,
+            "wire_api": "responses",
+            "supports_websockets": False,
+            "http_headers": {SCENARIO_HEADER: binding.scenario, RELEASE_HEADER: binding.release_id},
+            "env_http_headers": {SESSION_HEADER: SESSION_ENV},
+        }
+    }
+    return dict(sorted({**files, CONFIG: tomli_w.dumps(config)}.items()))
+
+
+def _env(root: Path, binding: Binding) -> dict[str, str]:
+    return {"CODEX_HOME": str(root / "codex")}
+
+
 ADAPTER = Adapter(
     name="codex",
     title="OpenAI Codex CLI",
     binary="codex",
     renders=RENDERS,
     render=render,
+    agent=AgentSide(
+        package="npm install -g @openai/codex",
+        bind=bind,
+        env=_env,
+        args=lambda root, args: list(args),
+        reef_entries=reef_commands("codex", "$"),
+        headless=lambda prompt: ["exec", "--skip-git-repo-check", prompt],
+    ),
     notes=("commands become skills typed as $<name>", "extensions are refused: codex hooks run outside its sandbox"),
 )

@@ -1,15 +1,27 @@
 """dsh (DeepSeek Harness): its home `dsh/` (`DSH_HOME`) holds rules, skills and the headless profile's patch;
 commands are user-invocable skills in the second skill root `dsh-agents/` (`DSH_AGENTS_HOME`).
 
-The tree's config is an object keyed by plugin id; dsh wants a YAML list of `{id, ...}` rows.
+The tree's config is an object keyed by plugin id; dsh wants a YAML list of `{id, ...}` rows. The model binding is
+a `reef` provider of the `llm-pi-ai` plugin speaking Anthropic Messages (what dsh speaks), in a patch of its own
+that the wrapper applies to whichever profile runs; /reefine and /versions are user-invocable skills.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from adapters._agent import (
+    RELEASE_HEADER,
+    SCENARIO_HEADER,
+    SESSION_ENV,
+    SESSION_HEADER,
+    TOKEN_ENV,
+    AgentSide,
+    Binding,
+)
 from adapters._base import (
     Adapter,
     RenderRefused,
@@ -21,6 +33,7 @@ from adapters._base import (
     rules_file,
     with_frontmatter,
 )
+from adapters._reef_commands import reef_commands
 from reef_daemon.harness.tree import Entry
 
 PATCH = "dsh/profiles/headless/cordis.patch.yml"
@@ -72,11 +85,71 @@ def render(entries: list[Entry]) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+BINDING_PATCH = "dsh/reef-binding.patch.yml"
+
+
+class _Js(str):
+    """A dsh loader expression, written as a `!!js` YAML scalar."""
+
+
+class _PatchDumper(yaml.SafeDumper):
+    pass
+
+
+_PatchDumper.add_representer(_Js, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:js", str(value)))
+
+
+def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
+    """A patch adding the `reef` provider (token from a variable, scenario and tags as headers) as the default."""
+    provider = {
+        "displayName": "reef",
+        "api": "anthropic-messages",
+        "apiKeyEnv": TOKEN_ENV,
+        "baseURL": binding.url,
+        "headers": {
+            SCENARIO_HEADER: binding.scenario,
+            RELEASE_HEADER: binding.release_id,
+            SESSION_HEADER: _Js(f"process.env.{SESSION_ENV} ?? ''"),
+        },
+        "models": [{"id": binding.model}],
+    }
+    rows = [
+        {"id": "llm-pi-ai", "config": {"providers": {"reef": provider}}},
+        {"id": "agent-default-model", "config": {"provider": "reef", "model": binding.model}},
+    ]
+    patch = yaml.dump(rows, Dumper=_PatchDumper, sort_keys=True, allow_unicode=True)
+    return dict(sorted({**files, BINDING_PATCH: patch}.items()))
+
+
+def _env(root: Path, binding: Binding) -> dict[str, str]:
+    return {
+        "DSH_HOME": str(root / "dsh"),
+        "DSH_AGENTS_HOME": str(root / "dsh-agents"),
+        "DSH_TELEMETRY_MODE": "DISABLED",
+        # dsh's built-in provider reads this; pointed at reef, nothing can reach another model by accident.
+        "DEEPSEEK_BASE_URL": binding.url,
+    }
+
+
+def _args(root: Path, args: list[str]) -> list[str]:
+    """`[profile] [app args]` (the profile defaults to headless) with the binding patch applied after the profile."""
+    profile, rest = (args[0], args[1:]) if args and not args[0].startswith("-") else ("headless", args)
+    return ["--profile", profile, "--patch", str(root / BINDING_PATCH), *rest]
+
+
 ADAPTER = Adapter(
     name="dsh",
     title="DeepSeek Harness",
     binary="dsh",
     renders=RENDERS,
     render=render,
+    agent=AgentSide(
+        package="pip install deepseek-harness-runtime-bin",
+        bind=bind,
+        env=_env,
+        args=_args,
+        reef_entries=reef_commands("dsh", "/"),
+        headless=lambda prompt: ["headless", prompt],
+    ),
     notes=("commands are user-invocable skills typed as /<name>", "extensions are refused"),
 )

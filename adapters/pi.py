@@ -1,9 +1,24 @@
-"""pi (the pi coding agent): everything lives under `pi-agent/`, which `PI_CODING_AGENT_DIR` points at."""
+"""pi (the pi coding agent): everything lives under `pi-agent/`, which `PI_CODING_AGENT_DIR` points at.
+
+The model binding is a `reef` provider in `models.json` plus the default model in `settings.json`; reef's own
+extension (`reef-requests`) adds /reefine and /versions to every session.
+"""
 
 from __future__ import annotations
 
 import json
+from importlib import resources
+from pathlib import Path
 
+from adapters._agent import (
+    RELEASE_HEADER,
+    SCENARIO_HEADER,
+    SESSION_ENV,
+    SESSION_HEADER,
+    TOKEN_ENV,
+    AgentSide,
+    Binding,
+)
 from adapters._base import (
     Adapter,
     first_line,
@@ -55,12 +70,63 @@ def render(entries: list[Entry]) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+MODELS = "pi-agent/models.json"
+SETTINGS = "pi-agent/settings.json"
+# What pi itself writes into settings.json (preferences); every other key keeps what the install wrote.
+PREFERENCE_KEYS = frozenset(
+    {"lastChangelogVersion", "defaultProvider", "defaultModel", "defaultThinkingLevel", "theme", "hideThinkingBlock"}
+)
+
+
+def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
+    """Add the `reef` provider (token by variable name, scenario and tags as headers) and make it the default."""
+    provider = {
+        "baseUrl": f"{binding.url}/v1",
+        "api": "openai-completions",
+        "apiKey": TOKEN_ENV,  # pi reads a value naming an environment variable from that variable
+        "headers": {
+            SCENARIO_HEADER: binding.scenario,
+            SESSION_HEADER: SESSION_ENV,
+            RELEASE_HEADER: binding.release_id,
+        },
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": binding.model}],
+    }
+    settings = json.loads(files.get(SETTINGS, "{}"))
+    settings.update(defaultProvider="reef", defaultModel=binding.model)
+    bound = {
+        **files,
+        MODELS: json.dumps({"providers": {"reef": provider}}, indent=2, sort_keys=True) + "\n",
+        SETTINGS: json.dumps(settings, indent=2, sort_keys=True) + "\n",
+    }
+    return dict(sorted(bound.items()))
+
+
+def _env(root: Path, binding: Binding) -> dict[str, str]:
+    return {"PI_CODING_AGENT_DIR": str(root / "pi-agent"), "PI_SKIP_VERSION_CHECK": "1"}
+
+
+EXTENSION = Entry(
+    "reef-requests",
+    "extension",
+    {"name": "reef-requests", "code": resources.files("adapters").joinpath("pi_reef_extension.ts").read_text()},
+)
+
 ADAPTER = Adapter(
     name="pi",
     title="pi coding agent",
     binary="pi",
     renders=RENDERS,
     render=render,
+    agent=AgentSide(
+        package="npm install -g @mariozechner/pi-coding-agent",
+        bind=bind,
+        env=_env,
+        args=lambda root, args: list(args),
+        reef_entries=(EXTENSION,),
+        headless=lambda prompt: ["-p", prompt],
+        state_keys={SETTINGS: PREFERENCE_KEYS},
+    ),
     notes=(
         "commands are prompt templates typed as /<name>",
         "extensions run in pi's process; they are held for review",

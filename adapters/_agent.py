@@ -1,0 +1,65 @@
+"""What an adapter knows about running its agent on the person's machine.
+
+The served tree is binding-free. At install time each adapter adds its model binding (this daemon's URL, the
+scenario, the served model, the installed release) and reef's own in-session entries; the wrapper then starts
+the agent with its home pointed at the install root. The token is never written into any of these files: every
+binding names the `REEF_TOKEN` variable, which the wrapper sets from the token saved at install time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reef_daemon.harness.tree import Entry
+
+TOKEN_ENV = "REEF_TOKEN"  # noqa: S105 - the name of a variable, not a secret
+SESSION_ENV = "REEF_HARNESS_SESSION"
+SCENARIO_HEADER = "x-reef-scenario"
+SESSION_HEADER = "x-reef-tag-session"
+RELEASE_HEADER = "x-reef-tag-release"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where the agent's model calls go: reef's URL (no trailing slash), the scenario, the model and the release."""
+
+    url: str
+    scenario: str
+    model: str
+    release_id: str
+
+
+@dataclass(frozen=True)
+class AgentSide:
+    """How one agent is installed and started.
+
+    `bind` returns the rendered files with the binding added (it may change tree files, such as a config file the
+    tree also writes). `env` is the agent-specific environment for a session run from `root`; `args` turns the
+    person's arguments into the agent's. `state_keys` names JSON files the agent rewrites in place and the keys it
+    may change there (its preferences); everything else the install wrote must keep its content.
+    """
+
+    package: str
+    bind: Callable[[dict[str, str], Binding], dict[str, str]]
+    env: Callable[[Path, Binding], dict[str, str]]
+    args: Callable[[Path, list[str]], list[str]]
+    reef_entries: tuple[Entry, ...]
+    headless: Callable[[str], list[str]]
+    state_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+def checked_digest(data: bytes, state_keys: frozenset[str] | None = None) -> str:
+    """SHA-256 of what must not change in a file: all of it, or for a JSON file the agent edits, all but its keys."""
+    if state_keys:
+        try:
+            value = json.loads(data)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            kept = {key: item for key, item in value.items() if key not in state_keys}
+            data = json.dumps(kept, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,43 @@
+"""reef's own in-session commands for agents without extensions (codex, dsh): `reefine` and `versions` as command
+entries whose text tells the session's model to drive the `reef-<adapter>` wrapper. Their ids are reserved, so no
+proposal can change them (see `reef_daemon.harness.admission.RESERVED_IDS`)."""
+
+from __future__ import annotations
+
+from reef_daemon.harness.tree import Entry
+
+_REEFINE = """\
+# Ask reef to change this harness: {typed} <what to change>
+
+The person's request is the text they typed after {typed}. Never edit harness files yourself: reef's proposer writes
+the change, checks it and publishes it as a new version.
+
+1. If the environment variable REEF_HARNESS_WRAPPER is unset, say that this session was not started with
+   {wrapper} and stop.
+2. Run this once, with the request as one quoted argument (it reaches reef over the network, so ask to run it
+   outside the sandbox if you must; allow it up to 30 minutes):
+   "$REEF_HARNESS_WRAPPER" evolve "<the request>" --wait
+3. Tell the person the result line it printed and its "How to use" line, if any.
+4. If a version was published, ask whether to install it. On yes run "$REEF_HARNESS_WRAPPER" update and tell them
+   to start a new session to use it.
+"""
+
+_VERSIONS = """\
+# List this harness's versions, or install one: {typed} [vN install]
+
+1. If the environment variable REEF_HARNESS_WRAPPER is unset, say that this session was not started with
+   {wrapper} and stop.
+2. Run "$REEF_HARNESS_WRAPPER" versions and show the person its table as it is.
+3. If they asked to install a version (for example "{typed} v3 install"), ask them to confirm, then run
+   "$REEF_HARNESS_WRAPPER" update --release v3 and tell them to start a new session to use it. Never install a
+   version they did not name.
+"""
+
+
+def reef_commands(adapter: str, prefix: str) -> tuple[Entry, ...]:
+    """The reserved `reefine` and `versions` command entries for an agent whose commands are typed `<prefix>name`."""
+    wrapper = f"reef-{adapter}"
+    return tuple(
+        Entry(name, "command", {"name": name, "text": text.format(typed=f"{prefix}{name}", wrapper=wrapper)})
+        for name, text in (("reefine", _REEFINE), ("versions", _VERSIONS))
+    )
