@@ -41,7 +41,7 @@ class ReefApp(App[None]):
     DEFAULT_MODE = "records"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
-        Binding("f1,question_mark", "help", "Help", key_display="?"),
+        Binding("f1,question_mark", "help", "Help", key_display="? / F1", show=False),
         Binding("r", "switch_mode('records')", "Records", show=False),
         Binding("e", "switch_mode('requests')", "Requests", show=False),
         Binding("v", "switch_mode('versions')", "Versions", show=False),

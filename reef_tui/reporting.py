@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from textual.binding import Binding
 from textual.screen import Screen
 
 from reef_cli.client import ReefClientError
-from reef_tui.scoring import KEY_SCORES
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp
@@ -36,9 +34,3 @@ def send_report(
         app.call_from_thread(done, score)
 
     screen.run_worker(work, thread=True, group="report")
-
-
-def score_bindings() -> list[Binding]:
-    """One binding per scoring key (the footer shows them once, as `1-5 Score`)."""
-    shown = Binding("1", "score('1')", "Score", key_display="1-5")
-    return [shown, *(Binding(key, f"score('{key}')", show=False) for key in KEY_SCORES if key != "1")]

@@ -44,7 +44,7 @@ def help_text() -> str:
     scores += [f"| `{key}` | {score:g} |" for key, score in score_table()]
     sections = [
         INTRO,
-        _keys("Everywhere", [*ReefApp.BINDINGS, Binding("f1", "", "This help", key_display="? / F1")]),
+        _keys("Everywhere", ReefApp.BINDINGS),
         _keys("Records", RecordsScreen.BINDINGS),
         "\n".join(scores),
         _keys("Record detail", RecordDetailScreen.BINDINGS),

@@ -14,7 +14,8 @@ from textual.widgets import Footer, Header, Static
 
 from reef_cli.client import Event, ReefClientError
 from reef_cli.render.record import record_view
-from reef_tui.reporting import score_bindings, send_report
+from reef_tui.bindings import HELP, score_bindings
+from reef_tui.reporting import send_report
 from reef_tui.scoring import KEY_SCORES
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.widgets.daemon_bar import DaemonBar
@@ -29,6 +30,7 @@ class RecordDetailScreen(Screen[None]):
     SUB_TITLE = "record"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
+        HELP,
         *score_bindings(),
         Binding("f", "feedback", "Feedback"),
     ]

@@ -12,7 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from reef_cli.client import Event, RecordPage, RecordRow, ReefClientError
-from reef_tui.reporting import score_bindings, send_report
+from reef_tui.bindings import HELP, score_bindings
+from reef_tui.reporting import send_report
 from reef_tui.scoring import KEY_SCORES
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
@@ -32,6 +33,7 @@ class RecordsScreen(Screen[None]):
 
     SUB_TITLE = "records"
     BINDINGS: ClassVar[list[BindingType]] = [
+        HELP,
         *score_bindings(),
         Binding("f", "feedback", "Feedback"),
         Binding("u", "toggle_unscored", "Unscored"),

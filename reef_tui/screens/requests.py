@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from reef_cli.client import Event, ReefClientError
 from reef_cli.render import formats
+from reef_tui.bindings import HELP
 from reef_tui.screens.new_request import NewRequestScreen
 from reef_tui.widgets.daemon_bar import DaemonBar
 from reef_tui.widgets.request_view import RequestView
@@ -29,6 +30,7 @@ class RequestsScreen(Screen[None]):
 
     SUB_TITLE = "requests"
     BINDINGS: ClassVar[list[BindingType]] = [
+        HELP,
         Binding("n", "new_request", "New request"),
         Binding("ctrl+r", "reload", "Reload"),
     ]
@@ -92,7 +94,10 @@ class RequestsScreen(Screen[None]):
         self.progress = {}
         for entry in progress:
             self._put(entry)
-        if not progress:
+        selected = self._selected()
+        if selected is not None:
+            self.query_one(RequestView).show(self.progress[selected])
+        else:
             self.query_one(RequestView).say("no change requests yet: press n to file one")
 
     def _put(self, progress: dict[str, Any]) -> None:

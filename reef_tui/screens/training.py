@@ -15,6 +15,7 @@ from textual.widgets import Footer, Header, Static
 
 from reef_cli.client import Event, ReefClientError
 from reef_cli.render import formats
+from reef_tui.bindings import HELP
 from reef_tui.widgets.daemon_bar import DaemonBar
 from reef_tui.widgets.metric_line import MetricLine
 
@@ -62,7 +63,7 @@ class TrainingScreen(Screen[None]):
     """Live with every committed step of the scenario."""
 
     SUB_TITLE = "training"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+r", "reload", "Reload")]
+    BINDINGS: ClassVar[list[BindingType]] = [HELP, Binding("ctrl+r", "reload", "Reload")]
 
     def __init__(self) -> None:
         super().__init__()

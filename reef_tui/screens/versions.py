@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from reef_cli.client import Event, ReefClientError
 from reef_cli.render import formats
+from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
 from reef_tui.screens.confirm import ConfirmScreen
 from reef_tui.screens.install import InstallScreen
@@ -43,6 +44,7 @@ class VersionsScreen(Screen[None]):
 
     SUB_TITLE = "versions"
     BINDINGS: ClassVar[list[BindingType]] = [
+        HELP,
         Binding("d", "diff", "Diff"),
         Binding("p", "promote", "Promote"),
         Binding("b", "rollback", "Roll back"),

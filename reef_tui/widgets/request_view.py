@@ -49,8 +49,13 @@ def _line(entry: Any) -> str:
 class RequestView(Static):
     """Shows one request's progress, or a sentence when there is none to show."""
 
+    shown: str | None = None
+    """The id of the request on show, if one is."""
+
     def show(self, progress: dict[str, Any]) -> None:
+        self.shown = str(progress.get("id"))
         self.update(request_view(progress))
 
     def say(self, sentence: str, *, error: bool = False) -> None:
+        self.shown = None
         self.update(Text(sentence, style="red" if error else "dim"))

@@ -1,0 +1,110 @@
+"""Every screen as an SVG at 80x24 and 160x48, from fixed data (ids, times and answers never change).
+
+Update after an intended change: pytest tests/tui/test_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from rich.syntax import Syntax
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Sparkline, Static
+from tui_fixed import FixedClient, receipt
+from tui_testing import until
+
+from reef_tui import ReefApp
+from reef_tui.screens.help import HelpScreen
+from reef_tui.screens.record_detail import RecordDetailScreen
+from reef_tui.widgets.metric_line import MetricLine
+from reef_tui.widgets.record_list import RecordList
+from reef_tui.widgets.request_view import RequestView
+
+SIZES = [(80, 24), (160, 48)]
+Prepare = Callable[[Pilot[Any]], Awaitable[None]]
+
+
+@pytest.fixture(autouse=True)
+def utc() -> Iterator[None]:
+    """Times render in UTC whatever the machine's zone."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+async def records(pilot: Pilot[Any]) -> None:
+    await until(pilot, lambda: len(pilot.app.screen.query_one(RecordList).rows) > 20, "the fixed records")
+    await until(pilot, lambda: pilot.app.connected, "the status")
+
+
+async def record_detail(pilot: Pilot[Any]) -> None:
+    await records(pilot)
+    await pilot.press("down", "enter")
+    await until(pilot, lambda: getattr(pilot.app.screen, "record", None) is not None, "the record")
+    assert isinstance(pilot.app.screen, RecordDetailScreen)
+
+
+async def requests(pilot: Pilot[Any]) -> None:
+    await records(pilot)
+    await pilot.press("e")
+    await until(pilot, lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 2, "two requests")
+    view = pilot.app.screen.query_one(RequestView)
+    await until(pilot, lambda: view.shown == receipt(500), "the newest request's progress")
+
+
+async def versions(pilot: Pilot[Any]) -> None:
+    await records(pilot)
+    await pilot.press("v")
+    await until(pilot, lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 3, "three versions")
+    await pilot.press("d")
+    view = pilot.app.screen.query_one("#version-view", Static)
+    await until(pilot, lambda: isinstance(view.content, Syntax), "the diff")
+
+
+async def training(pilot: Pilot[Any]) -> None:
+    await records(pilot)
+    await pilot.press("t")
+    await until(pilot, lambda: _sparks_filled(pilot), "the sparklines")
+
+
+async def help_page(pilot: Pilot[Any]) -> None:
+    await records(pilot)
+    await pilot.press("question_mark")
+    await until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), "the help screen")
+
+
+def _rows(pilot: Pilot[Any]) -> int:
+    return pilot.app.screen.query_one(DataTable).row_count
+
+
+def _sparks_filled(pilot: Pilot[Any]) -> bool:
+    lines = pilot.app.screen.query(MetricLine)
+    return bool(lines) and all(line.query_one(Sparkline).data for line in lines)
+
+
+SCREENS: dict[str, tuple[str, str | None, Prepare]] = {  # recipe, scenario, how to get there
+    "records": ("reefine", None, records),
+    "record_detail": ("reefine", None, record_detail),
+    "requests": ("reefine", "demo", requests),
+    "versions": ("reefine", "demo", versions),
+    "training": ("sao", "demo", training),
+    "help": ("reefine", None, help_page),
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_screen(screen: str, size: tuple[int, int], snap_compare: Any) -> None:
+    recipe, scenario, prepare = SCREENS[screen]
+    app = ReefApp("http://127.0.0.1:8900", scenario=scenario, client=FixedClient(recipe), follow=False)
+    assert snap_compare(app, terminal_size=size, run_before=prepare)

@@ -1,0 +1,151 @@
+"""A daemon client with fixed answers (fixed ids and times), so snapshots of the app's screens are the same on
+every run. Only for tests: the product talks to a real daemon."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from reef_cli.client import Event, RecordPage, RecordRow, ReefClient, ReportAck
+
+T0 = 1767268800.0  # 2026-01-01 12:00:00 UTC
+URL = "http://127.0.0.1:8900"
+QUESTIONS = ["What is the capital of France?", "Write a haiku about tests.", "List three prime numbers."]
+
+
+def receipt(n: int) -> str:
+    return f"{n:032x}"
+
+
+def row(n: int) -> RecordRow:
+    """Inference record n: a chat in scenario demo, every third one scored."""
+    return {
+        "sequence": n,
+        "id": receipt(n),
+        "scenario": "demo" if n % 4 else "ci",
+        "type": "inference",
+        "created_at": T0 + 60 * n,
+        "route": "/v1/chat/completions" if n % 2 else "/v1/messages",
+        "model": "fake-model",
+        "status": 200 if n % 7 else 502,
+        "complete": True,
+        "duration_ms": 120.0 + 17 * n,
+        "usage": {"input_tokens": 12 + n, "output_tokens": 7 + n},
+        "score": [None, 0.75, None][n % 3],
+        "release": None,
+    }
+
+
+def detail(n: int) -> dict[str, Any]:
+    question = QUESTIONS[n % len(QUESTIONS)]
+    return {
+        **row(n),
+        "request": {"model": "fake-model", "messages": [{"role": "user", "content": question}]},
+        "response": {
+            "id": "chatcmpl-fixed",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "**Paris** is the capital."}}],
+        },
+        "error": None,
+        "timings": {"ttft_ms": 80.0, "duration_ms": row(n)["duration_ms"], "overhead_ms": 0.42},
+        "tags": {"session": "s-1"},
+        "reports": [{"id": receipt(900 + n), "created_at": T0 + 3600, "score": 0.75, "feedback": "good and short"}],
+    }
+
+
+def releases(recipe: str) -> list[dict[str, Any]]:
+    if recipe == "sao":
+        return [
+            {"version": f"v{step}", "step": step, "operation": "training", "result": "selected",
+             "release_id": f"ckpt{step}", "parent_release_id": f"ckpt{step - 1}", "created_at": T0 + 600 * step,
+             "metrics": {"mean_reward": 0.3 + 0.05 * step + 0.1 * (step % 3), "loss": 1.2 / step,
+                         "critic_loss": 0.8 / step, "weight_version": step}, "current": step == 12}
+            for step in range(12, 0, -1)
+        ]  # fmt: skip
+    request = {"id": receipt(500), "text": "notify me when a task is done", "session": None}
+    return [
+        {"version": "v2", "operation": "training", "result": "pending", "release_id": "r2", "parent_release_id": "r1",
+         "created_at": T0 + 7200, "metrics": {"attempts": 1}, "current": False, "pending": True, "request": request},
+        {"version": "v1", "operation": "training", "result": "selected", "release_id": "r1",
+         "parent_release_id": "r0", "created_at": T0 + 3600, "metrics": {"attempts": 2}, "current": True,
+         "request": {"id": receipt(400), "text": "answer briefly", "session": None}},
+        {"version": "v0", "operation": "creation", "result": "selected", "release_id": "r0",
+         "parent_release_id": None, "created_at": None, "metrics": {}, "restorable": True, "request": None},
+    ]  # fmt: skip
+
+
+FILES = {
+    "r0": {"AGENTS.md": "# Rules\n"},
+    "r1": {"AGENTS.md": "# Rules\n", "pi-agent/skills/brief/SKILL.md": "# Be brief\nAnswer in one sentence.\n"},
+    "r2": {
+        "AGENTS.md": "# Rules\nSay when a task is done.\n",
+        "pi-agent/skills/brief/SKILL.md": "# Be brief\nAnswer in one sentence.\n",
+        "pi-agent/extensions/notify.ts": "export default () => {}\n",
+    },
+}
+
+PROGRESS = {
+    receipt(500): {"id": receipt(500), "scenario": "demo", "text": "notify me when a task is done",
+                   "created_at": T0 + 7000, "state": "settled", "result": "pending", "version": "v2", "release": "r2",
+                   "activity": [{"text": "started: planning"}, {"text": "review says it delivers"},
+                                {"text": "decided: pending (touches an extension)"}],
+                   "how_to_use": "It notifies by itself when a task ends.", "design": "A pi extension."},
+    receipt(400): {"id": receipt(400), "scenario": "demo", "text": "answer briefly", "created_at": T0 + 3500,
+                   "state": "settled", "result": "selected", "version": "v1", "release": "r1",
+                   "activity": [{"text": "started: planning"}, {"text": "decided: selected"}],
+                   "how_to_use": "Just ask.", "design": "A skill."},
+}  # fmt: skip
+
+
+class FixedClient(ReefClient):
+    """Answers every call the app makes from the tables above; `records` pages like the daemon does."""
+
+    def __init__(self, recipe: str = "reefine", count: int = 30) -> None:
+        super().__init__(URL)
+        self.recipe = recipe
+        self.rows = [row(n) for n in range(count, 0, -1)]
+
+    def status(self) -> dict[str, Any]:
+        training = {"demo": {"steps": 12, "last_step": {"step": 12, "result": "selected", "created_at": T0 + 7200,
+                             "metrics": {"weight_version": 12}}, "waiting_units": 1,
+                             "ineligible": {"the report has no score": 3, "score below the floor": 1}}}  # fmt: skip
+        return {
+            "version": "0.1.0",
+            "recipe": {"name": self.recipe, "trains": True},
+            "runtime": {"kind": "http", "model": "fake-model", "url": "http://127.0.0.1:11434"},
+            "scenarios": {"ci": {"recipe": self.recipe}, "demo": {"recipe": self.recipe}},
+            "training": {"enabled": True, "scenarios": training},
+        }
+
+    def records(self, **query: Any) -> RecordPage:
+        rows = [r for r in self.rows if query.get("scenario") in (None, r["scenario"])]
+        rows = [r for r in rows if query.get("type") in (None, r["type"])]
+        if query.get("type") == "train":
+            rows = [{**row(0), "id": key, "type": "train"} for key in PROGRESS]
+        if query.get("before") is not None:
+            rows = [r for r in rows if r["sequence"] < query["before"]]
+        page = rows[: query.get("limit") or 100]
+        more = len(rows) > len(page)
+        return {"records": page, "next_after": None, "next_before": page[-1]["sequence"] if more else None}
+
+    def record(self, record_id: str) -> dict[str, Any]:
+        return detail(int(record_id, 16))
+
+    def report(self, scenario: str, references: list[str], **fields: Any) -> ReportAck:
+        return {"agent_record_id": receipt(999), "scenario": scenario, "request_type": "report"}
+
+    def events(self, *, after: int | None = None, scenario: str | None = None) -> Iterator[Event]:
+        return iter(())
+
+    def releases(self, scenario: str) -> list[dict[str, Any]]:
+        return releases(self.recipe)
+
+    def request_progress(self, request_id: str) -> dict[str, Any]:
+        return PROGRESS[request_id]
+
+    def harness(self, scenario: str, release_id: str | None = None) -> dict[str, Any]:
+        release = release_id or "r1"
+        parent = {"r2": "r1", "r1": "r0"}.get(release)
+        return {"release_id": release, "files": FILES[release], "parent_release_id": parent}
+
+    def adapters(self) -> list[dict[str, Any]]:
+        return [{"name": name, "title": name} for name in ("pi", "codex", "dsh")]
