@@ -4,11 +4,13 @@ record with its receipt, token ids, log-probs and weight versions.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import httpx
 import openai
+import pytest
 from embedded.running import QUESTION, SCENARIO, RunningReef, assert_token_data
 
 HEADERS = {"x-reef-scenario": SCENARIO}
@@ -17,12 +19,16 @@ GREEDY = {"temperature": 0}
 MAX_TOKENS = 12
 
 
-def openai_client(reef: RunningReef) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{reef.url}/v1", api_key="unused", default_headers=HEADERS)
+@pytest.fixture(scope="module")
+def oai(reef: RunningReef) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=f"{reef.url}/v1", api_key="unused", default_headers=HEADERS) as client:
+        yield client
 
 
-def anthropic_client(reef: RunningReef) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=reef.url, api_key="unused", default_headers=HEADERS)
+@pytest.fixture(scope="module")
+def ant(reef: RunningReef) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=reef.url, api_key="unused", default_headers=HEADERS) as client:
+        yield client
 
 
 def check_record(reef: RunningReef, receipt: str, route: str) -> None:
@@ -32,8 +38,8 @@ def check_record(reef: RunningReef, receipt: str, route: str) -> None:
     assert record["usage"] == {"input_tokens": len(tokens["prompt_ids"]), "output_tokens": len(tokens["output_ids"])}
 
 
-def test_chat_completion(reef: RunningReef) -> None:
-    raw = openai_client(reef).chat.completions.with_raw_response.create(
+def test_chat_completion(reef: RunningReef, oai: openai.OpenAI) -> None:
+    raw = oai.chat.completions.with_raw_response.create(
         model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, **GREEDY
     )
     answer = raw.parse()
@@ -42,9 +48,9 @@ def test_chat_completion(reef: RunningReef) -> None:
     check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/chat/completions")
 
 
-def test_chat_completion_stream_with_content_parts(reef: RunningReef) -> None:
+def test_chat_completion_stream_with_content_parts(reef: RunningReef, oai: openai.OpenAI) -> None:
     parts: list[Any] = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
-    stream = openai_client(reef).chat.completions.create(
+    stream = oai.chat.completions.create(
         model="smollm2",
         messages=parts,
         max_tokens=MAX_TOKENS,
@@ -62,19 +68,17 @@ def test_chat_completion_stream_with_content_parts(reef: RunningReef) -> None:
     check_record(reef, receipt, "/v1/chat/completions")
 
 
-def test_responses(reef: RunningReef) -> None:
-    raw = openai_client(reef).responses.with_raw_response.create(
+def test_responses(reef: RunningReef, oai: openai.OpenAI) -> None:
+    raw = oai.responses.with_raw_response.create(
         model="smollm2", input=QUESTION, max_output_tokens=MAX_TOKENS, **GREEDY
     )
     assert "Paris" in raw.parse().output_text
     check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/responses")
 
 
-def test_responses_stream(reef: RunningReef) -> None:
+def test_responses_stream(reef: RunningReef, oai: openai.OpenAI) -> None:
     items: Any = [{"role": "user", "content": [{"type": "input_text", "text": QUESTION}]}]
-    events = openai_client(reef).responses.create(
-        model="smollm2", input=items, max_output_tokens=MAX_TOKENS, stream=True, **GREEDY
-    )
+    events = oai.responses.create(model="smollm2", input=items, max_output_tokens=MAX_TOKENS, stream=True, **GREEDY)
     text, receipt = "", None
     for event in events:
         if event.type == "response.output_text.delta":
@@ -86,16 +90,15 @@ def test_responses_stream(reef: RunningReef) -> None:
     check_record(reef, receipt, "/v1/responses")
 
 
-def test_responses_stream_helper(reef: RunningReef) -> None:
+def test_responses_stream_helper(reef: RunningReef, oai: openai.OpenAI) -> None:
     """The SDK's stream helper needs each event in order (content_part.added before the text deltas)."""
-    client = openai_client(reef)
-    with client.responses.stream(model="smollm2", input=QUESTION, max_output_tokens=MAX_TOKENS, **GREEDY) as stream:
+    with oai.responses.stream(model="smollm2", input=QUESTION, max_output_tokens=MAX_TOKENS, **GREEDY) as stream:
         final = stream.get_final_response()
     assert "Paris" in final.output_text
 
 
-def test_messages(reef: RunningReef) -> None:
-    raw = anthropic_client(reef).messages.with_raw_response.create(
+def test_messages(reef: RunningReef, ant: anthropic.Anthropic) -> None:
+    raw = ant.messages.with_raw_response.create(
         model="smollm2", max_tokens=MAX_TOKENS, messages=MESSAGES, extra_body=GREEDY
     )
     message = raw.parse()
@@ -104,8 +107,8 @@ def test_messages(reef: RunningReef) -> None:
     check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/messages")
 
 
-def test_messages_stream(reef: RunningReef) -> None:
-    events = anthropic_client(reef).messages.create(
+def test_messages_stream(reef: RunningReef, ant: anthropic.Anthropic) -> None:
+    events = ant.messages.create(
         model="smollm2", max_tokens=MAX_TOKENS, messages=MESSAGES, extra_body=GREEDY, stream=True
     )
     text, receipt = "", None
@@ -119,19 +122,37 @@ def test_messages_stream(reef: RunningReef) -> None:
     check_record(reef, receipt, "/v1/messages")
 
 
-def test_count_tokens_matches_the_prompt(reef: RunningReef) -> None:
-    client = anthropic_client(reef)
-    counted = client.messages.count_tokens(model="smollm2", messages=MESSAGES)
-    raw = client.messages.with_raw_response.create(model="smollm2", max_tokens=1, messages=MESSAGES)
+def test_count_tokens_matches_the_prompt(reef: RunningReef, ant: anthropic.Anthropic) -> None:
+    counted = ant.messages.count_tokens(model="smollm2", messages=MESSAGES)
+    raw = ant.messages.with_raw_response.create(model="smollm2", max_tokens=1, messages=MESSAGES)
     assert counted.input_tokens == raw.parse().usage.input_tokens
 
 
-def test_stop_sequence_ends_the_answer(reef: RunningReef) -> None:
-    answer = openai_client(reef).chat.completions.create(
+def test_stop_sequence_ends_the_answer(reef: RunningReef, oai: openai.OpenAI) -> None:
+    answer = oai.chat.completions.create(
         model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, stop=[" is"], **GREEDY
     )
     assert answer.choices[0].message.content == "The capital of France"
     assert answer.choices[0].finish_reason == "stop"
+
+
+def test_a_long_shared_prompt_prefix_gives_the_same_answer(reef: RunningReef, oai: openai.OpenAI) -> None:
+    """The second request starts from the first one's context (the prefix cache); greedy answers must agree.
+
+    Log-probs may differ slightly: a position read in a multi-token step uses the fp32 weights, a single-token
+    step their fp16 copies (see runtimes/embedded/precision.py).
+    """
+    system = {"role": "system", "content": "You answer questions about geography. " * 60}
+    receipts = []
+    for question in (QUESTION, QUESTION):
+        raw = oai.chat.completions.with_raw_response.create(
+            model="smollm2", messages=[system, {"role": "user", "content": question}], max_tokens=8, **GREEDY
+        )
+        receipts.append(raw.headers["x-reef-agent-record-id"])
+    first, second = (assert_token_data(reef.record(receipt)) for receipt in receipts)
+    assert len(first["prompt_ids"]) > 300
+    assert first["output_ids"] == second["output_ids"]
+    assert max(abs(a - b) for a, b in zip(first["logprobs"], second["logprobs"], strict=True)) < 0.05
 
 
 def test_bad_request_is_answered_in_the_api_shape(reef: RunningReef) -> None:

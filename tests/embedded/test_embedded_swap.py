@@ -17,17 +17,19 @@ COUNTING: list[Any] = [{"role": "user", "content": "Count from 1 to 100, separat
 def test_swap_mid_stream_stamps_later_tokens_with_the_new_version(reef: RunningReef) -> None:
     before = reef.runtime.weight_version
     weights = load_file(str(reef.runtime.weights_dir / "model.safetensors"))
-    client = openai.OpenAI(base_url=f"{reef.url}/v1", api_key="unused", default_headers={"x-reef-scenario": SCENARIO})
-    stream = client.chat.completions.create(
-        model="smollm2", messages=COUNTING, max_tokens=64, temperature=0, stream=True
-    )
     receipt, deltas, swapped = None, 0, None
-    for chunk in stream:
-        if chunk.choices and chunk.choices[0].delta.content:
-            deltas += 1
-            if deltas == 3:
-                swapped = reef.call(reef.runtime.swap_weights({"model.norm.weight": weights["model.norm.weight"]}))
-        receipt = (chunk.model_extra or {}).get("reef", {}).get("agent_record_id", receipt)
+    headers = {"x-reef-scenario": SCENARIO}
+    with openai.OpenAI(base_url=f"{reef.url}/v1", api_key="unused", default_headers=headers) as client:
+        stream = client.chat.completions.create(
+            model="smollm2", messages=COUNTING, max_tokens=64, temperature=0, stream=True
+        )
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                deltas += 1
+                if deltas == 3:
+                    new = {"model.norm.weight": weights["model.norm.weight"]}
+                    swapped = reef.call(reef.runtime.swap_weights(new))
+            receipt = (chunk.model_extra or {}).get("reef", {}).get("agent_record_id", receipt)
     assert swapped is not None and receipt is not None
     incarnation, _, sequence = before.rpartition(":")
     assert swapped == f"{incarnation}:{int(sequence) + 1}"

@@ -2,7 +2,8 @@
 
 Requests take turns one step each (a token, or a chunk of a long prompt), so concurrent streams all advance.
 Weight swaps are applied between steps: every token is produced by exactly one weight set, and a request that
-straddles a swap re-reads its context under the new weights before its next token.
+straddles a swap re-reads its context under the new weights before its next token. A prompt that starts like the
+last long one read starts from its cache (see `prefix.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 from reef_daemon.runtimes.embedded.job import Finished, Job, TextDelta
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
+from reef_daemon.runtimes.embedded.prefix import PrefixCache
 from reef_daemon.runtimes.embedded.sampling import pick_token
 from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights
 
@@ -42,6 +44,7 @@ class GenerationWorker:
         self._swaps: deque[_Swap] = deque()
         self._closed = False
         self._steps: deque[tuple[float, float]] = deque(maxlen=SPEED_WINDOW)  # (start, end) of decode steps
+        self._prefix = PrefixCache()
         self._thread = threading.Thread(target=self._run, name="reef-generation", daemon=True)
 
     def start(self) -> None:
@@ -110,6 +113,7 @@ class GenerationWorker:
             future.set_exception(exc)
             return
         version = self.version.bump()
+        self._prefix.clear()
         for job in active:
             job.cache = None  # its context was read by the old weights
         log.info("weights swapped in: version %s", version)
@@ -136,8 +140,10 @@ class GenerationWorker:
 
         model = self._loaded.model
         if job.cache is None:
-            job.cache = DynamicCache(config=model.config)
-            job.pending = job.prompt_ids + job.output_ids
+            context = job.prompt_ids + job.output_ids
+            cache, reused = (None, 0) if job.output_ids else self._prefix.start(context)
+            job.cache = cache if cache is not None else DynamicCache(config=model.config)
+            job.pending = context[reused:]
         if len(job.pending) > PREFILL_CHUNK:
             chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
             model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
@@ -148,6 +154,8 @@ class GenerationWorker:
         token, logprob = pick_token(out.logits[0, -1], job.params, job.generator)
         if decoding:
             self._steps.append((began, time.perf_counter()))
+        elif not job.output_ids:
+            self._prefix.keep(job.prompt_ids, job.cache)  # the cache holds exactly the prompt now
         job.record(token, logprob, str(self.version))
         job.pending = [token]
         return self._emit(job, token)
