@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback tui completion scenarios" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback tui completion scenarios demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -48,9 +48,10 @@ _reef() {
                 --training.lambda-alpha) return 0 ;;
                 --training.checkpoint-every) return 0 ;;
                 --harness.adapter) return 0 ;;
+                --harness.max-tokens) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --recipe --print-config --help --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --recipe --print-config --help --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -79,9 +80,10 @@ _reef() {
                 --training.lambda-alpha) return 0 ;;
                 --training.checkpoint-every) return 0 ;;
                 --harness.adapter) return 0 ;;
+                --harness.max-tokens) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --recipe --help --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --recipe --help --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -220,6 +222,25 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/demo)
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "sao" -- "$cur"))
+            fi
+            ;;
+        reef/demo/sao)
+            case "$prev" in
+                --steps) return 0 ;;
+                --seed) return 0 ;;
+                --group-size) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--compare --steps --seed --group-size --url --token --help" -- "$cur"))
             fi
             ;;
     esac

@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/score reef/evolve reef/versions reef/promote reef/rollback reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/archive
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/score reef/evolve reef/versions reef/promote reef/rollback reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/archive reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -32,6 +32,7 @@ complete -c reef -n '__reef_at reef' -a rollback -d 'Serve an earlier version ag
 complete -c reef -n '__reef_at reef' -a tui -d 'Watch records live, score them with one key, ask for harness changes, browse and install versions.'
 complete -c reef -n '__reef_at reef' -a completion -d 'Print a completion script for bash, zsh or fish.'
 complete -c reef -n '__reef_at reef' -a scenarios -d 'List the scenarios with their record and report counts; create or archive one.'
+complete -c reef -n '__reef_at reef' -a demo -d 'Demonstrations on the embedded model.'
 complete -c reef -n '__reef_at reef' -l version -s V -d 'Print the version.'
 complete -c reef -n '__reef_at reef' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/serve' -l config -s c -r -F -d 'Settings file, TOML or YAML.'
@@ -60,6 +61,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.dis-high -x -d 'a setting
 complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -x -d 'a setting of the daemon'
 complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -x -d 'a setting of the daemon'
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -d 'a setting of the daemon'
+complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -x -d 'a setting of the daemon'
 complete -c reef -n '__reef_at reef/start' -l config -s c -r -F -d 'Settings file, TOML or YAML.'
 complete -c reef -n '__reef_at reef/start' -l recipe -x -d 'Recipe name (record) or package.module:Class.'
 complete -c reef -n '__reef_at reef/start' -l help -d 'Show this message and exit.'
@@ -85,6 +87,7 @@ complete -c reef -n '__reef_at reef/start' -l training.dis-high -x -d 'a setting
 complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -x -d 'a setting of the daemon'
 complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -x -d 'a setting of the daemon'
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -d 'a setting of the daemon'
+complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -x -d 'a setting of the daemon'
 complete -c reef -n '__reef_at reef/stop' -l state-dir -r -F -d 'State directory the daemon was started with.'
 complete -c reef -n '__reef_at reef/stop' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/status' -l url -x -d 'Daemon URL.'
@@ -153,3 +156,12 @@ complete -c reef -n '__reef_at reef/scenarios/archive' -l json -d 'Print JSON fo
 complete -c reef -n '__reef_at reef/scenarios/archive' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/scenarios/archive' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/scenarios/archive' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/demo' -a sao -d 'Train the embedded model to name capitals: each answer is scored by a rule and drives a training step.'
+complete -c reef -n '__reef_at reef/demo' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/demo/sao' -l compare -d 'Also run GRPO on the same prompts and seeds.'
+complete -c reef -n '__reef_at reef/demo/sao' -l steps -x -d 'SAO steps, one rollout each; GRPO gets the same rollouts.'
+complete -c reef -n '__reef_at reef/demo/sao' -l seed -x -d 'Draws the prompts and the sampling seeds.'
+complete -c reef -n '__reef_at reef/demo/sao' -l group-size -x -d 'GRPO\'s group: rollouts of one prompt per step.'
+complete -c reef -n '__reef_at reef/demo/sao' -l url -x -d 'Use a daemon already serving --recipe sao instead of starting one.'
+complete -c reef -n '__reef_at reef/demo/sao' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/demo/sao' -l help -d 'Show this message and exit.'

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from reef_cli.commands import completion, daemon, evolve, records, scenarios, score, show, tui, versions
+from reef_cli.commands import completion, daemon, demo, evolve, records, scenarios, score, show, tui, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import serve_command
 from reef_daemon import __version__
@@ -47,6 +47,7 @@ app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
 app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
+app.add_typer(demo.app)
 app.command("completion", epilog=completion.EXAMPLE)(completion.completion)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 from urllib.parse import quote
 
 import httpx
@@ -19,6 +19,7 @@ from reef_cli.sse import Event, parse_events
 
 __all__ = [
     "ApiError",
+    "ChatReply",
     "DaemonUnreachable",
     "Event",
     "RecordPage",
@@ -124,6 +125,13 @@ class ReportAck(TypedDict):
     request_type: str
 
 
+class ChatReply(NamedTuple):
+    """A chat completion's receipt (the record id to score) and its text."""
+
+    receipt: str
+    text: str
+
+
 class ReefClient:
     """A synchronous client of one daemon. Use it as a context manager, or call `close()`."""
 
@@ -224,6 +232,18 @@ class ReefClient:
                 body[key] = value
         ack: ReportAck = self._call("POST", "/reef/report", json=body, headers={"x-reef-scenario": scenario})
         return ack
+
+    # --- inference ------------------------------------------------------------------------------------------
+
+    def chat(self, scenario: str, messages: list[dict[str, Any]], **params: Any) -> ChatReply:
+        """One chat completion through the proxy, as an agent would send it; returns the receipt and the text."""
+        body = {"model": "reef", "messages": messages, **params}
+        response = self._send("POST", "/v1/chat/completions", json=body, headers={"x-reef-scenario": scenario})
+        try:
+            text = response.json()["choices"][0]["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ApiError(response.status_code, "invalid_response", "the chat completion had no message") from None
+        return ChatReply(response.headers.get("x-reef-agent-record-id", ""), str(text))
 
     # --- events ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Worked examples of the weight recipes: `toy` runs on the embedded model (CPU), `imo_answerbench` is the GPU shape."""
