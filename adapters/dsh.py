@@ -116,6 +116,8 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
     rows = [
         {"id": "llm-pi-ai", "config": {"providers": {"reef": provider}}},
         {"id": "agent-default-model", "config": {"provider": "reef", "model": binding.model}},
+        # The tree's patch sets this plugin's config without its required root; applied last, this restores it.
+        {"id": "session-persistence-jsonl", "config": {"root": _Js("dshHomePath('sessions')"), "compression": "none"}},
     ]
     patch = yaml.dump(rows, Dumper=_PatchDumper, sort_keys=True, allow_unicode=True)
     return dict(sorted({**files, BINDING_PATCH: patch}.items()))

@@ -1,0 +1,64 @@
+"""Parsing `reef-<adapter> [command] [args]`: the wrapper's own commands by name; anything else runs the agent."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from adapters.wrapper import commands
+from adapters.wrapper.installed import NotInstalled, load
+from adapters.wrapper.session import run
+from reef_cli.client import ReefClientError
+
+COMMANDS = ("report", "evolve", "versions", "update", "doctor")
+
+
+def parser(wrapper: str, agent: str) -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog=wrapper,
+        description=f"Run {agent} with the reef harness installed here; every model call goes through reef.",
+        epilog=f"Anything else runs {agent} with those arguments; after -- even these words go to {agent}.",
+    )
+    sub = top.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
+    scored = sub.add_parser("report", help="score the last session (one report for all its model calls)")
+    scored.add_argument("--score", type=float, required=True, help="a number; higher is better")
+    scored.add_argument("--feedback", help="what went well or wrong, in words")
+    change = sub.add_parser("evolve", help="ask reef for a harness change")
+    change.add_argument("text", help="what to change, in your own words")
+    change.add_argument("--wait", action="store_true", help="watch the request until it settles")
+    change.add_argument("--timeout", type=float, default=1800, help="seconds --wait waits (exit 2 after)")
+    sub.add_parser("versions", help="this harness's versions: installed, current, pending")
+    upgrade = sub.add_parser("update", help="install the served version (or --release vN)")
+    upgrade.add_argument("--release", help="a version (v3) or release id to install instead")
+    sub.add_parser("doctor", help="check the daemon, the token, the agent and the install")
+    return top
+
+
+def main(argv: list[str]) -> int:
+    """`argv` is `<adapter> [command] [args]`; returns the exit status."""
+    if not argv:
+        print("usage: python -m adapters.wrapper <adapter> [command] [args]", file=sys.stderr)
+        return 2
+    adapter, args = argv[0], argv[1:]
+    wrapper = f"reef-{adapter}"
+    own = bool(args) and (args[0] in COMMANDS or args[0] in ("-h", "--help"))
+    try:
+        installed = load(adapter)
+        if not own:
+            return run(installed, args[1:] if args[:1] == ["--"] else args)
+        options = parser(wrapper, installed.adapter.binary).parse_args(args)
+        if options.command == "report":
+            return commands.report(installed, options.score, options.feedback)
+        if options.command == "evolve":
+            return commands.evolve(installed, options.text, options.wait, options.timeout)
+        if options.command == "versions":
+            return commands.versions(installed)
+        if options.command == "update":
+            return commands.update(installed, options.release)
+        return commands.doctor(installed)
+    except (NotInstalled, ValueError) as exc:
+        print(f"{wrapper}: {exc}", file=sys.stderr)
+        return 1
+    except ReefClientError as exc:
+        print(f"{wrapper}: {exc.message}", file=sys.stderr)
+        return 1

@@ -1,0 +1,163 @@
+"""The wrapper's commands besides running the agent: report, evolve, versions, update and doctor."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import click
+
+from adapters.wrapper.installed import Installed
+from adapters.wrapper.session import BINARY_ENV, last_session
+from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
+from reef_cli.commands import evolve as reef_evolve
+
+REQUEST_WIDTH = 60
+VERSION_TIMEOUT_S = 60
+
+
+def report(installed: Installed, score: float, feedback: str | None) -> int:
+    """Score the last session: one report referencing all its receipts (one trajectory, one sample)."""
+    name = installed.wrapper
+    session = last_session(installed.root)
+    if session is None or not session["receipts"]:
+        print(f"{name}: no session with recorded model calls to report; run {name} first", file=sys.stderr)
+        return 1
+    metadata = {"session": session["session"], "release_id": session["release_id"], "adapter": installed.adapter.name}
+    with ReefClient(installed.binding.url, installed.token) as client:
+        ack = client.report(
+            installed.binding.scenario,
+            session["receipts"],
+            score=score,
+            feedback=feedback,
+            metadata=metadata,
+            agent_record_id=session["session"],
+        )
+    calls = len(session["receipts"])
+    print(f"reported {score:g} for the last session ({calls} model call(s)): report {ack['agent_record_id']}")
+    return 0
+
+
+def evolve(installed: Installed, text: str, wait: bool, timeout: float) -> int:
+    """`reef evolve` for this install's scenario and daemon; says how to install what it publishes."""
+    binding = installed.binding
+    try:
+        reef_evolve.evolve(text, binding.scenario, wait, timeout, False, binding.url, installed.token)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    if wait:
+        print(f"install the served version with: {installed.wrapper} update")
+    return 0
+
+
+def versions(installed: Installed) -> int:
+    """The scenario's versions, oldest first, marking the installed and the current one."""
+    with ReefClient(installed.binding.url, installed.token) as client:
+        rows = client.releases(installed.binding.scenario)
+    print(version_table(rows, installed.binding.release_id))
+    return 0
+
+
+def version_table(rows: list[dict[str, Any]], installed: str) -> str:
+    """Version, release, result and status columns, oldest first, with each request's text under its row."""
+    table = [("Version", "Release", "Result", "Status")]
+    notes = []
+    for row in reversed(rows):
+        status = [
+            mark
+            for mark, on in (
+                ("installed", row["release_id"] == installed),
+                ("current", row.get("current")),
+                ("pending", row.get("pending")),
+            )
+            if on
+        ]
+        table.append((row["version"], (row["release_id"] or "")[:8], str(row["result"]), ", ".join(status)))
+        text = (row.get("request") or {}).get("text") or ""
+        notes.append(text if len(text) <= REQUEST_WIDTH else text[: REQUEST_WIDTH - 1] + "…")
+    widths = [max(len(line[column]) for line in table) for column in range(4)]
+    lines = []
+    for index, line in enumerate(table):
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+        if index and notes[index - 1]:
+            lines.append(f"    {notes[index - 1]}")
+    return "\n".join(lines)
+
+
+def update(installed: Installed, release: str | None) -> int:
+    """Fetch the install script (for `release`, else the served version) and run it for this install's root."""
+    binding = installed.binding
+    with ReefClient(binding.url, installed.token) as client:
+        release_id = _release_id(client.releases(binding.scenario), release) if release else None
+        script = client.install_script(binding.scenario, installed.adapter.name, release_id)
+    env = {"REEF_PYTHON": sys.executable}
+    if installed.token:
+        env["REEF_TOKEN"] = installed.token
+    # Run from / so the "inside the current directory" refusal never trips over where the person stands.
+    done = subprocess.run(
+        ["sh", "-s", "--", str(installed.root)], input=script, text=True, cwd="/", env=_with(env), check=False
+    )
+    return done.returncode
+
+
+def _release_id(rows: list[dict[str, Any]], wanted: str) -> str:
+    for row in rows:
+        if row["version"] == wanted or (len(wanted) >= 8 and (row["release_id"] or "").startswith(wanted)):
+            if not row["release_id"]:
+                raise ApiError(400, "not_installable", f"{row['version']} was {row['result']}; nothing to install")
+            return str(row["release_id"])
+    known = ", ".join(row["version"] for row in reversed(rows))
+    raise ApiError(404, "unknown_version", f"no version '{wanted}' (known: {known})")
+
+
+def doctor(installed: Installed) -> int:
+    """One ok/!! line per check: daemon, token, agent binary, installed vs served release, installed files."""
+    binding = installed.binding
+    checks: list[tuple[bool, str]] = []
+    with ReefClient(binding.url, installed.token) as client:
+        try:
+            client.healthz()
+            checks.append((True, f"reef answers at {binding.url}"))
+            rows = client.releases(binding.scenario)
+            checks.append((True, "the token is accepted" if installed.token else "the daemon needs no token"))
+            current = next((row for row in rows if row.get("current")), None)
+            if current is None or current["release_id"] == binding.release_id:
+                checks.append((True, f"installed {installed.sidecar['version']} is the served version"))
+            else:
+                served = f"{current['version']} is served: {installed.wrapper} update"
+                checks.append((False, f"installed {installed.sidecar['version']}; {served}"))
+        except DaemonUnreachable as exc:
+            checks.append((False, str(exc)))
+        except Unauthorized:
+            checks.append((False, "the daemon refused the token; set REEF_TOKEN and run the install again"))
+        except ApiError as exc:
+            checks.append((False, exc.message))
+    checks.append(_agent_version(installed))
+    changed = installed.changed_files()
+    checks.append((not changed, "installed files unchanged" if not changed else f"changed: {', '.join(changed)}"))
+    for ok, line in checks:
+        print(f"{'ok' if ok else '!!'} {line}")
+    return 0 if all(ok for ok, _line in checks) else 1
+
+
+def _agent_version(installed: Installed) -> tuple[bool, str]:
+    agent = installed.adapter
+    binary = os.environ.get(BINARY_ENV) or shutil.which(agent.binary)
+    if not binary:
+        return False, f"{agent.binary} is not on PATH; install it ({agent.agent.package})"
+    env = _with(agent.agent.env(installed.root, installed.binding))
+    try:
+        done = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, env=env, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{binary} --version failed: {exc}"
+    version = (done.stdout.strip() or done.stderr.strip()).splitlines()[:1]
+    return done.returncode == 0, f"{agent.binary} {version[0] if version else '(no version)'} at {binary}"
+
+
+def _with(extra: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, **extra}

@@ -1,0 +1,120 @@
+"""Running the agent: refuse a changed install, start the agent pointed at it with a session tag, and keep the
+receipts of the session's model calls for `report`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from adapters._agent import SESSION_ENV, TOKEN_ENV
+from adapters.wrapper.installed import ROOT_ENV, Installed
+from reef_cli.client import ReefClient
+
+SESSIONS = ".reef-sessions"
+BINARY_ENV = "REEF_HARNESS_BINARY"
+EXIT_CHANGED = 3
+EXIT_NO_AGENT = 127
+NO_TOKEN = "none"  # noqa: S105 - agents want some key; a daemon without auth ignores it
+PAGE = 500
+
+
+def run(installed: Installed, args: list[str]) -> int:
+    """Start the agent on the install; the agent's exit status, or 3 when the installed files changed."""
+    name = installed.wrapper
+    changed = installed.changed_files()
+    if changed:
+        print(
+            f"{name}: these installed files changed since the install: {', '.join(changed)}. {name} starts only "
+            f"the harness reef installed; put it back with `{name} update` (or run the install script again).",
+            file=sys.stderr,
+        )
+        return EXIT_CHANGED
+    agent = installed.adapter
+    binary = os.environ.get(BINARY_ENV) or shutil.which(agent.binary)
+    if not binary:
+        print(f"{name}: {agent.binary} is not on PATH; install it ({agent.agent.package})", file=sys.stderr)
+        return EXIT_NO_AGENT
+    binding = installed.binding
+    session = uuid.uuid4().hex
+    with ReefClient(binding.url, installed.token) as client:
+        newest = client.records(scenario=binding.scenario, limit=1)["records"]
+        start = newest[0]["sequence"] if newest else 0
+        env = {
+            **os.environ,
+            **agent.agent.env(installed.root, binding),
+            TOKEN_ENV: installed.token or NO_TOKEN,
+            SESSION_ENV: session,
+            ROOT_ENV: str(installed.root),
+            "REEF_SERVICE_URL": binding.url,
+            "REEF_SCENARIO": binding.scenario,
+            "REEF_HARNESS_WRAPPER": str(installed.root / name),
+            "REEF_HARNESS_RELEASE": binding.release_id,
+        }
+        started = time.time()
+        code = _run_agent([binary, *agent.agent.args(installed.root, args)], env)
+        receipts = session_receipts(client, binding.scenario, session, start)
+    _save(installed.root, session, started, code, receipts, installed.sidecar)
+    if receipts:
+        print(
+            f"{name}: {len(receipts)} model call(s) of this session are recorded in reef; score them with "
+            f"`{name} report --score <number> [--feedback <text>]`",
+            file=sys.stderr,
+        )
+    return code
+
+
+def _run_agent(argv: list[str], env: dict[str, str]) -> int:
+    """Run the agent in the foreground. Ctrl-C reaches it directly (same process group); wait for it to end."""
+    process = subprocess.Popen(argv, env=env)
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def session_receipts(client: ReefClient, scenario: str, session: str, after: int) -> list[str]:
+    """Receipts of the inference records after `after` that carry this session's tag, oldest first."""
+    receipts = []
+    cursor: int | None = after
+    while cursor is not None:
+        page = client.records(scenario=scenario, type="inference", after=cursor, limit=PAGE)
+        for row in page["records"]:
+            if client.record(row["id"]).get("tags", {}).get("session") == session:
+                receipts.append(row["id"])
+        cursor = page["next_after"] if len(page["records"]) == PAGE else None
+    return receipts
+
+
+def _save(root: Path, session: str, started: float, code: int, receipts: list[str], sidecar: dict[str, Any]) -> None:
+    folder = root / SESSIONS
+    folder.mkdir(exist_ok=True)
+    record = {
+        "session": session,
+        "started_at": started,
+        "ended_at": time.time(),
+        "exit_code": code,
+        "release_id": sidecar["release_id"],
+        "version": sidecar["version"],
+        "receipts": receipts,
+    }
+    target = folder / f"{int(started * 1000):015d}-{session}.json"
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    partial.replace(target)
+
+
+def last_session(root: Path) -> dict[str, Any] | None:
+    """The newest session this install kept, if any."""
+    files = sorted((root / SESSIONS).glob("*.json"))
+    if not files:
+        return None
+    found: dict[str, Any] = json.loads(files[-1].read_text(encoding="utf-8"))
+    return found
