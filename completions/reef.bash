@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback tui completion scenarios demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback install tui completion scenarios demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -175,6 +175,19 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--scenario -s --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/install)
+            case "$prev" in
+                --adapter|-a) return 0 ;;
+                --scenario|-s) return 0 ;;
+                --root) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --release) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--adapter -a --scenario -s --root --release --url --token --help" -- "$cur"))
             fi
             ;;
         reef/tui)

@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/score reef/evolve reef/versions reef/promote reef/rollback reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/archive reef/demo reef/demo/sao
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/score reef/evolve reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/archive reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -29,6 +29,7 @@ complete -c reef -n '__reef_at reef' -a evolve -d 'Ask reef\'s proposer for a ha
 complete -c reef -n '__reef_at reef' -a versions -d 'List a scenario\'s harness versions, oldest first: result, status (installed/current/pending), request.'
 complete -c reef -n '__reef_at reef' -a promote -d 'Serve a pending version (one that changes an extension): republished as a new version.'
 complete -c reef -n '__reef_at reef' -a rollback -d 'Serve an earlier version again: republished as a new version (history is never rewritten).'
+complete -c reef -n '__reef_at reef' -a install -d 'Write the harness, its model binding and the reef-<adapter> wrapper; the same as piping the install script (GET /reef/harness/install) to sh.'
 complete -c reef -n '__reef_at reef' -a tui -d 'Watch records live, score them with one key, ask for harness changes, browse and install versions.'
 complete -c reef -n '__reef_at reef' -a completion -d 'Print a completion script for bash, zsh or fish.'
 complete -c reef -n '__reef_at reef' -a scenarios -d 'List the scenarios with their record and report counts; create or archive one.'
@@ -135,6 +136,13 @@ complete -c reef -n '__reef_at reef/rollback' -l scenario -s s -x -d 'The scenar
 complete -c reef -n '__reef_at reef/rollback' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/rollback' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/rollback' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/install' -l adapter -s a -x -d 'The agent: pi, codex or dsh.'
+complete -c reef -n '__reef_at reef/install' -l scenario -s s -x -d 'The scenario whose harness to install.'
+complete -c reef -n '__reef_at reef/install' -l root -r -F -d 'Install here instead of ~/reef-harness/<scenario>.'
+complete -c reef -n '__reef_at reef/install' -l release -x -d 'A version (v3) or release id instead of the served one.'
+complete -c reef -n '__reef_at reef/install' -l url -x -d 'Daemon URL.'
+complete -c reef -n '__reef_at reef/install' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/install' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/tui' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/tui' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/tui' -l scenario -x -d 'Show this scenario (s switches inside).'

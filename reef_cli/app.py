@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from reef_cli.commands import completion, daemon, demo, evolve, records, scenarios, score, show, tui, versions
+from reef_cli.commands import completion, daemon, demo, evolve, install, records, scenarios, score, show, tui, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import serve_command
 from reef_daemon import __version__
@@ -46,6 +46,7 @@ app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
+app.command("install", epilog=install.EXAMPLE)(install.install)
 app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
 app.add_typer(demo.app)
 app.command("completion", epilog=completion.EXAMPLE)(completion.completion)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -88,12 +89,18 @@ def resolve_version(rows: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
 
 
 def installed_release(scenario: str) -> str | None:
-    """The release the install script last installed for this scenario on this machine, if any."""
+    """The release the install script last installed for this scenario on this machine, if any. The file is the
+    install's JSON record; a bare release id (older installs) is read as it is."""
     path = INSTALL_ROOT.expanduser() / scenario / INSTALLED_FILE
     try:
-        return path.read_text(encoding="utf-8").strip() or None
+        text = path.read_text(encoding="utf-8").strip()
     except OSError:
         return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text or None
+    return str(record.get("release_id") or "") or None if isinstance(record, dict) else None
 
 
 def _result(row: dict[str, Any]) -> str:

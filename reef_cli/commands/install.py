@@ -1,0 +1,47 @@
+"""`reef install`: install a scenario's harness for an agent on this machine, with the daemon's install script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reef_cli.commands.versions import resolve_version
+from reef_cli.connect import daemon_client
+from reef_cli.discovery import find_daemon
+from reef_cli.options import TokenOption, UrlOption
+
+EXAMPLE = "Example: reef install --adapter pi --scenario my-harness    (then run: reef-pi)"
+
+
+def install(
+    adapter: Annotated[str, typer.Option("--adapter", "-a", help="The agent: pi, codex or dsh.", show_default=False)],
+    scenario: Annotated[
+        str, typer.Option("--scenario", "-s", help="The scenario whose harness to install.", show_default=False)
+    ],
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", help="Install here instead of ~/reef-harness/<scenario>.", show_default=False),
+    ] = None,
+    release: Annotated[
+        str | None, typer.Option("--release", help="A version (v3) or release id instead of the served one.")
+    ] = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Write the harness, its model binding and the reef-<adapter> wrapper; the same as piping the install script
+    (GET /reef/harness/install) to sh. Exit 1 when the install refuses, with the reason."""
+    with daemon_client(url, token) as client:
+        release_id = resolve_version(client.releases(scenario), release)["release_id"] if release else None
+        script = client.install_script(scenario, adapter, release_id)
+    env = {**os.environ, "REEF_PYTHON": sys.executable}
+    target_token = find_daemon(url, token).token
+    if target_token:
+        env["REEF_TOKEN"] = target_token
+    args = [str(root.expanduser().absolute())] if root is not None else []
+    done = subprocess.run(["sh", "-s", "--", *args], input=script, text=True, env=env, check=False)
+    raise typer.Exit(done.returncode)

@@ -1,0 +1,36 @@
+"""`reef install` runs the daemon's install script for this machine; `reef versions` then marks the install."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from adapters_testing import SCENARIO, Reefine
+
+
+def reef(reefine: Reefine, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reef_cli", *args, "--url", reefine.url],
+        cwd=reefine.home,
+        env=reefine.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_reef_install_writes_the_harness_and_the_wrapper(reefine: Reefine) -> None:
+    done = reef(reefine, "install", "--adapter", "codex", "--scenario", SCENARIO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "installed codex harness v0" in done.stdout
+    assert (reefine.root() / "codex" / "skills" / "reefine" / "SKILL.md").exists()
+    assert (reefine.home / ".local" / "bin" / "reef-codex").resolve() == reefine.root() / "reef-codex"
+
+    listed = reef(reefine, "versions", "--scenario", SCENARIO)
+    assert listed.returncode == 0 and "installed, current" in listed.stdout
+
+    elsewhere = reefine.home / "elsewhere"
+    done = reef(reefine, "install", "--adapter", "pi", "--scenario", SCENARIO, "--root", str(elsewhere))
+    assert done.returncode == 0 and (elsewhere / "pi-agent" / "models.json").exists()
+    refused = reef(reefine, "install", "--adapter", "dsh", "--scenario", SCENARIO, "--root", "/tmp/reef-h")
+    assert refused.returncode == 1 and "sandbox lets commands write" in refused.stderr
