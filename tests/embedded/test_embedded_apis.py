@@ -4,7 +4,9 @@ record with its receipt, token ids, log-probs and weight versions.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anthropic
@@ -169,3 +171,27 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
     assert runtime["parameters"] > 100_000_000
     assert runtime["weight_version"].endswith(":0")
     assert runtime["tokens_per_second"] > 0
+
+
+def test_concurrent_streams_take_turns(reef: RunningReef, oai: openai.OpenAI) -> None:
+    """A request that arrives while another streams gets its first token before the first one ends."""
+    counting: Any = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
+    first_started = threading.Event()
+
+    def stream(signal: threading.Event | None) -> str:
+        chunks = oai.chat.completions.create(model="smollm2", messages=counting, max_tokens=48, stream=True, **GREEDY)
+        receipt = ""
+        for chunk in chunks:
+            if signal is not None and chunk.choices and chunk.choices[0].delta.content:
+                signal.set()
+            receipt = (chunk.model_extra or {}).get("reef", {}).get("agent_record_id", receipt)
+        return receipt
+
+    with ThreadPoolExecutor(2) as pool:
+        early = pool.submit(stream, first_started)
+        assert first_started.wait(timeout=120)
+        late = pool.submit(stream, None)
+        early_record, late_record = reef.record(early.result()), reef.record(late.result())
+    early_end = early_record["created_at"] + early_record["timings"]["duration_ms"] / 1000
+    late_first_token = late_record["created_at"] + late_record["timings"]["ttft_ms"] / 1000
+    assert late_first_token < early_end

@@ -44,16 +44,19 @@ class GenerationAnswer(RuntimeResponse):
         self._text: list[str] = []
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
+        # The opening frames go out with the first text, so the first bytes mark the first token (the record's
+        # time to first token means that).
+        opening = self._renderer.start()
         try:
-            yield self._renderer.start()
             while True:
                 event = await self._job.events.get()
                 if isinstance(event, TextDelta):
                     self._text.append(event.text)
-                    yield self._renderer.delta(event.text)
+                    yield opening + self._renderer.delta(event.text)
                 else:
-                    yield self._renderer.end(self._answer(event))
+                    yield opening + self._renderer.end(self._answer(event))
                     return
+                opening = b""
         finally:
             self._job.cancelled = self._job.finished is None
 
