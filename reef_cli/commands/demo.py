@@ -65,7 +65,10 @@ def sao(
         console=error_console(),
     )
     with progress:
-        bars = {arm: progress.add_task(arm.label, total=len(planned) // arm.group, info="waiting") for arm in arms}
+        bars = {
+            arm: progress.add_task(arm.label, total=len(planned) // arm.group, info="waiting", start=False)
+            for arm in arms
+        }
         for arm in arms:
             results.append((arm, _run(progress, bars[arm], arm, planned, url, token)))
     tables = [steps_table(arm, rows) for arm, rows in results]
@@ -83,6 +86,7 @@ def _run(
         progress.update(bar, advance=1, info=f"avg{MOVING_WINDOW} reward {row.moving_average:.2f}")
         progress.console.print(step_line(arm, row, total))
 
+    progress.start_task(bar)
     progress.update(bar, info="starting its daemon" if url is None else "connecting")
     try:
         with _daemon(arm, url) as where, ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S) as client:
