@@ -46,8 +46,9 @@ class Trainer:
         self.trainable = self._unfreeze_top(TRAINABLE_LAYERS)
         hidden_size = int(self.model.config.hidden_size)
         self.value_head = torch.nn.Linear(hidden_size, 1)
-        with torch.no_grad():
-            self.value_head.weight.mul_(0.01)
+        with torch.no_grad():  # seeded, so that the same rollouts give the same run
+            generator = torch.Generator().manual_seed(0)
+            self.value_head.weight.copy_(torch.randn(self.value_head.weight.shape, generator=generator) * 0.01)
             self.value_head.bias.zero_()
         self.policy_optimizer = torch.optim.Adam(list(self.trainable.values()), lr=training.learning_rate)
         self.critic_optimizer = torch.optim.Adam(self.value_head.parameters(), lr=training.critic_learning_rate)
@@ -107,14 +108,18 @@ class Trainer:
     def step(self, rollouts: list[Rollout]) -> StepResult:
         began = time.perf_counter()
         forwards = [self._forward(rollout) for rollout in rollouts]
-        critic_loss = self._train_critic(rollouts, forwards)
-        warm = self.steps_done >= self.training.critic_warmup_steps
-        metrics: dict[str, Any] = {
-            "mean_reward": sum(r.reward for r in rollouts) / len(rollouts),
-            "critic_loss": critic_loss,
-            "tokens": sum(len(r.output_ids) for r in rollouts),
-            "policy_updated": warm,
-        }
+        metrics: dict[str, Any] = {"mean_reward": sum(r.reward for r in rollouts) / len(rollouts)}
+        if self.advantage == "grpo":  # no critic: the group is the baseline, and the policy moves from step 1
+            warm = True
+        else:
+            metrics["critic_loss"] = self._train_critic(rollouts, forwards)
+            warm = self.steps_done >= self.training.critic_warmup_steps
+        metrics.update(
+            {
+                "tokens": sum(len(r.output_ids) for r in rollouts),
+                "policy_updated": warm,
+            }
+        )
         if warm:
             metrics.update(self._train_policy(rollouts, forwards))
             self.policy_updates += 1
