@@ -56,7 +56,11 @@ def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
     codex = agent("codex")
     home = tmp_path / "codex"
     home.mkdir()
+    # Codex's own instructions are ~4k tokens, ~30 s of prompt reading on two cores: a short file keeps it quick.
+    instructions = tmp_path / "instructions.md"
+    instructions.write_text("You are Codex, a coding agent. Answer briefly.\n")
     (home / "config.toml").write_text(
+        f'model_instructions_file = "{instructions}"\n'
         'model = "smollm2"\n'
         'model_provider = "reef"\n'
         "[model_providers.reef]\n"
