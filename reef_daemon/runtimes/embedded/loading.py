@@ -107,7 +107,7 @@ def load_model(source: ModelSource, state_dir: Path) -> LoadedModel:
         folder = source.cache_dir(state_dir)
         if not (folder / "model.safetensors").is_file():
             cold = True
-            log.warning("dequantising %s once; later starts load %s", source.path.name, folder)
+            log.info("dequantising %s once; later starts load %s", source.path.name, folder)
             _write_cache(source.path, folder)
     model, tokenizer = _load_folder(folder)
     add_decode_copies(model)

@@ -1,0 +1,137 @@
+"""The embedded runtime's pure parts, without the model: request parsing, content flattening, sampling, text."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from reef_daemon.errors import BadRequest
+from reef_daemon.runtimes.embedded.apis import chat, messages, responses
+from reef_daemon.runtimes.embedded.sampling import SamplingParams, new_generator, pick_token
+from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content
+from reef_daemon.runtimes.embedded.text import TextAssembler
+
+
+class CharTokenizer:
+    """Token id = one character's code point; enough to exercise incremental text."""
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(chr(i) for i in ids)
+
+
+def feed(text: TextAssembler, word: str) -> str:
+    return "".join(text.add(ord(c)) for c in word)
+
+
+def test_content_parts_flatten_to_text() -> None:
+    parts = [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {}}, {"type": "input_text", "text": "b"}]
+    assert flatten_content(parts, "content") == "a\n[image]\nb"
+    with pytest.raises(BadRequest, match="content\\[0\\]"):
+        flatten_content([{"type": "hologram"}], "content")
+
+
+def test_chat_request_reads_roles_tools_and_sampling() -> None:
+    request = chat.parse(
+        {
+            "messages": [
+                {"role": "developer", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+                {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "w", "arguments": "{}"}}]},
+                {"role": "tool", "content": "sunny"},
+            ],
+            "tools": [{"type": "function", "function": {"name": "w"}}],
+            "max_tokens": 5,
+            "temperature": 0,
+            "stop": "\n",
+        }
+    )
+    assert request.turns == [
+        ChatTurn("system", "Be brief."),
+        ChatTurn("user", "Weather?"),
+        ChatTurn("assistant", "[tool call] w({})"),
+        ChatTurn("user", "[tool result] sunny"),
+    ]
+    assert request.params == SamplingParams(max_tokens=5, temperature=0.0, stop=("\n",))
+    with pytest.raises(BadRequest, match="n must be 1"):
+        chat.parse({"messages": [{"role": "user", "content": "x"}], "n": 2})
+
+
+def test_responses_request_reads_instructions_and_items() -> None:
+    request = responses.parse(
+        {
+            "instructions": "Be brief.",
+            "input": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List files"}]},
+                {"type": "reasoning", "summary": []},
+                {"type": "function_call", "name": "shell", "arguments": '{"cmd": "ls"}', "call_id": "c"},
+                {"type": "function_call_output", "call_id": "c", "output": "a.txt"},
+            ],
+            "max_output_tokens": 7,
+        }
+    )
+    assert [turn.role for turn in request.turns] == ["system", "user", "assistant", "user"]
+    assert request.turns[2].content == '[tool call] shell({"cmd": "ls"})'
+    assert request.params.max_tokens == 7 and request.params.temperature == 1.0
+
+
+def test_messages_request_reads_system_blocks_and_tool_results() -> None:
+    turns = messages.conversation(
+        {
+            "system": [{"type": "text", "text": "Be brief."}],
+            "messages": [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "name": "w", "input": {"q": 1}}]},
+                {"role": "user", "content": [{"type": "tool_result", "content": [{"type": "text", "text": "ok"}]}]},
+            ],
+        }
+    )
+    assert turns[0] == ChatTurn("system", "Be brief.")
+    assert turns[2] == ChatTurn("assistant", '[tool call] w({"q": 1})')
+    assert turns[3] == ChatTurn("user", "[tool result] ok")
+    with pytest.raises(BadRequest, match="max_tokens"):
+        messages.parse({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})
+
+
+def test_greedy_pick_reports_the_model_log_prob() -> None:
+    logits = torch.tensor([1.0, 3.0, 2.0])
+    token, logprob = pick_token(logits, SamplingParams(max_tokens=1, temperature=0.0), new_generator(0))
+    assert token == 1
+    assert math.isclose(logprob, float(torch.log_softmax(logits, -1)[1]), rel_tol=1e-6)
+
+
+def test_log_prob_is_after_temperature_and_before_top_p() -> None:
+    logits = torch.tensor([5.0, 1.0, 0.0])
+    params = SamplingParams(max_tokens=1, temperature=0.5, top_p=0.01)
+    token, logprob = pick_token(logits, params, new_generator(1))
+    assert token == 0  # top-p keeps only the most likely token
+    assert math.isclose(logprob, float(torch.log_softmax(logits / 0.5, -1)[0]), rel_tol=1e-6)
+    assert logprob < 0.0  # the log-prob of the full tempered distribution, not of the truncated one
+
+
+def test_seeded_sampling_repeats() -> None:
+    logits = torch.zeros(50)
+    params = SamplingParams(max_tokens=1, seed=7)
+    draws = [[pick_token(logits, params, g)[0] for _ in range(5)] for g in (new_generator(7), new_generator(7))]
+    assert draws[0] == draws[1]
+
+
+def test_text_holds_back_a_possible_stop_sequence_and_cuts_at_it() -> None:
+    text = TextAssembler(CharTokenizer(), ("END",))
+    assert feed(text, "abcE") == "abc"
+    assert feed(text, "N") == ""
+    assert feed(text, "D") == "" and text.stopped_by == "END"
+    assert text.text == "abc"
+
+
+def test_text_releases_what_was_held_when_no_stop_came() -> None:
+    text = TextAssembler(CharTokenizer(), ("END",))
+    assert feed(text, "xEN") == "x"
+    assert text.finish() == "EN"
+    assert text.text == "xEN"
+
+
+def test_text_waits_for_a_whole_character() -> None:
+    text = TextAssembler(CharTokenizer(), ())
+    assert text.add(0xFFFD) == ""  # decoders show an unfinished UTF-8 sequence as U+FFFD
