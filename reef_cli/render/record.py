@@ -59,8 +59,11 @@ def _facts(record: dict[str, Any]) -> Table:
     add("receipt", str(record.get("id")))
     add("scenario", str(record.get("scenario")))
     add("time", formats.timestamp(record.get("created_at")))
+    training = training_fate(record)
     if record.get("type") != "inference":
         add("type", str(record.get("type")))
+        if training:
+            add("training", training)
         return grid
     add("route", str(record.get("route")))
     add("model", str(record.get("model") or formats.MISSING))
@@ -79,7 +82,18 @@ def _facts(record: dict[str, Any]) -> Table:
     for name, value in sorted((record.get("tags") or {}).items()):
         add(f"tag {name}", str(value))
     add("score", formats.score(record.get("score")))
+    if training:
+        add("training", training)
     return grid
+
+
+def training_fate(record: dict[str, Any]) -> str | None:
+    """What the recipe did with a record: the step that trained on it, or why it never will."""
+    if record.get("consumed_by_step") is not None:
+        return f"trained on in step {record['consumed_by_step']}"
+    if record.get("ineligible"):
+        return f"not trained on: {record['ineligible']}"
+    return None
 
 
 def _status(record: dict[str, Any]) -> Text:
@@ -136,11 +150,11 @@ def _report_body(record: dict[str, Any]) -> RenderableType:
 
 def _reports_table(reports: list[dict[str, Any]]) -> Table:
     table = Table()
-    for column in ("report", "time", "score", "feedback"):
+    for column in ("report", "time", "score", "feedback", "training"):
         table.add_column(column)
     for report in reports:
         feedback = report.get("feedback")
         shown = feedback if isinstance(feedback, str) else json.dumps(feedback) if feedback is not None else ""
         table.add_row(str(report.get("id")), formats.clock(report.get("created_at")),
-                      formats.score(report.get("score")), shown)  # fmt: skip
+                      formats.score(report.get("score")), shown, training_fate(report) or "")  # fmt: skip
     return table

@@ -51,7 +51,10 @@ async def list_records(request: web.Request) -> web.Response:
 async def show_record(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     record = await daemon.store.records.get(request.match_info["id"])
-    # What the recipe made of it: the step that trained on it, or why it never will be.
-    record["consumed_by_step"] = (await daemon.store.steps.consumed_by([record["id"]])).get(record["id"])
-    record["ineligible"] = await daemon.store.steps.ineligible_reason(record["id"])
+    # What the recipe made of it and of each report on it: the step that trained on it, or why it never will.
+    rows = [record, *record["reports"]]
+    steps = await daemon.store.steps.consumed_by([row["id"] for row in rows])
+    for row in rows:
+        row["consumed_by_step"] = steps.get(row["id"])
+        row["ineligible"] = await daemon.store.steps.ineligible_reason(row["id"])
     return json_response(record)

@@ -140,3 +140,26 @@ async def test_restart_resumes_from_the_checkpoint_and_rollback_restores_one(
     assert policy_logprob(again, rollout) == pytest.approx(before, abs=1e-4)
     _, served = await again.ask(QUESTION)
     assert served["tokens"]["versions"][0] == step["metrics"]["weight_version"]
+
+
+async def test_reef_show_says_what_training_made_of_each_report(start_weight_reef: StartWeightReef) -> None:
+    from rich.console import Console
+
+    from reef_cli.render.record import record_view
+
+    reef = await start_weight_reef()
+    receipt, _ = await reef.ask(QUESTION)
+    await reef.report({"score": 1.0, "references": [receipt]})
+    await steps_reach(reef, 1)
+    feedback_only = await reef.report({"feedback": "no number", "references": [receipt]})
+    for _ in range(100):
+        if (await reef.training())["ineligible"]:
+            break
+        await asyncio.sleep(0.1)
+    console = Console(width=200, record=True)
+    console.print(record_view(await reef.record(receipt)))
+    shown = console.export_text()
+    assert "trained on in step 1" in shown
+    assert "not trained on: the report has no score" in shown
+    console.print(record_view(await reef.record(feedback_only)))
+    assert "not trained on: the report has no score" in console.export_text()
