@@ -21,6 +21,8 @@ SESSION_ENV = "REEF_HARNESS_SESSION"
 SCENARIO_HEADER = "x-reef-scenario"
 SESSION_HEADER = "x-reef-tag-session"
 RELEASE_HEADER = "x-reef-tag-release"
+# Why a tree may not set a key that chooses or redirects the model.
+BINDING_IS_REEFS = "the model binding is set by the install script"
 
 
 @dataclass(frozen=True)
@@ -33,22 +35,33 @@ class Binding:
     release_id: str
 
 
+def reef_headers(binding: Binding) -> dict[str, str]:
+    """The headers every binding sends as written: the scenario and the installed release. The session tag, read
+    from SESSION_ENV when the agent runs, is each agent's own to spell."""
+    return {SCENARIO_HEADER: binding.scenario, RELEASE_HEADER: binding.release_id}
+
+
+def _args_as_given(root: Path, args: list[str]) -> list[str]:
+    return list(args)
+
+
 @dataclass(frozen=True)
 class AgentSide:
     """How one agent is installed and started.
 
     `bind` returns the rendered files with the binding added (it may change tree files, such as a config file the
     tree also writes). `env` is the agent-specific environment for a session run from `root`; `args` turns the
-    person's arguments into the agent's. `state_keys` names JSON files the agent rewrites in place and the keys it
-    may change there (its preferences); everything else the install wrote must keep its content.
+    person's arguments into the agent's (by default, as given). `state_keys` names JSON files the agent rewrites in
+    place and the keys it may change there (its preferences); everything else the install wrote must keep its
+    content.
     """
 
     package: str
     bind: Callable[[dict[str, str], Binding], dict[str, str]]
     env: Callable[[Path, Binding], dict[str, str]]
-    args: Callable[[Path, list[str]], list[str]]
     reef_entries: tuple[Entry, ...]
     headless: Callable[[str], list[str]]
+    args: Callable[[Path, list[str]], list[str]] = _args_as_given
     state_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 

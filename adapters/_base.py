@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -100,3 +101,26 @@ def refuse_unrenderable(adapter_name: str, entries: list[Entry], renders: Mappin
                 f"entry '{entry.id}' is of kind {entry.kind}, which {adapter_name} cannot load; "
                 f"use one of: {', '.join(renders)}"
             )
+
+
+def start_files(adapter_name: str, entries: list[Entry], renders: Mapping[str, str]) -> dict[str, str]:
+    """A render's first files: RenderRefused for a kind the adapter cannot load, then the rules file, if any, where
+    `renders["rules"]` puts it."""
+    refuse_unrenderable(adapter_name, entries, renders)
+    rules = rules_file(entries)
+    return {} if rules is None else {renders["rules"]: rules}
+
+
+def tree_config(
+    entries: list[Entry], refused: Mapping[str, str], where: str, defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The tree's merged config for the file `where`, deep-merged over a copy of the adapter's `defaults` (their
+    values keep their types, such as a loader expression); RenderRefused when the tree sets a key in `refused`."""
+    config = merged_config(entries)
+    refuse_keys(config, refused, where)
+    return deep_merge(copy.deepcopy(dict(defaults or {})), config)
+
+
+def sorted_files(*parts: Mapping[str, str]) -> dict[str, str]:
+    """The files of every part (later parts win on a path), sorted by path."""
+    return dict(sorted({path: text for part in parts for path, text in part.items()}.items()))

@@ -13,26 +13,8 @@ from typing import Any
 
 import tomli_w
 
-from adapters._agent import (
-    RELEASE_HEADER,
-    SCENARIO_HEADER,
-    SESSION_ENV,
-    SESSION_HEADER,
-    TOKEN_ENV,
-    AgentSide,
-    Binding,
-)
-from adapters._base import (
-    Adapter,
-    RenderRefused,
-    deep_merge,
-    first_line,
-    merged_config,
-    refuse_keys,
-    refuse_unrenderable,
-    rules_file,
-    with_frontmatter,
-)
+from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, SESSION_HEADER, TOKEN_ENV, AgentSide, Binding, reef_headers
+from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
 from adapters._reef_commands import reef_commands
 from reef_daemon.harness.tree import Entry
 
@@ -50,13 +32,12 @@ DEFAULTS: dict[str, Any] = {
     "feedback": {"enabled": False},
     "sandbox_workspace_write": {"network_access": False},
 }
-_BINDING = "the model binding is set by the install script"
 _SAFETY = "reef keeps this setting at its safe default"
 REFUSED_SETTINGS = {
-    "model": _BINDING,
-    "model_provider": _BINDING,
-    "model_providers": _BINDING,
-    "model_catalog_json": _BINDING,
+    "model": BINDING_IS_REEFS,
+    "model_provider": BINDING_IS_REEFS,
+    "model_providers": BINDING_IS_REEFS,
+    "model_catalog_json": BINDING_IS_REEFS,
     "approval_policy": "the person approves commands that leave the sandbox",
     "sandbox_workspace_write": _SAFETY,
     "check_for_update_on_startup": _SAFETY,
@@ -69,11 +50,7 @@ REFUSED_SETTINGS = {
 
 def render(entries: list[Entry]) -> dict[str, str]:
     """The codex home directory for a tree."""
-    refuse_unrenderable("codex", entries, RENDERS)
-    files: dict[str, str] = {}
-    rules = rules_file(entries)
-    if rules is not None:
-        files["codex/AGENTS.md"] = rules
+    files = start_files("codex", entries, RENDERS)
     for entry in entries:
         if entry.kind not in ("skill", "command"):
             continue
@@ -88,14 +65,12 @@ def render(entries: list[Entry]) -> dict[str, str]:
         if entry.kind == "command":
             description = f"Type ${entry.name} to run it. {description}".strip()
         files[path] = with_frontmatter(text, {"name": entry.name, "description": description})
-    extra = merged_config(entries)
-    refuse_keys(extra, REFUSED_SETTINGS, "codex/config.toml")
-    config = deep_merge(deep_merge({}, DEFAULTS), extra)
+    config = tree_config(entries, REFUSED_SETTINGS, RENDERS["config"], DEFAULTS)
     try:
-        files["codex/config.toml"] = tomli_w.dumps(config)
+        files[RENDERS["config"]] = tomli_w.dumps(config)
     except TypeError as exc:
         raise RenderRefused(f"a config entry holds a value TOML cannot write (null?): {exc}") from None
-    return dict(sorted(files.items()))
+    return sorted_files(files)
 
 
 CONFIG = "codex/config.toml"
@@ -113,11 +88,11 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
             "env_key": TOKEN_ENV,
             "wire_api": "responses",
             "supports_websockets": False,
-            "http_headers": {SCENARIO_HEADER: binding.scenario, RELEASE_HEADER: binding.release_id},
+            "http_headers": reef_headers(binding),
             "env_http_headers": {SESSION_HEADER: SESSION_ENV},
         }
     }
-    return dict(sorted({**files, CONFIG: tomli_w.dumps(config)}.items()))
+    return sorted_files(files, {CONFIG: tomli_w.dumps(config)})
 
 
 def _env(root: Path, binding: Binding) -> dict[str, str]:
@@ -134,7 +109,6 @@ ADAPTER = Adapter(
         package="npm install -g @openai/codex",
         bind=bind,
         env=_env,
-        args=lambda root, args: list(args),
         reef_entries=reef_commands("codex", "$"),
         headless=lambda prompt: ["exec", "--skip-git-repo-check", prompt],
     ),

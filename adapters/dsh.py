@@ -13,79 +13,10 @@ from typing import Any
 
 import yaml
 
-from adapters._agent import (
-    RELEASE_HEADER,
-    SCENARIO_HEADER,
-    SESSION_ENV,
-    SESSION_HEADER,
-    TOKEN_ENV,
-    AgentSide,
-    Binding,
-)
-from adapters._base import (
-    Adapter,
-    RenderRefused,
-    deep_merge,
-    first_line,
-    merged_config,
-    refuse_keys,
-    refuse_unrenderable,
-    rules_file,
-    with_frontmatter,
-)
+from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, SESSION_HEADER, TOKEN_ENV, AgentSide, Binding, reef_headers
+from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
 from adapters._reef_commands import reef_commands
 from reef_daemon.harness.tree import Entry
-
-PATCH = "dsh/profiles/headless/cordis.patch.yml"
-RENDERS = {
-    "rules": "dsh/AGENTS.md",
-    "skill": "dsh/skills/<name>/SKILL.md",
-    "command": "dsh-agents/skills/<name>/SKILL.md (typed as /<name>)",
-    "config": PATCH,
-}
-# Session logs stay readable and nothing leaves the machine for titles or telemetry.
-DEFAULTS: dict[str, Any] = {
-    "session-persistence-jsonl": {"config": {"compression": "none"}},
-    "session-title-llm": {"disabled": True},
-    "session-telemetry-otel": {"disabled": True},
-}
-_SAFETY = "reef keeps this plugin at its safe default"
-REFUSED_PLUGINS = {
-    "llm-pi-ai": "the model binding is set by the install script",
-    "agent-default-model": "the model binding is set by the install script",
-    "session-persistence-jsonl": _SAFETY,
-    "session-title-llm": _SAFETY,
-    "session-telemetry-otel": _SAFETY,
-}
-
-
-def render(entries: list[Entry]) -> dict[str, str]:
-    """The dsh home and command skill root for a tree."""
-    refuse_unrenderable("dsh", entries, RENDERS)
-    files: dict[str, str] = {}
-    rules = rules_file(entries)
-    if rules is not None:
-        files["dsh/AGENTS.md"] = rules
-    for entry in entries:
-        text = str(entry.config.get("text", ""))
-        fields: dict[str, str | bool] = {"name": entry.name, "description": first_line(text)}
-        if entry.kind == "skill":
-            files[f"dsh/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
-        elif entry.kind == "command":
-            fields["disable-model-invocation"] = True
-            files[f"dsh-agents/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
-    plugins = merged_config(entries)
-    refuse_keys(plugins, REFUSED_PLUGINS, PATCH)
-    for plugin, settings in plugins.items():
-        if not isinstance(settings, dict):
-            raise RenderRefused(f"config for plugin '{plugin}' must be an object such as {{\"config\": {{...}}}}")
-    merged = deep_merge(deep_merge({}, DEFAULTS), plugins)
-    rows = [{"id": plugin, **merged[plugin]} for plugin in sorted(merged)]
-    files[PATCH] = yaml.safe_dump(rows, sort_keys=True, allow_unicode=True)
-    return dict(sorted(files.items()))
-
-
-BINDING_PATCH = "dsh/reef-binding.patch.yml"
 
 
 class _Js(str):
@@ -99,6 +30,53 @@ class _PatchDumper(yaml.SafeDumper):
 _PatchDumper.add_representer(_Js, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:js", str(value)))
 
 
+PATCH = "dsh/profiles/headless/cordis.patch.yml"
+RENDERS = {
+    "rules": "dsh/AGENTS.md",
+    "skill": "dsh/skills/<name>/SKILL.md",
+    "command": "dsh-agents/skills/<name>/SKILL.md (typed as /<name>)",
+    "config": PATCH,
+}
+# Session logs stay readable and nothing leaves the machine for titles or telemetry. The session store's config
+# keeps its required root (dsh's own default) beside the compression.
+DEFAULTS: dict[str, Any] = {
+    "session-persistence-jsonl": {"config": {"root": _Js("dshHomePath('sessions')"), "compression": "none"}},
+    "session-title-llm": {"disabled": True},
+    "session-telemetry-otel": {"disabled": True},
+}
+_SAFETY = "reef keeps this plugin at its safe default"
+REFUSED_PLUGINS = {
+    "llm-pi-ai": BINDING_IS_REEFS,
+    "agent-default-model": BINDING_IS_REEFS,
+    "session-persistence-jsonl": _SAFETY,
+    "session-title-llm": _SAFETY,
+    "session-telemetry-otel": _SAFETY,
+}
+
+
+def render(entries: list[Entry]) -> dict[str, str]:
+    """The dsh home and command skill root for a tree."""
+    files = start_files("dsh", entries, RENDERS)
+    for entry in entries:
+        text = str(entry.config.get("text", ""))
+        fields: dict[str, str | bool] = {"name": entry.name, "description": first_line(text)}
+        if entry.kind == "skill":
+            files[f"dsh/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
+        elif entry.kind == "command":
+            fields["disable-model-invocation"] = True
+            files[f"dsh-agents/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
+    plugins = tree_config(entries, REFUSED_PLUGINS, PATCH, DEFAULTS)
+    for plugin, settings in plugins.items():
+        if not isinstance(settings, dict):
+            raise RenderRefused(f"config for plugin '{plugin}' must be an object such as {{\"config\": {{...}}}}")
+    rows = [{"id": plugin, **plugins[plugin]} for plugin in sorted(plugins)]
+    files[PATCH] = yaml.dump(rows, Dumper=_PatchDumper, sort_keys=True, allow_unicode=True)
+    return sorted_files(files)
+
+
+BINDING_PATCH = "dsh/reef-binding.patch.yml"
+
+
 def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
     """A patch adding the `reef` provider (token from a variable, scenario and tags as headers) as the default."""
     provider = {
@@ -106,21 +84,15 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
         "api": "anthropic-messages",
         "apiKeyEnv": TOKEN_ENV,
         "baseURL": binding.url,
-        "headers": {
-            SCENARIO_HEADER: binding.scenario,
-            RELEASE_HEADER: binding.release_id,
-            SESSION_HEADER: _Js(f"process.env.{SESSION_ENV} ?? ''"),
-        },
+        "headers": {**reef_headers(binding), SESSION_HEADER: _Js(f"process.env.{SESSION_ENV} ?? ''")},
         "models": [{"id": binding.model}],
     }
     rows = [
         {"id": "llm-pi-ai", "config": {"providers": {"reef": provider}}},
         {"id": "agent-default-model", "config": {"provider": "reef", "model": binding.model}},
-        # The tree's patch sets this plugin's config without its required root; applied last, this restores it.
-        {"id": "session-persistence-jsonl", "config": {"root": _Js("dshHomePath('sessions')"), "compression": "none"}},
     ]
     patch = yaml.dump(rows, Dumper=_PatchDumper, sort_keys=True, allow_unicode=True)
-    return dict(sorted({**files, BINDING_PATCH: patch}.items()))
+    return sorted_files(files, {BINDING_PATCH: patch})
 
 
 def _env(root: Path, binding: Binding) -> dict[str, str]:

@@ -10,24 +10,8 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from adapters._agent import (
-    RELEASE_HEADER,
-    SCENARIO_HEADER,
-    SESSION_ENV,
-    SESSION_HEADER,
-    TOKEN_ENV,
-    AgentSide,
-    Binding,
-)
-from adapters._base import (
-    Adapter,
-    first_line,
-    merged_config,
-    refuse_keys,
-    refuse_unrenderable,
-    rules_file,
-    with_frontmatter,
-)
+from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, SESSION_HEADER, TOKEN_ENV, AgentSide, Binding, reef_headers
+from adapters._base import Adapter, first_line, sorted_files, start_files, tree_config, with_frontmatter
 from reef_daemon.harness.tree import Entry
 
 RENDERS = {
@@ -39,9 +23,9 @@ RENDERS = {
 }
 # The model binding is added at install time; a tree may not choose or redirect the model.
 REFUSED_SETTINGS = {
-    "defaultProvider": "the model binding is set by the install script",
-    "defaultModel": "the model binding is set by the install script",
-    "enabledModels": "the model binding is set by the install script",
+    "defaultProvider": BINDING_IS_REEFS,
+    "defaultModel": BINDING_IS_REEFS,
+    "enabledModels": BINDING_IS_REEFS,
     "providers": "only reef's own provider is configured, by the install script",
     "httpProxy": "model traffic must go to reef directly",
 }
@@ -49,11 +33,7 @@ REFUSED_SETTINGS = {
 
 def render(entries: list[Entry]) -> dict[str, str]:
     """The pi-agent directory for a tree."""
-    refuse_unrenderable("pi", entries, RENDERS)
-    files: dict[str, str] = {}
-    rules = rules_file(entries)
-    if rules is not None:
-        files["pi-agent/AGENTS.md"] = rules
+    files = start_files("pi", entries, RENDERS)
     for entry in entries:
         text = str(entry.config.get("text", ""))
         if entry.kind == "skill":
@@ -64,10 +44,9 @@ def render(entries: list[Entry]) -> dict[str, str]:
         elif entry.kind == "extension":
             code = str(entry.config["code"])
             files[f"pi-agent/extensions/{entry.name}.ts"] = code if code.endswith("\n") else code + "\n"
-    settings = merged_config(entries)
-    refuse_keys(settings, REFUSED_SETTINGS, "pi-agent/settings.json")
-    files["pi-agent/settings.json"] = json.dumps(settings, indent=2, sort_keys=True) + "\n"
-    return dict(sorted(files.items()))
+    settings = tree_config(entries, REFUSED_SETTINGS, RENDERS["config"])
+    files[RENDERS["config"]] = json.dumps(settings, indent=2, sort_keys=True) + "\n"
+    return sorted_files(files)
 
 
 MODELS = "pi-agent/models.json"
@@ -84,22 +63,19 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
         "baseUrl": f"{binding.url}/v1",
         "api": "openai-completions",
         "apiKey": TOKEN_ENV,  # pi reads a value naming an environment variable from that variable
-        "headers": {
-            SCENARIO_HEADER: binding.scenario,
-            SESSION_HEADER: SESSION_ENV,
-            RELEASE_HEADER: binding.release_id,
-        },
+        "headers": {**reef_headers(binding), SESSION_HEADER: SESSION_ENV},
         "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
         "models": [{"id": binding.model}],
     }
     settings = json.loads(files.get(SETTINGS, "{}"))
     settings.update(defaultProvider="reef", defaultModel=binding.model)
-    bound = {
-        **files,
-        MODELS: json.dumps({"providers": {"reef": provider}}, indent=2, sort_keys=True) + "\n",
-        SETTINGS: json.dumps(settings, indent=2, sort_keys=True) + "\n",
-    }
-    return dict(sorted(bound.items()))
+    return sorted_files(
+        files,
+        {
+            MODELS: json.dumps({"providers": {"reef": provider}}, indent=2, sort_keys=True) + "\n",
+            SETTINGS: json.dumps(settings, indent=2, sort_keys=True) + "\n",
+        },
+    )
 
 
 def _env(root: Path, binding: Binding) -> dict[str, str]:
@@ -122,7 +98,6 @@ ADAPTER = Adapter(
         package="npm install -g @mariozechner/pi-coding-agent",
         bind=bind,
         env=_env,
-        args=lambda root, args: list(args),
         reef_entries=(EXTENSION,),
         headless=lambda prompt: ["-p", prompt],
         state_keys={SETTINGS: PREFERENCE_KEYS},
