@@ -1,5 +1,5 @@
-"""What the CLI tests share: the fake upstream on a thread of its own, a daemon run with `reef start`, and
-running `reef` as a subprocess."""
+"""What the CLI tests share, and the TUI tests through tui_testing: a fake model on a thread of its own, a daemon
+run with `reef start`, running `reef` as a subprocess, and polling until something holds."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 from aiohttp import web
-from fake_upstream import FakeUpstream
 
 REEF = [sys.executable, "-m", "reef_cli"]
 CHAT = {"model": "fake-model", "messages": [{"role": "user", "content": "What is the capital of France?"}]}
@@ -34,12 +33,12 @@ def wait_until(condition: Callable[[], Any], what: str, attempts: int = 600, pau
     raise AssertionError(f"gave up waiting for {what}")
 
 
-class UpstreamThread:
-    """The fake upstream model on a loopback port, served from a thread with its own event loop."""
+class ModelThread:
+    """A fake model server on a loopback port, served from a thread with its own event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, app: web.Application) -> None:
         self.loop = asyncio.new_event_loop()
-        self.runner = web.AppRunner(FakeUpstream().app())
+        self.runner = web.AppRunner(app)
         self.url = ""
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
@@ -63,7 +62,7 @@ class UpstreamThread:
 
 
 @dataclass
-class RunningDaemon:
+class Daemon:
     """A daemon `reef start` ran in `workdir`, and how to reach it."""
 
     workdir: Path
@@ -74,8 +73,8 @@ class RunningDaemon:
         """Run `reef ARGS` as a subprocess in the daemon's directory."""
         return run_reef(self.workdir, self.env, *args, input=input, timeout=timeout)
 
-    def chat(self, scenario: str = "demo", *, stream: bool = False, question: str | None = None) -> str:
-        """One chat completion through the daemon; returns its receipt."""
+    def chat(self, scenario: str = "demo", question: str | None = None, *, stream: bool = False) -> str:
+        """One chat completion through the daemon, as an agent would send it; returns its receipt."""
         body: dict[str, Any] = {**CHAT, "stream": stream}
         if question is not None:
             body["messages"] = [{"role": "user", "content": question}]
@@ -89,18 +88,37 @@ class RunningDaemon:
         assert marker in text, text
         return text.split(marker, 1)[1][:32]
 
-    def record(self, receipt: str) -> dict[str, Any]:
-        response = httpx.get(f"{self.url}/reef/records/{receipt}", timeout=30)
+    def get(self, path: str, **params: str) -> Any:
+        response = httpx.get(f"{self.url}{path}", params=params, timeout=30)
         assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
+        return response.json()
+
+    def post(self, path: str, body: Any, scenario: str | None = None) -> Any:
+        headers = {"x-reef-scenario": scenario} if scenario else {}
+        response = httpx.post(f"{self.url}{path}", json=body, headers=headers, timeout=30)
+        assert response.status_code < 300, response.text
+        return response.json()
+
+    def record(self, receipt: str) -> dict[str, Any]:
+        record: dict[str, Any] = self.get(f"/reef/records/{receipt}")
+        return record
 
     def reports(self, scenario: str | None = None) -> list[dict[str, Any]]:
-        params = {"type": "report", "limit": "500", **({"scenario": scenario} if scenario else {})}
-        response = httpx.get(f"{self.url}/reef/records", params=params, timeout=30)
-        assert response.status_code == 200, response.text
-        rows: list[dict[str, Any]] = response.json()["records"]
+        """The report records the daemon lists (of `scenario`, else of all), newest first."""
+        rows: list[dict[str, Any]] = self.get(
+            "/reef/records", type="report", limit="500", **({"scenario": scenario} if scenario else {})
+        )["records"]
         return rows
+
+    def stop(self) -> None:
+        """`reef stop`; if that failed, kill the recorded pid so no daemon outlives the tests."""
+        pid_file = self.workdir / ".reef" / "daemon.pid"
+        pid = int(pid_file.read_text()) if pid_file.exists() else None
+        stopped = self.reef("stop")
+        if stopped.returncode != 0 and pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -118,20 +136,15 @@ def run_reef(
     )
 
 
-def start_daemon(workdir: Path, upstream_url: str, env: dict[str, str], *extra: str) -> RunningDaemon:
-    """`reef start` in `workdir` on a free port (port 0: the daemon reports the one it got)."""
-    started = run_reef(workdir, env, "start", "--inference.upstream-url", upstream_url, "--reef.port", "0", *extra)
+def start_daemon(
+    workdir: Path, upstream_url: str, *extra: str, env: dict[str, str] | None = None, port: int = 0
+) -> Daemon:
+    """`reef start` in `workdir` on `port` (0: a free one, which the daemon reports) with `env` (else clean_env());
+    `extra` are more serve settings."""
+    env = clean_env() if env is None else env
+    started = run_reef(
+        workdir, env, "start", "--inference.upstream-url", upstream_url, "--reef.port", str(port), *extra
+    )
     assert started.returncode == 0, started.stdout + started.stderr
     url = (workdir / ".reef" / "daemon.url").read_text().strip()
-    return RunningDaemon(workdir, url, env)
-
-
-def stop_daemon(daemon: RunningDaemon) -> None:
-    """`reef stop`; if that failed, kill the recorded pid so no daemon outlives the tests."""
-    pid_file = daemon.workdir / ".reef" / "daemon.pid"
-    pid = int(pid_file.read_text()) if pid_file.exists() else None
-    stopped = daemon.reef("stop")
-    if stopped.returncode != 0 and pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    return Daemon(workdir, url, env)

@@ -3,14 +3,13 @@ timings, tokens, serving version, reports); scored with the same keys as the lis
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from reef_cli.client import Event, ReefClientError
 from reef_cli.render.record import record_view
@@ -18,16 +17,14 @@ from reef_tui.bindings import HELP, score_bindings
 from reef_tui.reporting import send_report
 from reef_tui.scoring import KEY_SCORES
 from reef_tui.screens.feedback import FeedbackScreen
-from reef_tui.widgets.daemon_bar import DaemonBar
-
-if TYPE_CHECKING:
-    from reef_tui.app import ReefApp
+from reef_tui.screens.reef_screen import ReefScreen
 
 
-class RecordDetailScreen(Screen[None]):
+class RecordDetailScreen(ReefScreen):
     """Pushed over the records list; escape goes back."""
 
     SUB_TITLE = "record"
+    FOLLOWS_APP = False  # the record stays whatever the scenario
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         HELP,
@@ -40,22 +37,11 @@ class RecordDetailScreen(Screen[None]):
         self.record_id = record_id
         self.record: dict[str, Any] | None = None
 
-    @property
-    def reef(self) -> ReefApp:
-        return cast("ReefApp", self.app)
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield DaemonBar(id="daemon-bar")
+    def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="detail-scroll"):
             yield Static(Text(f"loading {self.record_id} …"), id="detail")
-        yield Footer()
 
-    def on_mount(self) -> None:
-        self.reef.daemon_events.subscribe(self, self._on_event)
-        self.load()
-
-    def load(self) -> None:
+    def reload(self) -> None:
         self.run_worker(self._load, thread=True, group="detail", exclusive=True)
 
     def _load(self) -> None:
@@ -76,7 +62,7 @@ class RecordDetailScreen(Screen[None]):
 
     def _on_event(self, event: Event) -> None:
         if event.type == "report" and self.record_id in (event.data.get("references") or []):
-            self.load()
+            self.reload()
 
     def action_score(self, key: str) -> None:
         if self._scoreable():
@@ -103,4 +89,4 @@ class RecordDetailScreen(Screen[None]):
 
     def _sent(self, score: float | None) -> None:
         self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)
-        self.load()
+        self.reload()

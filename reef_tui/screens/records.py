@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from asyncio import to_thread
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from reef_cli.client import Event, RecordPage, RecordRow, ReefClientError
 from reef_tui.bindings import HELP, score_bindings
@@ -17,18 +16,15 @@ from reef_tui.reporting import send_report
 from reef_tui.scoring import KEY_SCORES
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
-from reef_tui.widgets.daemon_bar import DaemonBar
+from reef_tui.screens.reef_screen import ReefScreen
 from reef_tui.widgets.record_columns import header_line
 from reef_tui.widgets.record_list import RecordList
-
-if TYPE_CHECKING:
-    from reef_tui.app import ReefApp
 
 PAGE = 200
 TYPES = ("inference", None, "report", "train")  # `y` cycles through these; None is every type
 
 
-class RecordsScreen(Screen[None]):
+class RecordsScreen(ReefScreen):
     """The main screen."""
 
     SUB_TITLE = "records"
@@ -50,24 +46,10 @@ class RecordsScreen(Screen[None]):
         self._loading_older = False
         self._generation = 0  # bumped on every reload, so a late page of an old filter is dropped
 
-    @property
-    def reef(self) -> ReefApp:
-        return cast("ReefApp", self.app)
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield DaemonBar(id="daemon-bar")
+    def compose_body(self) -> ComposeResult:
         yield Static(id="filters")
         yield Static(id="records-header")
         yield RecordList(id="records")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self.reef.daemon_events.subscribe(self, self._on_event)
-        self.watch(self.reef, "scenario", lambda _: self.reload(), init=False)
-        self.watch(self.reef, "connected", self._on_connection, init=False)
-        self._show_filters()
-        self.reload()
 
     # --- loading --------------------------------------------------------------------------------------------
 

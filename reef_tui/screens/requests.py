@@ -3,32 +3,29 @@ how-to-use text."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable
 
 from reef_cli.client import Event, ReefClientError
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.screens.new_request import NewRequestScreen
-from reef_tui.widgets.daemon_bar import DaemonBar
+from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.request_view import RequestView
-
-if TYPE_CHECKING:
-    from reef_tui.app import ReefApp
 
 SHOWN = 50  # the newest requests listed
 COLUMNS = ("filed", "state", "result", "version", "request")
 
 
-class RequestsScreen(Screen[None]):
+class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
     """A table of requests over the selected one's progress."""
 
     SUB_TITLE = "requests"
+    NAME = "requests"
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,
         Binding("n", "new_request", "New request"),
@@ -37,58 +34,30 @@ class RequestsScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.scenario: str | None = None
         self.progress: dict[str, dict[str, Any]] = {}
 
-    @property
-    def reef(self) -> ReefApp:
-        return cast("ReefApp", self.app)
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield DaemonBar(id="daemon-bar")
-        yield Static(id="requests-title", classes="screen-title")
+    def compose_scenario(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="requests-table", cursor_type="row")
         table.add_columns(*COLUMNS)
         yield table
         with VerticalScroll(id="request-scroll"):
             yield RequestView(id="request-view")
-        yield Footer()
 
-    def on_mount(self) -> None:
-        self.reef.daemon_events.subscribe(self, self._on_event)
-        self.watch(self.reef, "scenario", lambda _: self.action_reload(), init=False)
-        self.watch(self.reef, "connected", self._on_connection, init=False)
-        self.action_reload()
+    def heading(self, scenario: str) -> str:
+        return f"change requests for [b]{scenario}[/b]  (n files one)"
 
-    def _on_connection(self, connected: bool | None) -> None:
-        if connected and self.scenario is None:
-            self.action_reload()
+    def say_no_scenario(self) -> None:
+        hint = "send a request with the x-reef-scenario header, then come back; s picks a scenario"
+        self.query_one(RequestView).say(hint)
 
-    def action_reload(self) -> None:
-        self.scenario = self.reef.scenario_or_first()
-        title = self.query_one("#requests-title", Static)
-        view = self.query_one(RequestView)
-        if self.scenario is None:
-            title.update("no scenario yet")
-            view.say("send a request with the x-reef-scenario header, then come back; s picks a scenario")
-            return
-        title.update(f"change requests for [b]{self.scenario}[/b]  (n files one)")
-        self.run_worker(self._load, thread=True, group="requests", exclusive=True)
+    def fetch(self, scenario: str) -> list[dict[str, Any]]:
+        rows = self.reef.client.records(scenario=scenario, type="train", limit=SHOWN)["records"]
+        return [self.reef.client.request_progress(row["id"]) for row in rows]
 
-    def _load(self) -> None:
-        scenario = self.scenario
-        if scenario is None:
-            return
-        try:
-            rows = self.reef.client.records(scenario=scenario, type="train", limit=SHOWN)["records"]
-            progress = [self.reef.client.request_progress(row["id"]) for row in rows]
-        except ReefClientError as exc:
-            self.app.call_from_thread(self.query_one(RequestView).say, exc.message, error=True)
-            return
-        self.app.call_from_thread(self._fill, progress)
+    def show_error(self, message: str) -> None:
+        self.query_one(RequestView).say(message, error=True)
 
-    def _fill(self, progress: list[dict[str, Any]]) -> None:
+    def show_loaded(self, scenario: str, progress: list[dict[str, Any]]) -> None:
         table: DataTable[str] = self.query_one(DataTable)
         table.clear()
         self.progress = {}

@@ -3,26 +3,22 @@ units were waiting or judged ineligible and why."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
-from reef_cli.client import Event, ReefClientError
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
-from reef_tui.widgets.daemon_bar import DaemonBar
+from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine
 
-if TYPE_CHECKING:
-    from reef_tui.app import ReefApp
-
 METRICS = (("reward", "mean_reward"), ("loss", "loss"), ("critic loss", "critic_loss"))
+Loaded = tuple[dict[str, Any], list[dict[str, Any]]]  # the daemon's status, the scenario's releases newest first
 
 
 def metric_series(releases: list[dict[str, Any]], name: str) -> list[float]:
@@ -59,64 +55,27 @@ def facts_table(status: dict[str, Any], scenario: str) -> Table:
     return grid
 
 
-class TrainingScreen(Screen[None]):
+class TrainingScreen(ScenarioScreen[Loaded]):
     """Live with every committed step of the scenario."""
 
     SUB_TITLE = "training"
+    NAME = "training"
     BINDINGS: ClassVar[list[BindingType]] = [HELP, Binding("ctrl+r", "reload", "Reload")]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.scenario: str | None = None
-
-    @property
-    def reef(self) -> ReefApp:
-        return cast("ReefApp", self.app)
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield DaemonBar(id="daemon-bar")
-        yield Static(id="training-title", classes="screen-title")
+    def compose_scenario(self) -> ComposeResult:
         with VerticalScroll(id="training-body"):
             for title, _name in METRICS:
                 yield MetricLine(title)
             yield Static(id="training-facts")
-        yield Footer()
 
-    def on_mount(self) -> None:
-        self.reef.daemon_events.subscribe(self, self._on_event)
-        self.watch(self.reef, "scenario", lambda _: self.action_reload(), init=False)
-        self.watch(self.reef, "connected", self._on_connection, init=False)
-        self.action_reload()
+    def fetch(self, scenario: str) -> Loaded:
+        return self.reef.client.status(), self.reef.client.releases(scenario)
 
-    def _on_connection(self, connected: bool | None) -> None:
-        if connected and self.scenario is None:
-            self.action_reload()
+    def show_error(self, message: str) -> None:
+        self.query_one("#training-facts", Static).update(Text(message, style="red"))
 
-    def _on_event(self, event: Event) -> None:
-        if event.scenario == self.scenario and event.type in ("step", "release"):
-            self.action_reload()
-
-    def action_reload(self) -> None:
-        self.scenario = self.reef.scenario_or_first()
-        if self.scenario is None:
-            self.query_one("#training-title", Static).update("no scenario yet")
-            return
-        self.run_worker(self._load, thread=True, group="training", exclusive=True)
-
-    def _load(self) -> None:
-        scenario = self.scenario
-        if scenario is None:
-            return
-        try:
-            status = self.reef.client.status()
-            releases = self.reef.client.releases(scenario)
-        except ReefClientError as exc:
-            self.app.call_from_thread(self.query_one("#training-facts", Static).update, Text(exc.message, style="red"))
-            return
-        self.app.call_from_thread(self._show, scenario, status, releases)
-
-    def _show(self, scenario: str, status: dict[str, Any], releases: list[dict[str, Any]]) -> None:
+    def show_loaded(self, scenario: str, loaded: Loaded) -> None:
+        status, releases = loaded
         recipe = (status.get("recipe") or {}).get("name", "?")
         rewards = metric_series(releases, "mean_reward")
         title = f"training of [b]{scenario}[/b] (recipe {recipe})"

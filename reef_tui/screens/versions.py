@@ -4,26 +4,22 @@ files changed against the parent; promote, roll back and install, each behind a 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
-from reef_cli.client import Event, ReefClientError
+from reef_cli.client import ReefClientError
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
 from reef_tui.screens.confirm import ConfirmScreen
 from reef_tui.screens.install import InstallScreen
-from reef_tui.widgets.daemon_bar import DaemonBar
-
-if TYPE_CHECKING:
-    from reef_tui.app import ReefApp
+from reef_tui.screens.scenario_screen import ScenarioScreen
 
 COLUMNS = ("version", "operation", "result", "state", "when", "request")
 
@@ -39,10 +35,11 @@ def state_of(release: dict[str, Any]) -> str:
     return "restorable" if release.get("restorable") else ""
 
 
-class VersionsScreen(Screen[None]):
+class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
     """Releases over the selected one's diff or metrics."""
 
     SUB_TITLE = "versions"
+    NAME = "versions"
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,
         Binding("d", "diff", "Diff"),
@@ -54,63 +51,33 @@ class VersionsScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.scenario: str | None = None
         self.releases: dict[str, dict[str, Any]] = {}
 
-    @property
-    def reef(self) -> ReefApp:
-        return cast("ReefApp", self.app)
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield DaemonBar(id="daemon-bar")
-        yield Static(id="versions-title", classes="screen-title")
+    def compose_scenario(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="versions-table", cursor_type="row")
         table.add_columns(*COLUMNS)
         yield table
         with VerticalScroll(id="version-scroll"):
             yield Static(id="version-view")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self.reef.daemon_events.subscribe(self, self._on_event)
-        self.watch(self.reef, "scenario", lambda _: self.action_reload(), init=False)
-        self.watch(self.reef, "connected", self._on_connection, init=False)
-        self.action_reload()
-
-    def _on_connection(self, connected: bool | None) -> None:
-        if connected and self.scenario is None:
-            self.action_reload()
-
-    def _on_event(self, event: Event) -> None:
-        if event.scenario == self.scenario and event.type in ("step", "release"):
-            self.action_reload()
 
     def _view(self, renderable: Any) -> None:
         self.query_one("#version-view", Static).update(renderable)
 
     # --- loading --------------------------------------------------------------------------------------------
 
-    def action_reload(self) -> None:
-        self.scenario = self.reef.scenario_or_first()
-        if self.scenario is None:
-            self.query_one("#versions-title", Static).update("no scenario yet")
-            self._view(Text("versions appear once a scenario exists; s picks a scenario", style="dim"))
-            return
-        self.query_one("#versions-title", Static).update(f"versions of [b]{self.scenario}[/b]")
-        self.run_worker(self._load, thread=True, group="versions", exclusive=True)
+    def heading(self, scenario: str) -> str:
+        return f"versions of [b]{scenario}[/b]"
 
-    def _load(self) -> None:
-        if self.scenario is None:
-            return
-        try:
-            releases = self.reef.client.releases(self.scenario)
-        except ReefClientError as exc:
-            self.app.call_from_thread(self._view, Text(exc.message, style="red"))
-            return
-        self.app.call_from_thread(self._fill, releases)
+    def say_no_scenario(self) -> None:
+        self._view(Text("versions appear once a scenario exists; s picks a scenario", style="dim"))
 
-    def _fill(self, releases: list[dict[str, Any]]) -> None:
+    def fetch(self, scenario: str) -> list[dict[str, Any]]:
+        return self.reef.client.releases(scenario)
+
+    def show_error(self, message: str) -> None:
+        self._view(Text(message, style="red"))
+
+    def show_loaded(self, scenario: str, releases: list[dict[str, Any]]) -> None:
         table: DataTable[str] = self.query_one(DataTable)
         selected = self._selected()
         table.clear()
@@ -213,7 +180,7 @@ class VersionsScreen(Screen[None]):
             self.app.call_from_thread(self.notify, exc.message, title=f"{operation} refused", severity="error")
             return
         self.app.call_from_thread(self.notify, f"{operation}: {head.get('version')} is the new head", timeout=3)
-        self.app.call_from_thread(self.action_reload)
+        self.app.call_from_thread(self.reload)
 
     def action_install(self) -> None:
         release, scenario = self._selected(), self.scenario

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from cli_testing import RunningDaemon, UpstreamThread, clean_env, start_daemon, stop_daemon
+from cli_testing import Daemon, ModelThread, start_daemon
+from fake_upstream import FakeUpstream
 from typer.testing import CliRunner, Result
 
 from reef_cli.app import app
@@ -14,21 +15,21 @@ from reef_cli.app import app
 
 @pytest.fixture(scope="session")
 def upstream_url() -> Iterator[str]:
-    upstream = UpstreamThread()
+    upstream = ModelThread(FakeUpstream().app())
     yield upstream.start()
     upstream.stop()
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Iterator[RunningDaemon]:
+def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Iterator[Daemon]:
     """One daemon per test module, stopped at the end of it."""
-    running = start_daemon(tmp_path_factory.mktemp("reef"), upstream_url, clean_env())
+    running = start_daemon(tmp_path_factory.mktemp("reef"), upstream_url)
     yield running
-    stop_daemon(running)
+    running.stop()
 
 
 @pytest.fixture
-def cli(daemon: RunningDaemon) -> Callable[..., Result]:
+def cli(daemon: Daemon) -> Callable[..., Result]:
     """Invoke the `reef` app in-process against the module's daemon (found through REEF_URL)."""
     runner = CliRunner()
 

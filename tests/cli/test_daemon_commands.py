@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from cli_testing import clean_env, run_reef, start_daemon, stop_daemon, wait_until
+from cli_testing import clean_env, run_reef, start_daemon, wait_until
 from typer.testing import CliRunner
 
 from reef_cli.app import app
@@ -16,7 +16,7 @@ from reef_cli.state import process_alive
 
 
 def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    daemon = start_daemon(tmp_path, upstream_url, clean_env())
+    daemon = start_daemon(tmp_path, upstream_url)
     try:
         state = tmp_path / ".reef"
         pid = int((state / "daemon.pid").read_text())
@@ -54,7 +54,7 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
         for shown in ("recipe", "record", "runtime", "uptime", "training", "alpha"):
             assert shown in table.stdout
     finally:
-        stop_daemon(daemon)
+        daemon.stop()
     wait_until(lambda: not process_alive(pid), "the daemon to exit")
     assert not (tmp_path / ".reef" / "daemon.pid").exists()
     assert "reef: stopped" in (tmp_path / ".reef" / "daemon.log").read_text()
@@ -74,7 +74,7 @@ def test_start_refuses_bad_settings_with_usage_status(tmp_path: Path) -> None:
 
 
 def test_a_daemon_with_a_token_says_to_set_reef_token(tmp_path: Path, upstream_url: str) -> None:
-    daemon = start_daemon(tmp_path, upstream_url, clean_env(REEF_TOKEN="s3cret-token"))
+    daemon = start_daemon(tmp_path, upstream_url, env=clean_env(REEF_TOKEN="s3cret-token"))
     try:
         without = run_reef(tmp_path, clean_env(), "records")
         assert without.returncode == 1
@@ -85,7 +85,7 @@ def test_a_daemon_with_a_token_says_to_set_reef_token(tmp_path: Path, upstream_u
         right = run_reef(tmp_path, clean_env(REEF_TOKEN="s3cret-token"), "records", "--json")
         assert right.returncode == 0, right.stderr
     finally:
-        stop_daemon(daemon)
+        daemon.stop()
 
 
 def test_the_daemon_is_found_in_the_documented_order(tmp_path: Path) -> None:

@@ -12,13 +12,13 @@ from typing import IO
 
 import httpx
 import pytest
-from cli_testing import REEF, RunningDaemon, wait_until
+from cli_testing import REEF, Daemon, wait_until
 from typer.testing import Result
 
 Cli = Callable[..., Result]
 
 
-def test_records_lists_new_records_as_a_table_and_as_json(daemon: RunningDaemon, cli: Cli) -> None:
+def test_records_lists_new_records_as_a_table_and_as_json(daemon: Daemon, cli: Cli) -> None:
     first = daemon.chat("listing")
     second = daemon.chat("listing", stream=True)
     table = cli("records", "--scenario", "listing")
@@ -34,7 +34,7 @@ def test_records_lists_new_records_as_a_table_and_as_json(daemon: RunningDaemon,
     assert rows[0]["usage"] == {"input_tokens": 12, "output_tokens": 7}
 
 
-def test_records_filters_by_type_unscored_and_limit(daemon: RunningDaemon, cli: Cli) -> None:
+def test_records_filters_by_type_unscored_and_limit(daemon: Daemon, cli: Cli) -> None:
     scored, unscored = daemon.chat("filters"), daemon.chat("filters")
     assert cli("score", scored, "1").exit_code == 0
 
@@ -62,7 +62,7 @@ def _drain(lines: queue.Queue[str], seen: list[str]) -> str:
 
 
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "table"])
-def test_follow_prints_a_record_made_after_it_started(daemon: RunningDaemon, as_json: bool) -> None:
+def test_follow_prints_a_record_made_after_it_started(daemon: Daemon, as_json: bool) -> None:
     scenario = f"follow-{'json' if as_json else 'table'}"
     before = daemon.chat(scenario)
     command = [*REEF, "records", "--follow", "--scenario", scenario, *(["--json"] if as_json else [])]
@@ -102,7 +102,7 @@ def test_follow_prints_a_record_made_after_it_started(daemon: RunningDaemon, as_
         assert [row["id"] for row in followed] == [before, after]
 
 
-def test_show_renders_the_exchange_of_every_route(daemon: RunningDaemon, cli: Cli) -> None:
+def test_show_renders_the_exchange_of_every_route(daemon: Daemon, cli: Cli) -> None:
     for route, body in (
         ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Capital of *France*?"}]}),
         ("/v1/messages", {"system": "Answer briefly.", "max_tokens": 64,
@@ -132,7 +132,7 @@ def test_show_renders_the_exchange_of_every_route(daemon: RunningDaemon, cli: Cl
                 assert "Answer briefly." in text
 
 
-def test_show_includes_the_reports_and_json(daemon: RunningDaemon, cli: Cli) -> None:
+def test_show_includes_the_reports_and_json(daemon: Daemon, cli: Cli) -> None:
     receipt = daemon.chat("show-reports")
     assert cli("score", receipt, "0.25", "--feedback", "close, but verbose").exit_code == 0
     shown = cli("show", receipt)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from cli_testing import RunningDaemon
+from cli_testing import Daemon
 from typer.testing import Result
 
 Cli = Callable[..., Result]
 
 
-def test_scenarios_list_create_and_archive(daemon: RunningDaemon, cli: Cli) -> None:
+def test_scenarios_list_create_and_archive(daemon: Daemon, cli: Cli) -> None:
     daemon.chat("counted")
     created = cli("scenarios", "create", "fresh", "--training-mode", "manual")
     assert created.exit_code == 0, created.output
@@ -35,7 +35,7 @@ def test_scenarios_list_create_and_archive(daemon: RunningDaemon, cli: Cli) -> N
     assert bad.exit_code == 1 and "scenario names are" in bad.stderr
 
 
-def test_daemon_options_before_the_subcommand_apply_to_it(daemon: RunningDaemon, cli: Cli) -> None:
+def test_daemon_options_before_the_subcommand_apply_to_it(daemon: Daemon, cli: Cli) -> None:
     result = cli("scenarios", "--url", daemon.url, "create", "from-parent", env={"REEF_URL": "http://127.0.0.1:9"})
     assert result.exit_code == 0, result.output
     assert "created scenario from-parent" in result.stdout

@@ -6,13 +6,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from cli_testing import RunningDaemon
+from cli_testing import Daemon
 from typer.testing import Result
 
 Cli = Callable[..., Result]
 
 
-def test_score_by_argument_takes_the_scenario_from_the_records(daemon: RunningDaemon, cli: Cli) -> None:
+def test_score_by_argument_takes_the_scenario_from_the_records(daemon: Daemon, cli: Cli) -> None:
     first, second = daemon.chat("by-arg"), daemon.chat("by-arg")
     result = cli("score", first, second, "-0.5", "--feedback", "both missed the point")
     assert result.exit_code == 0, result.output
@@ -27,7 +27,7 @@ def test_score_by_argument_takes_the_scenario_from_the_records(daemon: RunningDa
     assert daemon.record(first)["score"] == 1
 
 
-def test_score_refuses_bad_usage_with_status_2(daemon: RunningDaemon, cli: Cli) -> None:
+def test_score_refuses_bad_usage_with_status_2(daemon: Daemon, cli: Cli) -> None:
     receipt = daemon.chat("usage")
     for args in ([], ["1"], [receipt, "high"], [receipt, "nan"], [receipt, "1", "--bogus"]):
         result = cli("score", *args)
@@ -38,7 +38,7 @@ def test_score_refuses_bad_usage_with_status_2(daemon: RunningDaemon, cli: Cli) 
     assert daemon.record(receipt)["reports"] == []
 
 
-def test_score_refuses_receipts_of_two_scenarios_and_unknown_ones(daemon: RunningDaemon, cli: Cli) -> None:
+def test_score_refuses_receipts_of_two_scenarios_and_unknown_ones(daemon: Daemon, cli: Cli) -> None:
     one, other = daemon.chat("mix-a"), daemon.chat("mix-b")
     mixed = cli("score", one, other, "1")
     assert mixed.exit_code == 1 and "different scenarios" in mixed.stderr
@@ -47,7 +47,7 @@ def test_score_refuses_receipts_of_two_scenarios_and_unknown_ones(daemon: Runnin
 
 
 def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
-    daemon: RunningDaemon, cli: Cli, tmp_path: Path
+    daemon: Daemon, cli: Cli, tmp_path: Path
 ) -> None:
     good, other = daemon.chat("ci"), daemon.chat("ci")
     lines = [
@@ -89,7 +89,7 @@ def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
     assert len(daemon.reports("ci")) == 2
 
 
-def test_score_next_walks_unscored_records_from_stdin(daemon: RunningDaemon) -> None:
+def test_score_next_walks_unscored_records_from_stdin(daemon: Daemon) -> None:
     receipts = [daemon.chat("walk", question=f"question {n}") for n in range(3)]
     # A word that is not a score is asked again; Enter skips the second record; q quits at the third.
     walked = daemon.reef("score", "--next", "--scenario", "walk", input="great\n0.5\nconcise and right\n\nq\n")
