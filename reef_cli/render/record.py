@@ -149,12 +149,19 @@ def _report_body(record: dict[str, Any]) -> RenderableType:
 
 
 def _reports_table(reports: list[dict[str, Any]]) -> Table:
+    fates = [training_fate(report) for report in reports]
+    columns = ["report", "time", "score", "feedback"] + (["training"] if any(fates) else [])
     table = Table()
-    for column in ("report", "time", "score", "feedback", "training"):
+    for column in columns:
         table.add_column(column)
-    for report in reports:
+    for report, fate in zip(reports, fates, strict=True):
         feedback = report.get("feedback")
         shown = feedback if isinstance(feedback, str) else json.dumps(feedback) if feedback is not None else ""
-        table.add_row(str(report.get("id")), formats.clock(report.get("created_at")),
-                      formats.score(report.get("score")), shown, training_fate(report) or "")  # fmt: skip
+        cells = [
+            str(report.get("id")),
+            formats.clock(report.get("created_at")),
+            formats.score(report.get("score")),
+            shown,
+        ]
+        table.add_row(*cells, *([fate or ""] if any(fates) else []))
     return table
