@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import (
@@ -49,6 +50,7 @@ class Store:
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / DATABASE_NAME
         self.writer = GroupCommitWriter(str(self.path), on_events)
+        self._checkpointer = Checkpointer(str(self.path))
         self._reader: Reader | None = None
         self._summarize = summarize
         self.scenarios = ScenarioStore(self.writer)
@@ -61,6 +63,7 @@ class Store:
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
         self.writer.start(loop)  # creates the file and applies migrations first
+        self._checkpointer.start()
         self._reader = Reader(str(self.path))
         self.records = RecordStore(self.writer, self._reader, self._summarize)
         self.events = EventLog(self._reader)
@@ -68,7 +71,9 @@ class Store:
         self._reader.run_blocking(self.scenarios.load)
 
     def close(self) -> None:
+        """Finish queued writes, close every connection, and leave the records in the database file itself."""
         self.writer.stop()
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        self._checkpointer.stop()

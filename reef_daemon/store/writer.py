@@ -97,6 +97,8 @@ class GroupCommitWriter:
         self._loop = loop
         self._conn = connect(self._path)
         migrate(self._conn)
+        # Checkpoints run on the Checkpointer's thread, never inside a commit a request is waiting for.
+        self._conn.execute("PRAGMA wal_autocheckpoint = 0")
         self._next_sequence = self._max_sequence(self._conn) + 1
         self._thread = threading.Thread(target=self._run, name="reef-store-writer", daemon=True)
         self._thread.start()
