@@ -108,7 +108,7 @@ class GenerationWorker:
     ) -> None:
         try:
             copy_weights(self._loaded.model, state)
-            refresh_decode_copies(self._loaded.model)
+            refresh_decode_copies(self._loaded.model, state.keys())
         except (KeyError, ValueError, RuntimeError) as exc:
             future.set_exception(exc)
             return
