@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -11,15 +9,13 @@ from rich.table import Table
 
 from reef_cli.commands.evolve import ScenarioOption
 from reef_cli.connect import daemon_client
+from reef_cli.installs import installed_release
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
 
 VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness"
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4"
 ROLLBACK_EXAMPLE = "Example: reef rollback --scenario my-harness v2"
-# Where the install script puts a scenario's harness and records the release it installed.
-INSTALL_ROOT = Path("~/reef-harness")
-INSTALLED_FILE = ".reef-harness-release"
 REQUEST_WIDTH = 60
 
 VersionArgument = Annotated[str, typer.Argument(help="A version (v3) or a release id (or its first 8+ characters).")]
@@ -86,21 +82,6 @@ def resolve_version(rows: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
             return matches[0]
     known = ", ".join(row["version"] for row in reversed(rows))
     fail(f"no version '{wanted}' (known: {known}); name one as vN or by its release id")
-
-
-def installed_release(scenario: str) -> str | None:
-    """The release the install script last installed for this scenario on this machine, if any. The file is the
-    install's JSON record; a bare release id (older installs) is read as it is."""
-    path = INSTALL_ROOT.expanduser() / scenario / INSTALLED_FILE
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return text or None
-    return str(record.get("release_id") or "") or None if isinstance(record, dict) else None
 
 
 def _result(row: dict[str, Any]) -> str:

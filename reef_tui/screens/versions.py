@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from reef_cli.client import ReefClientError
+from reef_cli.installs import installed_release
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
@@ -25,14 +26,18 @@ COLUMNS = ("version", "operation", "result", "state", "when", "request")
 
 
 def state_of(release: dict[str, Any]) -> str:
-    """current / pending / promoted as vN / restorable, as the daemon flags them."""
+    """current / pending / promoted as vN / restorable, as the daemon flags them, and installed on this machine."""
     if release.get("current"):
-        return "current"
-    if release.get("pending"):
-        return "pending"
-    if release.get("promoted_as"):
-        return f"promoted as {release['promoted_as']}"
-    return "restorable" if release.get("restorable") else ""
+        state = "current"
+    elif release.get("pending"):
+        state = "pending"
+    elif release.get("promoted_as"):
+        state = f"promoted as {release['promoted_as']}"
+    else:
+        state = "restorable" if release.get("restorable") else ""
+    if release.get("installed"):
+        state = f"{state}, installed" if state else "installed"
+    return state
 
 
 class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
@@ -72,7 +77,11 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
         self._view(Text("versions appear once a scenario exists; s picks a scenario", style="dim"))
 
     def fetch(self, scenario: str) -> list[dict[str, Any]]:
-        return self.reef.client.releases(scenario)
+        releases = self.reef.client.releases(scenario)
+        installed = installed_release(scenario)
+        for release in releases:
+            release["installed"] = installed is not None and release.get("release_id") == installed
+        return releases
 
     def show_error(self, message: str) -> None:
         self._view(Text(message, style="red"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,12 @@ from reef_tui.widgets.request_view import RequestView
 
 SIZES = [(80, 24), (160, 48)]
 Prepare = Callable[[Pilot[Any]], Awaitable[None]]
+
+
+@pytest.fixture(autouse=True)
+def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No harness installed on this machine, whatever the machine: the versions screen shows none."""
+    monkeypatch.setenv("HOME", str(tmp_path))
 
 
 @pytest.fixture(autouse=True)
