@@ -21,6 +21,7 @@ from reef_daemon.store.schema import connect, migrate
 log = logging.getLogger("reef.store")
 
 T = TypeVar("T")
+WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,10 @@ class GroupCommitWriter:
         self._loop = loop
         self._conn = connect(self._path)
         migrate(self._conn)
-        # Checkpoints run on the Checkpointer's thread, never inside a commit a request is waiting for.
-        self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+        # Checkpoints run on the Checkpointer's thread, not inside a commit a request is waiting for. Its PASSIVE
+        # checkpoints can lose the race with a busy writer, and then the WAL never restarts; past this many pages
+        # the writer checkpoints itself (cheaply: the checkpointer has copied most pages already) to bound it.
+        self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND_PAGES}")
         self._next_sequence = self._max_sequence(self._conn) + 1
         self._thread = threading.Thread(target=self._run, name="reef-store-writer", daemon=True)
         self._thread.start()
