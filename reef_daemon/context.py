@@ -29,7 +29,6 @@ class Daemon:
     reports: ReportValidator
     workers: RecipeWorkers
     started_at: float = field(default_factory=time.time)
-    errors: list[str] = field(default_factory=list)
 
     async def ensure_scenario(self, name: str) -> Scenario:
         """The scenario, created with the deployment's recipe on first sight."""
@@ -55,7 +54,7 @@ class Daemon:
             "runtime": self.runtime.describe(),
             "auth": self.gate.enabled,
             "state_dir": str(self.settings.reef.state_dir),
-            "errors": list(self.errors),
+            "errors": self.workers.errors(),
         }
 
 

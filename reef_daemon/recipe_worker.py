@@ -198,6 +198,10 @@ class RecipeWorkers:
         if self._subscription is not None:
             self._subscription.close()
 
+    def errors(self) -> list[str]:
+        """The last failure of each scenario's worker, for `/reef/status`."""
+        return [f"{name}: {worker.last_error}" for name, worker in self._workers.items() if worker.last_error]
+
     async def status(self) -> dict[str, Any]:
         """Per scenario: steps, the last one, waiting units, ineligible counts by reason, a running step, errors."""
         scenarios: dict[str, Any] = {}

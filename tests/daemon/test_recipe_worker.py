@@ -87,6 +87,8 @@ async def test_a_failing_step_is_consumed_as_skipped(start_reef: StartReef) -> N
     assert state["last_step"]["result"] == "skipped"
     assert "the step blew up" in state["last_step"]["metrics"]["error"]
     assert "the step blew up" in state["error"]
+    status = await (await reef.get("/reef/status")).json()
+    assert status["errors"] == ["demo: RuntimeError: the step blew up"]
 
 
 async def test_rollback_is_committed_as_a_step_of_its_own(start_reef: StartReef) -> None:
