@@ -51,9 +51,10 @@ class AgentSide:
 
     `bind` returns the rendered files with the binding added (it may change tree files, such as a config file the
     tree also writes). `env` is the agent-specific environment for a session run from `root`; `args` turns the
-    person's arguments into the agent's (by default, as given). `state_keys` names JSON files the agent rewrites in
-    place and the keys it may change there (its preferences); everything else the install wrote must keep its
-    content.
+    person's arguments into the agent's (by default, as given), and `headless` gives the person's arguments for one
+    prompt answered without a terminal. `state_keys` names JSON files the agent rewrites in place and the keys it
+    may change there (its preferences); everything else the install wrote must keep its content. `offline_env`
+    keeps the agent off the network at start-up (no update checks) for a trial run on the daemon host.
     """
 
     package: str
@@ -63,6 +64,7 @@ class AgentSide:
     headless: Callable[[str], list[str]]
     args: Callable[[Path, list[str]], list[str]] = _args_as_given
     state_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    offline_env: Mapping[str, str] = field(default_factory=dict)
 
 
 def checked_digest(data: bytes, state_keys: frozenset[str] | None = None) -> str:

@@ -101,6 +101,7 @@ ADAPTER = Adapter(
         reef_entries=(EXTENSION,),
         headless=lambda prompt: ["-p", prompt],
         state_keys={SETTINGS: PREFERENCE_KEYS},
+        offline_env={"PI_OFFLINE": "1"},
     ),
     notes=(
         "commands are prompt templates typed as /<name>",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping
+import secrets
+from collections.abc import Iterable, Iterator, Mapping
 
 OPEN_PATHS = frozenset({"/healthz"})
 
@@ -17,6 +19,7 @@ class TokenGate:
     """Accepts any of the configured tokens; replaceable at runtime when the config file changes."""
 
     def __init__(self, tokens: Iterable[str]) -> None:
+        self._lent: set[bytes] = set()
         self.replace(tokens)
 
     def replace(self, tokens: Iterable[str]) -> None:
@@ -26,18 +29,37 @@ class TokenGate:
     def enabled(self) -> bool:
         return bool(self._digests)
 
-    def allows(self, headers: Mapping[str, str]) -> bool:
-        """True when auth is off, or the request presents an accepted token."""
+    def allows(self, headers: Mapping[str, str], *, model_call: bool = False) -> bool:
+        """True when auth is off, or the request presents an accepted token. A lent token counts only for a
+        model call (`model_call`)."""
         if not self._digests:
             return True
         presented = presented_token(headers)
         if presented is None:
             return False
         candidate = _digest(presented)
+        accepted = self._digests + (tuple(self._lent) if model_call else ())
         matched = False
-        for digest in self._digests:  # no early exit: the time taken does not depend on which token matched
+        for digest in accepted:  # no early exit: the time taken does not depend on which token matched
             matched |= hmac.compare_digest(candidate, digest)
         return matched
+
+    @contextlib.contextmanager
+    def lend(self) -> Iterator[str | None]:
+        """A fresh token good only for model calls, until the block ends; None when auth is off (none is needed).
+
+        For processes reef starts itself, such as a candidate harness's trial run, which must never see the
+        daemon's own tokens."""
+        if not self._digests:
+            yield None
+            return
+        token = secrets.token_urlsafe(32)
+        digest = _digest(token)
+        self._lent.add(digest)
+        try:
+            yield token
+        finally:
+            self._lent.discard(digest)
 
 
 def presented_token(headers: Mapping[str, str]) -> str | None:

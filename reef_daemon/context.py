@@ -40,6 +40,17 @@ class Daemon:
         )
         return scenario
 
+    def listening(self, port: int) -> str:
+        """The loopback URL the daemon answers on, once it listens on `port`; the recipe is told too."""
+        host = self.settings.reef.host
+        if host in ("", "0.0.0.0"):  # noqa: S104 - a listening address, not a choice to bind everywhere
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        self.recipe.listening(url, self.gate)
+        return url
+
     def apply_settings(self, fresh: Settings) -> None:
         """Take the settings that can change while running (tokens, the upstream) from freshly loaded ones."""
         merged = with_live_values(self.settings, fresh)

@@ -12,7 +12,7 @@ from reef_daemon.auth import OPEN_PATHS
 from reef_daemon.context import DAEMON
 from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
 from reef_daemon.jsonbody import json_response
-from reef_daemon.proxy.handler import UPSTREAM_SECONDS
+from reef_daemon.proxy.handler import INFERENCE_ROUTES, UPSTREAM_SECONDS
 from reef_daemon.proxy.headers import OVERHEAD_HEADER
 
 log = logging.getLogger("reef.http")
@@ -57,7 +57,8 @@ async def errors_and_overhead(request: web.Request, handler: Handler) -> web.Str
 
 @web.middleware
 async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path not in OPEN_PATHS and not request.app[DAEMON].gate.allows(request.headers):
+    gate = request.app[DAEMON].gate
+    if request.path not in OPEN_PATHS and not gate.allows(request.headers, model_call=request.path in INFERENCE_ROUTES):
         raise Unauthorized(
             "this daemon needs a token: send Authorization: Bearer <token> (or x-api-key), e.g. set REEF_TOKEN",
             type="unauthorized",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from reef_daemon.auth import TokenGate
 from reef_daemon.errors import Unsupported
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, SettingsError, load_settings
@@ -82,6 +83,10 @@ class Recipe:
 
     async def start(self, store: Store, runtime: Runtime) -> None:
         """Called once the store is open and the runtime started, before the recipe worker starts."""
+
+    def listening(self, url: str, gate: TokenGate) -> None:
+        """Called once the daemon listens: its loopback URL, and the gate that lends model-call tokens to the
+        processes a recipe starts itself."""
 
     async def close(self) -> None:
         """Called on shutdown, after the HTTP server stopped taking requests and the worker stopped."""

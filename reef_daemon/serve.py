@@ -49,7 +49,9 @@ async def _serve(settings: Settings, reload: Callable[[], Settings] | None) -> N
     # Everything built so far lives as long as the daemon: keep the collector from rescanning it on every
     # full collection, which otherwise shows up as multi-millisecond stalls in the latency tail.
     gc.freeze()
-    _announce(daemon, _bound_port(runner, settings.reef.port))
+    port = _bound_port(runner, settings.reef.port)
+    daemon.listening(port)
+    _announce(daemon, port)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

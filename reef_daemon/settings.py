@@ -224,6 +224,15 @@ class HarnessSection:
     max_tokens: int = _setting(
         8192, _parse_positive_int, help="the most tokens the proposer asks the model for in one answer"
     )
+    trial: str = _setting(
+        "auto",
+        _parse_str,
+        help="before publishing, start the agent on the candidate once: auto (where the adapter's binary is on "
+        "PATH), off, or the binary's path",
+    )
+    trial_timeout_s: float = _setting(
+        180.0, _parse_positive_float, help="how long the trial run may take before it counts as failed"
+    )
 
 
 SECTIONS: dict[str, type[Any]] = {

@@ -12,7 +12,8 @@ from fake_upstream import FakeUpstream
 
 
 class AgentUpstream:
-    """Both fakes behind one loopback port, served from a thread with its own event loop."""
+    """Both fakes behind one loopback port, served from a thread with its own event loop (`start`/`stop`); or
+    just their `app()`, served by the caller (`close` the unused loop then)."""
 
     def __init__(self) -> None:
         self.agents = FakeUpstream()
@@ -47,6 +48,9 @@ class AgentUpstream:
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
         self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}"
+
+    def close(self) -> None:
+        self.loop.close()
 
     def stop(self) -> None:
         if self.runner is not None:

@@ -20,12 +20,15 @@ class Reefine:
     server: TestServer
     model: FakeProposerModel
     session: aiohttp.ClientSession
+    token: str | None = None
 
     def headers(self) -> dict[str, str]:
         return {"x-reef-scenario": SCENARIO}
 
     async def call(self, method: str, path: str, body: Any = None, scenario: str | None = SCENARIO) -> Any:
         headers = {"x-reef-scenario": scenario} if scenario else {}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         async with self.session.request(method, self.url + path, json=body, headers=headers) as response:
             return response.status, await response.json()
 

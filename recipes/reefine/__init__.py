@@ -2,8 +2,9 @@
 
 One step per unit, oldest first. A change request (`POST /reef/train`) goes to the text proposer; in `auto` and
 `hybrid` mode a low-scored report becomes a failure-driven proposal of one skill. Every candidate passes admission
-and a render check, then is published as a release (pending review when it touches an extension) or recorded as
-a rejected or skipped step with the reason.
+and a render check, then (where the adapter's agent is installed on this host) a trial run that starts the agent
+on it with one health prompt; then it is published as a release (pending review when it touches an extension) or
+recorded as a rejected or skipped step with the reason.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import Any, ClassVar
 
 from adapters import get_adapter
 from recipes.reefine.steps import HarnessSteps
+from reef_daemon.auth import TokenGate
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.progress import RequestProgress
+from reef_daemon.harness.trial import TrialRunner, check_trial_setting
 from reef_daemon.recipe_host import Eligible, Ineligible, Recipe, StepOutcome, Verdict
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, SettingsError
@@ -36,7 +39,11 @@ class ReefineRecipe(Recipe):
             self.adapter = get_adapter(settings.harness.adapter)
         except ValueError as exc:
             raise SettingsError(f"harness.adapter: {exc}") from None
+        problem = check_trial_setting(settings.harness.trial)
+        if problem is not None:
+            raise SettingsError(problem)
         self.harness = HarnessHost(settings.reef.state_dir, self.adapter)
+        self.trial = TrialRunner(self.adapter, settings.harness.trial, settings.harness.trial_timeout_s)
         self._steps: HarnessSteps | None = None
         self.progress: RequestProgress | None = None
 
@@ -44,10 +51,15 @@ class ReefineRecipe(Recipe):
         self.harness.open(store)
         self.progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
-        self._steps = HarnessSteps(self.harness, self.progress, runtime, model, self.settings.harness.max_tokens)
+        self._steps = HarnessSteps(
+            self.harness, self.progress, runtime, model, self.settings.harness.max_tokens, self.trial
+        )
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)
+
+    def listening(self, url: str, gate: TokenGate) -> None:
+        self.trial.listening(url, gate)
 
     async def close(self) -> None:
         self.harness.close()

@@ -9,7 +9,8 @@ from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.model import ModelFailed, ServedModel
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.harness.proposer import Declined, Proposal, propose_for_request, propose_from_failures
-from reef_daemon.harness.tree import touches_kind
+from reef_daemon.harness.tree import Entry, touches_kind
+from reef_daemon.harness.trial import Trial, TrialRunner, not_run
 from reef_daemon.recipe_host import StepOutcome
 from reef_daemon.runtimes.base import Runtime
 
@@ -20,13 +21,20 @@ REVIEW_KIND = "extension"  # changes that run code in the agent's process wait f
 
 class HarnessSteps:
     def __init__(
-        self, harness: HarnessHost, progress: RequestProgress, runtime: Runtime, model: str, max_tokens: int
+        self,
+        harness: HarnessHost,
+        progress: RequestProgress,
+        runtime: Runtime,
+        model: str,
+        max_tokens: int,
+        trial: TrialRunner,
     ) -> None:
         self._harness = harness
         self._progress = progress
         self._runtime = runtime
         self._model = model
         self._max_tokens = max_tokens
+        self._trial = trial
 
     async def for_request(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
         """One change request, start to end. Its progress is durable; the committed step settles it."""
@@ -108,9 +116,12 @@ class HarnessSteps:
                 metrics["findings"] = proposal.findings
             return StepOutcome(proposal.result, metrics)
         await note(f"checking the candidate: it renders for {self._harness.adapter.name}")
-        # Admission already rendered the candidate; a trial run of the agent itself is the sandbox's job.
-        metrics["check"] = {"renders": True, "trial": "not run: no sandboxed trial runner on this daemon"}
         pending = touches_kind(tree, proposal.mutations, REVIEW_KIND)
+        check = await self._check(scenario, tree, proposal.candidate, pending, note)
+        metrics["check"] = check
+        if check.get("verdict"):
+            result, metrics["reason"] = check.pop("verdict")
+            return StepOutcome(result, metrics)
         manifest = {
             **manifest,
             "design": design,
@@ -126,6 +137,44 @@ class HarnessSteps:
         self._harness.remember_head(scenario, release_id)
         await note("published")
         return StepOutcome("selected", metrics, release_id)
+
+    async def _check(
+        self, scenario: str, served: list[Entry], candidate: list[Entry], pending: bool, note: Any
+    ) -> dict[str, Any]:
+        """The pre-publish check: the candidate rendered (admission did that); where the agent is installed here,
+        a trial run. A failed trial is tried on the served tree too: if that fails as well the setup is broken,
+        not the candidate, and the step is skipped; otherwise the candidate is rejected. A `verdict` key, when
+        present, holds (result, reason)."""
+        check: dict[str, Any] = {"renders": True}
+        if pending:
+            check["trial"] = not_run(
+                "it changes an extension, and model-written code runs only once a person promotes it"
+            ).to_json()
+            return check
+        binary, _where = self._trial.binary()
+        if binary is not None:
+            await note(f"trial: starting {binary} on the candidate with one offline health prompt")
+        trial = await self._trial.run(candidate, self._model, f"candidate-for-{scenario}")
+        check["trial"] = trial.to_json()
+        await note(f"trial: {trial.reason}")
+        if not trial.ran or trial.passed:
+            return check
+        await note(
+            "trial: starting it on the served harness the same way, to tell a broken candidate from a broken set-up"
+        )
+        served_trial: Trial = await self._trial.run(served, self._model, f"served-for-{scenario}")
+        check["served_trial"] = served_trial.to_json()
+        if served_trial.passed:
+            check["verdict"] = (
+                "rejected",
+                f"the candidate failed its trial run, the served harness did not: {trial.reason}",
+            )
+        else:
+            check["verdict"] = (
+                "skipped",
+                f"the trial could not judge the candidate: the served harness fails too ({served_trial.reason})",
+            )
+        return check
 
 
 def how_to_use(design: str) -> str | None:

@@ -86,3 +86,20 @@ async def test_rotation_accepts_every_listed_token(start_reef: StartReef) -> Non
         response = await reef.get("/reef/status", headers={"Authorization": f"Bearer {token}"})
         assert response.status == 200
     assert (await reef.get("/reef/status")).status == 401
+
+
+async def test_a_lent_token_is_good_for_model_calls_only_and_only_while_lent(guarded: Reef) -> None:
+    gate = guarded.daemon.gate
+    with gate.lend() as lent:
+        assert lent is not None and lent != TOKEN
+        headers = {"Authorization": f"Bearer {lent}"}
+        assert (await guarded.post("/v1/chat/completions", CHAT, headers=headers)).status == 200
+        assert (await guarded.session.get(guarded.url + "/reef/records", headers=headers)).status == 401
+        assert (await guarded.session.get(guarded.url + "/reef/status", headers=headers)).status == 401
+    assert (await guarded.post("/v1/chat/completions", CHAT, headers=headers)).status == 401
+
+
+async def test_nothing_is_lent_when_auth_is_off(start_reef: StartReef) -> None:
+    open_reef = await start_reef()
+    with open_reef.daemon.gate.lend() as lent:
+        assert lent is None

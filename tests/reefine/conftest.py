@@ -1,4 +1,5 @@
-"""A reefine daemon in front of the scripted proposer model; restartable on the same state directory."""
+"""A reefine daemon in front of the scripted proposer model (which also answers agents, for trial runs);
+restartable on the same state directory. Trial runs are off unless a test sets `harness__trial`."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+from agent_upstream import AgentUpstream
 from aiohttp.test_utils import TestServer
-from fake_proposer_model import FakeProposerModel
 from reefine_testing import SCENARIO, Reefine, StartReefine
 
 from reef_daemon.app import create_app
+from reef_daemon.context import DAEMON
 from reef_daemon.settings import load_settings
 
 
@@ -20,10 +22,11 @@ from reef_daemon.settings import load_settings
 async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
     """Start (or restart, on the same state directory and model) a reefine daemon; a scenario in manual mode."""
     started: list[tuple[TestServer, TestServer, aiohttp.ClientSession]] = []
-    model = FakeProposerModel()
+    models = AgentUpstream()
+    model = models.proposer
 
     async def start(**overrides: Any) -> Reefine:
-        upstream = TestServer(model.app(), host="127.0.0.1")
+        upstream = TestServer(models.app(), host="127.0.0.1")
         await upstream.start_server()
         settings = load_settings(
             overrides={
@@ -31,19 +34,23 @@ async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
                 "inference.upstream-url": str(upstream.make_url("")).rstrip("/"),
                 "inference.upstream-model": "fake-proposer",
                 "reef.state-dir": str(tmp_path / "state"),
+                "harness.trial": "off",
                 **{key.replace("__", "."): value for key, value in overrides.items()},
             },
             environ={},
         )
         server = TestServer(create_app(settings), host="127.0.0.1")
         await server.start_server()
+        server.app[DAEMON].listening(server.port)  # as `reef serve` does once it listens
         session = aiohttp.ClientSession()
         started.append((server, upstream, session))
-        reefine = Reefine(str(server.make_url("")).rstrip("/"), server, model, session)
+        url = str(server.make_url("")).rstrip("/")
+        reefine = Reefine(url, server, model, session, overrides.get("reef__token"))
         await reefine.call("POST", "/reef/scenarios", {"name": SCENARIO})
         return reefine
 
     yield start
+    models.close()
     for server, upstream, session in started:
         await session.close()
         await server.close()

@@ -41,8 +41,9 @@ def reefine_daemon(
     """A reefine daemon before the scripted proposer model, with a scenario `harness` in manual mode."""
     _model, url = proposer
     running = start_daemon(
-        tmp_path_factory.mktemp("reefine"), url, "--recipe", "reefine", "--inference.upstream-model", "fake-proposer"
-    )
+        tmp_path_factory.mktemp("reefine"), url, "--recipe", "reefine", "--inference.upstream-model", "fake-proposer",
+        "--harness.trial", "off",  # snapshots must not depend on which agents this machine has
+    )  # fmt: skip
     running.post("/reef/scenarios", {"name": "harness"})
     yield running
     running.stop()

@@ -1,0 +1,136 @@
+"""The pre-publish trial run: the real agent starts on the candidate and answers one health prompt through reef."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from adapters_testing import agent_binary
+from cli_testing import clean_env, run_reef
+from fake_proposer_model import answer, skill
+from reefine_testing import SCENARIO, StartReefine
+
+from reef_daemon.harness.trial import TRIAL_SCENARIO
+
+TOKEN = "trial-test-token-0123456789"
+
+
+def require(name: str) -> Path:
+    found = agent_binary(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed on this machine; scripts/setup installs it")
+    return found
+
+
+def config(entry_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"id": entry_id, "kind": "config", "config": {"data": data}}
+
+
+async def step_metrics(reefine: Any) -> dict[str, Any]:
+    rows = await reefine.releases()
+    metrics: dict[str, Any] = rows[0]["metrics"]
+    return metrics
+
+
+async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(start_reefine: StartReefine) -> None:
+    pi = require("pi")
+    reefine = await start_reefine(harness__trial=str(pi), reef__token=TOKEN)
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+
+    assert progress["result"] == "selected", progress
+    texts = [line["text"] for line in progress["activity"]]
+    assert any(text.startswith(f"trial: starting {pi}") for text in texts)
+    assert any(text.startswith("trial: pi started on it and answered") for text in texts)
+    assert texts.index(next(t for t in texts if t.startswith("trial: pi"))) < texts.index("published")
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["ran"] and trial["passed"] and trial["exit_code"] == 0 and "Paris" in trial["answer"]
+
+    # The health prompt went through reef with a token lent for model calls only, under its own scenario.
+    status, listed = await reefine.call("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
+    assert status == 200 and listed["records"], listed
+    status, record = await reefine.call("GET", f"/reef/records/{listed['records'][0]['id']}")
+    assert record["tags"]["release"] == f"candidate-for-{SCENARIO}"
+    assert "reef-ok" in str(record["request"])
+    status, unscored = await reefine.call("GET", f"/reef/records?scenario={SCENARIO}&type=inference")
+    assert unscored["records"] == []  # the person's scenario holds only the person's conversations
+
+
+async def test_a_candidate_the_agent_cannot_start_on_is_rejected_and_the_served_one_still_serves(
+    start_reefine: StartReefine,
+) -> None:
+    codex = require("codex")
+    reefine = await start_reefine(harness__adapter="codex", harness__trial=str(codex))
+    # codex refuses to load a config.toml whose value has the wrong type.
+    reefine.model.script(
+        "answer", answer("Hide reasoning.\n\nHow to use: ask.", config("quiet", {"hide_agent_reasoning": "yes"}))
+    )
+    progress = await reefine.settled(await reefine.train("hide the reasoning"))
+
+    assert progress["result"] == "rejected" and progress["release"] is None
+    assert progress["reason"].startswith("the candidate failed its trial run, the served harness did not: codex exited")
+    assert "expected a boolean" in progress["reason"]
+    check = (await step_metrics(reefine))["check"]
+    assert not check["trial"]["passed"] and check["served_trial"]["passed"]
+    harness = await reefine.ok("GET", "/reef/harness")
+    assert harness["version"] == "v0"
+
+
+async def test_when_the_served_harness_fails_too_the_step_is_skipped_not_blamed_on_the_candidate(
+    start_reefine: StartReefine, tmp_path: Path
+) -> None:
+    broken = tmp_path / "agent-that-never-starts"
+    broken.write_text("#!/bin/sh\necho 'cannot reach the display' >&2\nexit 7\n")
+    broken.chmod(0o755)
+    reefine = await start_reefine(harness__trial=str(broken))
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+
+    assert progress["result"] == "skipped", progress
+    assert progress["reason"] == (
+        "the trial could not judge the candidate: the served harness fails too "
+        "(pi exited with status 7: cannot reach the display)"
+    )
+
+
+async def test_a_trial_is_not_run_without_the_agent_or_for_unreviewed_extension_code(
+    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"  # a host with git (for releases) and no pi
+    bin_dir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bin_dir / "git").symlink_to(git)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    reefine = await start_reefine(harness__trial="auto")
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+    assert progress["result"] == "selected"
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["reason"] == "not run: pi is not installed on this host (npm install -g @mariozechner/pi-coding-agent)"
+    assert not trial["ran"] and trial["exit_code"] is None
+
+    extension = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
+    reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension))
+    progress = await reefine.settled(await reefine.train("notify me when done"))
+    assert progress["result"] == "pending"
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["reason"] == (
+        "not run: it changes an extension, and model-written code runs only once a person promotes it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("pi", "reef serve: harness.trial: 'pi' is not off, auto or an absolute path to the agent's binary"),
+        ("/no/such/pi", "reef serve: harness.trial: /no/such/pi is not an executable file"),
+    ],
+)
+def test_a_bad_trial_setting_stops_the_daemon_with_what_to_fix(tmp_path: Path, value: str, message: str) -> None:
+    served = run_reef(
+        tmp_path, clean_env(), "serve", "--recipe", "reefine", "--harness.trial", value, "--reef.port", "0"
+    )
+    assert served.returncode == 2 and served.stderr.strip() == message
