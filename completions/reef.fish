@@ -20,7 +20,7 @@ end
 complete -c reef -f
 complete -c reef -n '__reef_at reef' -a serve -d 'Run the daemon in the foreground.'
 complete -c reef -n '__reef_at reef' -a start -d 'Run the daemon in the background, with the options of `reef serve`.'
-complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemon `reef start` ran from this directory.'
+complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemon running from this directory (state in .reef, or a recipe\'s .reef/<recipe>).'
 complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing.'
 complete -c reef -n '__reef_at reef' -a records -d 'List recent records, or follow new ones.'
 complete -c reef -n '__reef_at reef' -a show -d 'Show one record, made readable.'

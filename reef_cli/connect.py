@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
-from reef_cli.discovery import Target, find_daemon
+from reef_cli.discovery import SeveralDaemons, Target, find_daemon
 from reef_cli.output import fail
 
 
@@ -14,9 +14,17 @@ from reef_cli.output import fail
 def daemon_client(url: str | None, token: str | None) -> Iterator[ReefClient]:
     """A client of the daemon found from `--url`, `REEF_URL`, this directory or the default; expected failures
     inside the block exit with one line and status 1, never a traceback."""
-    target = find_daemon(url, token)
+    target = found_daemon(url, token)
     with ReefClient(target.url, target.token) as client, reported_failures(target):
         yield client
+
+
+def found_daemon(url: str | None = None, token: str | None = None) -> Target:
+    """The daemon a command talks to (see `find_daemon`); exit 1 with the choices when several run here."""
+    try:
+        return find_daemon(url, token)
+    except SeveralDaemons as exc:
+        fail(str(exc))
 
 
 @contextmanager

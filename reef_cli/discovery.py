@@ -1,5 +1,6 @@
-"""Which daemon a client command talks to: `--url`, else `REEF_URL`, else the daemon `reef start` ran from this
-directory, else the default address. The token comes from `--token`, else `REEF_TOKEN`."""
+"""Which daemon a client command talks to: `--url`, else `REEF_URL`, else the daemon running from this directory
+(`reef start` or `reef serve` here, state in `.reef` or a recipe's `.reef/<recipe>`), else the default address.
+The token comes from `--token`, else `REEF_TOKEN`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reef_cli.state import DEFAULT_STATE_DIR, DaemonFiles
+from reef_cli.state import DEFAULT_STATE_DIR, running_here
 
 DEFAULT_URL = "http://127.0.0.1:8900"
+
+
+class SeveralDaemons(Exception):
+    """More than one daemon runs from this directory; the message names them and how to choose."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,10 @@ def find_daemon(
         return Target(url.rstrip("/"), token, "--url")
     if environ.get("REEF_URL", "").strip():
         return Target(environ["REEF_URL"].strip().rstrip("/"), token, "REEF_URL")
-    started = DaemonFiles(state_dir).url()
-    if started:
-        return Target(started, token, f"{state_dir}/")
+    running = running_here(state_dir)
+    if len(running) > 1:
+        listed = ", ".join(f"{files.url()} ({files.state_dir})" for files in running)
+        raise SeveralDaemons(f"several daemons run from this directory: {listed}; choose one with --url")
+    if running:
+        return Target(str(running[0].url()), token, f"{running[0].state_dir}/")
     return Target(DEFAULT_URL, token, "default")

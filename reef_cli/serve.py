@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from reef_cli.state import DaemonFiles
 from reef_daemon.recipe_host import load_serving_settings, resolve_recipe
 from reef_daemon.settings import Settings, SettingsError, parse_overrides
 
@@ -39,11 +40,24 @@ def serve_command(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    files = DaemonFiles(settings.reef.state_dir)
     try:
-        run(settings, reload)
+        run(settings, reload, lambda url: _announce_here(files, url))
     except SettingsError as exc:
         typer.echo(f"reef serve: {exc}", err=True)
         raise typer.Exit(2) from None
+    finally:
+        if files.pid() == os.getpid():
+            files.clear()
+
+
+def _announce_here(files: DaemonFiles, url: str) -> None:
+    """Write this daemon's pid and URL in its state directory, so client commands run here find it; unless another
+    running daemon already keeps its files there."""
+    if files.running_pid() not in (None, os.getpid()):
+        return
+    files.write_pid(os.getpid())
+    files.write_address(url, int(url.rsplit(":", 1)[1]))
 
 
 def settings_from_command_line(

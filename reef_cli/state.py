@@ -62,6 +62,13 @@ class DaemonFiles:
             path.unlink(missing_ok=True)
 
 
+def running_here(base: Path = DEFAULT_STATE_DIR) -> list[DaemonFiles]:
+    """The daemons started from this directory that still run: the one keeping state in `base` and those in its
+    folders (a recipe's profile keeps its state in `.reef/<recipe>`)."""
+    folders = [base, *sorted(path for path in base.glob("*") if path.is_dir())] if base.is_dir() else []
+    return [files for files in map(DaemonFiles, folders) if files.url() and files.running_pid() is not None]
+
+
 def process_alive(pid: int) -> bool:
     """True when a process with this pid exists and is not a zombie."""
     try:

@@ -22,17 +22,24 @@ log = logging.getLogger("reef")
 SHUTDOWN_GRACE_S = 30.0
 
 
-def run(settings: Settings, reload: Callable[[], Settings] | None = None) -> None:
-    """Serve until SIGINT or SIGTERM; in-flight requests and queued writes finish first."""
+def run(
+    settings: Settings,
+    reload: Callable[[], Settings] | None = None,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until SIGINT or SIGTERM; in-flight requests and queued writes finish first. `on_listening` gets the
+    loopback URL once the daemon answers there."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on Linux and macOS
-        asyncio.run(_serve(settings, reload))
+        asyncio.run(_serve(settings, reload, on_listening))
     else:
-        uvloop.run(_serve(settings, reload))
+        uvloop.run(_serve(settings, reload, on_listening))
 
 
-async def _serve(settings: Settings, reload: Callable[[], Settings] | None) -> None:
+async def _serve(
+    settings: Settings, reload: Callable[[], Settings] | None, on_listening: Callable[[str], None] | None
+) -> None:
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S, handle_signals=False)
     await runner.setup()
@@ -50,8 +57,10 @@ async def _serve(settings: Settings, reload: Callable[[], Settings] | None) -> N
     # full collection, which otherwise shows up as multi-millisecond stalls in the latency tail.
     gc.freeze()
     port = _bound_port(runner, settings.reef.port)
-    daemon.listening(port)
+    url = daemon.listening(port)
     _announce(daemon, port)
+    if on_listening is not None:
+        on_listening(url)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -114,7 +114,7 @@ class Daemon:
         """`reef stop`; if that failed, kill the recorded pid so no daemon outlives the tests."""
         pid_file = self.workdir / ".reef" / "daemon.pid"
         pid = int(pid_file.read_text()) if pid_file.exists() else None
-        stopped = self.reef("stop")
+        stopped = self.reef("stop", "--state-dir", ".reef")
         if stopped.returncode != 0 and pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -13,7 +13,7 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, fail, print_json
 from reef_cli.render.status import status_view
 from reef_cli.serve import settings_from_command_line
-from reef_cli.state import DEFAULT_STATE_DIR, DaemonFiles
+from reef_cli.state import DEFAULT_STATE_DIR, DaemonFiles, running_here
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.settings import SettingsError
 
@@ -22,7 +22,10 @@ STOP_EXAMPLE = "Example: reef stop"
 STATUS_EXAMPLE = "Example: reef status --json"
 
 StateDirOption = Annotated[
-    Path, typer.Option("--state-dir", help="State directory the daemon was started with.", show_default=True)
+    Path | None,
+    typer.Option(
+        "--state-dir", help="State directory the daemon was started with. Default: the one daemon running from here."
+    ),
 ]
 
 
@@ -56,16 +59,16 @@ def start(
     typer.echo(f"reef started at {started.url} (pid {started.pid}); log: {files.log_file}")
 
 
-def stop(state_dir: StateDirOption = DEFAULT_STATE_DIR) -> None:
-    """Stop the daemon `reef start` ran from this directory.
+def stop(state_dir: StateDirOption = None) -> None:
+    """Stop the daemon running from this directory (state in .reef, or a recipe's .reef/<recipe>).
 
     Requests in flight and pending writes finish first.
     """
-    files = DaemonFiles(state_dir)
+    files = DaemonFiles(state_dir) if state_dir is not None else _the_one_running_here()
     pid = files.running_pid()
     if pid is None or not is_reef_daemon(pid):
         files.clear()
-        typer.echo(f"reef is not running (nothing started from {state_dir})")
+        typer.echo(f"reef is not running (nothing started from {files.state_dir})")
         return
     with error_console().status(f"stopping reef (pid {pid})"):
         clean = stop_daemon(pid)
@@ -86,3 +89,11 @@ def status(url: UrlOption = None, token: TokenOption = None, json: JsonOption = 
             print_json(body)
             return
         console().print(status_view(body, client.url))
+
+
+def _the_one_running_here() -> DaemonFiles:
+    running = running_here()
+    if len(running) > 1:
+        listed = ", ".join(str(files.state_dir) for files in running)
+        fail(f"several daemons run from this directory ({listed}); choose one with --state-dir", 2)
+    return running[0] if running else DaemonFiles(DEFAULT_STATE_DIR)

@@ -11,8 +11,7 @@ from typing import Annotated
 import typer
 
 from reef_cli.commands.versions import resolve_version
-from reef_cli.connect import daemon_client
-from reef_cli.discovery import find_daemon
+from reef_cli.connect import daemon_client, found_daemon
 from reef_cli.options import TokenOption, UrlOption
 
 EXAMPLE = "Example: reef install --adapter pi --scenario my-harness    (then run: reef-pi)"
@@ -39,7 +38,7 @@ def install(
         release_id = resolve_version(client.releases(scenario), release)["release_id"] if release else None
         script = client.install_script(scenario, adapter, release_id)
     env = {**os.environ, "REEF_PYTHON": sys.executable}
-    target_token = find_daemon(url, token).token
+    target_token = found_daemon(url, token).token
     if target_token:
         env["REEF_TOKEN"] = target_token
     args = [str(root.expanduser().absolute())] if root is not None else []

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from reef_cli.client import ReefClient, ReefClientError
-from reef_cli.discovery import find_daemon
+from reef_cli.connect import found_daemon
+from reef_cli.discovery import SeveralDaemons, find_daemon
 from reef_cli.options import TokenOption, UrlOption
 
 EXAMPLE = "Example: reef tui --scenario demo   (inside: ? for help, ctrl+p for every action)"
@@ -32,7 +33,7 @@ def open_tui(url: str | None = None, token: str | None = None, scenario: str | N
     """Run the app until the person quits it."""
     from reef_tui import ReefApp  # textual loads only when the app is opened
 
-    target = find_daemon(url, token)
+    target = found_daemon(url, token)
     ReefApp(target.url, target.token, scenario=scenario).run()
 
 
@@ -40,7 +41,10 @@ def bare_reef_opens_tui() -> bool:
     """A bare `reef` opens the app when it runs on a terminal and a daemon answers; otherwise it prints help."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return False
-    target = find_daemon()
+    try:
+        target = find_daemon()
+    except SeveralDaemons:
+        return False
     try:
         with ReefClient(target.url, target.token, timeout_s=PROBE_TIMEOUT_S) as client:
             return client.healthz()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from cli_testing import clean_env, run_reef, start_daemon, wait_until
+from cli_testing import REEF, clean_env, run_reef, start_daemon, wait_until
 from typer.testing import CliRunner
 
 from reef_cli.app import app
@@ -93,6 +94,8 @@ def test_the_daemon_is_found_in_the_documented_order(tmp_path: Path) -> None:
     assert find_daemon(environ={}, state_dir=state).url == DEFAULT_URL
     state.mkdir()
     (state / "daemon.url").write_text("http://127.0.0.1:9911\n")
+    assert find_daemon(environ={}, state_dir=state).url == DEFAULT_URL  # its daemon is gone
+    (state / "daemon.pid").write_text(f"{os.getpid()}\n")  # a running process
     assert find_daemon(environ={}, state_dir=state).url == "http://127.0.0.1:9911"
     from_env = find_daemon(environ={"REEF_URL": "http://127.0.0.1:9922/", "REEF_TOKEN": "t"}, state_dir=state)
     assert (from_env.url, from_env.token) == ("http://127.0.0.1:9922", "t")
@@ -117,3 +120,53 @@ def test_stop_without_a_daemon_clears_a_stale_pid_file(tmp_path: Path) -> None:
     result = run_reef(tmp_path, clean_env(), "stop")
     assert result.returncode == 0 and "not running" in result.stdout
     assert not (state / "daemon.pid").exists()
+
+
+def test_a_recipe_profile_daemon_is_found_and_stopped_from_its_directory(tmp_path: Path, upstream_url: str) -> None:
+    """`reef serve --recipe reefine` keeps state in .reef/reefine and listens on its own port; client commands and
+    `reef stop` run in the same directory find it without --url."""
+    serving = subprocess.Popen(
+        [*REEF, "serve", "--recipe", "reefine", "--reef.port", "0", "--inference.upstream-url", upstream_url],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        state = tmp_path / ".reef" / "reefine"
+        url = wait_until(
+            lambda: (state / "daemon.url").exists() and (state / "daemon.url").read_text().strip(), "a URL"
+        )
+        assert (state / "daemon.pid").read_text().strip() == str(serving.pid)
+        status = run_reef(tmp_path, clean_env(), "status", "--json")
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["recipe"]["name"] == "reefine"
+        created = run_reef(tmp_path, clean_env(), "scenarios", "create", "my-harness")
+        assert created.returncode == 0, created.stderr
+        versions = run_reef(tmp_path, clean_env(), "versions", "--scenario", "my-harness", "--json")
+        assert versions.returncode == 0, versions.stderr
+        assert [row["version"] for row in json.loads(versions.stdout)["releases"]] == ["v0"]
+
+        other = start_daemon(tmp_path, upstream_url)  # a second daemon here, state in .reef
+        try:
+            several = run_reef(tmp_path, clean_env(), "status")
+            assert several.returncode == 1 and several.stderr.count("\n") == 1
+            assert f"several daemons run from this directory: {other.url} (.reef), {url} (.reef/reefine)" in (
+                several.stderr
+            )
+            assert "choose one with --url" in several.stderr
+            assert run_reef(tmp_path, clean_env(), "stop").returncode == 2
+        finally:
+            other.stop()
+
+        stopped = run_reef(tmp_path, clean_env(), "stop")
+        assert stopped.returncode == 0 and f"reef stopped (pid {serving.pid})" in stopped.stdout
+        assert serving.wait(timeout=60) == 0
+        assert not (state / "daemon.pid").exists() and not (state / "daemon.url").exists()
+    finally:
+        if serving.poll() is None:
+            serving.kill()
+            serving.wait()
+        assert serving.stdout is not None
+        serving.stdout.close()
