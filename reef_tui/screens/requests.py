@@ -58,11 +58,8 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
         self.query_one(RequestView).say(message, error=True)
 
     def show_loaded(self, scenario: str, progress: list[dict[str, Any]]) -> None:
-        table: DataTable[str] = self.query_one(DataTable)
-        table.clear()
-        self.progress = {}
-        for entry in progress:
-            self._put(entry)
+        self.progress = {str(entry["id"]): entry for entry in progress}
+        self._fill(keep_cursor=False)
         selected = self._selected()
         if selected is not None:
             self.query_one(RequestView).show(self.progress[selected])
@@ -73,26 +70,25 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
         """Add or update one request's row; refresh the panel when it is the selected one."""
         table: DataTable[str] = self.query_one(DataTable)
         request_id = str(progress["id"])
-        cells = (
-            formats.clock(progress.get("created_at")),
-            str(progress.get("state")),
-            str(progress.get("result") or formats.MISSING),
-            str(progress.get("version") or formats.MISSING),
-            str(progress.get("text") or ""),
-        )
-        if request_id in self.progress:
-            for column, value in zip(table.columns, cells, strict=True):
+        known = request_id in self.progress
+        self.progress[request_id] = progress
+        if known:
+            for column, value in zip(table.columns, _cells(progress), strict=True):
                 table.update_cell(request_id, column, value)
         else:
-            table.add_row(*cells, key=request_id)
-            if len(self.progress) > 0:  # newest first: move the new row to the top
-                table.sort(key=lambda row_key: -self._created(row_key))
-        self.progress[request_id] = progress
+            self._fill(keep_cursor=True)
         if self._selected() == request_id or len(self.progress) == 1:
             self.query_one(RequestView).show(progress)
 
-    def _created(self, row_key: Any) -> float:
-        return float(self.progress.get(str(row_key.value), {}).get("created_at") or float("inf"))
+    def _fill(self, *, keep_cursor: bool) -> None:
+        """Every request's row, newest first; the cursor stays on the request it was on when `keep_cursor`."""
+        table: DataTable[str] = self.query_one(DataTable)
+        selected = self._selected() if keep_cursor else None
+        table.clear()
+        for entry in sorted(self.progress.values(), key=_created, reverse=True):
+            table.add_row(*_cells(entry), key=str(entry["id"]))
+        if selected is not None:
+            table.move_cursor(row=table.get_row_index(selected))
 
     def _selected(self) -> str | None:
         table: DataTable[str] = self.query_one(DataTable)
@@ -159,3 +155,17 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
         table: DataTable[str] = self.query_one(DataTable)
         table.move_cursor(row=table.get_row_index(str(progress["id"])))
         self.notify(f"request {progress['id'][:8]} filed", timeout=2)
+
+
+def _cells(progress: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        formats.clock(progress.get("created_at")),
+        str(progress.get("state")),
+        str(progress.get("result") or formats.MISSING),
+        str(progress.get("version") or formats.MISSING),
+        str(progress.get("text") or ""),
+    )
+
+
+def _created(progress: dict[str, Any]) -> float:
+    return float(progress.get("created_at") or 0.0)

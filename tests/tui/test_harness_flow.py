@@ -57,3 +57,20 @@ async def test_a_request_settles_and_its_version_is_promoted(
         head = await until(pilot, lambda: releases()[0]["operation"] == "promote" and releases()[0], "the promote")
         assert (head["version"], head["current"]) == ("v2", True)
         await until(pilot, lambda: versions.query_one(DataTable).row_count == 3, "the promoted version listed")
+
+
+async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_daemon: Daemon) -> None:
+    app = ReefApp(reefine_daemon.url, scenario="harness")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await pilot.press("e")
+        requests = await until(pilot, lambda: isinstance(app.screen, RequestsScreen) and app.screen, "requests")
+        table = requests.query_one(DataTable)
+        for text in ("ask for tests first", "ask for short commits"):
+            await pilot.press("n")
+            await until(pilot, lambda: isinstance(app.screen, NewRequestScreen), "the request box")
+            await pilot.press(*text, "enter")
+            await until(pilot, lambda t=text: any(p.get("text") == t for p in requests.progress.values()), text)
+        assert table.get_row_at(0)[4] == "ask for short commits"
+        assert table.get_row_at(1)[4] == "ask for tests first"
+        assert table.row_count == len(requests.progress)
