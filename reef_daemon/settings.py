@@ -222,7 +222,9 @@ class HarnessSection:
         "pi", _parse_str, env="REEF_HARNESS_ADAPTER", help="the agent a harness recipe renders for: pi, codex or dsh"
     )
     max_tokens: int = _setting(
-        8192, _parse_positive_int, help="the most tokens the proposer asks the model for in one answer"
+        8192,
+        _parse_positive_int,
+        help="the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model)",
     )
     trial: str = _setting(
         "auto",

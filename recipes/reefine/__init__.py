@@ -9,6 +9,7 @@ recorded as a rejected or skipped step with the reason.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 from adapters import get_adapter
@@ -25,6 +26,8 @@ from reef_daemon.store import Scenario, Store
 __all__ = ["ReefineRecipe"]
 
 LOW_SCORE = 0.5
+EMBEDDED_ANSWER_TOKENS = 512
+log = logging.getLogger("reef.reefine")
 
 
 class ReefineRecipe(Recipe):
@@ -52,11 +55,23 @@ class ReefineRecipe(Recipe):
         self.progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self._steps = HarnessSteps(
-            self.harness, self.progress, runtime, model, self.settings.harness.max_tokens, self.trial
+            self.harness, self.progress, runtime, model, self._answer_tokens(runtime), self.trial
         )
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)
+
+    def _answer_tokens(self, runtime: Runtime) -> int:
+        """`harness.max-tokens`; unless set, the embedded model (tens of tokens a second on a CPU) writes at most
+        EMBEDDED_ANSWER_TOKENS, so a request settles in minutes rather than an hour."""
+        if runtime.describe().get("kind") == "embedded" and "harness.max-tokens" not in self.settings.sources:
+            log.info(
+                "reefine: the embedded model writes proposer answers of at most %d tokens; set harness.max-tokens "
+                "to change that",
+                EMBEDDED_ANSWER_TOKENS,
+            )
+            return EMBEDDED_ANSWER_TOKENS
+        return self.settings.harness.max_tokens
 
     def listening(self, url: str, gate: TokenGate) -> None:
         self.trial.listening(url, gate)
