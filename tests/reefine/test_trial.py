@@ -12,6 +12,7 @@ from cli_testing import clean_env, run_reef
 from fake_proposer_model import answer, skill
 from reefine_testing import SCENARIO, StartReefine
 
+from reef_cli.state import process_alive
 from reef_daemon.harness.trial import TRIAL_SCENARIO
 
 TOKEN = "trial-test-token-0123456789"
@@ -134,3 +135,35 @@ def test_a_bad_trial_setting_stops_the_daemon_with_what_to_fix(tmp_path: Path, v
         tmp_path, clean_env(), "serve", "--recipe", "reefine", "--harness.trial", value, "--reef.port", "0"
     )
     assert served.returncode == 2 and served.stderr.strip() == message
+
+
+@pytest.mark.parametrize("adapter", ["codex", "dsh"])
+async def test_codex_and_dsh_start_on_the_candidate_and_answer(start_reefine: StartReefine, adapter: str) -> None:
+    binary = require(adapter)
+    reefine = await start_reefine(harness__adapter=adapter, harness__trial=str(binary))
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+
+    assert progress["result"] == "selected", progress
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["passed"] and "Paris" in trial["answer"], trial
+    assert any(line["text"].startswith(f"trial: {adapter} started on it") for line in progress["activity"])
+
+
+async def test_an_agent_that_never_answers_is_stopped_with_everything_it_started(
+    start_reefine: StartReefine, tmp_path: Path
+) -> None:
+    children = tmp_path / "children"
+    hanging = tmp_path / "agent-that-hangs"
+    hanging.write_text(f"#!/bin/sh\nsleep 300 &\necho $! >> {children}\nwait\n")
+    hanging.chmod(0o755)
+    reefine = await start_reefine(harness__trial=str(hanging), harness__trial_timeout_s="1")
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+
+    assert progress["result"] == "skipped"
+    assert progress["reason"].endswith("(pi did not answer within 1 s)")
+    pids = [int(line) for line in children.read_text().split()]
+    assert len(pids) == 2  # the candidate's run and the served tree's
+    for pid in pids:
+        assert not process_alive(pid), f"the agent's child {pid} outlived its trial"
