@@ -117,10 +117,9 @@ class HarnessSteps:
             return StepOutcome(proposal.result, metrics)
         await note(f"checking the candidate: it renders for {self._harness.adapter.name}")
         pending = touches_kind(tree, proposal.mutations, REVIEW_KIND)
-        check = await self._check(scenario, tree, proposal.candidate, pending, note)
-        metrics["check"] = check
-        if check.get("verdict"):
-            result, metrics["reason"] = check.pop("verdict")
+        metrics["check"], refusal = await self._check(scenario, tree, proposal.candidate, pending, note)
+        if refusal is not None:
+            result, metrics["reason"] = refusal
             return StepOutcome(result, metrics)
         manifest = {
             **manifest,
@@ -140,17 +139,17 @@ class HarnessSteps:
 
     async def _check(
         self, scenario: str, served: list[Entry], candidate: list[Entry], pending: bool, note: Any
-    ) -> dict[str, Any]:
-        """The pre-publish check: the candidate rendered (admission did that); where the agent is installed here,
-        a trial run. A failed trial is tried on the served tree too: if that fails as well the setup is broken,
-        not the candidate, and the step is skipped; otherwise the candidate is rejected. A `verdict` key, when
-        present, holds (result, reason)."""
+    ) -> tuple[dict[str, Any], tuple[str, str] | None]:
+        """The pre-publish check, and (result, reason) when it stops the candidate: the candidate rendered
+        (admission did that); where the agent is installed here, a trial run. A failed trial is tried on the served
+        tree too: if that fails as well the set-up is broken, not the candidate, and the step is skipped;
+        otherwise the candidate is rejected."""
         check: dict[str, Any] = {"renders": True}
         if pending:
             check["trial"] = not_run(
                 "it changes an extension, and model-written code runs only once a person promotes it"
             ).to_json()
-            return check
+            return check, None
         binary, _where = self._trial.binary()
         if binary is not None:
             await note(f"trial: starting {binary} on the candidate with one offline health prompt")
@@ -158,23 +157,21 @@ class HarnessSteps:
         check["trial"] = trial.to_json()
         await note(f"trial: {trial.reason}")
         if not trial.ran or trial.passed:
-            return check
+            return check, None
         await note(
             "trial: starting it on the served harness the same way, to tell a broken candidate from a broken set-up"
         )
         served_trial: Trial = await self._trial.run(served, self._model, f"served-for-{scenario}")
         check["served_trial"] = served_trial.to_json()
         if served_trial.passed:
-            check["verdict"] = (
+            return check, (
                 "rejected",
                 f"the candidate failed its trial run, the served harness did not: {trial.reason}",
             )
-        else:
-            check["verdict"] = (
-                "skipped",
-                f"the trial could not judge the candidate: the served harness fails too ({served_trial.reason})",
-            )
-        return check
+        return check, (
+            "skipped",
+            f"the trial could not judge the candidate: the served harness fails too ({served_trial.reason})",
+        )
 
 
 def how_to_use(design: str) -> str | None:
