@@ -1,8 +1,12 @@
-"""Which harness release is installed on this machine: the install script's record under the default root."""
+"""Installing a harness on this machine with the daemon's install script, and which release is installed: the
+script's record under the default root."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 # Where the install script puts a scenario's harness and records the release it installed.
@@ -23,3 +27,24 @@ def installed_release(scenario: str) -> str | None:
     except ValueError:
         return text or None
     return str(record.get("release_id") or "") or None if isinstance(record, dict) else None
+
+
+def run_install_script(
+    script: str, token: str | None, root: Path | None = None, *, capture: bool = False, timeout_s: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the install script with `sh`, as `curl .../reef/harness/install | sh -s -- [ROOT]` would: the wrapper
+    runs on this interpreter, and the token (if any) is handed to the script to save for the wrapper."""
+    env = {**os.environ, "REEF_PYTHON": sys.executable}
+    env.pop("REEF_TOKEN", None)
+    if token:
+        env["REEF_TOKEN"] = token
+    args = [str(root.expanduser().absolute())] if root is not None else []
+    return subprocess.run(
+        ["sh", "-s", "--", *args],
+        input=script,
+        text=True,
+        env=env,
+        capture_output=capture,
+        timeout=timeout_s,
+        check=False,
+    )

@@ -68,6 +68,7 @@ class ReefApp(App[None]):
         once and does not watch the event stream."""
         super().__init__()
         self.url = url.rstrip("/")
+        self.token = token
         self.client = client or ReefClient(self.url, token)
         self.daemon_status: dict[str, Any] = {}
         self.gone_reason = ""

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +9,7 @@ import typer
 
 from reef_cli.commands.versions import resolve_version
 from reef_cli.connect import daemon_client, found_daemon
+from reef_cli.installs import run_install_script
 from reef_cli.options import TokenOption, UrlOption
 
 EXAMPLE = "Example: reef install --adapter pi --scenario my-harness    (then run: reef-pi)"
@@ -37,10 +35,5 @@ def install(
     with daemon_client(url, token) as client:
         release_id = resolve_version(client.releases(scenario), release)["release_id"] if release else None
         script = client.install_script(scenario, adapter, release_id)
-    env = {**os.environ, "REEF_PYTHON": sys.executable}
-    target_token = found_daemon(url, token).token
-    if target_token:
-        env["REEF_TOKEN"] = target_token
-    args = [str(root.expanduser().absolute())] if root is not None else []
-    done = subprocess.run(["sh", "-s", "--", *args], input=script, text=True, env=env, check=False)
+    done = run_install_script(script, found_daemon(url, token).token, root)
     raise typer.Exit(done.returncode)

@@ -1,5 +1,5 @@
 """Installing a release for an agent: pick the adapter, then the daemon's install script runs here with `sh`,
-as `curl .../reef/harness/install?adapter=A | sh` would; its output is shown."""
+as `reef install` runs it; its output is shown."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from reef_cli.client import ApiError, ReefClientError
+from reef_cli.installs import run_install_script
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp
@@ -73,9 +74,13 @@ class InstallScreen(ModalScreen[None]):
         except ReefClientError as exc:
             self.app.call_from_thread(self._say, exc.message, True)
             return
-        done = subprocess.run(
-            ["sh", "-s"], input=script, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, check=False
-        )
+        try:
+            done = run_install_script(script, self.reef.token, capture=True, timeout_s=SCRIPT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.app.call_from_thread(
+                self._say, f"the install script ran past {SCRIPT_TIMEOUT_S} s and was stopped", True
+            )
+            return
         output = (done.stdout + done.stderr).strip() or "(no output)"
         verdict = "installed" if done.returncode == 0 else f"the install script failed (exit {done.returncode})"
         self.app.call_from_thread(self._say, f"{verdict}\n\n{output}", done.returncode != 0)

@@ -196,4 +196,5 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
         if release is None or scenario is None or not release.get("release_id"):
             self.notify("choose a version that has a release", severity="warning")
             return
-        self.app.push_screen(InstallScreen(scenario, str(release["release_id"]), str(release.get("version"))))
+        dialog = InstallScreen(scenario, str(release["release_id"]), str(release.get("version")))
+        self.app.push_screen(dialog, lambda _closed: self.reload())  # the list then marks what is installed

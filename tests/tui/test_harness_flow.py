@@ -1,17 +1,22 @@
 """Requests and versions against a real reefine daemon and the scripted proposer: a request filed from the app
-settles live; its pending version is diffed and promoted through the confirmation dialog."""
+settles live; its pending version is diffed and promoted through the confirmation dialog; a version is installed
+with the daemon's install script."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_proposer_model import FakeProposerModel, answer
 from rich.syntax import Syntax
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, OptionList, Static
 from tui_testing import Daemon, until
 
 from reef_tui import ReefApp
 from reef_tui.screens.confirm import ConfirmScreen
+from reef_tui.screens.install import InstallScreen
 from reef_tui.screens.new_request import NewRequestScreen
 from reef_tui.screens.requests import RequestsScreen
 from reef_tui.screens.versions import VersionsScreen
@@ -74,3 +79,37 @@ async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_
         assert table.get_row_at(0)[4] == "ask for short commits"
         assert table.get_row_at(1)[4] == "ask for tests first"
         assert table.row_count == len(requests.progress)
+
+
+async def test_a_version_is_installed_from_the_versions_screen(
+    reefine_daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # the install writes ~/reef-harness/harness and ~/.local/bin
+    app = ReefApp(reefine_daemon.url, scenario="harness")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await pilot.press("v")
+        versions = await until(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen, "versions")
+        table = versions.query_one(DataTable)
+        await until(pilot, lambda: table.row_count >= 1, "a version listed")
+        keys = [str(row.key.value) for row in table.ordered_rows]
+        chosen = next(key for key in keys if versions.releases[key].get("release_id"))  # v0 at least
+        table.move_cursor(row=keys.index(chosen))
+
+        await pilot.press("i")
+        dialog = await until(pilot, lambda: isinstance(app.screen, InstallScreen) and app.screen, "the dialog")
+        adapters = dialog.query_one(OptionList)
+        await until(pilot, lambda: adapters.option_count == 3, "the three adapters")
+        adapters.highlighted = next(i for i in range(3) if adapters.get_option_at_index(i).id == "pi")
+        await pilot.press("enter")
+        log = dialog.query_one("#install-log", Static)
+        said = await until(
+            pilot, lambda: str(log.content).startswith(("installed", "the install")) and log.content, "the end"
+        )
+        assert str(said).startswith("installed"), said
+
+        sidecar = json.loads((tmp_path / "reef-harness" / "harness" / ".reef-harness-release").read_text())
+        assert sidecar["release_id"] == versions.releases[chosen]["release_id"] and sidecar["adapter"] == "pi"
+        assert (tmp_path / ".local" / "bin" / "reef-pi").exists()
+        await pilot.press("escape")
+        await until(pilot, lambda: versions.releases[chosen].get("installed") is True, "the version marked installed")
