@@ -48,15 +48,15 @@ class ReefineRecipe(Recipe):
         self.harness = HarnessHost(settings.reef.state_dir, self.adapter)
         self.trial = TrialRunner(self.adapter, settings.harness.trial, settings.harness.trial_timeout_s)
         self._steps: HarnessSteps | None = None
+        self.answer_tokens = settings.harness.max_tokens
         self.progress: RequestProgress | None = None
 
     async def start(self, store: Store, runtime: Runtime) -> None:
         self.harness.open(store)
         self.progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
-        self._steps = HarnessSteps(
-            self.harness, self.progress, runtime, model, self._answer_tokens(runtime), self.trial
-        )
+        self.answer_tokens = self._answer_tokens(runtime)
+        self._steps = HarnessSteps(self.harness, self.progress, runtime, model, self.answer_tokens, self.trial)
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)
@@ -120,4 +120,4 @@ class ReefineRecipe(Recipe):
         return await self.harness.catalog(scenario.name, steps)
 
     def status(self) -> dict[str, Any]:
-        return {**super().status(), "adapter": self.adapter.name}
+        return {**super().status(), "adapter": self.adapter.name, "answer_tokens": self.answer_tokens}

@@ -44,6 +44,24 @@ async def test_a_request_settles_on_the_embedded_model(embedded_models: Path, tm
             lines = " ".join(str(item) for item in progress["activity"])  # type: ignore[attr-defined]
             assert "plan" in lines and "attempt 1" in lines and "decided" in lines
             async with session.get(f"{base}/reef/status") as status:
-                assert (await status.json())["errors"] == []
+                body = await status.json()
+            assert body["errors"] == [] and body["recipe"]["answer_tokens"] == 48
+    finally:
+        await server.close()
+
+
+async def test_the_embedded_model_writes_short_proposer_answers_unless_told_otherwise(
+    embedded_models: Path, tmp_path: Path
+) -> None:
+    """At tens of tokens a second, 8192-token answers would keep a request busy for most of an hour."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "models").symlink_to(embedded_models, target_is_directory=True)
+    settings = load_settings(overrides={"recipe": "reefine", "reef.state-dir": str(state)}, environ={})
+    server = TestServer(create_app(settings), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as session, session.get(str(server.make_url("/reef/status"))) as status:
+            assert (await status.json())["recipe"]["answer_tokens"] == 512
     finally:
         await server.close()
