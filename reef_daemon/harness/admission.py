@@ -12,9 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from adapters import Adapter, RenderRefused
+from adapters._agent import Binding
+from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.screens import SECRET_KEY, find_credential
 from reef_daemon.harness.tree import KINDS, OPERATIONS, Entry, Mutation, apply
 
+# A binding for checking that a candidate installs; the real one is added on the person's machine.
+CHECK_BINDING = Binding("http://127.0.0.1:8901", "candidate", "model", "candidate")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME = 64
 MAX_TEXT = 64 * 1024
@@ -40,7 +44,7 @@ def admit(tree: list[Entry], mutations: list[Mutation], adapter: Adapter) -> lis
         raise Refused(reasons)
     candidate = apply(tree, mutations)
     try:
-        adapter.render(candidate)
+        bound_files(adapter, candidate, CHECK_BINDING)  # what an install of it would write
     except RenderRefused as exc:
         raise Refused([str(exc)]) from None
     return candidate

@@ -98,3 +98,11 @@ def test_refuses_console_writes_without_a_ui_guard(code: str) -> None:
 
 def test_a_guard_on_the_previous_line_is_enough() -> None:
     admit(EXISTING, [create("n", "extension", name="n", code="if (!ctx.hasUI) return;\nconsole.log('x')")], PI)
+
+
+@pytest.mark.parametrize("adapter", ["pi", "codex", "dsh"])
+def test_refuses_what_an_install_could_not_write(adapter: str) -> None:
+    """Admission checks the files an install writes, so an admitted change always installs."""
+    message = refusal([create("nul", "skill", name="nul", text="before\x00after")], adapter)
+    assert message.startswith(f"the file {get_adapter(adapter).renders['skill'].replace('<name>', 'nul')}")
+    assert message.endswith("would hold a NUL character; remove it from the entry's text")

@@ -31,18 +31,24 @@ class InstallFiles:
     sidecar: str
 
 
+def bound_files(adapter: Adapter, entries: list[Entry], binding: Binding) -> dict[str, str]:
+    """The files an install writes for a tree: rendered with reef's own entries, then bound. RenderRefused, saying
+    which entry or file and why, when the tree cannot become files an install writes."""
+    files = adapter.agent.bind(adapter.render([*entries, *adapter.agent.reef_entries]), binding)
+    for path, text in files.items():
+        if not _PATH.fullmatch(path) or any(part in (".", "..") for part in path.split("/")):
+            raise RenderRefused(f"the entries make a file path reef will not install: {path[:200]!r}")
+        if "\0" in text:
+            raise RenderRefused(f"the file {path} would hold a NUL character; remove it from the entry's text")
+    return files
+
+
 def install_files(adapter: Adapter, entries: list[Entry], binding: Binding, version: str) -> InstallFiles:
     """Render, bind and check an install; BadRequest when the tree cannot become this adapter's files."""
     try:
-        rendered = adapter.render([*entries, *adapter.agent.reef_entries])
+        files = bound_files(adapter, entries, binding)
     except RenderRefused as exc:
         raise BadRequest(f"this release cannot be installed for {adapter.name}: {exc}", type="render_refused") from None
-    files = adapter.agent.bind(rendered, binding)
-    for path, text in files.items():
-        if not _PATH.fullmatch(path) or any(part in (".", "..") for part in path.split("/")):
-            raise BadRequest(f"the release holds a file path reef will not install: {path[:200]!r}", type="bad_path")
-        if "\0" in text:
-            raise BadRequest(f"the release file {path} holds a NUL character", type="bad_file")
     checksum = framed_checksum(files)
     digests = {
         path: checked_digest(text.encode(), adapter.agent.state_keys.get(path)) for path, text in sorted(files.items())
