@@ -28,8 +28,7 @@ from typing import Any
 from adapters import Adapter
 from adapters._agent import SESSION_ENV, TOKEN_ENV, Binding
 from reef_daemon.auth import TokenGate
-from reef_daemon.errors import ReefError
-from reef_daemon.harness.install.files import install_files
+from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.tree import Entry
 
 TRIAL_SCENARIO = "reef-trials"
@@ -120,11 +119,7 @@ class TrialRunner:
         self, root: Path, binary: str, entries: list[Entry], binding: Binding, token: str | None
     ) -> Trial:
         name = self._adapter.binary
-        try:
-            files = install_files(self._adapter, entries, binding, version="trial").files
-        except ReefError as exc:
-            return Trial(ran=False, passed=False, reason=f"not run: the candidate does not install: {exc.message}")
-        for relative, text in files.items():
+        for relative, text in bound_files(self._adapter, entries, binding).items():  # admission made sure it installs
             target = root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
