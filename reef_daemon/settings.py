@@ -232,6 +232,13 @@ class HarnessSection:
         help="before publishing, start the agent on the candidate once: auto (where the adapter's binary is on "
         "PATH), off, or the binary's path",
     )
+    sandbox: str = _setting(
+        "bwrap",
+        _parse_str,
+        env="REEF_PROPOSER_SANDBOX",
+        help="where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain "
+        "child, for a trusted machine)",
+    )
     trial_timeout_s: float = _setting(
         180.0, _parse_positive_float, help="how long the trial run may take before it counts as failed"
     )

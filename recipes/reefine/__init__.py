@@ -16,6 +16,8 @@ from adapters import get_adapter
 from recipes.reefine.steps import HarnessSteps
 from reef_daemon.auth import TokenGate
 from reef_daemon.harness.host import HarnessHost
+from reef_daemon.harness.jail import NONE as NO_SANDBOX
+from reef_daemon.harness.jail import check_sandbox_setting
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.harness.trial import TrialRunner, check_trial_setting
 from reef_daemon.recipe_host import Eligible, Ineligible, Recipe, StepOutcome, Verdict
@@ -42,11 +44,18 @@ class ReefineRecipe(Recipe):
             self.adapter = get_adapter(settings.harness.adapter)
         except ValueError as exc:
             raise SettingsError(f"harness.adapter: {exc}") from None
-        problem = check_trial_setting(settings.harness.trial)
+        problem = check_trial_setting(settings.harness.trial) or check_sandbox_setting(settings.harness.sandbox)
         if problem is not None:
             raise SettingsError(problem)
         self.harness = HarnessHost(settings.reef.state_dir, self.adapter)
-        self.trial = TrialRunner(self.adapter, settings.harness.trial, settings.harness.trial_timeout_s)
+        harness = settings.harness
+        hidden = [settings.reef.state_dir.absolute()]
+        self.trial = TrialRunner(self.adapter, harness.trial, harness.trial_timeout_s, harness.sandbox, hidden)
+        if harness.sandbox == NO_SANDBOX and harness.trial != "off":
+            log.warning(
+                "reefine: trial runs execute WITHOUT a jail (harness.sandbox = none): a candidate harness runs as "
+                "this user, with the network; use this only on a trusted machine"
+            )
         self._steps: HarnessSteps | None = None
         self.answer_tokens = settings.harness.max_tokens
         self.progress: RequestProgress | None = None

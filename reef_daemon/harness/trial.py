@@ -1,11 +1,13 @@
 """The trial run: before a candidate is published, start the adapter's agent on it once, headless, and ask it one
 offline health prompt through this daemon.
 
-The candidate is rendered with reef's own entries and a binding to this daemon into a throwaway root outside any
-project (fresh HOME, empty workspace), exactly as an install would write it. The agent runs as a plain child in
-its own session with a minimal environment: the daemon's PATH, the agent's own variables, and a token lent by the
-gate that is good only for model calls and only while the trial runs. The daemon's tokens never reach it. Its
-model calls are recorded under the `reef-trials` scenario, tagged with what was tried.
+The candidate is rendered with reef's own entries and a model binding into a throwaway root outside any project
+(fresh HOME, empty workspace), exactly as an install would write it. The agent runs in a bubblewrap jail (see
+`jail.py`: no network, files read-only, the person's home and the daemon's state hidden; the model through a
+socket), or with `harness.sandbox = none` as a plain child in its own session. Either way its environment is
+minimal: PATH, the agent's own variables, and a token lent by the gate that is good only for model calls and only
+while the trial runs; the daemon's tokens never reach it. Its model calls are recorded under the `reef-trials`
+scenario, tagged with what was tried.
 
 A trial proves only that the tree still works (the agent starts, loads it and answers); it says nothing about
 whether the change does what was asked: that is the review's and the person's call.
@@ -29,6 +31,7 @@ from adapters import Adapter
 from adapters._agent import SESSION_ENV, TOKEN_ENV, Binding
 from reef_daemon.auth import TokenGate
 from reef_daemon.harness.install.files import bound_files
+from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
 from reef_daemon.harness.tree import Entry
 
 TRIAL_SCENARIO = "reef-trials"
@@ -85,10 +88,15 @@ def check_trial_setting(setting: str) -> str | None:
 
 
 class TrialRunner:
-    def __init__(self, adapter: Adapter, setting: str, timeout_s: float) -> None:
+    """Trial runs for one adapter. `sandbox` is bwrap (the jail) or none; `hidden` are paths a jailed agent must
+    not read besides the person's home (the daemon's state)."""
+
+    def __init__(self, adapter: Adapter, setting: str, timeout_s: float, sandbox: str, hidden: list[Path]) -> None:
         self._adapter = adapter
         self._setting = setting
         self._timeout_s = timeout_s
+        self._sandbox = sandbox
+        self._hidden = hidden
         self._url: str | None = None
         self._gate: TokenGate | None = None
 
@@ -99,6 +107,11 @@ class TrialRunner:
     def binary(self) -> tuple[str | None, str]:
         return trial_binary(self._adapter, self._setting)
 
+    @property
+    def jailed(self) -> bool:
+        """Whether trials run in the jail, where model-written code (an extension) may run before review."""
+        return self._sandbox == BWRAP
+
     async def run(self, entries: list[Entry], model: str, label: str) -> Trial:
         """Start the agent on `entries` with the health prompt; `label` tags its model calls (the release tag)."""
         binary, why = self.binary()
@@ -106,17 +119,25 @@ class TrialRunner:
             return not_run(why)
         if self._url is None or self._gate is None:
             return not_run("the daemon is not listening yet, so the agent would have no model to call")
+        bwrap = None
+        if self._sandbox == BWRAP:
+            bwrap = shutil.which(BWRAP)
+            if bwrap is None:
+                return not_run(NO_BWRAP)
         root = Path(tempfile.mkdtemp(prefix="reef-trial-"))
         try:
             with self._gate.lend() as token:
-                return await self._run_in(
-                    root, binary, entries, Binding(self._url, TRIAL_SCENARIO, model, label), token
-                )
+                if bwrap is None:
+                    binding = Binding(self._url, TRIAL_SCENARIO, model, label)
+                    return await self._run_in(root, binary, entries, binding, token, None)
+                async with model_socket(root, self._url):
+                    binding = Binding(f"http://127.0.0.1:{JAIL_PORT}", TRIAL_SCENARIO, model, label)
+                    return await self._run_in(root, binary, entries, binding, token, bwrap)
         finally:
             await asyncio.to_thread(shutil.rmtree, root, True)
 
     async def _run_in(
-        self, root: Path, binary: str, entries: list[Entry], binding: Binding, token: str | None
+        self, root: Path, binary: str, entries: list[Entry], binding: Binding, token: str | None, bwrap: str | None
     ) -> Trial:
         name = self._adapter.binary
         for relative, text in bound_files(self._adapter, entries, binding).items():  # admission made sure it installs
@@ -137,6 +158,10 @@ class TrialRunner:
             **agent.offline_env,
         }
         argv = [binary, *agent.args(root, agent.headless(HEALTH_PROMPT))]
+        if bwrap is not None:
+            hidden = [Path.home(), *self._hidden]
+            argv = jail_argv(bwrap, root, hidden, needed_paths(binary), env, argv)
+            env = {"PATH": env["PATH"], "LANG": env["LANG"]}  # bwrap's own; the jail starts from a clean one
         started = time.monotonic()
         try:
             process = await asyncio.create_subprocess_exec(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,6 @@ from cli_testing import clean_env, run_reef
 from fake_proposer_model import answer, skill
 from reefine_testing import SCENARIO, StartReefine
 
-from reef_cli.state import process_alive
 from reef_daemon.harness.trial import TRIAL_SCENARIO
 
 TOKEN = "trial-test-token-0123456789"
@@ -96,7 +97,7 @@ async def test_when_the_served_harness_fails_too_the_step_is_skipped_not_blamed_
     )
 
 
-async def test_a_trial_is_not_run_without_the_agent_or_for_unreviewed_extension_code(
+async def test_a_trial_is_not_run_without_the_agent(
     start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bin_dir = tmp_path / "bin"  # a host with git (for releases) and no pi
@@ -113,13 +114,40 @@ async def test_a_trial_is_not_run_without_the_agent_or_for_unreviewed_extension_
     assert trial["reason"] == "not run: pi is not installed on this host (npm install -g @mariozechner/pi-coding-agent)"
     assert not trial["ran"] and trial["exit_code"] is None
 
-    extension = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
-    reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension))
+
+def extension(code: str) -> dict[str, Any]:
+    return {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": code}}
+
+
+async def test_an_extension_change_is_tried_in_the_jail_and_a_broken_one_never_reaches_review(
+    start_reefine: StartReefine,
+) -> None:
+    pi = require("pi")
+    reefine = await start_reefine(harness__trial=str(pi))
+    reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default () => {}\n")))
     progress = await reefine.settled(await reefine.train("notify me when done"))
     assert progress["result"] == "pending"
-    trial = (await step_metrics(reefine))["check"]["trial"]
-    assert trial["reason"] == (
-        "not run: it changes an extension, and model-written code runs only once a person promotes it"
+    assert (await step_metrics(reefine))["check"]["trial"]["passed"]
+
+    reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default (;\n")))
+    progress = await reefine.settled(await reefine.train("notify me when done, again"))
+    assert progress["result"] == "rejected" and progress["release"] is None
+    assert 'Failed to load extension "' in progress["reason"] and "notify.ts" in progress["reason"]
+
+
+async def test_without_the_jail_extension_code_is_not_run_before_review(
+    start_reefine: StartReefine, tmp_path: Path
+) -> None:
+    never = tmp_path / "agent-that-must-not-start"
+    never.write_text("#!/bin/sh\nexit 9\n")
+    never.chmod(0o755)
+    reefine = await start_reefine(harness__trial=str(never), harness__sandbox="none")
+    reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default () => {}\n")))
+    progress = await reefine.settled(await reefine.train("notify me when done"))
+    assert progress["result"] == "pending"
+    assert (await step_metrics(reefine))["check"]["trial"]["reason"] == (
+        "not run: it changes an extension, and without a jail (harness.sandbox = none) model-written code runs only "
+        "once a person promotes it"
     )
 
 
@@ -135,6 +163,12 @@ def test_a_bad_trial_setting_stops_the_daemon_with_what_to_fix(tmp_path: Path, v
         tmp_path, clean_env(), "serve", "--recipe", "reefine", "--harness.trial", value, "--reef.port", "0"
     )
     assert served.returncode == 2 and served.stderr.strip() == message
+
+
+def test_a_bad_sandbox_setting_stops_the_daemon_with_what_to_fix(tmp_path: Path) -> None:
+    served = run_reef(tmp_path, clean_env(REEF_PROPOSER_SANDBOX="docker"), "serve", "--recipe", "reefine")
+    assert served.returncode == 2
+    assert served.stderr.strip() == "reef serve: harness.sandbox: 'docker' is not bwrap or none"
 
 
 @pytest.mark.parametrize("adapter", ["codex", "dsh"])
@@ -153,9 +187,9 @@ async def test_codex_and_dsh_start_on_the_candidate_and_answer(start_reefine: St
 async def test_an_agent_that_never_answers_is_stopped_with_everything_it_started(
     start_reefine: StartReefine, tmp_path: Path
 ) -> None:
-    children = tmp_path / "children"
+    marker = str(300 + os.getpid() % 600)  # `sleep <marker>` names the agent's children among this host's processes
     hanging = tmp_path / "agent-that-hangs"
-    hanging.write_text(f"#!/bin/sh\nsleep 300 &\necho $! >> {children}\nwait\n")
+    hanging.write_text(f"#!/bin/sh\nsleep {marker} &\nwait\n")
     hanging.chmod(0o755)
     reefine = await start_reefine(harness__trial=str(hanging), harness__trial_timeout_s="1")
     reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
@@ -163,7 +197,87 @@ async def test_an_agent_that_never_answers_is_stopped_with_everything_it_started
 
     assert progress["result"] == "skipped"
     assert progress["reason"].endswith("(pi did not answer within 1 s)")
-    pids = [int(line) for line in children.read_text().split()]
-    assert len(pids) == 2  # the candidate's run and the served tree's
-    for pid in pids:
-        assert not process_alive(pid), f"the agent's child {pid} outlived its trial"
+    assert not [pid for pid in _processes_running(["sleep", marker])], "the agent's children outlived its trial"
+
+
+def _processes_running(argv: list[str]) -> list[int]:
+    wanted = "\0".join(argv).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if (proc / "cmdline").read_bytes().rstrip(b"\0") == wanted:
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_a_jailed_agent_cannot_read_the_home_write_outside_its_root_or_reach_the_network(
+    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("private key\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("REEF_TEST_SECRET", "from-the-daemon's-environment")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agents = tmp_path / "agents"  # beside the home, not above it
+    agents.mkdir()
+    probe = agents / "agent-that-probes"
+    probe.write_text(
+        "#!/bin/sh\n"
+        f"[ -e {home}/.ssh/id_ed25519 ] && h=home:visible || h=home:hidden\n"
+        f"touch {outside}/written 2>/dev/null && w=write:allowed || w=write:refused\n"
+        f"{sys.executable} -c \"import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)\" "
+        '"$REEF_DAEMON_PORT" 2>/dev/null && n=net:reached || n=net:refused\n'
+        'echo "$h $w env:${REEF_TEST_SECRET:-clean} $n"\n'
+    )
+    probe.chmod(0o755)
+    reefine = await start_reefine(harness__trial=str(probe))
+    monkeypatch.setenv("REEF_DAEMON_PORT", str(reefine.server.port))  # even told where, it cannot get there
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["ran"] and trial["answer"] == "home:hidden write:refused env:clean net:refused", trial
+    assert progress["result"] == "selected"
+    assert not (outside / "written").exists()
+    said = "\n".join(line["text"] for line in progress["activity"])
+    assert "trial: pi started on it" in said
+
+
+async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(
+    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pi = require("pi")
+    bin_dir = tmp_path / "bin"  # git and node, no bwrap
+    bin_dir.mkdir()
+    for tool in ("git", "node"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    reefine = await start_reefine(harness__trial=str(pi))
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    await reefine.settled(await reefine.train("make answers brief"))
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["reason"] == (
+        "not run: bubblewrap is not installed on this host (apt-get install bubblewrap); set "
+        "REEF_PROPOSER_SANDBOX=none to run trials without a jail on a trusted machine"
+    )
+
+
+async def test_with_the_sandbox_off_the_agent_runs_as_a_plain_child(
+    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = tmp_path / "agent-that-looks-around"
+    probe.write_text('#!/bin/sh\necho "env:${REEF_TEST_SECRET:-clean}"\n')
+    probe.chmod(0o755)
+    monkeypatch.setenv("REEF_TEST_SECRET", "from-the-daemon's-environment")
+    reefine = await start_reefine(harness__trial=str(probe), harness__sandbox="none")
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    await reefine.settled(await reefine.train("make answers brief"))
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["passed"] and trial["answer"] == "env:clean"  # still a minimal environment, only no jail

@@ -1,0 +1,130 @@
+"""The jail a trial runs in: bubblewrap with no network, every namespace unshared, the file system read-only, the
+person's home and the daemon's state hidden, the trial's throwaway root the only writable place, and a clean
+environment.
+
+The model is reached only through a Unix socket reef serves in the root (`model.sock`), relayed to this daemon;
+inside, `jail_bridge` serves it on the jail's own loopback, where the agent's binding points.
+`harness.sandbox = none` (`REEF_PROPOSER_SANDBOX=none`) runs trials as plain children instead, for a trusted
+machine without bubblewrap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Iterable, Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from reef_daemon.harness.jail_bridge import pipe
+
+BWRAP = "bwrap"
+NONE = "none"
+SOCKET = "model.sock"
+JAIL_TMP = Path("/tmp")  # noqa: S108 - an empty tmpfs inside the jail, not a file reef writes
+JAIL_PORT = 8901  # where the agent inside finds the model; the jail has its own network namespace
+NO_BWRAP = (
+    "bubblewrap is not installed on this host (apt-get install bubblewrap); set REEF_PROPOSER_SANDBOX=none to run "
+    "trials without a jail on a trusted machine"
+)
+
+
+def check_sandbox_setting(value: str) -> str | None:
+    """Why a `harness.sandbox` value is unusable, or None."""
+    if value in (BWRAP, NONE):
+        return None
+    return f"harness.sandbox: '{value}' is not bwrap or none"
+
+
+def jail_argv(
+    bwrap: str,
+    root: Path,
+    hidden: Iterable[Path],
+    needed: Iterable[Path],
+    env: Mapping[str, str],
+    agent_argv: list[str],
+) -> list[str]:
+    """The bwrap command that runs `agent_argv` (behind the bridge) in the jail. `hidden` paths get an empty tmpfs;
+    `needed` paths (the agent's and Python's installs) stay readable even when they lie under one, and a hidden
+    path inside a needed one is hidden again."""
+    argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/"]
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    hidden = [path.absolute() for path in [JAIL_TMP, *hidden]]
+    covered = _outermost(hidden)
+    for path in covered:
+        argv += ["--tmpfs", str(path)]
+    shown = sorted(
+        {
+            path.absolute()
+            for path in needed
+            if path.exists() and path.absolute() not in hidden and _under_any(path.absolute(), covered)
+        }
+    )
+    for path in shown:
+        argv += ["--ro-bind", str(path), str(path)]
+    for path in hidden:
+        if any(parent in path.parents for parent in shown):
+            argv += ["--tmpfs", str(path)]
+    argv += ["--bind", str(root), str(root), "--chdir", str(root / "workspace"), "--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    bridge = [sys.executable, "-m", "reef_daemon.harness.jail_bridge", str(JAIL_PORT), str(root / SOCKET), "--"]
+    return [*argv, "--", *bridge, *agent_argv]
+
+
+def needed_paths(binary: str) -> list[Path]:
+    """What the agent and the bridge need to read: the binary's folder, where its link leads, the top node_modules
+    or the virtual environment it belongs to, node's install, Python's prefixes and reef's own source."""
+    given, resolved = Path(binary).absolute(), Path(binary).resolve()
+    paths = [given.parent, resolved.parent]
+    modules = [folder for folder in resolved.parents if folder.name == "node_modules"]
+    paths += modules[-1:]
+    paths += [folder for folder in (given.parent.parent, resolved.parent.parent) if (folder / "pyvenv.cfg").exists()]
+    node = shutil.which("node")
+    if node is not None:
+        paths.append(Path(node).resolve().parent.parent)
+    paths += [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2]]
+    return paths
+
+
+@contextlib.asynccontextmanager
+async def model_socket(root: Path, daemon_url: str) -> AsyncIterator[Path]:
+    """Serve `root/model.sock`, relaying each connection to the daemon, while the block runs."""
+    address = urlsplit(daemon_url)
+    host, port = address.hostname or "127.0.0.1", address.port or 80
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    path = root / SOCKET
+    server = await asyncio.start_unix_server(relay, path=str(path))
+    try:
+        yield path
+    finally:
+        server.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server.wait_closed(), 5)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """The paths in order, without any that lies under an earlier one (its tmpfs already hides it)."""
+    kept: list[Path] = []
+    for path in paths:
+        resolved = path.absolute()
+        if not _under_any(resolved, kept):
+            kept.append(resolved)
+    return kept
+
+
+def _under_any(path: Path, parents: Iterable[Path]) -> bool:
+    return any(path == parent or parent in path.parents for parent in parents)
