@@ -129,4 +129,9 @@ class ReefineRecipe(Recipe):
         return await self.harness.catalog(scenario.name, steps)
 
     def status(self) -> dict[str, Any]:
-        return {**super().status(), "adapter": self.adapter.name, "answer_tokens": self.answer_tokens}
+        return {
+            **super().status(),
+            "adapter": self.adapter.name,
+            "answer_tokens": self.answer_tokens,
+            "trial": self.trial.describe(),
+        }

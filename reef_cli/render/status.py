@@ -29,6 +29,8 @@ def status_view(status: dict[str, Any], url: str) -> RenderableType:
     if runtime.get("weight_version") is not None:
         facts.add_row("weights", str(runtime["weight_version"]))
     facts.add_row("training", _training(training))
+    if recipe.get("trial"):
+        facts.add_row("trials", str(recipe["trial"]))
     facts.add_row("auth", "on" if status.get("auth") else "off")
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")

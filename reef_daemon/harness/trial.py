@@ -107,6 +107,17 @@ class TrialRunner:
     def binary(self) -> tuple[str | None, str]:
         return trial_binary(self._adapter, self._setting)
 
+    def describe(self) -> str:
+        """One line for `reef status`: which agent a trial starts and how, or why none runs."""
+        binary, why = self.binary()
+        if binary is None:
+            return f"not run: {why}"
+        if not self.jailed:
+            return f"{binary}, WITHOUT a jail (harness.sandbox = none)"
+        if shutil.which(BWRAP) is None:
+            return f"not run: {NO_BWRAP}"
+        return f"{binary}, in a bubblewrap jail"
+
     @property
     def jailed(self) -> bool:
         """Whether trials run in the jail, where model-written code (an extension) may run before review."""

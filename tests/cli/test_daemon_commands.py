@@ -142,6 +142,8 @@ def test_a_recipe_profile_daemon_is_found_and_stopped_from_its_directory(tmp_pat
         status = run_reef(tmp_path, clean_env(), "status", "--json")
         assert status.returncode == 0, status.stderr
         assert json.loads(status.stdout)["recipe"]["name"] == "reefine"
+        table = run_reef(tmp_path, clean_env(), "status")
+        assert table.returncode == 0 and "trials" in table.stdout  # which agent a trial starts, or why none
         created = run_reef(tmp_path, clean_env(), "scenarios", "create", "my-harness")
         assert created.returncode == 0, created.stderr
         versions = run_reef(tmp_path, clean_env(), "versions", "--scenario", "my-harness", "--json")

@@ -49,6 +49,7 @@ async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(sta
     assert texts.index(next(t for t in texts if t.startswith("trial: pi"))) < texts.index("published")
     trial = (await step_metrics(reefine))["check"]["trial"]
     assert trial["ran"] and trial["passed"] and trial["exit_code"] == 0 and "Paris" in trial["answer"]
+    assert (await reefine.ok("GET", "/reef/status"))["recipe"]["trial"] == f"{pi}, in a bubblewrap jail"
 
     # The health prompt went through reef with a token lent for model calls only, under its own scenario.
     status, listed = await reefine.call("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
@@ -113,6 +114,8 @@ async def test_a_trial_is_not_run_without_the_agent(
     trial = (await step_metrics(reefine))["check"]["trial"]
     assert trial["reason"] == "not run: pi is not installed on this host (npm install -g @mariozechner/pi-coding-agent)"
     assert not trial["ran"] and trial["exit_code"] is None
+    status = await reefine.ok("GET", "/reef/status")
+    assert status["recipe"]["trial"] == trial["reason"]
 
 
 def extension(code: str) -> dict[str, Any]:
@@ -267,6 +270,7 @@ async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(
         "not run: bubblewrap is not installed on this host (apt-get install bubblewrap); set "
         "REEF_PROPOSER_SANDBOX=none to run trials without a jail on a trusted machine"
     )
+    assert (await reefine.ok("GET", "/reef/status"))["recipe"]["trial"] == trial["reason"]
 
 
 async def test_with_the_sandbox_off_the_agent_runs_as_a_plain_child(
@@ -281,3 +285,5 @@ async def test_with_the_sandbox_off_the_agent_runs_as_a_plain_child(
     await reefine.settled(await reefine.train("make answers brief"))
     trial = (await step_metrics(reefine))["check"]["trial"]
     assert trial["passed"] and trial["answer"] == "env:clean"  # still a minimal environment, only no jail
+    status = await reefine.ok("GET", "/reef/status")
+    assert status["recipe"]["trial"] == f"{probe}, WITHOUT a jail (harness.sandbox = none)"
