@@ -52,7 +52,8 @@ def jail_argv(
     path inside a needed one is hidden again."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/"]
     argv += ["--dev", "/dev", "--proc", "/proc"]
-    hidden = [path.absolute() for path in [JAIL_TMP, *hidden]]
+    # A home of `/` (a service account's) or one that does not exist hides nothing.
+    hidden = [path.absolute() for path in [JAIL_TMP, *hidden] if path.is_dir() and path.absolute() != Path("/")]
     covered = _outermost(hidden)
     for path in covered:
         argv += ["--tmpfs", str(path)]

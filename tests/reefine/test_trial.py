@@ -287,3 +287,17 @@ async def test_with_the_sandbox_off_the_agent_runs_as_a_plain_child(
     assert trial["passed"] and trial["answer"] == "env:clean"  # still a minimal environment, only no jail
     status = await reefine.ok("GET", "/reef/status")
     assert status["recipe"]["trial"] == f"{probe}, WITHOUT a jail (harness.sandbox = none)"
+
+
+async def test_a_service_account_home_of_slash_does_not_blind_the_jail(
+    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = tmp_path / "agent-that-answers"
+    agent.write_text("#!/bin/sh\necho reef-ok\n")
+    agent.chmod(0o755)
+    monkeypatch.setenv("HOME", "/")
+    reefine = await start_reefine(harness__trial=str(agent))
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    await reefine.settled(await reefine.train("make answers brief"))
+    trial = (await step_metrics(reefine))["check"]["trial"]
+    assert trial["passed"] and trial["answer"] == "reef-ok", trial
