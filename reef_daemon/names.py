@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from reef_daemon.errors import BadRequest
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 SCENARIO_HEADER = "x-reef-scenario"
+# Where the harness trials' model calls are recorded. Not work for a person: lists of unscored records leave them
+# out unless this scenario is asked for by name.
+TRIAL_SCENARIO = "reef-trials"
+
+
+def awaits_score(row: Mapping[str, Any], scenario: str | None = None) -> bool:
+    """Whether a record is one a person still has to score, in a list filtered on `scenario` (None: all)."""
+    unscored = row.get("type") == "inference" and row.get("score") is None
+    return unscored and (scenario is not None or row.get("scenario") != TRIAL_SCENARIO)
 
 
 def check_scenario_name(name: str) -> str:

@@ -13,6 +13,7 @@ from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
 from reef_cli.render.records import records_table
+from reef_daemon.names import awaits_score
 
 EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
 
@@ -64,7 +65,7 @@ def records(
                 if event.type not in ("record", "report") or event.record is None:
                     continue
                 record = cast(RecordRow, event.record)
-                if record["id"] not in listed and _matches(record, kind, unscored):
+                if record["id"] not in listed and _matches(record, kind, unscored, scenario):
                     _show([record], json=json, header=False)
         except KeyboardInterrupt:
             return
@@ -75,9 +76,9 @@ def _newest_sequence(client: ReefClient) -> int:
     return newest[0]["sequence"] if newest else 0
 
 
-def _matches(row: RecordRow, kind: str | None, unscored: bool) -> bool:
+def _matches(row: RecordRow, kind: str | None, unscored: bool, scenario: str | None) -> bool:
     if unscored:
-        return row["type"] == "inference" and row["score"] is None
+        return awaits_score(row, scenario)
     return kind is None or row["type"] == kind
 
 

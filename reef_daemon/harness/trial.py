@@ -33,8 +33,8 @@ from reef_daemon.auth import TokenGate
 from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
 from reef_daemon.harness.tree import Entry
+from reef_daemon.names import TRIAL_SCENARIO
 
-TRIAL_SCENARIO = "reef-trials"
 HEALTH_PROMPT = "This is a health check. Reply with exactly one word, reef-ok, and nothing else."
 HEALTHY_ANSWER = "reef-ok"
 OFF = "off"

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reef_daemon.errors import BadRequest, Conflict, NotFound
+from reef_daemon.names import TRIAL_SCENARIO
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
 from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
@@ -179,8 +180,11 @@ class RecordStore:
         if query.scenario is not None:
             clauses.append("scenario = ?")
             params.append(query.scenario)
-        if query.unscored:
+        if query.unscored:  # names.awaits_score, in SQL
             clauses.append("type = 'inference' AND score IS NULL")
+            if query.scenario is None:
+                clauses.append("scenario != ?")
+                params.append(TRIAL_SCENARIO)
         elif query.type is not None:
             clauses.append("type = ?")
             params.append(query.type)

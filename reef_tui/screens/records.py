@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from reef_cli.client import Event, RecordPage, RecordRow, ReefClientError
+from reef_daemon.names import awaits_score
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.reporting import send_report
 from reef_tui.scoring import KEY_SCORES
@@ -117,7 +118,7 @@ class RecordsScreen(ReefScreen):
         return (
             (scenario is None or row.get("scenario") == scenario)
             and (self.record_type is None or row.get("type") == self.record_type)
-            and not (self.unscored and (row.get("type") != "inference" or row.get("score") is not None))
+            and (not self.unscored or awaits_score(row, scenario))
         )
 
     # --- actions --------------------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ class RecordsScreen(ReefScreen):
             if score is not None:
                 records.set_score([record_id], score)
             if records.current is not None and records.current["id"] == record_id:
-                records.move_to_next_unscored()
+                records.move_to_next_unscored(self.reef.scenario)
             self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)
 
         return done

@@ -15,6 +15,7 @@ from textual.strip import Strip
 
 from reef_cli.client import RecordRow
 from reef_cli.render.records import Column
+from reef_daemon.names import awaits_score
 from reef_tui.widgets.record_columns import columns_for, row_line
 
 LOOKAHEAD = 60  # ask for the next older page when the cursor is this close to the end
@@ -99,11 +100,12 @@ class RecordList(ScrollView, can_focus=True):
                 row["score"] = score
         self.refresh()
 
-    def move_to_next_unscored(self) -> None:
-        """Put the cursor on the next older inference record without a score, if there is one loaded."""
+    def move_to_next_unscored(self, scenario: str | None) -> None:
+        """Put the cursor on the next older record awaiting a score (in a list of `scenario`, None: all), if one is
+        loaded."""
         for index in range(self.cursor + 1, len(self.rows)):
             row = self.rows[index]
-            if row["type"] == "inference" and row["score"] is None:
+            if awaits_score(row, scenario):
                 self.cursor = index
                 return
 

@@ -14,7 +14,7 @@ from cli_testing import clean_env, run_reef
 from fake_proposer_model import answer, skill
 from reefine_testing import SCENARIO, StartReefine
 
-from reef_daemon.harness.trial import TRIAL_SCENARIO
+from reef_daemon.names import TRIAL_SCENARIO
 
 TOKEN = "trial-test-token-0123456789"
 
@@ -57,8 +57,13 @@ async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(sta
     status, record = await reefine.call("GET", f"/reef/records/{listed['records'][0]['id']}")
     assert record["tags"]["release"] == f"candidate-for-{SCENARIO}"
     assert "reef-ok" in str(record["request"])
-    status, unscored = await reefine.call("GET", f"/reef/records?scenario={SCENARIO}&type=inference")
-    assert unscored["records"] == []  # the person's scenario holds only the person's conversations
+    status, mine = await reefine.call("GET", f"/reef/records?scenario={SCENARIO}&type=inference")
+    assert mine["records"] == []  # the person's scenario holds only the person's conversations
+    # Nor is a health prompt work for the person: unscored lists leave it out unless reef-trials is asked for.
+    status, to_score = await reefine.call("GET", "/reef/records?unscored=true")
+    assert to_score["records"] == []
+    status, asked = await reefine.call("GET", f"/reef/records?unscored=true&scenario={TRIAL_SCENARIO}")
+    assert [row["id"] for row in asked["records"]] == [record["id"]]
 
 
 async def test_a_candidate_the_agent_cannot_start_on_is_rejected_and_the_served_one_still_serves(
