@@ -14,13 +14,12 @@ from pathlib import Path
 
 from reef_cli.client import DaemonUnreachable, ReefClient
 from reef_cli.state import DaemonFiles, process_alive
+from reef_daemon.names import loopback_url
 
 START_TIMEOUT_S = 180.0  # the embedded model's first load takes ~30 s on two cores; leave room
 STOP_TIMEOUT_S = 45.0  # the daemon gives in-flight requests 30 s to finish
 POLL_S = 0.1
 _LISTENING = re.compile(r"listening on (http://\S+)")
-# A daemon bound to every interface is reached on loopback.
-_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}  # noqa: S104
 
 
 class StartFailed(Exception):
@@ -35,19 +34,11 @@ class Started:
     url: str
 
 
-def client_url(host: str, port: int) -> str:
-    """The URL a client on this machine uses for a daemon bound to `host`."""
-    host = _WILDCARDS.get(host, host)
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
-
-
 def start_daemon(files: DaemonFiles, serve_args: list[str], host: str, port: int) -> Started:
     """Run `reef serve <serve_args>` detached, its output appended to the log; return once `/healthz` answers."""
-    if port and _answers(client_url(host, port)):
+    if port and _answers(loopback_url(host, port)):
         raise StartFailed(
-            f"something already answers at {client_url(host, port)}; stop it, or choose another port with --reef.port"
+            f"something already answers at {loopback_url(host, port)}; stop it, or choose another port with --reef.port"
         )
     files.state_dir.mkdir(parents=True, exist_ok=True)
     with files.log_file.open("ab") as log:
@@ -66,8 +57,8 @@ def start_daemon(files: DaemonFiles, serve_args: list[str], host: str, port: int
         _terminate(process)
         files.clear()
         raise
-    files.write_address(url, int(url.rsplit(":", 1)[1]))
-    # The daemon outlives this command; mark it handled so Popen does not warn that it is still running.
+    # The daemon wrote its own address before it answered /healthz (reef serve does, once it listens).
+    # It outlives this command; mark it handled so Popen does not warn that it is still running.
     process.returncode = 0
     return Started(process.pid, url)
 
@@ -81,7 +72,7 @@ def _wait_healthy(process: subprocess.Popen[bytes], log_file: Path, log_start: i
             raise StartFailed(f"the daemon exited with status {process.returncode}:\n{_log_tail(log_file, log_start)}")
         listening = _LISTENING.search(_log_since(log_file, log_start))
         if listening is not None:
-            url = client_url(host, port or int(listening.group(1).rsplit(":", 1)[1]))
+            url = loopback_url(host, port or int(listening.group(1).rsplit(":", 1)[1]))
             if _answers(url):
                 return url
         time.sleep(POLL_S)

@@ -38,10 +38,12 @@ class TokenGate:
         if presented is None:
             return False
         candidate = _digest(presented)
-        accepted = self._digests + (tuple(self._lent) if model_call else ())
         matched = False
-        for digest in accepted:  # no early exit: the time taken does not depend on which token matched
+        for digest in self._digests:  # no early exit: the time taken does not depend on which token matched
             matched |= hmac.compare_digest(candidate, digest)
+        if model_call:
+            for digest in self._lent:
+                matched |= hmac.compare_digest(candidate, digest)
         return matched
 
     @contextlib.contextmanager

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from reef_daemon.auth import TokenGate
 from reef_daemon.events import EventBus
+from reef_daemon.names import loopback_url
 from reef_daemon.recipe_host import Recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
@@ -42,12 +43,7 @@ class Daemon:
 
     def listening(self, port: int) -> str:
         """The loopback URL the daemon answers on, once it listens on `port`; the recipe is told too."""
-        host = self.settings.reef.host
-        if host in ("", "0.0.0.0"):  # noqa: S104 - a listening address, not a choice to bind everywhere
-            host = "127.0.0.1"
-        elif host == "::":
-            host = "::1"
-        url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        url = loopback_url(self.settings.reef.host, port)
         self.recipe.listening(url, self.gate)
         return url
 

@@ -1,4 +1,5 @@
-"""Scenario names reach file paths and URLs, so they are checked in one place."""
+"""Names that reach file paths and URLs, checked in one place: scenario names, the trials' scenario, and the
+loopback URL of a listening daemon."""
 
 from __future__ import annotations
 
@@ -36,3 +37,13 @@ def scenario_from_header(value: str | None) -> str:
     if not name:
         raise BadRequest(f"send the {SCENARIO_HEADER} header naming the workload", type="missing_scenario")
     return check_scenario_name(name)
+
+
+# A daemon bound to every interface is reached on loopback.
+_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
+
+
+def loopback_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses for a daemon listening on `host`:`port`."""
+    host = _WILDCARDS.get(host, host).strip("[]")
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

@@ -151,7 +151,7 @@ class HarnessSteps:
                 "once a person promotes it"
             ).to_json()
             return check, None
-        binary, _where = self._trial.binary()
+        binary, _bwrap, _why = self._trial.plan()
         if binary is not None:
             await note(f"trial: starting {binary} on the candidate with one offline health prompt")
         trial = await self._trial.run(candidate, self._model, f"candidate-for-{scenario}")

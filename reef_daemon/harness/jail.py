@@ -15,11 +15,11 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from reef_daemon.harness.jail_bridge import pipe
+from reef_daemon.harness.jail_bridge import Streams, splice
 
 BWRAP = "bwrap"
 NONE = "none"
@@ -97,16 +97,11 @@ async def model_socket(root: Path, daemon_url: str) -> AsyncIterator[Path]:
     address = urlsplit(daemon_url)
     host, port = address.hostname or "127.0.0.1", address.port or 80
 
-    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            upstream_reader, upstream_writer = await asyncio.open_connection(host, port)
-        except OSError:
-            writer.close()
-            return
-        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+    def daemon() -> Awaitable[Streams]:
+        return asyncio.open_connection(host, port)
 
     path = root / SOCKET
-    server = await asyncio.start_unix_server(relay, path=str(path))
+    server = await asyncio.start_unix_server(lambda reader, writer: splice(reader, writer, daemon), path=str(path))
     try:
         yield path
     finally:

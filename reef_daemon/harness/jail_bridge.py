@@ -9,11 +9,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Awaitable, Callable
 
 CHUNK = 65536
 
 
-async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def splice(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connect: Callable[[], Awaitable[Streams]]
+) -> None:
+    """Join a connection to a new one from `connect`, both ways, until both ends are closed."""
+    try:
+        far_reader, far_writer = await connect()
+    except OSError:
+        writer.close()
+        return
+    await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """Copy one direction of a connection until it ends, then close the other side."""
     try:
         while chunk := await reader.read(CHUNK):
@@ -26,17 +42,11 @@ async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
             writer.close()
 
 
-async def _relay(socket_path: str, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-    try:
-        model_reader, model_writer = await asyncio.open_unix_connection(socket_path)
-    except OSError:
-        client_writer.close()
-        return
-    await asyncio.gather(pipe(client_reader, model_writer), pipe(model_reader, client_writer))
-
-
 async def bridge(port: int, socket_path: str, argv: list[str]) -> int:
-    server = await asyncio.start_server(lambda reader, writer: _relay(socket_path, reader, writer), "127.0.0.1", port)
+    def model() -> Awaitable[Streams]:
+        return asyncio.open_unix_connection(socket_path)
+
+    server = await asyncio.start_server(lambda reader, writer: splice(reader, writer, model), "127.0.0.1", port)
     async with server:
         agent = await asyncio.create_subprocess_exec(*argv)
         return await agent.wait()

@@ -64,15 +64,15 @@ def not_run(reason: str) -> Trial:
 
 
 def trial_binary(adapter: Adapter, setting: str) -> tuple[str | None, str]:
-    """The agent binary a trial starts (or None), and a phrase saying where it came from or why there is none."""
+    """The agent binary a trial starts, or None and why there is none."""
     if setting == OFF:
         return None, "trials are off (harness.trial = off)"
     if setting == AUTO:
         found = shutil.which(adapter.binary)
         if found is None:
             return None, f"{adapter.binary} is not installed on this host ({adapter.agent.package})"
-        return found, found
-    return setting, setting
+        return found, ""
+    return setting, ""
 
 
 def check_trial_setting(setting: str) -> str | None:
@@ -104,19 +104,21 @@ class TrialRunner:
         self._url = url
         self._gate = gate
 
-    def binary(self) -> tuple[str | None, str]:
-        return trial_binary(self._adapter, self._setting)
+    def plan(self) -> tuple[str | None, str | None, str]:
+        """(agent, bwrap, why): the agent binary a trial starts and the bubblewrap it starts in (None: no jail);
+        or no agent, and why no trial runs."""
+        binary, why = trial_binary(self._adapter, self._setting)
+        if binary is None or not self.jailed:
+            return binary, None, why
+        bwrap = shutil.which(BWRAP)
+        return (binary, bwrap, "") if bwrap is not None else (None, None, NO_BWRAP)
 
     def describe(self) -> str:
         """One line for `reef status`: which agent a trial starts and how, or why none runs."""
-        binary, why = self.binary()
+        binary, bwrap, why = self.plan()
         if binary is None:
             return f"not run: {why}"
-        if not self.jailed:
-            return f"{binary}, WITHOUT a jail (harness.sandbox = none)"
-        if shutil.which(BWRAP) is None:
-            return f"not run: {NO_BWRAP}"
-        return f"{binary}, in a bubblewrap jail"
+        return f"{binary}, in a bubblewrap jail" if bwrap else f"{binary}, WITHOUT a jail (harness.sandbox = none)"
 
     @property
     def jailed(self) -> bool:
@@ -125,16 +127,11 @@ class TrialRunner:
 
     async def run(self, entries: list[Entry], model: str, label: str) -> Trial:
         """Start the agent on `entries` with the health prompt; `label` tags its model calls (the release tag)."""
-        binary, why = self.binary()
+        binary, bwrap, why = self.plan()
         if binary is None:
             return not_run(why)
         if self._url is None or self._gate is None:
             return not_run("the daemon is not listening yet, so the agent would have no model to call")
-        bwrap = None
-        if self._sandbox == BWRAP:
-            bwrap = shutil.which(BWRAP)
-            if bwrap is None:
-                return not_run(NO_BWRAP)
         root = Path(tempfile.mkdtemp(prefix="reef-trial-"))
         try:
             with self._gate.lend() as token:

@@ -36,18 +36,37 @@ async def step_metrics(reefine: Any) -> dict[str, Any]:
     return metrics
 
 
+def fake_agent(path: Path, script: str) -> Path:
+    """An executable sh script standing in for the agent."""
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return path
+
+
+async def request_a_skill(reefine: Any, text: str = "make answers brief") -> dict[str, Any]:
+    """File a request the scripted model answers with one skill; its settled progress."""
+    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
+    progress: dict[str, Any] = await reefine.settled(await reefine.train(text))
+    return progress
+
+
+async def last_trial(reefine: Any) -> dict[str, Any]:
+    """The newest step's trial, as its metrics keep it."""
+    trial: dict[str, Any] = (await step_metrics(reefine))["check"]["trial"]
+    return trial
+
+
 async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(start_reefine: StartReefine) -> None:
     pi = require("pi")
     reefine = await start_reefine(harness__trial=str(pi), reef__token=TOKEN)
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    progress = await reefine.settled(await reefine.train("make answers brief"))
+    progress = await request_a_skill(reefine)
 
     assert progress["result"] == "selected", progress
     texts = [line["text"] for line in progress["activity"]]
     assert any(text.startswith(f"trial: starting {pi}") for text in texts)
     assert any(text.startswith("trial: pi started on it and answered") for text in texts)
     assert texts.index(next(t for t in texts if t.startswith("trial: pi"))) < texts.index("published")
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    trial = await last_trial(reefine)
     assert trial["ran"] and trial["passed"] and trial["exit_code"] == 0 and "Paris" in trial["answer"]
     assert (await reefine.ok("GET", "/reef/status"))["recipe"]["trial"] == f"{pi}, in a bubblewrap jail"
 
@@ -89,12 +108,9 @@ async def test_a_candidate_the_agent_cannot_start_on_is_rejected_and_the_served_
 async def test_when_the_served_harness_fails_too_the_step_is_skipped_not_blamed_on_the_candidate(
     start_reefine: StartReefine, tmp_path: Path
 ) -> None:
-    broken = tmp_path / "agent-that-never-starts"
-    broken.write_text("#!/bin/sh\necho 'cannot reach the display' >&2\nexit 7\n")
-    broken.chmod(0o755)
+    broken = fake_agent(tmp_path / "agent-that-never-starts", "echo 'cannot reach the display' >&2\nexit 7\n")
     reefine = await start_reefine(harness__trial=str(broken))
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    progress = await reefine.settled(await reefine.train("make answers brief"))
+    progress = await request_a_skill(reefine)
 
     assert progress["result"] == "skipped", progress
     assert progress["reason"] == (
@@ -113,10 +129,9 @@ async def test_a_trial_is_not_run_without_the_agent(
     (bin_dir / "git").symlink_to(git)
     monkeypatch.setenv("PATH", str(bin_dir))
     reefine = await start_reefine(harness__trial="auto")
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    progress = await reefine.settled(await reefine.train("make answers brief"))
+    progress = await request_a_skill(reefine)
     assert progress["result"] == "selected"
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    trial = await last_trial(reefine)
     assert trial["reason"] == "not run: pi is not installed on this host (npm install -g @mariozechner/pi-coding-agent)"
     assert not trial["ran"] and trial["exit_code"] is None
     status = await reefine.ok("GET", "/reef/status")
@@ -135,7 +150,7 @@ async def test_an_extension_change_is_tried_in_the_jail_and_a_broken_one_never_r
     reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default () => {}\n")))
     progress = await reefine.settled(await reefine.train("notify me when done"))
     assert progress["result"] == "pending"
-    assert (await step_metrics(reefine))["check"]["trial"]["passed"]
+    assert (await last_trial(reefine))["passed"]
 
     reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default (;\n")))
     progress = await reefine.settled(await reefine.train("notify me when done, again"))
@@ -146,14 +161,12 @@ async def test_an_extension_change_is_tried_in_the_jail_and_a_broken_one_never_r
 async def test_without_the_jail_extension_code_is_not_run_before_review(
     start_reefine: StartReefine, tmp_path: Path
 ) -> None:
-    never = tmp_path / "agent-that-must-not-start"
-    never.write_text("#!/bin/sh\nexit 9\n")
-    never.chmod(0o755)
+    never = fake_agent(tmp_path / "agent-that-must-not-start", "exit 9\n")
     reefine = await start_reefine(harness__trial=str(never), harness__sandbox="none")
     reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default () => {}\n")))
     progress = await reefine.settled(await reefine.train("notify me when done"))
     assert progress["result"] == "pending"
-    assert (await step_metrics(reefine))["check"]["trial"]["reason"] == (
+    assert (await last_trial(reefine))["reason"] == (
         "not run: it changes an extension, and without a jail (harness.sandbox = none) model-written code runs only "
         "once a person promotes it"
     )
@@ -183,11 +196,10 @@ def test_a_bad_sandbox_setting_stops_the_daemon_with_what_to_fix(tmp_path: Path)
 async def test_codex_and_dsh_start_on_the_candidate_and_answer(start_reefine: StartReefine, adapter: str) -> None:
     binary = require(adapter)
     reefine = await start_reefine(harness__adapter=adapter, harness__trial=str(binary))
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    progress = await reefine.settled(await reefine.train("make answers brief"))
+    progress = await request_a_skill(reefine)
 
     assert progress["result"] == "selected", progress
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    trial = await last_trial(reefine)
     assert trial["passed"] and "Paris" in trial["answer"], trial
     assert any(line["text"].startswith(f"trial: {adapter} started on it") for line in progress["activity"])
 
@@ -196,12 +208,9 @@ async def test_an_agent_that_never_answers_is_stopped_with_everything_it_started
     start_reefine: StartReefine, tmp_path: Path
 ) -> None:
     marker = str(300 + os.getpid() % 600)  # `sleep <marker>` names the agent's children among this host's processes
-    hanging = tmp_path / "agent-that-hangs"
-    hanging.write_text(f"#!/bin/sh\nsleep {marker} &\nwait\n")
-    hanging.chmod(0o755)
+    hanging = fake_agent(tmp_path / "agent-that-hangs", f"sleep {marker} &\nwait\n")
     reefine = await start_reefine(harness__trial=str(hanging), harness__trial_timeout_s="1")
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    progress = await reefine.settled(await reefine.train("make answers brief"))
+    progress = await request_a_skill(reefine)
 
     assert progress["result"] == "skipped"
     assert progress["reason"].endswith("(pi did not answer within 1 s)")
@@ -233,22 +242,19 @@ async def test_a_jailed_agent_cannot_read_the_home_write_outside_its_root_or_rea
     outside.mkdir()
     agents = tmp_path / "agents"  # beside the home, not above it
     agents.mkdir()
-    probe = agents / "agent-that-probes"
-    probe.write_text(
-        "#!/bin/sh\n"
+    probe = fake_agent(
+        agents / "agent-that-probes",
         f"[ -e {home}/.ssh/id_ed25519 ] && h=home:visible || h=home:hidden\n"
         f"touch {outside}/written 2>/dev/null && w=write:allowed || w=write:refused\n"
         f"{sys.executable} -c \"import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)\" "
         '"$REEF_DAEMON_PORT" 2>/dev/null && n=net:reached || n=net:refused\n'
-        'echo "$h $w env:${REEF_TEST_SECRET:-clean} $n"\n'
+        'echo "$h $w env:${REEF_TEST_SECRET:-clean} $n"\n',
     )
-    probe.chmod(0o755)
     reefine = await start_reefine(harness__trial=str(probe))
     monkeypatch.setenv("REEF_DAEMON_PORT", str(reefine.server.port))  # even told where, it cannot get there
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    progress = await reefine.settled(await reefine.train("make answers brief"))
+    progress = await request_a_skill(reefine)
 
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    trial = await last_trial(reefine)
     assert trial["ran"] and trial["answer"] == "home:hidden write:refused env:clean net:refused", trial
     assert progress["result"] == "selected"
     assert not (outside / "written").exists()
@@ -268,9 +274,8 @@ async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(
         (bin_dir / tool).symlink_to(found)
     monkeypatch.setenv("PATH", str(bin_dir))
     reefine = await start_reefine(harness__trial=str(pi))
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    await reefine.settled(await reefine.train("make answers brief"))
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    await request_a_skill(reefine)
+    trial = await last_trial(reefine)
     assert trial["reason"] == (
         "not run: bubblewrap is not installed on this host (apt-get install bubblewrap); set "
         "REEF_PROPOSER_SANDBOX=none to run trials without a jail on a trusted machine"
@@ -281,14 +286,11 @@ async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(
 async def test_with_the_sandbox_off_the_agent_runs_as_a_plain_child(
     start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    probe = tmp_path / "agent-that-looks-around"
-    probe.write_text('#!/bin/sh\necho "env:${REEF_TEST_SECRET:-clean}"\n')
-    probe.chmod(0o755)
+    probe = fake_agent(tmp_path / "agent-that-looks-around", 'echo "env:${REEF_TEST_SECRET:-clean}"\n')
     monkeypatch.setenv("REEF_TEST_SECRET", "from-the-daemon's-environment")
     reefine = await start_reefine(harness__trial=str(probe), harness__sandbox="none")
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    await reefine.settled(await reefine.train("make answers brief"))
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    await request_a_skill(reefine)
+    trial = await last_trial(reefine)
     assert trial["passed"] and trial["answer"] == "env:clean"  # still a minimal environment, only no jail
     status = await reefine.ok("GET", "/reef/status")
     assert status["recipe"]["trial"] == f"{probe}, WITHOUT a jail (harness.sandbox = none)"
@@ -297,12 +299,9 @@ async def test_with_the_sandbox_off_the_agent_runs_as_a_plain_child(
 async def test_a_service_account_home_of_slash_does_not_blind_the_jail(
     start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = tmp_path / "agent-that-answers"
-    agent.write_text("#!/bin/sh\necho reef-ok\n")
-    agent.chmod(0o755)
+    agent = fake_agent(tmp_path / "agent-that-answers", "echo reef-ok\n")
     monkeypatch.setenv("HOME", "/")
     reefine = await start_reefine(harness__trial=str(agent))
-    reefine.model.script("answer", answer("Answer briefly.\n\nHow to use: just ask.", skill("brief")))
-    await reefine.settled(await reefine.train("make answers brief"))
-    trial = (await step_metrics(reefine))["check"]["trial"]
+    await request_a_skill(reefine)
+    trial = await last_trial(reefine)
     assert trial["passed"] and trial["answer"] == "reef-ok", trial
