@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adapters_testing import Reefine, start_reefine, stop_reefine
-from agent_upstream import AgentUpstream
+
+from tests.support.adapters_testing import Reefine, start_reefine, stop_reefine
+from tests.support.agent_upstream import AgentUpstream
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from adapters_testing import SCENARIO, Reefine
+from tests.support.adapters_testing import SCENARIO, Reefine
 
 
 def reef(reefine: Reefine, *args: str) -> subprocess.CompletedProcess[str]:

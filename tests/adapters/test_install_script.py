@@ -8,9 +8,9 @@ import stat
 from pathlib import Path
 
 import httpx
-from adapters_testing import MODEL, SCENARIO, Reefine, start_reefine, stop_reefine
 
 from reef_daemon.harness.install import framed_checksum
+from tests.support.adapters_testing import MODEL, SCENARIO, Reefine, start_reefine, stop_reefine
 
 
 def installed_files(root: Path) -> dict[str, str]:

@@ -8,8 +8,9 @@ import json
 import subprocess
 
 import pytest
-from adapters_testing import SCENARIO, Reefine, agent_binary
-from fake_proposer_model import answer, skill
+
+from tests.support.adapters_testing import SCENARIO, Reefine, agent_binary
+from tests.support.fake_proposer_model import answer, skill
 
 # adapter -> (binary, headless arguments for one prompt, where a published skill lands)
 AGENTS = {

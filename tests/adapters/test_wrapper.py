@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from adapters_testing import Reefine
+from tests.support.adapters_testing import Reefine
 
 
 def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: Reefine) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from cli_testing import Daemon, ModelThread, start_daemon
-from fake_upstream import FakeUpstream
 from typer.testing import CliRunner, Result
 
 from reef_cli.app import app
+from tests.support.cli_testing import Daemon, ModelThread, start_daemon
+from tests.support.fake_upstream import FakeUpstream
 
 
 @pytest.fixture(scope="session")

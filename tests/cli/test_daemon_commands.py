@@ -8,12 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_testing import REEF, clean_env, run_reef, start_daemon, wait_until
 from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_cli.discovery import DEFAULT_URL, find_daemon
 from reef_cli.state import process_alive
+from tests.support.cli_testing import REEF, clean_env, run_reef, start_daemon, wait_until
 
 
 def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,9 @@ from typing import IO
 
 import httpx
 import pytest
-from cli_testing import REEF, Daemon, wait_until
 from typer.testing import Result
+
+from tests.support.cli_testing import REEF, Daemon, wait_until
 
 Cli = Callable[..., Result]
 

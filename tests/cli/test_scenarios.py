@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from cli_testing import Daemon
 from typer.testing import Result
+
+from tests.support.cli_testing import Daemon
 
 Cli = Callable[..., Result]
 

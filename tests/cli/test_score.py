@@ -6,8 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from cli_testing import Daemon
 from typer.testing import Result
+
+from tests.support.cli_testing import Daemon
 
 Cli = Callable[..., Result]
 

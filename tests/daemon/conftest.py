@@ -9,11 +9,11 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from fake_upstream import FakeUpstream
-from reef_testing import Reef, StartReef
 
 from reef_daemon.app import create_app
 from reef_daemon.settings import load_settings
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.reef_testing import Reef, StartReef
 
 
 @pytest.fixture

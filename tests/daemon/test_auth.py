@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from reef_testing import CHAT, Reef, StartReef
+
+from tests.support.reef_testing import CHAT, Reef, StartReef
 
 TOKEN = "reef-secret-token-7f3a"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from reef_testing import CHAT, Reef, StartReef
+
+from tests.support.reef_testing import CHAT, Reef, StartReef
 
 
 async def error_of(response: Any, status: int) -> dict[str, str]:

@@ -15,8 +15,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from fake_upstream import FakeUpstream
-from reef_testing import CHAT
+
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.reef_testing import CHAT
 
 REEF = [sys.executable, "-m", "reef_cli"]
 

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 import aiohttp
-from reef_testing import CHAT, Reef
+
+from tests.support.reef_testing import CHAT, Reef
 
 
 async def read_events(response: aiohttp.ClientResponse, count: int) -> list[dict[str, Any]]:

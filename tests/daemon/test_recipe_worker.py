@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import counting_recipe
-from reef_testing import CHAT, Reef, StartReef
+from tests.support import counting_recipe
+from tests.support.reef_testing import CHAT, Reef, StartReef
 
-RECIPE = "counting_recipe:CountingRecipe"
+RECIPE = "tests.support.counting_recipe:CountingRecipe"
 
 
 async def receipt(reef: Reef) -> str:

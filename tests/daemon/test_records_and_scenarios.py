@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reef_testing import CHAT, Reef
+from tests.support.reef_testing import CHAT, Reef
 
 
 async def infer(reef: Reef, scenario: str = "demo") -> str:

@@ -6,7 +6,8 @@ from typing import Any
 
 import anthropic
 import openai
-from reef_testing import SCENARIO, Reef
+
+from tests.support.reef_testing import SCENARIO, Reef
 
 QUESTION = "What is the capital of France?"
 ANSWER = "The capital of France is Paris."

@@ -102,7 +102,7 @@ def test_serve_refuses_bad_settings_with_one_line_and_exit_2(args: list[str], wo
 def test_a_recipe_profile_sits_below_everything_the_user_sets(tmp_path: Path) -> None:
     from reef_daemon.recipe_host import load_serving_settings
 
-    overrides = {"recipe": "counting_recipe:ProfiledRecipe"}
+    overrides = {"recipe": "tests.support.counting_recipe:ProfiledRecipe"}
     settings = load_serving_settings(config_file=None, overrides=overrides, environ={})
     assert settings.reef.port == 8901 and settings.sources["reef.port"] == "recipe profile"
     assert settings.reef.state_dir == Path(".reef/profiled")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from reef_testing import CHAT, StartReef
+from tests.support.reef_testing import CHAT, StartReef
 
 
 async def test_clean_shutdown_leaves_no_write_ahead_log(start_reef: StartReef) -> None:

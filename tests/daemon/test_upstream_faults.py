@@ -8,8 +8,9 @@ import socket
 import anthropic
 import openai
 import pytest
-from fake_upstream import FakeUpstream
-from reef_testing import CHAT, Reef, StartReef
+
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.reef_testing import CHAT, Reef, StartReef
 
 
 async def only_record(reef: Reef) -> dict[str, object]:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from embedded.running import RunningReef
 
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON
 from reef_daemon.runtimes.embedded import EmbeddedRuntime
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.settings import load_settings
+from tests.support.embedded_running import RunningReef
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from embedded.running import RunningReef
+
+from tests.support.embedded_running import RunningReef
 
 TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin"
 PROMPT = "What is the capital of France? Answer in one sentence."

@@ -13,7 +13,8 @@ import anthropic
 import httpx
 import openai
 import pytest
-from embedded.running import QUESTION, SCENARIO, RunningReef, assert_token_data
+
+from tests.support.embedded_running import QUESTION, SCENARIO, RunningReef, assert_token_data
 
 HEADERS = {"x-reef-scenario": SCENARIO}
 MESSAGES: list[Any] = [{"role": "user", "content": QUESTION}]

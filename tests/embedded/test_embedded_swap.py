@@ -7,8 +7,9 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from embedded.running import SCENARIO, RunningReef, assert_token_data
 from safetensors.torch import load_file
+
+from tests.support.embedded_running import SCENARIO, RunningReef, assert_token_data
 
 # Long enough that the stream is still going when the swap lands a few tokens in.
 COUNTING: list[Any] = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]

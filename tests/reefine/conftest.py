@@ -9,13 +9,13 @@ from typing import Any
 
 import aiohttp
 import pytest
-from agent_upstream import AgentUpstream
 from aiohttp.test_utils import TestServer
-from reefine_testing import SCENARIO, Reefine, StartReefine
 
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON
 from reef_daemon.settings import load_settings
+from tests.support.agent_upstream import AgentUpstream
+from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_proposer_model import answer, skill
-from reefine_testing import Reefine
 from typer.testing import CliRunner
 
 from reef_cli.app import app
+from tests.support.fake_proposer_model import answer, skill
+from tests.support.reefine_testing import Reefine
 
 EXTENSION = {"id": "bell", "kind": "extension", "config": {"name": "bell", "code": "export default () => {}\n"}}
 

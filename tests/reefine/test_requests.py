@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from reefine_testing import Reefine
 
 from reef_daemon.recipe_host import load_serving_settings
+from tests.support.reefine_testing import Reefine
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from fake_proposer_model import answer, review, skill
-from reefine_testing import Reefine, StartReefine
+from tests.support.fake_proposer_model import answer, review, skill
+from tests.support.reefine_testing import Reefine, StartReefine
 
 EXTENSION = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adapters_testing import agent_binary
-from cli_testing import clean_env, run_reef
-from fake_proposer_model import answer, skill
-from reefine_testing import SCENARIO, StartReefine
 
 from reef_daemon.names import TRIAL_SCENARIO
+from tests.support.adapters_testing import agent_binary
+from tests.support.cli_testing import clean_env, run_reef
+from tests.support.fake_proposer_model import answer, skill
+from tests.support.reefine_testing import SCENARIO, StartReefine
 
 TOKEN = "trial-test-token-0123456789"
 

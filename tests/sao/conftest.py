@@ -8,10 +8,10 @@ from pathlib import Path
 import httpx
 import pytest
 from aiohttp.test_utils import TestServer
-from weight_testing import StartWeightReef, WeightReef
 
 from reef_daemon.app import create_app
 from reef_daemon.settings import load_settings
+from tests.support.weight_testing import StartWeightReef, WeightReef
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from weight_testing import StartWeightReef, WeightReef
 
 from recipes.sao.recipe import SaoRecipe
 from recipes.sao.rollout import Rollout, judge_report
+from tests.support.weight_testing import StartWeightReef, WeightReef
 
 QUESTION = "Name a colour of the sky."
 

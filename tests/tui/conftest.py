@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fake_proposer_model import FakeProposerModel
-from fake_upstream import FakeUpstream
-from tui_testing import Daemon, ModelThread, start_daemon
+
+from tests.support.fake_proposer_model import FakeProposerModel
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.tui_testing import Daemon, ModelThread, start_daemon
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_proposer_model import FakeProposerModel, answer
 from rich.syntax import Syntax
 from textual.widgets import DataTable, OptionList, Static
-from tui_testing import Daemon, until
 
 from reef_tui import ReefApp
 from reef_tui.screens.confirm import ConfirmScreen
@@ -20,6 +18,8 @@ from reef_tui.screens.install import InstallScreen
 from reef_tui.screens.new_request import NewRequestScreen
 from reef_tui.screens.requests import RequestsScreen
 from reef_tui.screens.versions import VersionsScreen
+from tests.support.fake_proposer_model import FakeProposerModel, answer
+from tests.support.tui_testing import Daemon, until
 
 EXTENSION = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
 

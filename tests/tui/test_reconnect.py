@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui_testing import start_daemon, until
-
 from reef_tui import ReefApp
 from reef_tui.widgets.daemon_bar import DaemonBar
 from reef_tui.widgets.record_list import RecordList
+from tests.support.tui_testing import start_daemon, until
 
 
 async def test_gone_then_back_without_a_keypress(tmp_path: Path, upstream_url: str) -> None:

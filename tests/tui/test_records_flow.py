@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_testing import Daemon, until
-
 from reef_tui import ReefApp
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.widgets.record_list import RecordList
+from tests.support.tui_testing import Daemon, until
 
 
 def ids(app: ReefApp) -> list[str]:

@@ -15,8 +15,6 @@ import pytest
 from rich.syntax import Syntax
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
-from tui_fixed import FixedClient, receipt
-from tui_testing import until
 
 from reef_tui import ReefApp
 from reef_tui.screens.help import HelpScreen
@@ -24,6 +22,8 @@ from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.widgets.metric_line import MetricLine
 from reef_tui.widgets.record_list import RecordList
 from reef_tui.widgets.request_view import RequestView
+from tests.support.tui_fixed import FixedClient, receipt
+from tests.support.tui_testing import until
 
 SIZES = [(80, 24), (160, 48)]
 Prepare = Callable[[Pilot[Any]], Awaitable[None]]

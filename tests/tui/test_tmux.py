@@ -8,7 +8,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from tui_testing import Daemon, wait_until
+
+from tests.support.tui_testing import Daemon, wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 SESSION = "reef-tui-test"

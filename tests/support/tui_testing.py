@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli_testing import Daemon, ModelThread, clean_env, wait_until
-from cli_testing import start_daemon as start_any_daemon
 from textual.pilot import Pilot
+
+from tests.support.cli_testing import Daemon, ModelThread, clean_env, wait_until
+from tests.support.cli_testing import start_daemon as start_any_daemon
 
 __all__ = ["Daemon", "ModelThread", "start_daemon", "until", "wait_until"]
 

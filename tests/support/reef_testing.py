@@ -8,9 +8,9 @@ from typing import Any
 
 import aiohttp
 from aiohttp.test_utils import TestServer
-from fake_upstream import FakeUpstream
 
 from reef_daemon.context import DAEMON, Daemon
+from tests.support.fake_upstream import FakeUpstream
 
 SCENARIO = "demo"
 CHAT = {"model": "fake-model", "messages": [{"role": "user", "content": "What is the capital of France?"}]}

@@ -7,8 +7,9 @@ import asyncio
 import threading
 
 from aiohttp import web
-from fake_proposer_model import FakeProposerModel
-from fake_upstream import FakeUpstream
+
+from tests.support.fake_proposer_model import FakeProposerModel
+from tests.support.fake_upstream import FakeUpstream
 
 
 class AgentUpstream:

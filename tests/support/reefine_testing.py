@@ -9,7 +9,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp.test_utils import TestServer
-from fake_proposer_model import FakeProposerModel
+
+from tests.support.fake_proposer_model import FakeProposerModel
 
 SCENARIO = "harness"
 

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from agent_upstream import AgentUpstream
-from cli_testing import clean_env, run_reef
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.agent_upstream import AgentUpstream
+from tests.support.cli_testing import clean_env, run_reef
+
+REPO = Path(__file__).resolve().parents[2]
 AGENT_BIN = [REPO / ".tools" / "node_modules" / ".bin", Path(sys.executable).parent]
 SCENARIO = "my-harness"
 MODEL = "fake-model"
@@ -85,7 +86,7 @@ class Reefine:
 
     def publish_skill(self, name: str, text: str) -> dict[str, Any]:
         """File a change request the scripted proposer answers with one skill; wait until it settles."""
-        from fake_proposer_model import answer, skill
+        from tests.support.fake_proposer_model import answer, skill
 
         self.upstream.proposer.script("answer", answer(f"A skill.\n\nHow to use: ask for {name}.", skill(name, text)))
         filed = self.call("POST", "/reef/train", {"text": f"add a {name} skill"})
