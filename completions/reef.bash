@@ -25,7 +25,6 @@ _reef() {
         reef/serve)
             case "$prev" in
                 --config|-c) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-                --recipe) return 0 ;;
                 --reef.host) return 0 ;;
                 --reef.port) return 0 ;;
                 --reef.token) return 0 ;;
@@ -52,15 +51,15 @@ _reef() {
                 --harness.trial) return 0 ;;
                 --harness.sandbox) return 0 ;;
                 --harness.trial-timeout-s) return 0 ;;
+                --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --recipe --print-config --help --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
             case "$prev" in
                 --config|-c) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-                --recipe) return 0 ;;
                 --reef.host) return 0 ;;
                 --reef.port) return 0 ;;
                 --reef.token) return 0 ;;
@@ -87,9 +86,10 @@ _reef() {
                 --harness.trial) return 0 ;;
                 --harness.sandbox) return 0 ;;
                 --harness.trial-timeout-s) return 0 ;;
+                --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --recipe --help --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

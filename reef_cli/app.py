@@ -8,7 +8,8 @@ import typer
 
 from reef_cli.commands import completion, daemon, demo, evolve, install, records, scenarios, score, show, tui, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
-from reef_cli.serve import serve_command
+from reef_cli.serve import ServeCommand, serve_command
+from reef_cli.setting_options import SETTINGS_CONTEXT, SettingsCommand
 from reef_daemon import __version__
 
 app = typer.Typer(
@@ -18,7 +19,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-PASS_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _version(value: bool) -> None:
@@ -34,8 +34,8 @@ def main_options(
     """Record what a coding agent does, score it, and improve the model or the harness."""
 
 
-app.command("serve", context_settings=PASS_SETTINGS, epilog=SERVE_EXAMPLE)(serve_command)
-app.command("start", context_settings=PASS_SETTINGS, epilog=daemon.START_EXAMPLE)(daemon.start)
+app.command("serve", cls=ServeCommand, context_settings=SETTINGS_CONTEXT, epilog=SERVE_EXAMPLE)(serve_command)
+app.command("start", cls=SettingsCommand, context_settings=SETTINGS_CONTEXT, epilog=daemon.START_EXAMPLE)(daemon.start)
 app.command("stop", epilog=daemon.STOP_EXAMPLE)(daemon.stop)
 app.command("status", epilog=daemon.STATUS_EXAMPLE)(daemon.status)
 app.add_typer(scenarios.app)

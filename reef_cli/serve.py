@@ -5,35 +5,43 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from reef_cli.setting_options import SettingsCommand, with_setting_options
 from reef_cli.state import DaemonFiles
 from reef_daemon.recipe_host import load_serving_settings, resolve_recipe
-from reef_daemon.settings import Settings, SettingsError, parse_overrides
+from reef_daemon.settings import Settings, SettingsError
 
 EXAMPLE = "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
 
 
+class ServeCommand(SettingsCommand):
+    """`reef serve`, whose errors name it."""
+
+    error_prefix = "reef serve"
+
+
+@with_setting_options
 def serve_command(
-    ctx: typer.Context,
     config: Path | None = typer.Option(None, "-c", "--config", help="Settings file, TOML or YAML."),
-    recipe: str | None = typer.Option(None, "--recipe", help="Recipe name (record) or package.module:Class."),
     print_config: bool = typer.Option(False, "--print-config", help="Print every setting and where it came from."),
+    *,
+    overrides: Mapping[str, str],
 ) -> None:
     """Run the daemon in the foreground. Any setting can be given as --section.key VALUE (--reef.port 8900)."""
     try:
-        settings, reload = settings_from_command_line(ctx.args, config, recipe)
+        settings, reload = settings_from_command_line(overrides, config)
         if print_config:
             print_settings(settings)
             return
         resolve_recipe(settings.recipe)
     except SettingsError as exc:
-        typer.echo(f"reef serve: {exc}", err=True)
+        typer.echo(f"{ServeCommand.error_prefix}: {exc}", err=True)
         raise typer.Exit(2) from None
 
     from reef_daemon.serve import run
@@ -44,7 +52,7 @@ def serve_command(
     try:
         run(settings, reload, lambda url: _announce_here(files, url))
     except SettingsError as exc:
-        typer.echo(f"reef serve: {exc}", err=True)
+        typer.echo(f"{ServeCommand.error_prefix}: {exc}", err=True)
         raise typer.Exit(2) from None
     finally:
         if files.pid() == os.getpid():
@@ -61,12 +69,10 @@ def _announce_here(files: DaemonFiles, url: str) -> None:
 
 
 def settings_from_command_line(
-    args: list[str], config: Path | None, recipe: str | None
+    overrides: Mapping[str, str], config: Path | None
 ) -> tuple[Settings, Callable[[], Settings]]:
-    """Settings from dotted overrides, the file, the environment and the recipe's profile; plus a reloader."""
-    overrides: dict[str, object] = dict(parse_overrides(args))
-    if recipe is not None:
-        overrides["recipe"] = recipe
+    """Settings from the command line's, the file, the environment and the recipe's profile; plus a reloader that
+    reads the file again (the command line and the environment stay as they were at start)."""
     environ = dict(os.environ)
 
     def reload() -> Settings:

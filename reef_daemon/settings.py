@@ -1,7 +1,12 @@
 """The one settings object of the daemon, and how it is assembled.
 
-Sources, highest first: command line (`--reef.port 8900`), the config file (`-c FILE`, TOML or YAML, same keys),
-environment (`REEF_TOKEN`, `REEF_UPSTREAM_URL`, ...), defaults. Every value remembers where it came from, so
+Each setting is declared once, below, with `_setting(...)`: its default, the values it takes, its environment
+variable, whether it is secret, whether a reload applies it live, and its help. `CATALOGUE` lists them; the options of
+`reef serve` and `reef start` (`--reef.port 8900`), their help and shell completion, the config file's keys and
+`--print-config` are all made from it.
+
+Sources, highest first: command line, the config file (`-c FILE`, TOML or YAML, same keys), environment
+(`REEF_TOKEN`, `REEF_UPSTREAM_URL`, ...), the recipe's profile, defaults. Every value remembers where it came from, so
 `reef serve --print-config` can say so. Any unknown key or bad value is a `SettingsError` with one line that names it.
 """
 
@@ -13,7 +18,7 @@ import json
 import math
 import os
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,16 @@ from urllib.parse import urlsplit
 
 import yaml
 
-DEFAULT_PORT = 8900
+from reef_daemon.contract import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_STATE_DIR,
+    PROPOSER_SANDBOX_ENV,
+    TOKEN_ENV,
+    UPSTREAM_API_KEY_ENV,
+    UPSTREAM_MODEL_ENV,
+    UPSTREAM_URL_ENV,
+)
 
 
 class SettingsError(Exception):
@@ -139,17 +153,44 @@ def _parse_optional_path(value: Any) -> Path | None:
     return None if text is None else Path(text).expanduser()
 
 
+@dataclass(frozen=True)
+class Kind:
+    """What values a setting takes: the word `--help` shows for them, and the parser that checks them."""
+
+    metavar: str
+    parse: Callable[[Any], Any]
+
+    @property
+    def is_path(self) -> bool:
+        """Whether the value names a file or folder (so shells complete file names)."""
+        return self.metavar == "PATH"
+
+
+TEXT = Kind("TEXT", _parse_str)
+OPTIONAL_TEXT = Kind("TEXT", _parse_optional_str)
+PORT = Kind("PORT", _parse_port)
+POSITIVE_INT = Kind("INTEGER", _parse_positive_int)
+COUNT = Kind("INTEGER", _parse_count)
+POSITIVE_NUMBER = Kind("NUMBER", _parse_positive_float)
+FRACTION = Kind("NUMBER", _parse_fraction)
+TOKENS = Kind("TOKENS", _parse_tokens)
+URL = Kind("URL", _parse_url)
+PATH = Kind("PATH", _parse_path)
+OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
+
+
 def _setting(
     default: Any,
-    parse: Callable[[Any], Any],
+    kind: Kind,
     *,
     env: str | None = None,
     secret: bool = False,
     live: bool = False,
-    help: str = "",
+    help: str,
 ) -> Any:
-    """Declare a setting: its parser, the environment variable it falls back to, and whether it is secret."""
-    metadata = {"parse": parse, "env": env, "secret": secret, "live": live, "help": help}
+    """Declare a setting: its default, the values it takes, the environment variable it falls back to, whether it is
+    secret (masked by --print-config), whether a reload applies it without a restart, and its help."""
+    metadata = {"kind": kind, "env": env, "secret": secret, "live": live, "help": help}
     if isinstance(default, tuple | Path) or default is None or isinstance(default, str | int | float):
         return field(default=default, metadata=metadata)
     raise TypeError("settings defaults must be immutable")
@@ -157,61 +198,59 @@ def _setting(
 
 @dataclass(frozen=True)
 class ReefSection:
-    host: str = _setting("127.0.0.1", _parse_str, help="address to bind; keep it on loopback unless you mean it")
-    port: int = _setting(DEFAULT_PORT, _parse_port, help="port to listen on")
+    host: str = _setting(DEFAULT_HOST, TEXT, help="address to bind; keep it on loopback unless you mean it")
+    port: int = _setting(DEFAULT_PORT, PORT, help="port to listen on")
     token: str | None = _setting(
         None,
-        _parse_optional_str,
-        env="REEF_TOKEN",
+        OPTIONAL_TEXT,
+        env=TOKEN_ENV,
         secret=True,
         live=True,
         help="bearer token clients must send",
     )
-    tokens: tuple[str, ...] = _setting(
-        (), _parse_tokens, secret=True, live=True, help="more accepted tokens, for rotation"
-    )
-    state_dir: Path = _setting(Path(".reef"), _parse_path, help="where records and releases are kept")
-    max_body_mb: float = _setting(64.0, _parse_positive_float, help="largest request body accepted, in MiB")
+    tokens: tuple[str, ...] = _setting((), TOKENS, secret=True, live=True, help="more accepted tokens, for rotation")
+    state_dir: Path = _setting(DEFAULT_STATE_DIR, PATH, help="where records and releases are kept")
+    max_body_mb: float = _setting(64.0, POSITIVE_NUMBER, help="largest request body accepted, in MiB")
 
 
 @dataclass(frozen=True)
 class InferenceSection:
     upstream_url: str | None = _setting(
-        None, _parse_url, env="REEF_UPSTREAM_URL", live=True, help="base URL of the model API reef fronts"
+        None, URL, env=UPSTREAM_URL_ENV, live=True, help="base URL of the model API reef fronts"
     )
     upstream_model: str | None = _setting(
-        None, _parse_optional_str, env="REEF_UPSTREAM_MODEL", live=True, help="the model id served upstream"
+        None, OPTIONAL_TEXT, env=UPSTREAM_MODEL_ENV, live=True, help="the model id served upstream"
     )
     upstream_api_key: str | None = _setting(
         None,
-        _parse_optional_str,
-        env="REEF_UPSTREAM_API_KEY",
+        OPTIONAL_TEXT,
+        env=UPSTREAM_API_KEY_ENV,
         secret=True,
         live=True,
         help="key reef sends upstream instead of the client's",
     )
     timeout_s: float = _setting(
-        300.0, _parse_positive_float, env="REEF_INFERENCE_TIMEOUT_S", live=True, help="upstream timeout"
+        300.0, POSITIVE_NUMBER, env="REEF_INFERENCE_TIMEOUT_S", live=True, help="upstream timeout"
     )
-    model_path: Path | None = _setting(None, _parse_optional_path, help="a local model for the embedded runtime")
+    model_path: Path | None = _setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
 
 
 @dataclass(frozen=True)
 class TrainingSection:
     """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
 
-    batch_size: int = _setting(1, _parse_positive_int, env="REEF_SAO_BATCH_SIZE", help="rollouts per step")
-    learning_rate: float = _setting(1e-5, _parse_positive_float, help="policy learning rate (Adam)")
-    critic_learning_rate: float = _setting(1e-3, _parse_positive_float, help="value head learning rate (Adam)")
-    critic_steps: int = _setting(2, _parse_positive_int, help="critic updates per step")
-    critic_warmup_steps: int = _setting(2, _parse_count, help="critic-only steps before the policy moves")
+    batch_size: int = _setting(1, POSITIVE_INT, env="REEF_SAO_BATCH_SIZE", help="rollouts per step")
+    learning_rate: float = _setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam)")
+    critic_learning_rate: float = _setting(1e-3, POSITIVE_NUMBER, help="value head learning rate (Adam)")
+    critic_steps: int = _setting(2, POSITIVE_INT, help="critic updates per step")
+    critic_warmup_steps: int = _setting(2, COUNT, help="critic-only steps before the policy moves")
     max_staleness: int = _setting(
-        0, _parse_count, env="REEF_MAX_STALENESS", help="how many weight versions old a rollout may be"
+        0, COUNT, env="REEF_MAX_STALENESS", help="how many weight versions old a rollout may be"
     )
-    dis_low: float = _setting(0.3, _parse_fraction, help="tokens with ratio <= 1 - dis-low are masked")
-    dis_high: float = _setting(5.0, _parse_positive_float, help="tokens with ratio >= 1 + dis-high are masked")
-    lambda_alpha: float = _setting(1.5, _parse_positive_float, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
-    checkpoint_every: int = _setting(10, _parse_positive_int, help="save a checkpoint release every N steps")
+    dis_low: float = _setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
+    dis_high: float = _setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
+    lambda_alpha: float = _setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
+    checkpoint_every: int = _setting(10, POSITIVE_INT, help="save a checkpoint release every N steps")
 
 
 @dataclass(frozen=True)
@@ -219,28 +258,28 @@ class HarnessSection:
     """Knobs of the harness recipe (reefine)."""
 
     adapter: str = _setting(
-        "pi", _parse_str, env="REEF_HARNESS_ADAPTER", help="the agent a harness recipe renders for: pi, codex or dsh"
+        "pi", TEXT, env="REEF_HARNESS_ADAPTER", help="the agent a harness recipe renders for: pi, codex or dsh"
     )
     max_tokens: int = _setting(
         8192,
-        _parse_positive_int,
+        POSITIVE_INT,
         help="the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model)",
     )
     trial: str = _setting(
         "auto",
-        _parse_str,
+        TEXT,
         help="before publishing, start the agent on the candidate once: auto (where the adapter's binary is on "
         "PATH), off, or the binary's path",
     )
     sandbox: str = _setting(
         "bwrap",
-        _parse_str,
-        env="REEF_PROPOSER_SANDBOX",
+        TEXT,
+        env=PROPOSER_SANDBOX_ENV,
         help="where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain "
         "child, for a trusted machine)",
     )
     trial_timeout_s: float = _setting(
-        180.0, _parse_positive_float, help="how long the trial run may take before it counts as failed"
+        180.0, POSITIVE_NUMBER, help="how long the trial run may take before it counts as failed"
     )
 
 
@@ -253,43 +292,6 @@ SECTIONS: dict[str, type[Any]] = {
 
 
 @dataclass(frozen=True)
-class SettingInfo:
-    key: str  # canonical dotted name, hyphenated: "reef.state-dir"
-    section: str
-    attr: str
-    parse: Callable[[Any], Any]
-    env: str | None
-    secret: bool
-    live: bool
-    help: str
-
-
-def _catalogue() -> dict[str, SettingInfo]:
-    infos: dict[str, SettingInfo] = {}
-    for section, cls in SECTIONS.items():
-        for f in dataclasses.fields(cls):
-            key = f"{section}.{f.name.replace('_', '-')}"
-            infos[key] = SettingInfo(key, section, f.name, **f.metadata)
-    infos["recipe"] = SettingInfo(
-        "recipe", "", "recipe", _parse_str, None, False, False, "recipe name or package.module:Class"
-    )
-    return infos
-
-
-CATALOGUE = _catalogue()
-
-
-def canonical_key(raw: str) -> str:
-    """`reef.state_dir`, `reef.state-dir` and `--reef.state-dir` all name `reef.state-dir`."""
-    key = raw.lstrip("-").strip().replace("_", "-").lower()
-    if key not in CATALOGUE:
-        close = difflib.get_close_matches(key, CATALOGUE, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(CATALOGUE)}")
-    return key
-
-
-@dataclass(frozen=True)
 class Settings:
     """Every setting of a daemon, with where each value came from."""
 
@@ -297,7 +299,7 @@ class Settings:
     inference: InferenceSection = field(default_factory=InferenceSection)
     training: TrainingSection = field(default_factory=TrainingSection)
     harness: HarnessSection = field(default_factory=HarnessSection)
-    recipe: str = "record"
+    recipe: str = _setting("record", TEXT, help="recipe name or package.module:Class")
     sources: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -331,6 +333,46 @@ class Settings:
                 shown = str(value)
             rows.append((key, shown, self.sources.get(key, "default")))
         return rows
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One declared setting, as the command line, the config file, `--print-config` and completion see it."""
+
+    key: str  # canonical dotted name, hyphenated: "reef.state-dir"; top-level settings have no section: "recipe"
+    section: str
+    attr: str
+    default: Any
+    kind: Kind
+    env: str | None
+    secret: bool
+    live: bool
+    help: str
+
+
+def _catalogue() -> dict[str, SettingInfo]:
+    infos: dict[str, SettingInfo] = {}
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            key = f"{section}.{f.name.replace('_', '-')}"
+            infos[key] = SettingInfo(key, section, f.name, f.default, **f.metadata)
+    for f in dataclasses.fields(Settings):
+        if "kind" in f.metadata:
+            infos[f.name] = SettingInfo(f.name, "", f.name, f.default, **f.metadata)
+    return infos
+
+
+CATALOGUE = _catalogue()
+
+
+def canonical_key(raw: str) -> str:
+    """`reef.state_dir`, `reef.state-dir` and `--reef.state-dir` all name `reef.state-dir`."""
+    key = raw.lstrip("-").strip().replace("_", "-").lower()
+    if key not in CATALOGUE:
+        close = difflib.get_close_matches(key, CATALOGUE, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(CATALOGUE)}")
+    return key
 
 
 def _flatten_file(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
@@ -368,27 +410,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return _flatten_file(data, path)
 
 
-def parse_overrides(args: Sequence[str]) -> dict[str, str]:
-    """Turn `--reef.port 8900 --inference.upstream-url=http://x` into canonical keys and raw strings."""
-    overrides: dict[str, str] = {}
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if not arg.startswith("--"):
-            raise SettingsError(f"unexpected argument '{arg}'; settings look like --reef.port 8900")
-        name, eq, inline = arg.partition("=")
-        key = canonical_key(name)
-        if eq:
-            overrides[key] = inline
-            index += 1
-            continue
-        if index + 1 >= len(args):
-            raise SettingsError(f"setting {key} needs a value, as in --{key} VALUE")
-        overrides[key] = args[index + 1]
-        index += 2
-    return overrides
-
-
 def load_settings(
     *,
     config_file: Path | None = None,
@@ -416,7 +437,7 @@ def load_settings(
     for key, (raw, source) in chosen.items():
         info = CATALOGUE[key]
         try:
-            value = info.parse(raw)
+            value = info.kind.parse(raw)
         except ValueError as exc:
             raise SettingsError(f"bad value for {key} (from {source}): {exc}") from None
         if info.section:

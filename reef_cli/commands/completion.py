@@ -10,11 +10,8 @@ from typer.core import TyperGroup
 
 from reef_cli.completion import completion_script
 from reef_cli.completion.spec import command_spec
-from reef_daemon.settings import CATALOGUE
 
 EXAMPLE = "Example: reef completion bash > ~/.local/share/bash-completion/completions/reef"
-# `reef serve` and `reef start` take every setting as --section.key VALUE; complete those too.
-SETTING_FLAGS = tuple(f"--{key}" for key in CATALOGUE if key != "recipe")
 
 
 class Shell(StrEnum):
@@ -35,5 +32,5 @@ def completion(
     """
     root = ctx.find_root().command
     assert isinstance(root, TyperGroup)
-    spec = command_spec(root, "reef", {"serve": SETTING_FLAGS, "start": SETTING_FLAGS})
+    spec = command_spec(root, "reef")
     typer.echo(completion_script(shell.value, spec), nl=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, fail, print_json
 from reef_cli.render.status import status_view
 from reef_cli.serve import settings_from_command_line
+from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DEFAULT_STATE_DIR, DaemonFiles, running_here
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.settings import SettingsError
@@ -29,17 +31,18 @@ StateDirOption = Annotated[
 ]
 
 
+@with_setting_options
 def start(
-    ctx: typer.Context,
     config: Path | None = typer.Option(None, "-c", "--config", help="Settings file, TOML or YAML."),
-    recipe: str | None = typer.Option(None, "--recipe", help="Recipe name (record) or package.module:Class."),
+    *,
+    overrides: Mapping[str, str],
 ) -> None:
     """Run the daemon in the background, with the options of `reef serve`.
 
     Writes its pid, port and log under the state directory (.reef), waits until /healthz answers, prints the URL.
     """
     try:
-        settings, _reload = settings_from_command_line(ctx.args, config, recipe)
+        settings, _reload = settings_from_command_line(overrides, config)
         resolve_recipe(settings.recipe)
     except SettingsError as exc:
         fail(str(exc), 2)
@@ -48,12 +51,10 @@ def start(
     if running is not None:
         typer.echo(f"reef is already running at {files.url() or '(starting)'} (pid {running}); `reef stop` stops it")
         return
-    serve_args = ([] if config is None else ["--config", str(config)]) + (
-        [] if recipe is None else ["--recipe", recipe]
-    )
+    serve_args = ([] if config is None else ["--config", str(config)]) + as_arguments(overrides)
     with error_console().status("starting reef; waiting for /healthz"):
         try:
-            started = start_daemon(files, [*serve_args, *ctx.args], settings.reef.host, settings.reef.port)
+            started = start_daemon(files, serve_args, settings.reef.host, settings.reef.port)
         except StartFailed as exc:
             fail(f"reef did not start: {exc}")
     typer.echo(f"reef started at {started.url} (pid {started.pid}); log: {files.log_file}")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 HELP = "Show this message and exit."
@@ -50,46 +49,39 @@ class CommandSpec:
         return [option for option in self.options if option.takes_value]
 
 
-def command_spec(root: TyperGroup, prog: str, extra_options: Mapping[str, Sequence[str]] | None = None) -> CommandSpec:
-    """The spec of the command tree under `root`; `extra_options` adds value-taking options by command name
-    (the settings `serve` and `start` take as --section.key VALUE)."""
-    return _spec(root, (prog,), extra_options or {})
+def command_spec(root: TyperGroup, prog: str) -> CommandSpec:
+    """The spec of the command tree under `root`."""
+    return _spec(root, (prog,))
 
 
-def _spec(command: Any, path: tuple[str, ...], extra: Mapping[str, Sequence[str]]) -> CommandSpec:
+def _spec(command: Any, path: tuple[str, ...]) -> CommandSpec:
+    ctx = typer.Context(command, info_name=path[-1])
     options: list[OptionSpec] = []
     choices: tuple[str, ...] = ()
     for param in command.params:
         if isinstance(param, TyperOption) and not param.hidden:
-            options.append(_option(param))
+            options.append(_option(ctx, param))
         elif isinstance(param, TyperArgument) and not choices:
-            choices = _choices(param)
+            choices = _choices(ctx, param)
     options.append(OptionSpec(("--help",), HELP, False))
-    options += [
-        OptionSpec((name,), "a setting of the daemon", True, path=name.endswith(("-dir", "-path")))
-        for name in extra.get(path[-1], ())
-    ]
     subcommands: tuple[CommandSpec, ...] = ()
     if isinstance(command, TyperGroup):
-        subcommands = tuple(
-            _spec(sub, (*path, name), extra) for name, sub in command.commands.items() if not sub.hidden
-        )
+        subcommands = tuple(_spec(sub, (*path, name)) for name, sub in command.commands.items() if not sub.hidden)
     return CommandSpec(path, _first_sentence(command.help or ""), tuple(options), subcommands, choices)
 
 
-def _option(param: TyperOption) -> OptionSpec:
+def _option(ctx: typer.Context, param: TyperOption) -> OptionSpec:
     names = sorted(param.opts, key=lambda name: (not name.startswith("--"), name))
     takes_value = not param.is_flag and not param.count
     metavar = param.metavar or ""
-    path = param.type_descriptor.is_path or "FILE" in metavar
-    return OptionSpec(tuple(names), _first_sentence(param.help or ""), takes_value, _choices(param), path)
+    path = param.type_descriptor.is_path or "FILE" in metavar or metavar == "PATH"
+    return OptionSpec(tuple(names), _first_sentence(param.help or ""), takes_value, _choices(ctx, param), path)
 
 
-def _choices(param: TyperOption | TyperArgument) -> tuple[str, ...]:
-    found = param.type_descriptor.choices
-    if not found:
-        return ()
-    return tuple(str(choice.value if isinstance(choice, Enum) else choice) for choice in found)
+def _choices(ctx: typer.Context, param: TyperOption | TyperArgument) -> tuple[str, ...]:
+    """The values the parameter offers: its choices, or what its autocompletion suggests (fixed when the script is
+    generated, since completing never starts Python)."""
+    return tuple(item.value for item in param.shell_complete(ctx, "") if item.type == "plain")
 
 
 def _first_sentence(text: str) -> str:

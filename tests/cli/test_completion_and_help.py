@@ -50,6 +50,7 @@ def test_bash_completes_subcommands_options_and_values() -> None:
     assert _bash_complete("records", "--type", "") == ["inference", "report", "train"]
     assert _bash_complete("completion", "") == ["bash", "zsh", "fish"]
     assert "--inference.upstream-url" in _bash_complete("start", "--inf")
+    assert _bash_complete("serve", "--recipe", "") == ["record", "reefine", "sao", "grpo"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")

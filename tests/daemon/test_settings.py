@@ -8,14 +8,14 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
-from reef_daemon.settings import SettingsError, load_settings, parse_overrides
+from reef_daemon.settings import CATALOGUE, SettingsError, load_settings
 
 
 def test_precedence_command_line_over_file_over_environment(tmp_path: Path) -> None:
     config = tmp_path / "reef.toml"
     config.write_text('[reef]\nport = 9100\nhost = "127.0.0.2"\n[inference]\nupstream-url = "http://file:1"\n')
     environ = {"REEF_UPSTREAM_URL": "http://env:2", "REEF_UPSTREAM_MODEL": "env-model", "REEF_TOKEN": "t"}
-    settings = load_settings(config_file=config, overrides=parse_overrides(["--reef.port", "9200"]), environ=environ)
+    settings = load_settings(config_file=config, overrides={"reef.port": "9200"}, environ=environ)
     assert settings.reef.port == 9200 and settings.sources["reef.port"] == "command line"
     assert settings.reef.host == "127.0.0.2" and settings.sources["reef.host"] == "file"
     assert settings.inference.upstream_url == "http://file:1"
@@ -36,22 +36,28 @@ def test_yaml_and_toml_take_the_same_keys(tmp_path: Path) -> None:
         assert settings.inference.upstream_url == "http://h:1"  # clients send /v1 themselves
 
 
+runner = CliRunner()
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
         (["--reef.prot", "1"], "unknown setting '--reef.prot' (did you mean reef.port?)"),
+        (["--reef.prot=1"], "unknown setting '--reef.prot' (did you mean reef.port?)"),
         (["--reef.port", "http"], "bad value for reef.port (from command line): expected a whole number"),
         (["--reef.port", "70000"], "from 0 to 65535"),
         (["--inference.timeout-s", "-1"], "expected a positive number"),
         (["--inference.upstream-url", "ftp://x"], "expected an http:// or https:// URL"),
         (["--inference.upstream-url", "http://user:pw@x"], "REEF_UPSTREAM_API_KEY"),
-        (["--reef.port"], "needs a value"),
+        (["--reef.port"], "setting reef.port needs a value, as in --reef.port VALUE"),
+        (["9200"], "unexpected argument '9200'; settings look like --reef.port 8900"),
     ],
 )
 def test_errors_name_the_setting(args: list[str], words: str) -> None:
-    with pytest.raises(SettingsError) as raised:
-        load_settings(overrides=parse_overrides(args), environ={})
-    assert words in str(raised.value)
+    result = runner.invoke(app, ["serve", "--print-config", *args], env={})
+    assert result.exit_code == 2
+    assert result.output.startswith("reef serve: ") and words in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_bad_file_names_the_problem(tmp_path: Path) -> None:
@@ -62,9 +68,6 @@ def test_bad_file_names_the_problem(tmp_path: Path) -> None:
     config.write_text("reef:\n  colour: blue\n")
     with pytest.raises(SettingsError, match=r"unknown setting 'reef\.colour'"):
         load_settings(config_file=config, environ={})
-
-
-runner = CliRunner()
 
 
 def test_print_config_masks_secrets_and_says_where_values_came_from(tmp_path: Path) -> None:
@@ -79,6 +82,28 @@ def test_print_config_masks_secrets_and_says_where_values_came_from(tmp_path: Pa
     assert "9300" in lines["reef.port"] and "command line" in lines["reef.port"]
     assert "****" in lines["reef.token"] and "REEF_TOKEN" in lines["reef.token"]
     assert "default" in lines["reef.host"] and "127.0.0.1" in lines["reef.host"]
+
+
+def test_both_flag_forms_and_any_spelling_of_a_key_reach_the_setting() -> None:
+    args = ["--reef.port=9301", "--Reef.State_Dir", "/tmp/reef-x", "--recipe", "record"]
+    result = runner.invoke(app, ["serve", "--print-config", *args], env={})
+    assert result.exit_code == 0, result.output
+    lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") >= 3}
+    assert "9301" in lines["reef.port"] and "command line" in lines["reef.port"]
+    assert "/tmp/reef-x" in lines["reef.state-dir"] and "command line" in lines["reef.state-dir"]
+    assert "command line" in lines["recipe"]
+
+
+@pytest.mark.parametrize("command", ["serve", "start"])
+def test_help_lists_every_setting_with_its_help(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    # Rich wraps long help over lines inside a box; read it as one run of words.
+    text = " ".join(result.output.replace("│", " ").split())
+    for key, info in CATALOGUE.items():
+        assert f"--{key} {info.kind.metavar} {' '.join(info.help.split())}" in text, key
+        if info.env:
+            assert info.env in text
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,131 @@
+"""The daemon's settings as options of `reef serve` and `reef start`, made from their declarations.
+
+Every setting of `reef_daemon.settings.CATALOGUE` becomes an option named after its key (`--reef.port VALUE` or
+`--reef.port=VALUE`; `--reef.state_dir` names `--reef.state-dir` too), listed by `--help` with its help, default and
+environment variable, and completed by the shell scripts. The command gets the ones given as one mapping of raw
+strings: checking them is `load_settings`'s job, so a bad value reads the same from the command line, a file or the
+environment. A mistake on the command line is one line and exit status 2, as every settings error is.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import typer
+from typer._click import Context
+from typer._click.exceptions import BadOptionUsage, NoSuchOption
+from typer.core import TyperCommand
+
+from reef_daemon.recipe_host import BUILTIN_RECIPES, RENAMED_RECIPES
+from reef_daemon.settings import CATALOGUE, SettingInfo, SettingsError, canonical_key
+
+Command = Callable[..., None]
+
+
+def _normalize(token: str) -> str:
+    return token.replace("_", "-").lower()
+
+
+# Unknown options and stray words are reported by `SettingsCommand`, in the words of every other settings error.
+SETTINGS_CONTEXT: dict[str, Any] = {"allow_extra_args": True, "token_normalize_func": _normalize}
+
+
+def _parameter_name(key: str) -> str:
+    return "setting_" + key.replace(".", "__").replace("-", "_")
+
+
+_KEYS = {_parameter_name(key): key for key in CATALOGUE}
+
+
+def _recipe_names() -> list[str]:
+    return [name for name in BUILTIN_RECIPES if name not in RENAMED_RECIPES]
+
+
+# Values a shell offers for a setting; any other value may still be given (a recipe can be package.module:Class).
+_SUGGESTIONS: dict[str, Callable[[], list[str]]] = {"recipe": _recipe_names}
+
+
+def _help(info: SettingInfo) -> str:
+    notes = []
+    if not info.secret and info.default not in (None, ()):
+        notes.append(f"default: {info.default}")
+    if info.env:
+        notes.append(f"env: {info.env}")
+    return f"{info.help} ({'; '.join(notes)})" if notes else info.help
+
+
+def _option(info: SettingInfo) -> inspect.Parameter:
+    option = typer.Option(
+        None,
+        f"--{info.key}",
+        metavar=info.kind.metavar,
+        help=_help(info),
+        show_default=False,
+        rich_help_panel=f"{info.section} settings" if info.section else None,
+        autocompletion=_SUGGESTIONS.get(info.key),
+    )
+    return inspect.Parameter(
+        _parameter_name(info.key), inspect.Parameter.KEYWORD_ONLY, default=option, annotation=str | None
+    )
+
+
+def with_setting_options(command: Command) -> Command:
+    """`command` with an option for every declared setting; it receives those given as `overrides`, a mapping of
+    canonical key to raw string (`{"reef.port": "8900"}`). Register it with `cls=SettingsCommand` and
+    `context_settings=SETTINGS_CONTEXT`."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [parameter for parameter in signature.parameters.values() if parameter.name != "overrides"]
+
+    @functools.wraps(command)
+    def with_overrides(*args: Any, **kwargs: Any) -> None:
+        given = {key: kwargs.pop(name) for name, key in _KEYS.items()}
+        command(*args, overrides={key: value for key, value in given.items() if value is not None}, **kwargs)
+
+    setattr(  # noqa: B010 (typer reads the options from the signature)
+        with_overrides, "__signature__", signature.replace(parameters=[*own, *map(_option, CATALOGUE.values())])
+    )
+    return with_overrides
+
+
+def as_arguments(overrides: Mapping[str, str]) -> list[str]:
+    """The command-line words that give these settings again (`reef start` hands them to `reef serve`)."""
+    return [word for key, value in overrides.items() for word in (f"--{key}", value)]
+
+
+class SettingsCommand(TyperCommand):
+    """A command taking the settings as options, whose command-line mistakes are one line naming the setting."""
+
+    error_prefix: ClassVar[str] = "reef"
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        try:
+            rest = super().parse_args(ctx, args)
+            if rest:
+                raise SettingsError(f"unexpected argument '{rest[0]}'; settings look like --reef.port 8900")
+            return rest
+        except NoSuchOption as exc:
+            problem = _unknown(exc.option_name)
+        except BadOptionUsage as exc:
+            problem = _missing_value(exc)
+        except SettingsError as exc:
+            problem = str(exc)
+        typer.echo(f"{self.error_prefix}: {problem}", err=True)
+        raise typer.Exit(2)
+
+
+def _unknown(option: str) -> str:
+    try:
+        canonical_key(option)
+    except SettingsError as exc:
+        return str(exc)
+    return f"unknown option '{option}'"  # a setting's name, but not an option of this command
+
+
+def _missing_value(exc: BadOptionUsage) -> str:
+    key = exc.option_name.removeprefix("--")
+    if key in CATALOGUE:  # every setting takes a value, so this is the only way to misuse one
+        return f"setting {key} needs a value, as in --{key} VALUE"
+    return exc.format_message()
