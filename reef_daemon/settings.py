@@ -157,13 +157,8 @@ def _parse_optional_path(value: Any) -> Path | None:
 class Kind:
     """What values a setting takes: the word `--help` shows for them, and the parser that checks them."""
 
-    metavar: str
+    metavar: str  # PATH makes shells complete file names
     parse: Callable[[Any], Any]
-
-    @property
-    def is_path(self) -> bool:
-        """Whether the value names a file or folder (so shells complete file names)."""
-        return self.metavar == "PATH"
 
 
 TEXT = Kind("TEXT", _parse_str)
