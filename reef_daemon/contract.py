@@ -65,7 +65,7 @@ INSTALL_ROUTE: Final = "/reef/harness/install"
 
 
 class Usage(TypedDict):
-    """Token counts of an exchange; None where the API did not report them (a stream without usage, say)."""
+    """Token counts of an exchange; None where the API did not say."""
 
     input_tokens: int | None
     output_tokens: int | None
