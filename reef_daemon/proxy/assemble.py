@@ -60,22 +60,22 @@ def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     finish_reason = None
     for event in events:
         answer.update({key: event[key] for key in ("model", "usage") if event.get(key)})
-        for choice in event.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        for choice in map(_dict, _list(event.get("choices"))):
+            if choice.get("index", 0) != 0:
                 continue
             finish_reason = choice.get("finish_reason") or finish_reason
-            delta = choice.get("delta") or {}
+            delta = _dict(choice.get("delta"))
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
             thought = delta.get("reasoning_content", delta.get("reasoning"))
             if isinstance(thought, str):
                 reasoning.append(thought)
-            for call in delta.get("tool_calls") or []:
-                slot = calls.setdefault(call.get("index", 0), {"id": None, "function": {"name": "", "arguments": ""}})
+            for call in map(_dict, _list(delta.get("tool_calls"))):
+                slot = calls.setdefault(_index(call), {"id": None, "function": {"name": "", "arguments": ""}})
                 slot["id"] = call.get("id") or slot["id"]
-                function = call.get("function") or {}
-                slot["function"]["name"] += function.get("name") or ""
-                slot["function"]["arguments"] += function.get("arguments") or ""
+                function = _dict(call.get("function"))
+                slot["function"]["name"] += str(function.get("name") or "")
+                slot["function"]["arguments"] += str(function.get("arguments") or "")
     message = {
         "role": "assistant",
         "content": "".join(content),
@@ -93,16 +93,16 @@ def _messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     partial_json: dict[int, str] = {}
     for event in events:
         kind = event.get("type")
-        index = event.get("index", 0)
+        index = _index(event)
         if kind == "message_start":
-            message = event.get("message") or {}
+            message = _dict(event.get("message"))
             answer.update({key: value for key, value in message.items() if key not in ("content", "usage")})
-            usage.update(message.get("usage") or {})
+            usage.update(_dict(message.get("usage")))
         elif kind == "content_block_start":
-            blocks[index] = dict(event.get("content_block") or {})
+            blocks[index] = dict(_dict(event.get("content_block")))
         elif kind == "content_block_delta":
             block = blocks.setdefault(index, {"type": "text", "text": ""})
-            delta = event.get("delta") or {}
+            delta = _dict(event.get("delta"))
             if delta.get("type") == "text_delta":
                 block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
             elif delta.get("type") == "thinking_delta":
@@ -110,9 +110,9 @@ def _messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             elif delta.get("type") == "input_json_delta":
                 partial_json[index] = partial_json.get(index, "") + str(delta.get("partial_json", ""))
         elif kind == "message_delta":
-            answer.update(event.get("delta") or {})
+            answer.update(_dict(event.get("delta")))
             # Later counts are cumulative: they replace the ones message_start gave.
-            usage.update({key: value for key, value in (event.get("usage") or {}).items() if value is not None})
+            usage.update({key: value for key, value in _dict(event.get("usage")).items() if value is not None})
     for index, text in partial_json.items():
         blocks[index]["input"] = text  # the JSON text as written, complete or not
     answer["content"] = [blocks[index] for index in sorted(blocks)]
@@ -132,9 +132,9 @@ def _responses_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             answer.update({key: value for key, value in response.items() if value is not None})
             if kind in _RESPONSES_TERMINAL and response.get("output"):
                 return response  # the terminal event carries the whole answer
-        index = event.get("output_index", 0)
+        index = _index(event, "output_index")
         if kind in ("response.output_item.added", "response.output_item.done"):
-            items[index] = dict(event.get("item") or {})
+            items[index] = dict(_dict(event.get("item")))
             if kind == "response.output_item.done":
                 done.add(index)
         elif kind in (
@@ -171,19 +171,15 @@ def _from_chat(completion: dict[str, Any]) -> Answer:
     content = message.get("content")
     if isinstance(content, str) and content:
         parts.append({"type": "text", "text": content})
-    for call in message.get("tool_calls") or []:
-        if not isinstance(call, dict):
-            continue
-        function = call.get("function") or {}
+    for call in map(_dict, _list(message.get("tool_calls"))):
+        function = _dict(call.get("function"))
         parts.append(_tool_call(call.get("id"), function.get("name"), function.get("arguments")))
     return _answer(completion, parts, choice.get("finish_reason"), "prompt_tokens", "completion_tokens")
 
 
 def _from_message(message: dict[str, Any]) -> Answer:
     parts: list[AnswerPart] = []
-    for block in message.get("content") or []:
-        if not isinstance(block, dict):
-            continue
+    for block in map(_dict, _list(message.get("content"))):
         kind = str(block.get("type"))
         if kind == "text" and block.get("text"):
             parts.append({"type": "text", "text": str(block["text"])})
@@ -198,17 +194,15 @@ def _from_message(message: dict[str, Any]) -> Answer:
 
 def _from_response(response: dict[str, Any]) -> Answer:
     parts: list[AnswerPart] = []
-    for item in response.get("output") or []:
-        if not isinstance(item, dict):
-            continue
+    for item in map(_dict, _list(response.get("output"))):
         kind = str(item.get("type", "message"))
         if kind == "message":
-            for piece in item.get("content") or []:
-                text = piece.get("text", piece.get("refusal")) if isinstance(piece, dict) else None
+            for piece in map(_dict, _list(item.get("content"))):
+                text = piece.get("text", piece.get("refusal"))
                 if isinstance(text, str) and text:
                     parts.append({"type": "text", "text": text})
         elif kind == "reasoning":
-            summary = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
+            summary = [_dict(s).get("text", "") for s in _list(item.get("summary"))]
             parts.append({"type": "thinking", "text": " ".join(str(text) for text in summary)})
         elif kind in ("function_call", "custom_tool_call"):
             arguments = item.get("arguments", item.get("input"))
@@ -242,8 +236,18 @@ def _answer(body: dict[str, Any], parts: list[AnswerPart], finish: Any, inputs: 
     }
 
 
+# A provider's odd answer must not stop its exchange from being recorded: shapes are checked, never assumed.
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _index(event: dict[str, Any], key: str = "index") -> int:
+    value = event.get(key)
+    return value if isinstance(value, int) else 0
 
 
 def _count(value: Any) -> int | None:

@@ -190,3 +190,20 @@ def test_responses_buffered_reads_items_and_the_incomplete_reason() -> None:
 )
 def test_no_answer_where_there_is_no_assistant_message(route: str, body: bytes, stream: bool) -> None:
     assert assemble(route, body, stream=stream) is None
+
+
+@pytest.mark.parametrize(
+    ("route", "body"),
+    [
+        (CHAT, sse({"choices": 5}, {"choices": ["x", {"delta": "x"}, {"delta": {"tool_calls": [1, {"index": [1]}]}}]})),
+        (MESSAGES, sse({"type": "message_start", "message": 3}, {"type": "content_block_start", "index": "a"},
+                       {"type": "content_block_delta", "index": None, "delta": {"type": "input_json_delta"}})),
+        (RESPONSES, sse({"type": "response.output_item.added", "output_index": None, "item": "x"},
+                        {"type": "response.completed", "response": {"output": [3, {"content": 4}]}})),
+    ],
+    ids=["chat", "messages", "responses"],
+)  # fmt: skip
+def test_odd_shapes_still_give_an_answer(route: str, body: bytes) -> None:
+    """A provider's malformed answer must not stop its exchange from being recorded."""
+    assembled = assemble(route, body, stream=True)
+    assert assembled is not None and assembled["usage"] == NOT_REPORTED
