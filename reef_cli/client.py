@@ -16,6 +16,7 @@ from urllib.parse import quote
 import httpx
 
 from reef_cli.sse import Event, parse_events
+from reef_daemon.contract import Usage
 
 __all__ = [
     "ApiError",
@@ -69,13 +70,6 @@ class ApiError(ReefClientError):
         super().__init__(message)
         self.status = status
         self.type = type
-
-
-class Usage(TypedDict):
-    """Token counts of an exchange; None where the API did not say."""
-
-    input_tokens: int | None
-    output_tokens: int | None
 
 
 class RecordRow(TypedDict):

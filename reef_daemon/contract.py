@@ -8,7 +8,7 @@ API's shape is made here and mypy finds every place that must follow.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal, TypedDict
 
 # --- addresses and folders ------------------------------------------------------------------------------------
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -60,3 +60,55 @@ REQUEST_ROUTE: Final = "/reef/requests/{request_id}"
 HARNESS_ROUTE: Final = "/reef/harness"
 HARNESS_ADAPTERS_ROUTE: Final = "/reef/harness/adapters"
 INSTALL_ROUTE: Final = "/reef/harness/install"
+
+# --- the answer of an inference record ------------------------------------------------------------------------
+
+
+class Usage(TypedDict):
+    """Token counts of an exchange; None where the API did not say."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ThinkingPart(TypedDict):
+    type: Literal["thinking"]
+    text: str
+
+
+class ToolCallPart(TypedDict):
+    """A call of a tool; `arguments` is the JSON text the model wrote (partial when its stream was cut)."""
+
+    type: Literal["tool_call"]
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+class OtherPart(TypedDict):
+    """Output the answer keeps only the kind of (an image, a server tool's call, redacted thinking)."""
+
+    type: Literal["other"]
+    kind: str
+
+
+AnswerPart = TextPart | ThinkingPart | ToolCallPart | OtherPart
+
+
+class Answer(TypedDict):
+    """The assistant's final message, the same for every API and for streamed or buffered answers: assembled once,
+    when the daemon records the exchange, and served as `answer` in `GET /reef/records/{id}`.
+
+    `finish_reason` is in the API's own words: chat's `finish_reason` (stop, length, tool_calls), messages'
+    `stop_reason` (end_turn, max_tokens, tool_use), responses' `status` or its incomplete reason.
+    """
+
+    model: str | None
+    parts: list[AnswerPart]
+    finish_reason: str | None
+    usage: Usage

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reef_daemon.contract import Answer
+
 PartKind = Literal["text", "tool_call", "tool_result", "thinking"]
 
 
@@ -49,19 +51,24 @@ def request_turns(route: str, request: Any) -> list[Turn]:
     return turns
 
 
-def answer_turns(route: str, answer: Any) -> list[Turn]:
-    """The assistant's answer, from a non-streaming body or an assembled stream."""
-    if not isinstance(answer, dict):
-        return [Turn("assistant", [Part("text", _dump(answer))])] if answer else []
-    if route.endswith("/responses"):
-        return _response_items(answer.get("output") or [])
-    if route.endswith("/chat/completions"):
-        choices = answer.get("choices") or [{}]
-        message = choices[0].get("message") if isinstance(choices[0], dict) else None
-        return [_message(message)] if isinstance(message, dict) else []
-    if route.endswith("/messages"):
-        return [Turn("assistant", _blocks(answer.get("content") or []))]
-    return [Turn("answer", [Part("text", _dump(answer))])]
+def answer_turns(answer: Answer) -> list[Turn]:
+    """The assistant's answer as the daemon assembled it when it recorded the exchange, streamed or not."""
+    parts: list[Part] = []
+    for part in answer["parts"]:
+        if part["type"] == "tool_call":
+            parts.append(Part("tool_call", _arguments(part["arguments"]), part["name"]))
+        elif part["type"] == "thinking":
+            parts.append(Part("thinking", part["text"] or "(reasoning)"))
+        elif part["type"] == "text":
+            parts.append(Part("text", part["text"]))
+        else:
+            parts.append(Part("text", f"[{part['kind']}]"))
+    return [Turn("assistant", parts)]
+
+
+def body_turns(body: Any) -> list[Turn]:
+    """A response with no assistant message in it (a token count, a plain-text body), shown as it is."""
+    return [Turn("answer", [Part("text", _dump(body))])] if body else []
 
 
 def tool_names(request: Any) -> list[str]:

@@ -14,9 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from reef_cli.render import formats
-from reef_cli.render.conversation import Part, Turn, answer_turns, request_turns, tool_names
-from reef_cli.render.stream import assemble
+from reef_cli.render.conversation import Part, Turn, answer_turns, body_turns, request_turns, tool_names
 
+# What `reef show` says of token counts an API did not report (a stream asked without usage, say).
+NOT_REPORTED = "not reported"
 _ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
 
 
@@ -28,7 +29,7 @@ def record_view(record: dict[str, Any]) -> RenderableType:
         parts += _section("request", request_turns(route, record.get("request")))
         streamed = isinstance(record.get("response"), dict) and record["response"].get("stream") is True
         title = "answer (streamed, assembled from its events)" if streamed else "answer"
-        parts += _section(title, answer_turns(route, answer_of(record)))
+        parts += _section(title, _answer(record, streamed))
     elif record.get("type") == "report":
         parts.append(_report_body(record))
     reports = record.get("reports") or []
@@ -39,15 +40,14 @@ def record_view(record: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def answer_of(record: dict[str, Any]) -> Any:
-    """The answer in its non-streaming shape; a recorded stream is assembled from its frames."""
-    response = record.get("response")
-    status = record.get("status") or 0
-    if isinstance(response, dict) and response.get("stream") is True:
-        return assemble(str(record.get("route") or ""), str(response.get("body") or ""))
-    if status >= 400:
-        return None
-    return response
+def _answer(record: dict[str, Any], streamed: bool) -> list[Turn]:
+    """The answer the daemon assembled when it recorded the exchange; else a successful body as it is."""
+    answer = record.get("answer")
+    if answer is not None:
+        return answer_turns(answer)
+    if streamed or (record.get("status") or 0) >= 400:
+        return []
+    return body_turns(record.get("response"))
 
 
 def _facts(record: dict[str, Any]) -> Table:
@@ -70,11 +70,7 @@ def _facts(record: dict[str, Any]) -> Table:
     add("status", _status(record))
     first, total = formats.latency(timings.get("ttft_ms")), formats.latency(timings.get("duration_ms"))
     add("timings", f"first byte {first}, total {total}, reef overhead {_ms(timings.get('overhead_ms'))}")
-    usage = record.get("usage") or {}
-    add(
-        "tokens",
-        f"{usage.get('input_tokens', formats.MISSING)} in, {usage.get('output_tokens', formats.MISSING)} out",
-    )
+    add("tokens", _tokens(record.get("usage") or {}))
     add("serving", _serving(record))
     tools = tool_names(record.get("request"))
     if tools:
@@ -113,6 +109,13 @@ def _serving(record: dict[str, Any]) -> str:
         distinct = sorted({str(v) for v in versions})
         return f"release {release}, weights {', '.join(distinct)}"
     return f"release {release}"
+
+
+def _tokens(usage: dict[str, Any]) -> str:
+    inputs, outputs = usage.get("input_tokens"), usage.get("output_tokens")
+    if inputs is None and outputs is None:
+        return NOT_REPORTED
+    return f"{NOT_REPORTED if inputs is None else inputs} in, {NOT_REPORTED if outputs is None else outputs} out"
 
 
 def _ms(value: float | None) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reef_daemon.contract import Answer
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_daemon.store.reader import Reader
@@ -49,6 +50,7 @@ class InferenceSummary:
     input_tokens: int | None
     output_tokens: int | None
     response: bytes
+    answer: Answer | None  # None where the exchange has no assistant message (an error, count_tokens)
 
 
 Summarizer = Callable[[InferenceDraft], InferenceSummary]
@@ -97,11 +99,12 @@ class RecordStore:
         ctx.conn.execute(
             "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
             " duration_ms, input_tokens, output_tokens, score, release, ttft_ms, overhead_ms, request, response,"
-            " error, tags, tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " error, tags, tokens, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
                 json.dumps(draft.tags) if draft.tags else None,
                 json.dumps(draft.tokens) if draft.tokens is not None else None,
+                json.dumps(summary.answer, ensure_ascii=False) if summary.answer is not None else None,
             ),
         )  # fmt: skip
         row = summary_row(values)

@@ -9,7 +9,7 @@ SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"
     " input_tokens, output_tokens, score, release"
 )
-DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body"
+DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer"
 
 
 def summary_row(values: tuple[Any, ...]) -> dict[str, Any]:
@@ -34,10 +34,11 @@ def summary_row(values: tuple[Any, ...]) -> dict[str, Any]:
 
 def detail_row(values: tuple[Any, ...]) -> dict[str, Any]:
     row = summary_row(values)
-    ttft_ms, overhead_ms, request, response, error, tags, tokens, body = values[14:22]
+    ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer = values[14:23]
     row["timings"] = {"ttft_ms": ttft_ms, "duration_ms": row["duration_ms"], "overhead_ms": overhead_ms}
     row["request"] = decode_body(request)
     row["response"] = decode_body(response)
+    row["answer"] = json.loads(answer) if answer else None
     row["error"] = error
     row["tags"] = json.loads(tags) if tags else {}
     if tokens:

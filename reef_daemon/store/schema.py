@@ -2,9 +2,49 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Callable
 
-MIGRATIONS: tuple[str, ...] = (
+from reef_daemon.contract import Answer
+from reef_daemon.proxy.assemble import assemble, json_object
+
+Migration = str | Callable[[sqlite3.Connection], None]  # an SQL script, or a step that needs Python
+
+
+def _keep_answers(conn: sqlite3.Connection) -> None:
+    """Add `answer` (JSON): the assistant's message, assembled when the record is written. Records stored before
+    get theirs now, from their stored response, by the same assembler."""
+    conn.execute("ALTER TABLE records ADD COLUMN answer TEXT")
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT sequence, route, response FROM records"
+            " WHERE type = 'inference' AND status < 400 AND sequence > ? ORDER BY sequence LIMIT 200",
+            (after,),
+        ).fetchall()
+        if not rows:
+            return
+        for sequence, route, response in rows:
+            answer = _stored_answer(str(route), response)
+            if answer is not None:
+                conn.execute(
+                    "UPDATE records SET answer = ? WHERE sequence = ?",
+                    (json.dumps(answer, ensure_ascii=False), sequence),
+                )
+        after = rows[-1][0]
+
+
+def _stored_answer(route: str, response: bytes | str | None) -> Answer | None:
+    """The answer of a stored response: a JSON body, or a stream kept as `{"stream": true, "body": <SSE text>}`."""
+    raw = response.encode() if isinstance(response, str) else response or b""
+    stored = json_object(raw)
+    if stored.get("stream") is True and isinstance(stored.get("body"), str):
+        return assemble(route, stored["body"].encode(), stream=True)
+    return assemble(route, raw, stream=False)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: scenarios, records of every type, the references of reports, and durable non-record events.
     """
     CREATE TABLE scenarios (
@@ -106,6 +146,8 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 4: each inference record keeps its assembled answer.
+    _keep_answers,
 )
 
 
@@ -134,8 +176,12 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
     for number in range(version + 1, len(MIGRATIONS) + 1):
         conn.execute("BEGIN IMMEDIATE")
-        for statement in _statements(MIGRATIONS[number - 1]):
-            conn.execute(statement)
+        migration = MIGRATIONS[number - 1]
+        if isinstance(migration, str):
+            for statement in _statements(migration):
+                conn.execute(statement)
+        else:
+            migration(conn)
         conn.execute(f"PRAGMA user_version = {number}")
         conn.execute("COMMIT")
     return len(MIGRATIONS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import queue
 import signal
@@ -12,8 +13,10 @@ from typing import IO
 
 import httpx
 import pytest
+from rich.console import Console
 from typer.testing import Result
 
+from reef_cli.render.record import record_view
 from tests.support.cli_testing import REEF, Daemon, wait_until
 
 Cli = Callable[..., Result]
@@ -149,3 +152,28 @@ def test_show_of_an_unknown_receipt_is_one_line(cli: Cli) -> None:
     result = cli("show", "f" * 32)
     assert result.exit_code == 1
     assert result.stderr.startswith("reef: no record") and result.stderr.count("\n") == 1
+
+
+def test_show_renders_a_streamed_tool_call_and_token_counts_not_reported() -> None:
+    record = {
+        "id": "d" * 32,
+        "scenario": "demo",
+        "type": "inference",
+        "route": "/v1/chat/completions",
+        "status": 200,
+        "complete": True,
+        "usage": {"input_tokens": None, "output_tokens": None},  # a stream asked without include_usage
+        "request": {"messages": [{"role": "user", "content": "Weather in Paris?"}]},
+        "response": {"stream": True, "status": 200, "complete": True, "body": "data: [DONE]\n\n"},
+        "answer": {
+            "model": "fake-model",
+            "parts": [{"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}],
+            "finish_reason": "tool_calls",
+            "usage": {"input_tokens": None, "output_tokens": None},
+        },
+    }
+    console = Console(file=io.StringIO(), width=100)
+    console.print(record_view(record))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "tokens    not reported" in text and "None in" not in text
+    assert "answer (streamed" in text and "tool call: get_weather" in text and '"city": "Paris"' in text

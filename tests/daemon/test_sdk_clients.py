@@ -11,6 +11,7 @@ from tests.support.reef_testing import SCENARIO, Reef
 
 QUESTION = "What is the capital of France?"
 ANSWER = "The capital of France is Paris."
+FINISH_REASON = {"/v1/chat/completions": "stop", "/v1/messages": "end_turn", "/v1/responses": "completed"}
 
 
 def openai_client(reef: Reef) -> openai.AsyncOpenAI:
@@ -40,9 +41,14 @@ async def assert_recorded_and_scorable(reef: Reef, receipt: str, route: str, *, 
     assert record["usage"] == {"input_tokens": 12, "output_tokens": 7}
     assert record["timings"]["duration_ms"] >= record["timings"]["overhead_ms"] >= 0
     assert QUESTION in str(record["request"])
+    assert record["answer"] == {
+        "model": "fake-model",
+        "parts": [{"type": "text", "text": ANSWER}],
+        "finish_reason": FINISH_REASON[route],
+        "usage": {"input_tokens": 12, "output_tokens": 7},
+    }
     if stream:
         assert record["response"]["stream"] is True
-        assert record["response"]["message"] == {"role": "assistant", "content": ANSWER}
         assert record["timings"]["ttft_ms"] is not None
     else:
         assert ANSWER in str(record["response"])

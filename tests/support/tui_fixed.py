@@ -45,6 +45,12 @@ def detail(n: int) -> dict[str, Any]:
             "id": "chatcmpl-fixed",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "**Paris** is the capital."}}],
         },
+        "answer": {
+            "model": "fake-model",
+            "parts": [{"type": "text", "text": "**Paris** is the capital."}],
+            "finish_reason": "stop",
+            "usage": row(n)["usage"],
+        },
         "error": None,
         "timings": {"ttft_ms": 80.0, "duration_ms": row(n)["duration_ms"], "overhead_ms": 0.42},
         "tags": {"session": "s-1"},

@@ -1,0 +1,82 @@
+"""The answer a record keeps: assembled when the exchange is recorded, and for records stored by an older reef
+(schema version 3, no answer column) assembled once when the database is upgraded."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from reef_daemon.store import DATABASE_NAME
+from reef_daemon.store.schema import MIGRATIONS
+from tests.support.reef_testing import CHAT, Reef, StartReef
+
+OLD_STREAM = (
+    'event: message_start\ndata: {"type":"message_start","message":{"model":"old-model",'
+    '"usage":{"input_tokens":5,"output_tokens":1}}}\n\n'
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    '"content_block":{"type":"text","text":""}}\n\n'
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    '"delta":{"type":"text_delta","text":"Paris."}}\n\n'
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+    '"usage":{"output_tokens":2}}\n\n'
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+OLD_BODY = {
+    "model": "old-model",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Lyon."}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 4, "completion_tokens": 3},
+}
+
+
+def write_version_3_database(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True)
+    conn = sqlite3.connect(state_dir / DATABASE_NAME)
+    for script in MIGRATIONS[:3]:
+        assert isinstance(script, str)
+        conn.executescript(script)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("INSERT INTO scenarios VALUES ('demo', 'record', 'manual', 0, NULL, NULL)")
+    stored_stream = {"stream": True, "status": 200, "complete": True, "body": OLD_STREAM,
+                     "message": {"role": "assistant", "content": "Paris."}}  # fmt: skip
+    rows = [
+        (1, "a" * 32, "/v1/messages", 200, json.dumps(stored_stream).encode(), 5, 2),
+        (2, "b" * 32, "/v1/chat/completions", 200, json.dumps(OLD_BODY).encode(), 4, 3),
+        (3, "c" * 32, "/v1/chat/completions", 500, b'{"error": {"message": "the model crashed"}}', None, None),
+    ]
+    conn.executemany(
+        "INSERT INTO records (sequence, id, scenario, type, created_at, route, status, complete, response,"
+        " input_tokens, output_tokens) VALUES (?, ?, 'demo', 'inference', 0, ?, ?, 1, ?, ?, ?)",
+        rows,
+    )
+    conn.commit()
+    conn.close()
+
+
+async def test_records_stored_before_answers_get_theirs_on_upgrade(start_reef: StartReef, tmp_path: Path) -> None:
+    write_version_3_database(tmp_path / "state")
+    reef = await start_reef()
+
+    streamed = await reef.record("a" * 32)
+    assert streamed["answer"] == {
+        "model": "old-model",
+        "parts": [{"type": "text", "text": "Paris."}],
+        "finish_reason": "end_turn",
+        "usage": {"input_tokens": 5, "output_tokens": 2},
+    }
+    buffered = await reef.record("b" * 32)
+    assert buffered["answer"]["parts"] == [{"type": "text", "text": "Lyon."}]
+    assert (await reef.record("c" * 32))["answer"] is None
+
+    response = await reef.post("/v1/chat/completions", CHAT)  # new records are stored next to the old ones
+    fresh = await reef.record(response.headers["x-reef-agent-record-id"])
+    assert fresh["sequence"] == 4 and fresh["answer"]["finish_reason"] == "stop"
+
+
+async def test_a_report_has_no_answer(reef: Reef) -> None:
+    response = await reef.post("/v1/chat/completions", CHAT)
+    receipt = response.headers["x-reef-agent-record-id"]
+    report = await reef.post("/reef/report", {"score": 1, "references": [receipt]})
+    assert report.status == 200
+    shown = await reef.record((await report.json())["agent_record_id"])
+    assert shown["type"] == "report" and shown["answer"] is None
