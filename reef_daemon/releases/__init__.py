@@ -5,6 +5,6 @@ lines of such a store.
 """
 
 from reef_daemon.releases._errors import ReleaseStoreError
-from reef_daemon.releases._store import MANIFEST, Release, ReleaseStore
+from reef_daemon.releases._store import Release, ReleaseStore
 
-__all__ = ["MANIFEST", "Release", "ReleaseStore", "ReleaseStoreError"]
+__all__ = ["Release", "ReleaseStore", "ReleaseStoreError"]
