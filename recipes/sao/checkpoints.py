@@ -1,21 +1,26 @@
-"""Weight checkpoints in a git repository, the safetensors files tracked by git-lfs: one commit per checkpoint,
-a rollback republishes an old checkpoint as a new commit (history is never rewritten).
+"""Weight checkpoints of one scenario: a line of the release store (`reef_daemon.releases`) in
+`checkpoints/<scenario>`, the safetensors file kept by git-lfs. One commit per checkpoint, each built on the one
+before; a rollback republishes an old checkpoint as a new commit (history is never rewritten).
+
+A repository written before the store kept lines (checkpoints committed on `main` in a work tree) is taken over as
+it is on first open: its commits stay the checkpoints' release ids.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from git import Git, GitCommandError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load, save
+
+from reef_daemon.releases import ReleaseStore
 
 WEIGHTS_FILE = "weights.safetensors"
 MANIFEST_FILE = "manifest.json"
+_EARLIER_HISTORY = "refs/heads/main"
 
 
 @dataclass(frozen=True)
@@ -27,69 +32,63 @@ class Checkpoint:
 class CheckpointRepo:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._line = root.name
+        self._opened: ReleaseStore | None = None
 
     def open(self) -> None:
-        """Create the repository on first use; fail with the fix when git-lfs is missing."""
+        """Open the repository (creating it on first use); fail with the fix when git-lfs is missing."""
         if shutil.which("git-lfs") is None:
             raise RuntimeError("weight checkpoints need git-lfs: install it (apt-get install git-lfs)")
-        if (self.root / ".git").is_dir():
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._git("init", "-q", "-b", "main")
-        self._git("lfs", "install", "--local")
-        (self.root / ".gitattributes").write_text("*.safetensors filter=lfs diff=lfs merge=lfs -text\n")
-        self._git("add", ".gitattributes")
-        self._commit("weight checkpoints of this scenario")
+        store = ReleaseStore(self.root, manifest=MANIFEST_FILE, large_files=("*.safetensors",))
+        if not store.history(self._line):
+            store.adopt(self._line, _EARLIER_HISTORY)
+        self._opened = store
 
     def save(self, state: dict[str, torch.Tensor], manifest: dict[str, Any], message: str) -> str:
         """Commit a checkpoint; returns its release id (the commit)."""
-        save_file({name: tensor.contiguous() for name, tensor in state.items()}, str(self.root / WEIGHTS_FILE))
-        (self.root / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        self._git("add", WEIGHTS_FILE, MANIFEST_FILE)
-        return self._commit(message)
+        weights = save({name: tensor.contiguous() for name, tensor in state.items()})
+        return self._store.append(self._line, {WEIGHTS_FILE: weights}, manifest, self._last(), message)
 
     def latest(self) -> Checkpoint | None:
-        if not (self.root / MANIFEST_FILE).is_file():
+        release_id = self._last()
+        if release_id is None:
             return None
-        return Checkpoint(self._git("rev-parse", "HEAD"), json.loads((self.root / MANIFEST_FILE).read_text()))
+        return Checkpoint(release_id, self._manifest(release_id))
 
     def history(self) -> list[str]:
         """Every checkpoint's release id, oldest first."""
-        listed = self._git("log", "--reverse", "--format=%H", "--", MANIFEST_FILE)
-        return listed.split()
+        return self._store.history(self._line)
 
     def has(self, release_id: str) -> bool:
-        if not release_id.isalnum():
-            return False
-        try:
-            listed = self._git("ls-tree", "--name-only", release_id)
-        except RuntimeError:
-            return False
-        return MANIFEST_FILE in listed.splitlines()
+        return self._store.manifest(self._line, release_id) is not None
 
     def republish(self, release_id: str, message: str) -> str:
         """Make an old checkpoint current again, as a new commit."""
-        self._git("checkout", release_id, "--", WEIGHTS_FILE, MANIFEST_FILE)
-        return self._commit(message)
+        manifest = self._manifest(release_id)
+        parent = self._last()
+        assert parent is not None  # the line holds release_id
+        return self._store.republish(self._line, release_id, manifest, parent, message)
 
     def read(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         """The current checkpoint's tensors and manifest."""
-        return load_file(str(self.root / WEIGHTS_FILE)), json.loads((self.root / MANIFEST_FILE).read_text())
+        current = self._last()
+        release = self._store.read(self._line, current) if current else None
+        if release is None:
+            raise RuntimeError(f"no weight checkpoint in {self.root}")
+        return load(release.files[WEIGHTS_FILE]), release.manifest
 
-    def _commit(self, message: str) -> str:
-        self._git(
-            "-c", "user.name=reef", "-c", "user.email=reef@localhost", "commit", "-q", "--allow-empty", "-m", message
-        )
-        return self._git("rev-parse", "HEAD")
+    @property
+    def _store(self) -> ReleaseStore:
+        if self._opened is None:
+            raise RuntimeError("the checkpoint repository is not open")
+        return self._opened
 
-    def _git(self, *args: str) -> str:
-        try:
-            output = Git(str(self.root)).execute(["git", *args], env=_ISOLATED)
-        except GitCommandError as exc:
-            detail = str(exc.stderr or exc.stdout or exc).strip()
-            raise RuntimeError(f"git {args[0]} failed in {self.root}: {detail}") from None
-        return str(output).strip()
+    def _last(self) -> str | None:
+        history = self.history()
+        return history[-1] if history else None
 
-
-# The user's own git settings (hooks, signing, templates) must not change what reef commits.
-_ISOLATED = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+    def _manifest(self, release_id: str) -> dict[str, Any]:
+        manifest = self._store.manifest(self._line, release_id)
+        if manifest is None:
+            raise RuntimeError(f"{release_id} is not a weight checkpoint in {self.root}")
+        return manifest

@@ -143,9 +143,7 @@ class HarnessHost:
             "summary": f"{operation} of {version}",
         }
         manifest["parent_release_id"] = served.release_id
-        release_id = await asyncio.to_thread(
-            self.repository.commit, scenario, release.files, manifest, served.release_id
-        )
+        release_id = await asyncio.to_thread(self.repository.republish, scenario, target, manifest, served.release_id)
         self._heads[scenario] = release_id
         return release_id, served.release_id, version
 
