@@ -39,7 +39,8 @@ def relay_app(daemon_url: str, scenario: str) -> web.Application:
 
     async def relay(request: web.Request) -> web.StreamResponse:
         if request.path not in INFERENCE_ROUTES:
-            return _refuse(404, "not_found", f"the model socket serves only model calls ({', '.join(INFERENCE_ROUTES)})")
+            routes = ", ".join(INFERENCE_ROUTES)
+            return _refuse(404, "not_found", f"the model socket serves only model calls ({routes})")
         if request.method != "POST":
             return _refuse(405, "method_not_allowed", f"{request.method} is not allowed on {request.path}")
         named = {value.strip() for value in request.headers.getall(SCENARIO_HEADER, [])}

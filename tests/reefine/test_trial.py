@@ -302,11 +302,11 @@ async def test_a_jailed_agent_reaches_only_its_own_model_calls_whatever_the_auth
     trial = await last_trial(reefine)
     # Records, scenarios, reports and another scenario's model calls are refused; its own model calls go through.
     assert trial["answer"] == "404 404 404 403 200 200", trial
-    status, scenarios = await reefine.call("GET", "/reef/scenarios")
+    scenarios = await reefine.ok("GET", "/reef/scenarios")
     assert "made-in-the-jail" not in [row["scenario"] for row in scenarios["scenarios"]]
-    status, mine = await reefine.call("GET", f"/reef/records?scenario={SCENARIO}")
+    mine = await reefine.ok("GET", f"/reef/records?scenario={SCENARIO}")
     assert [row["type"] for row in mine["records"]] == ["train"]  # the person's change request, nothing else
-    status, trials = await reefine.call("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
+    trials = await reefine.ok("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
     assert len(trials["records"]) == 2
 
 
