@@ -50,10 +50,11 @@ def relay_app(daemon_url: str, scenario: str) -> web.Application:
         headers = [(key, value) for key, value in headers if key.lower() != SCENARIO_HEADER]
         headers.append((SCENARIO_HEADER, scenario))
         try:
-            async with request.app[_SESSION].post(request.path, headers=headers, data=request.content) as answer:
-                return await _answer(request, answer)
+            answer = await request.app[_SESSION].post(request.path, headers=headers, data=request.content)
         except (aiohttp.ClientError, TimeoutError) as exc:
             return _refuse(502, "upstream_failed", f"the daemon could not be reached through the model socket: {exc}")
+        async with answer:  # once the answer has begun, a failure ends the connection instead (see _answer)
+            return await _answer(request, answer)
 
     async def session(app: web.Application) -> AsyncIterator[None]:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
