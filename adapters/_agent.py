@@ -53,8 +53,11 @@ class AgentSide:
     tree also writes). `env` is the agent-specific environment for a session run from `root`; `args` turns the
     person's arguments into the agent's (by default, as given), and `headless` gives the person's arguments for one
     prompt answered without a terminal. `state_keys` names JSON files the agent rewrites in place and the keys it
-    may change there (its preferences); everything else the install wrote must keep its content. `offline_env`
-    keeps the agent off the network at start-up (no update checks) for a trial run on the daemon host.
+    may change there (its preferences); everything else the install wrote must keep its content. `loaded` names the
+    files and folders (relative to the root) the agent loads instructions, code or settings from: a file there the
+    install did not write stops a session, unless it matches one of `own_files`, the patterns of what the agent
+    writes there itself. `offline_env` keeps the agent off the network at start-up (no update checks) for a trial
+    run on the daemon host.
     """
 
     package: str
@@ -64,6 +67,8 @@ class AgentSide:
     headless: Callable[[str], list[str]]
     args: Callable[[Path, list[str]], list[str]] = _args_as_given
     state_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    loaded: tuple[str, ...] = ()
+    own_files: tuple[str, ...] = ()
     offline_env: Mapping[str, str] = field(default_factory=dict)
 
 

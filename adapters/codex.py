@@ -74,6 +74,20 @@ def render(entries: list[Entry]) -> dict[str, str]:
 
 
 CONFIG = "codex/config.toml"
+# Where codex loads instructions, rules, hooks and settings from in its home; it keeps its bundled skills in
+# skills/.system itself.
+LOADED = (
+    "codex/AGENTS.md",
+    "codex/AGENTS.override.md",
+    "codex/config.toml",
+    "codex/managed_config.toml",
+    "codex/requirements.toml",
+    "codex/hooks.json",
+    "codex/skills",
+    "codex/prompts",
+    "codex/rules",
+)
+OWN_FILES = ("codex/skills/.system/*",)
 
 
 def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
@@ -111,6 +125,8 @@ ADAPTER = Adapter(
         env=_env,
         reef_entries=reef_commands("codex", "$"),
         headless=lambda prompt: ["exec", "--skip-git-repo-check", prompt],
+        loaded=LOADED,
+        own_files=OWN_FILES,
     ),
     notes=("commands become skills typed as $<name>", "extensions are refused: codex hooks run outside its sandbox"),
 )

@@ -75,6 +75,10 @@ def render(entries: list[Entry]) -> dict[str, str]:
 
 
 BINDING_PATCH = "dsh/reef-binding.patch.yml"
+# Where dsh loads instructions, skills and profiles (plugin patches) from; it writes each profile's root entry list
+# and package files itself.
+LOADED = ("dsh/AGENTS.md", BINDING_PATCH, "dsh/skills", "dsh/profiles", "dsh-agents")
+OWN_FILES = ("dsh/profiles/*/cordis.yml", "dsh/profiles/*/package.json", "dsh/profiles/*/pnpm-workspace.yaml")
 
 
 def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
@@ -124,6 +128,8 @@ ADAPTER = Adapter(
         args=_args,
         reef_entries=reef_commands("dsh", "/"),
         headless=lambda prompt: ["headless", prompt],
+        loaded=LOADED,
+        own_files=OWN_FILES,
     ),
     notes=("commands are user-invocable skills typed as /<name>", "extensions are refused"),
 )

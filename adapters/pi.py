@@ -51,9 +51,21 @@ def render(entries: list[Entry]) -> dict[str, str]:
 
 MODELS = "pi-agent/models.json"
 SETTINGS = "pi-agent/settings.json"
-# What pi itself writes into settings.json (preferences); every other key keeps what the install wrote.
-PREFERENCE_KEYS = frozenset(
-    {"lastChangelogVersion", "defaultProvider", "defaultModel", "defaultThinkingLevel", "theme", "hideThinkingBlock"}
+# What pi itself writes into settings.json (preferences); every other key keeps what the install wrote. The default
+# provider and model are not among them: they are the model binding, and another one would bypass reef.
+PREFERENCE_KEYS = frozenset({"lastChangelogVersion", "defaultThinkingLevel", "theme", "hideThinkingBlock"})
+# Where pi loads instructions, code and settings from in its agent directory.
+LOADED = (
+    "pi-agent/AGENTS.md",
+    "pi-agent/CLAUDE.md",
+    "pi-agent/SYSTEM.md",
+    "pi-agent/APPEND_SYSTEM.md",
+    "pi-agent/models.json",
+    "pi-agent/settings.json",
+    "pi-agent/extensions",
+    "pi-agent/skills",
+    "pi-agent/prompts",
+    "pi-agent/themes",
 )
 
 
@@ -101,6 +113,7 @@ ADAPTER = Adapter(
         reef_entries=(EXTENSION,),
         headless=lambda prompt: ["-p", prompt],
         state_keys={SETTINGS: PREFERENCE_KEYS},
+        loaded=LOADED,
         offline_env={"PI_OFFLINE": "1"},
     ),
     notes=(

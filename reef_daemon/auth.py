@@ -8,6 +8,8 @@ import hmac
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 
+from reef_daemon.contract import SCENARIO_HEADER
+
 OPEN_PATHS = frozenset({"/healthz"})
 
 
@@ -19,7 +21,7 @@ class TokenGate:
     """Accepts any of the configured tokens; replaceable at runtime when the config file changes."""
 
     def __init__(self, tokens: Iterable[str]) -> None:
-        self._lent: set[bytes] = set()
+        self._lent: dict[bytes, str] = {}  # digest -> the one scenario its model calls may be recorded in
         self.replace(tokens)
 
     def replace(self, tokens: Iterable[str]) -> None:
@@ -31,7 +33,7 @@ class TokenGate:
 
     def allows(self, headers: Mapping[str, str], *, model_call: bool = False) -> bool:
         """True when auth is off, or the request presents an accepted token. A lent token counts only for a
-        model call (`model_call`)."""
+        model call (`model_call`) in the scenario it was lent for."""
         if not self._digests:
             return True
         presented = presented_token(headers)
@@ -42,13 +44,15 @@ class TokenGate:
         for digest in self._digests:  # no early exit: the time taken does not depend on which token matched
             matched |= hmac.compare_digest(candidate, digest)
         if model_call:
-            for digest in self._lent:
-                matched |= hmac.compare_digest(candidate, digest)
+            scenario = headers.get(SCENARIO_HEADER, "").strip()
+            for digest, lent_for in self._lent.items():
+                matched |= hmac.compare_digest(candidate, digest) and scenario == lent_for
         return matched
 
     @contextlib.contextmanager
-    def lend(self) -> Iterator[str | None]:
-        """A fresh token good only for model calls, until the block ends; None when auth is off (none is needed).
+    def lend(self, scenario: str) -> Iterator[str | None]:
+        """A fresh token good only for model calls recorded in `scenario`, until the block ends; None when auth is
+        off (none is needed).
 
         For processes reef starts itself, such as a candidate harness's trial run, which must never see the
         daemon's own tokens."""
@@ -57,11 +61,11 @@ class TokenGate:
             return
         token = secrets.token_urlsafe(32)
         digest = _digest(token)
-        self._lent.add(digest)
+        self._lent[digest] = scenario
         try:
             yield token
         finally:
-            self._lent.discard(digest)
+            self._lent.pop(digest, None)
 
 
 def presented_token(headers: Mapping[str, str]) -> str | None:

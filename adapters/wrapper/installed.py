@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from reef_daemon.harness.install.files import SIDECAR
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name
+NOT_INSTALLED = " (not installed by reef)"
 
 
 class NotInstalled(Exception):
@@ -37,7 +39,8 @@ class Installed:
         return f"reef-{self.adapter.name}"
 
     def changed_files(self) -> list[str]:
-        """Installed files whose content differs from what the install wrote (the agent's own state aside)."""
+        """Installed files whose content differs from what the install wrote (the agent's own state aside), then
+        the files the install did not write where the agent loads instructions, code or settings from."""
         changed = []
         for path, expected in sorted(self.sidecar["files"].items()):
             try:
@@ -47,7 +50,31 @@ class Installed:
                 continue
             if checked_digest(data, self.adapter.agent.state_keys.get(path)) != expected:
                 changed.append(path)
-        return changed
+        return changed + [path + NOT_INSTALLED for path in self._added_files()]
+
+    def _added_files(self) -> list[str]:
+        agent = self.adapter.agent
+        installed = self.sidecar["files"]
+        found = sorted({path for place in agent.loaded for path in _files_at(self.root, place)})
+        return [
+            path
+            for path in found
+            if path not in installed and not any(fnmatch.fnmatchcase(path, own) for own in agent.own_files)
+        ]
+
+
+def _files_at(root: Path, place: str) -> list[str]:
+    """The file at `place` (relative to `root`), or every file and link under the folder there, as relative paths.
+    A link to a folder counts as a file: the agent would follow it."""
+    target = root / place
+    if not target.is_dir() or target.is_symlink():
+        return [place] if target.is_symlink() or target.exists() else []
+    found = []
+    for folder, subfolders, files in os.walk(target):
+        links = [name for name in subfolders if os.path.islink(os.path.join(folder, name))]
+        for name in [*files, *links]:
+            found.append(Path(folder, name).relative_to(root).as_posix())
+    return found
 
 
 def load(adapter_name: str, environ: dict[str, str] | None = None) -> Installed:

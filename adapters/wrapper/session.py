@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters._agent import SESSION_ENV, TOKEN_ENV
-from adapters.wrapper.installed import ROOT_ENV, Installed
+from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
 from reef_cli.client import ReefClient
 
 SESSIONS = ".reef-sessions"
@@ -30,9 +30,10 @@ def run(installed: Installed, args: list[str]) -> int:
     name = installed.wrapper
     changed = installed.changed_files()
     if changed:
+        added = " and remove the files reef did not install" if any(c.endswith(NOT_INSTALLED) for c in changed) else ""
         print(
             f"{name}: these installed files changed since the install: {', '.join(changed)}. {name} starts only "
-            f"the harness reef installed; put it back with `{name} update` (or run the install script again).",
+            f"the harness reef installed; put it back with `{name} update` (or run the install script again){added}.",
             file=sys.stderr,
         )
         return EXIT_CHANGED

@@ -2,24 +2,25 @@
 person's home and the daemon's state hidden, the trial's throwaway root the only writable place, and a clean
 environment.
 
-The model is reached only through a Unix socket reef serves in the root (`model.sock`), relayed to this daemon;
-inside, `jail_bridge` serves it on the jail's own loopback, where the agent's binding points.
+The model is reached only through a Unix socket reef serves in the root (`model.sock`), which relays the trial's
+model calls to this daemon and nothing else (`model_relay`); inside, `jail_bridge` serves it on the jail's own
+loopback, where the agent's binding points.
 `harness.sandbox = none` (`REEF_PROPOSER_SANDBOX=none`) runs trials as plain children instead, for a trusted
 machine without bubblewrap.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from reef_daemon.harness.jail_bridge import Streams, splice
+from aiohttp import web
+
+from reef_daemon.harness.model_relay import relay_app
 
 BWRAP = "bwrap"
 NONE = "none"
@@ -92,22 +93,16 @@ def needed_paths(binary: str) -> list[Path]:
 
 
 @contextlib.asynccontextmanager
-async def model_socket(root: Path, daemon_url: str) -> AsyncIterator[Path]:
-    """Serve `root/model.sock`, relaying each connection to the daemon, while the block runs."""
-    address = urlsplit(daemon_url)
-    host, port = address.hostname or "127.0.0.1", address.port or 80
-
-    def daemon() -> Awaitable[Streams]:
-        return asyncio.open_connection(host, port)
-
+async def model_socket(root: Path, daemon_url: str, scenario: str) -> AsyncIterator[Path]:
+    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon."""
     path = root / SOCKET
-    server = await asyncio.start_unix_server(lambda reader, writer: splice(reader, writer, daemon), path=str(path))
+    runner = web.AppRunner(relay_app(daemon_url, scenario), access_log=None, shutdown_timeout=5)
+    await runner.setup()
     try:
+        await web.UnixSite(runner, str(path)).start()
         yield path
     finally:
-        server.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(server.wait_closed(), 5)
+        await runner.cleanup()
         with contextlib.suppress(OSError):
             os.unlink(path)
 

@@ -134,11 +134,11 @@ class TrialRunner:
             return not_run("the daemon is not listening yet, so the agent would have no model to call")
         root = Path(tempfile.mkdtemp(prefix="reef-trial-"))
         try:
-            with self._gate.lend() as token:
+            with self._gate.lend(TRIAL_SCENARIO) as token:
                 if bwrap is None:
                     binding = Binding(self._url, TRIAL_SCENARIO, model, label)
                     return await self._run_in(root, binary, entries, binding, token, None)
-                async with model_socket(root, self._url):
+                async with model_socket(root, self._url, TRIAL_SCENARIO):
                     binding = Binding(f"http://127.0.0.1:{JAIL_PORT}", TRIAL_SCENARIO, model, label)
                     return await self._run_in(root, binary, entries, binding, token, bwrap)
         finally:

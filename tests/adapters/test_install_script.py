@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import httpx
+import pytest
 
 from reef_daemon.harness.install import framed_checksum
 from tests.support.adapters_testing import MODEL, SCENARIO, Reefine, start_reefine, stop_reefine
@@ -112,6 +113,37 @@ def test_refusals_say_why_and_write_nothing(reefine: Reefine, tmp_path: Path) ->
         assert refused.returncode == 1 and "sandbox lets commands write" in refused.stderr
     assert not Path("/tmp/reef-harness-refused").exists() and not (reefine.home / "t" / "h").exists()
     assert reefine.install("pi", str(tmp_path / "pi")).returncode == 0  # pi has no such sandbox: /tmp is fine
+
+
+@pytest.mark.parametrize(
+    "link", ["pi-agent", "pi-agent/extensions", "pi-agent/extensions/reef-requests.ts", ".reef-token.new"]
+)
+def test_a_link_inside_the_root_is_refused_and_nothing_is_written_through_it(
+    reefine: Reefine, tmp_path: Path, link: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    (root / link).parent.mkdir(parents=True, exist_ok=True)
+    (root / link).symlink_to(outside)
+    refused = reefine.install("pi", str(root), REEF_TOKEN="a-token")
+    assert refused.returncode == 1
+    assert f"refusing {root}: {root / link} is a symbolic link" in refused.stderr
+    assert "remove the link and run this again" in refused.stderr
+    assert list(outside.iterdir()) == []
+    assert not (root / ".reef-harness-release").exists()
+
+
+def test_a_folder_replaced_by_a_link_after_an_install_is_refused_on_update(reefine: Reefine, tmp_path: Path) -> None:
+    assert reefine.install("pi").returncode == 0
+    extensions = reefine.root() / "pi-agent" / "extensions"
+    outside = tmp_path / "outside"
+    extensions.rename(outside)
+    extensions.symlink_to(outside)
+    (outside / "reef-requests.ts").write_text("changed\n")
+    refused = reefine.install("pi")
+    assert refused.returncode == 1 and f"{extensions} is a symbolic link" in refused.stderr
+    assert (outside / "reef-requests.ts").read_text() == "changed\n"
 
 
 def test_failures_become_a_script_that_says_why(reefine: Reefine) -> None:

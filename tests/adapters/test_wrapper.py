@@ -1,11 +1,16 @@
-"""The wrapper's integrity check: a changed installed file stops it (exit 3, naming the file), the agent's own
-state does not, and `update` puts the install back. `/bin/true` stands in for the agent here."""
+"""The wrapper's integrity check: a changed installed file, a file the install did not write where the agent loads
+from, or a model binding moved away from reef stops it (exit 3, naming the file); the agent's own state does not,
+and `update` puts the install back. `/bin/true` stands in for the agent here."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
-from tests.support.adapters_testing import Reefine
+import pytest
+
+from tests.support.adapters_testing import MODEL, Reefine
 
 
 def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: Reefine) -> None:
@@ -35,6 +40,73 @@ def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: 
     assert reefine.wrapper("pi", "update").returncode == 0
     assert reefine.wrapper("pi", **agent).returncode == 0
     assert (root / "pi-agent" / "sessions" / "one.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("adapter", "added", "own"),
+    [
+        ("pi", "pi-agent/extensions/evil.ts", "pi-agent/sessions/one.jsonl"),
+        ("pi", "pi-agent/skills/evil/SKILL.md", "pi-agent/auth.json"),
+        ("codex", "codex/skills/evil/SKILL.md", "codex/skills/.system/skill-creator/SKILL.md"),
+        ("codex", "codex/AGENTS.override.md", "codex/sessions/one.jsonl"),
+        ("dsh", "dsh/profiles/headless/evil.patch.yml", "dsh/profiles/headless/cordis.yml"),
+        ("dsh", "dsh-agents/skills/evil/SKILL.md", "dsh/sessions/one.jsonl"),
+    ],
+)
+def test_a_file_the_install_did_not_write_where_the_agent_loads_from_stops_the_wrapper(
+    reefine: Reefine, adapter: str, added: str, own: str
+) -> None:
+    assert reefine.install(adapter).returncode == 0
+    root = reefine.root()
+    agent = {"REEF_HARNESS_BINARY": "/bin/true"}
+    (root / own).parent.mkdir(parents=True, exist_ok=True)
+    (root / own).write_text("what the agent writes itself\n")
+    assert reefine.wrapper(adapter, **agent).returncode == 0
+
+    (root / added).parent.mkdir(parents=True, exist_ok=True)
+    (root / added).write_text("written by someone else\n")
+    refused = reefine.wrapper(adapter, **agent)
+    assert refused.returncode == 3
+    assert f"{added} (not installed by reef)" in refused.stderr
+    assert "remove the files reef did not install" in refused.stderr
+    doctor = reefine.wrapper(adapter, "doctor", **agent)
+    assert doctor.returncode == 1 and f"!! changed: {added} (not installed by reef)" in doctor.stdout
+    (root / added).unlink()
+    assert reefine.wrapper(adapter, **agent).returncode == 0
+
+
+def test_a_linked_folder_where_pi_loads_extensions_stops_the_wrapper(reefine: Reefine, tmp_path: Path) -> None:
+    assert reefine.install("pi").returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "evil.ts").write_text("export default function () {}\n")
+    (reefine.root() / "pi-agent" / "extensions" / "more").symlink_to(elsewhere)
+    refused = reefine.wrapper("pi", REEF_HARNESS_BINARY="/bin/true")
+    assert refused.returncode == 3 and "pi-agent/extensions/more (not installed by reef)" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("adapter", "path", "edit"),
+    [
+        ("pi", "pi-agent/settings.json", lambda text: text.replace('"reef"', '"anthropic"')),
+        ("pi", "pi-agent/settings.json", lambda text: text.replace(f'"{MODEL}"', '"claude-sonnet-4"')),
+        ("codex", "codex/config.toml", lambda text: text.replace('provider = "reef"', 'provider = "openai"')),
+        ("codex", "codex/config.toml", lambda text: text.replace("http://", "https://elsewhere.example/")),
+        ("dsh", "dsh/reef-binding.patch.yml", lambda text: text.replace("provider: reef", "provider: deepseek")),
+    ],
+)
+def test_moving_the_model_binding_away_from_reef_stops_the_wrapper(
+    reefine: Reefine, adapter: str, path: str, edit: Callable[[str], str]
+) -> None:
+    assert reefine.install(adapter).returncode == 0
+    target = reefine.root() / path
+    text = target.read_text()
+    assert edit(text) != text
+    target.write_text(edit(text))
+    refused = reefine.wrapper(adapter, REEF_HARNESS_BINARY="/bin/true")
+    assert refused.returncode == 3 and path in refused.stderr
+    doctor = reefine.wrapper(adapter, "doctor", REEF_HARNESS_BINARY="/bin/true")
+    assert doctor.returncode == 1 and f"!! changed: {path}" in doctor.stdout
 
 
 def test_report_needs_a_recorded_session(reefine: Reefine) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.reef_testing import CHAT, Reef, StartReef
+from tests.support.reef_testing import CHAT, SCENARIO, Reef, StartReef
 
 TOKEN = "reef-secret-token-7f3a"
 
@@ -91,7 +91,7 @@ async def test_rotation_accepts_every_listed_token(start_reef: StartReef) -> Non
 
 async def test_a_lent_token_is_good_for_model_calls_only_and_only_while_lent(guarded: Reef) -> None:
     gate = guarded.daemon.gate
-    with gate.lend() as lent:
+    with gate.lend(SCENARIO) as lent:
         assert lent is not None and lent != TOKEN
         headers = {"Authorization": f"Bearer {lent}"}
         assert (await guarded.post("/v1/chat/completions", CHAT, headers=headers)).status == 200
@@ -100,7 +100,20 @@ async def test_a_lent_token_is_good_for_model_calls_only_and_only_while_lent(gua
     assert (await guarded.post("/v1/chat/completions", CHAT, headers=headers)).status == 401
 
 
+async def test_a_lent_token_makes_no_record_outside_the_scenario_it_was_lent_for(guarded: Reef) -> None:
+    with guarded.daemon.gate.lend(SCENARIO) as lent:
+        headers = {"Authorization": f"Bearer {lent}"}
+        for scenario in ("elsewhere", f" {SCENARIO}x", None):
+            answer = await guarded.post("/v1/chat/completions", CHAT, scenario=scenario, headers=headers)
+            assert answer.status == 401, scenario
+        assert (await guarded.post("/v1/chat/completions", CHAT, headers=headers)).status == 200
+    assert len(guarded.upstream.received) == 1
+    owner = {"Authorization": f"Bearer {TOKEN}"}
+    listed = await guarded.session.get(guarded.url + "/reef/scenarios", headers=owner)
+    assert [row["scenario"] for row in (await listed.json())["scenarios"]] == [SCENARIO]
+
+
 async def test_nothing_is_lent_when_auth_is_off(start_reef: StartReef) -> None:
     open_reef = await start_reef()
-    with open_reef.daemon.gate.lend() as lent:
+    with open_reef.daemon.gate.lend(SCENARIO) as lent:
         assert lent is None

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.harness.jail import JAIL_PORT
 from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
 from tests.support.cli_testing import clean_env, run_reef
@@ -260,6 +261,53 @@ async def test_a_jailed_agent_cannot_read_the_home_write_outside_its_root_or_rea
     assert not (outside / "written").exists()
     said = "\n".join(line["text"] for line in progress["activity"])
     assert "trial: pi started on it" in said
+
+
+PROBE_CALLS = f"""
+import json, os, urllib.error, urllib.request
+
+def call(method, path, body=None, scenario=None):
+    headers = {{"Authorization": "Bearer " + os.environ["REEF_TOKEN"], "Content-Type": "application/json"}}
+    if scenario is not None:
+        headers["x-reef-scenario"] = scenario
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request("http://127.0.0.1:{JAIL_PORT}" + path, data, headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+chat = {{"model": "m", "messages": [{{"role": "user", "content": "sent from the jail"}}]}}
+print(
+    call("GET", "/reef/records?scenario={SCENARIO}", scenario="{SCENARIO}"),
+    call("POST", "/reef/scenarios", {{"name": "made-in-the-jail"}}, scenario="{SCENARIO}"),
+    call("POST", "/reef/report", {{"score": -100}}, scenario="{SCENARIO}"),
+    call("POST", "/v1/chat/completions", chat, scenario="{SCENARIO}"),
+    call("POST", "/v1/chat/completions", chat, scenario="{TRIAL_SCENARIO}"),
+    call("POST", "/v1/chat/completions", chat),
+)
+"""
+
+
+@pytest.mark.parametrize("token", [None, TOKEN], ids=["auth-off", "auth-on"])
+async def test_a_jailed_agent_reaches_only_its_own_model_calls_whatever_the_auth_setting(
+    start_reefine: StartReefine, tmp_path: Path, token: str | None
+) -> None:
+    (tmp_path / "probe.py").write_text(PROBE_CALLS)
+    probe = fake_agent(tmp_path / "agent-that-calls-the-daemon", f"exec {sys.executable} {tmp_path / 'probe.py'}\n")
+    reefine = await start_reefine(harness__trial=str(probe), reef__token=token)
+    await request_a_skill(reefine)
+
+    trial = await last_trial(reefine)
+    # Records, scenarios, reports and another scenario's model calls are refused; its own model calls go through.
+    assert trial["answer"] == "404 404 404 403 200 200", trial
+    scenarios = await reefine.ok("GET", "/reef/scenarios")
+    assert "made-in-the-jail" not in [row["scenario"] for row in scenarios["scenarios"]]
+    mine = await reefine.ok("GET", f"/reef/records?scenario={SCENARIO}")
+    assert [row["type"] for row in mine["records"]] == ["train"]  # the person's change request, nothing else
+    trials = await reefine.ok("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
+    assert len(trials["records"]) == 2
 
 
 async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(

@@ -59,6 +59,29 @@ SIDECAR_FILE="$ROOT/$SIDECAR_NAME"
 STUB="$ROOT/$WRAPPER"
 BIN_DIR="$HOME/.local/bin"
 
+# Refuse a symbolic link on the way from the root to $1 (a path relative to it), the last part included: writing
+# or removing through one would reach outside the install root.
+no_link() {
+  nl_path=$ROOT
+  nl_rest=$1
+  while [ -n "$nl_rest" ]; do
+    nl_path="$nl_path/${nl_rest%%/*}"
+    case "$nl_rest" in */*) nl_rest=${nl_rest#*/} ;; *) nl_rest='' ;; esac
+    if [ -L "$nl_path" ]; then
+      fail "refusing $ROOT: $nl_path is a symbolic link, and writing through it would reach outside the install root; remove the link and run this again"
+    fi
+  done
+}
+# The files the previous install wrote, from its sidecar.
+old_files() {
+  [ -f "$SIDECAR_FILE" ] || return 0
+  sed -n 's/^    "\([A-Za-z0-9._/-]*\)": "[0-9a-f]\{64\}",\{0,1\}$/\1/p' "$SIDECAR_FILE"
+}
+for LINK_CHECK in $FILES $(old_files) "$SIDECAR_NAME" "$SIDECAR_NAME.new" "$WRAPPER" "$WRAPPER.new" \
+  .reef-token .reef-token.new; do
+  no_link "$LINK_CHECK"
+done
+
 # The checksum over the files under $1: path, byte length and bytes of each, in the order of FILES.
 framed() {
   for fr_path in $FILES; do
@@ -111,19 +134,17 @@ trap 'rm -rf "$STAGE"' EXIT
 write_files "$STAGE"
 [ "$(framed "$STAGE")" = "$CHECKSUM" ] || fail "the files did not verify against checksum $CHECKSUM; nothing was changed"
 
-if [ -f "$SIDECAR_FILE" ]; then
-  for OLD in $(sed -n 's/^    "\([A-Za-z0-9._/-]*\)": "[0-9a-f]\{64\}",\{0,1\}$/\1/p' "$SIDECAR_FILE"); do
-    case "/$OLD/" in */../*|*/./*) continue ;; esac
-    KEEP=no
-    for NEW in $FILES; do [ "$NEW" = "$OLD" ] && KEEP=yes; done
-    if [ "$KEEP" = no ] && [ -f "$ROOT/$OLD" ]; then
-      rm -f "$ROOT/$OLD"
-      say "removed $OLD (this release dropped it)"
-      OLD_DIR=$(dirname "$OLD")
-      while [ "$OLD_DIR" != . ] && rmdir "$ROOT/$OLD_DIR" 2>/dev/null; do OLD_DIR=$(dirname "$OLD_DIR"); done
-    fi
-  done
-fi
+for OLD in $(old_files); do
+  case "/$OLD/" in */../*|*/./*) continue ;; esac
+  KEEP=no
+  for NEW in $FILES; do [ "$NEW" = "$OLD" ] && KEEP=yes; done
+  if [ "$KEEP" = no ] && [ -f "$ROOT/$OLD" ]; then
+    rm -f "$ROOT/$OLD"
+    say "removed $OLD (this release dropped it)"
+    OLD_DIR=$(dirname "$OLD")
+    while [ "$OLD_DIR" != . ] && rmdir "$ROOT/$OLD_DIR" 2>/dev/null; do OLD_DIR=$(dirname "$OLD_DIR"); done
+  fi
+done
 for NEW in $FILES; do
   mkdir -p "$(dirname "$ROOT/$NEW")"
   mv -f "$STAGE/$NEW" "$ROOT/$NEW"

@@ -1,0 +1,101 @@
+"""What a jailed agent may ask of the daemon through its model socket: model calls (the inference routes) recorded in
+the trial's own scenario, and nothing else, whatever the daemon's auth setting.
+
+Each allowed request is relayed to the daemon as it came (body and answer streamed, bytes untouched), with the
+scenario header set to the trial's; a request for any other route, or naming another scenario, is answered here
+with a JSON error and never reaches the daemon, so it stores nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from reef_daemon.contract import INFERENCE_ROUTES, SCENARIO_HEADER
+from reef_daemon.jsonbody import json_response
+
+CHUNK = 65536
+# Headers about one hop of the connection, not the request; the relay's own connections set their own.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+    }
+)
+_SESSION = web.AppKey("session", aiohttp.ClientSession)
+
+
+def relay_app(daemon_url: str, scenario: str) -> web.Application:
+    """The socket's HTTP server: model calls of `scenario` relayed to the daemon at `daemon_url`."""
+
+    async def relay(request: web.Request) -> web.StreamResponse:
+        if request.path not in INFERENCE_ROUTES:
+            routes = ", ".join(INFERENCE_ROUTES)
+            return _refuse(404, "not_found", f"the model socket serves only model calls ({routes})")
+        if request.method != "POST":
+            return _refuse(405, "method_not_allowed", f"{request.method} is not allowed on {request.path}")
+        named = {value.strip() for value in request.headers.getall(SCENARIO_HEADER, [])}
+        if named - {scenario}:
+            return _refuse(403, "forbidden", f"the model socket serves model calls of scenario {scenario} only")
+        headers = [(key, value) for key, value in request.headers.items() if _relayed(key)]
+        headers = [(key, value) for key, value in headers if key.lower() != SCENARIO_HEADER]
+        headers.append((SCENARIO_HEADER, scenario))
+        try:
+            answer = await request.app[_SESSION].post(request.path, headers=headers, data=request.content)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return _refuse(502, "upstream_failed", f"the daemon could not be reached through the model socket: {exc}")
+        async with answer:  # once the answer has begun, a failure ends the connection instead (see _answer)
+            return await _answer(request, answer)
+
+    async def session(app: web.Application) -> AsyncIterator[None]:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
+        skip = ("Accept-Encoding", "User-Agent", "Content-Type")  # only what the agent sent
+        async with aiohttp.ClientSession(
+            daemon_url, timeout=timeout, auto_decompress=False, skip_auto_headers=skip
+        ) as client:
+            app[_SESSION] = client
+            yield
+
+    app = web.Application()
+    app.router.add_route("*", "/{path:.*}", relay)
+    app.cleanup_ctx.append(session)
+    return app
+
+
+async def _answer(request: web.Request, answer: aiohttp.ClientResponse) -> web.StreamResponse:
+    """The daemon's answer, streamed back to the agent as it comes."""
+    response = web.StreamResponse(status=answer.status, reason=answer.reason)
+    for key, value in answer.headers.items():
+        if _relayed(key) and key.lower() != "content-length":
+            response.headers.add(key, value)
+    if answer.content_length is not None:
+        response.content_length = answer.content_length
+    await response.prepare(request)
+    try:
+        async for chunk in answer.content.iter_chunked(CHUNK):
+            await response.write(chunk)
+    except ConnectionResetError:  # the agent left: drop the daemon's connection too, so it records that
+        answer.close()
+        raise
+    except (aiohttp.ClientError, TimeoutError):  # the daemon's side broke off: so does the agent's
+        response.force_close()
+        return response
+    await response.write_eof()
+    return response
+
+
+def _relayed(header: str) -> bool:
+    return header.lower() not in _HOP_BY_HOP
+
+
+def _refuse(status: int, type_: str, message: str) -> web.Response:
+    return json_response({"error": {"type": type_, "message": message}}, status=status)
