@@ -27,13 +27,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters import Adapter
-from adapters._agent import SESSION_ENV, TOKEN_ENV, Binding
+from adapters import SESSION_ENV, Adapter, Binding
 from reef_daemon.auth import TokenGate
+from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
-from reef_daemon.harness.tree import Entry
 from reef_daemon.names import TRIAL_SCENARIO
+from reef_harness import Entry
 
 HEALTH_PROMPT = "This is a health check. Reply with exactly one word, reef-ok, and nothing else."
 HEALTHY_ANSWER = "reef-ok"
