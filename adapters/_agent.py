@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reef_daemon.harness.tree import Entry
+from reef_harness import Entry
 
 TOKEN_ENV = "REEF_TOKEN"  # noqa: S105 - the name of a variable, not a secret
 SESSION_ENV = "REEF_HARNESS_SESSION"
@@ -70,6 +70,10 @@ class AgentSide:
     loaded: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
     offline_env: Mapping[str, str] = field(default_factory=dict)
+
+
+# The file an install writes beside the harness: what it installed (release, binding, checksums of the files).
+SIDECAR = ".reef-harness-release"
 
 
 def checked_digest(data: bytes, state_keys: frozenset[str] | None = None) -> str:

@@ -4,7 +4,7 @@ proposal can change them (see `reef_daemon.harness.admission.RESERVED_IDS`)."""
 
 from __future__ import annotations
 
-from reef_daemon.harness.tree import Entry
+from reef_harness import Entry
 
 _REEFINE = """\
 # Ask reef to change this harness: {typed} <what to change>

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, SESSION_HEADER, TOKEN_ENV, AgentSide, Binding, reef_headers
 from adapters._base import Adapter, first_line, sorted_files, start_files, tree_config, with_frontmatter
-from reef_daemon.harness.tree import Entry
+from reef_harness import Entry
 
 RENDERS = {
     "rules": "pi-agent/AGENTS.md",

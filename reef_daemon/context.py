@@ -11,7 +11,7 @@ from aiohttp import web
 from reef_daemon.auth import TokenGate
 from reef_daemon.events import EventBus
 from reef_daemon.names import loopback_url
-from reef_daemon.recipe_host import Recipe
+from reef_daemon.recipe_api import Recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
 from reef_daemon.runtimes.base import Runtime

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from reef_daemon.events import EventBus, Subscription
-from reef_daemon.recipe_host import Ineligible, Recipe, StepOutcome
+from reef_daemon.recipe_api import Ineligible, Recipe, StepOutcome
 from reef_daemon.store import Scenario, StepCommit, Store
 
 log = logging.getLogger("reef.recipe")

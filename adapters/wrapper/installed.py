@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters import Adapter, get_adapter
-from adapters._agent import Binding, checked_digest
-from reef_daemon.harness.install.files import SIDECAR
+from adapters import SIDECAR, Adapter, Binding, checked_digest, get_adapter
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name

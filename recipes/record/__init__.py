@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from reef_daemon.recipe_host import Recipe
+from reef_daemon.recipe_api import Recipe
 
 
 class RecordRecipe(Recipe):

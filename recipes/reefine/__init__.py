@@ -14,16 +14,24 @@ from typing import Any, ClassVar
 
 from adapters import get_adapter
 from recipes.reefine.steps import HarnessSteps
-from reef_daemon.auth import TokenGate
+from recipes.reefine.trial import TrialRunner, check_trial_setting
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.jail import NONE as NO_SANDBOX
 from reef_daemon.harness.jail import check_sandbox_setting
 from reef_daemon.harness.progress import RequestProgress
-from reef_daemon.harness.trial import TrialRunner, check_trial_setting
-from reef_daemon.recipe_host import Eligible, Ineligible, Recipe, StepOutcome, Verdict
-from reef_daemon.runtimes.base import Runtime
-from reef_daemon.settings import Settings, SettingsError
-from reef_daemon.store import Scenario, Store
+from reef_daemon.recipe_api import (
+    Eligible,
+    HarnessRecipe,
+    Ineligible,
+    Runtime,
+    Scenario,
+    Settings,
+    SettingsError,
+    StepOutcome,
+    Store,
+    TokenGate,
+    Verdict,
+)
 
 __all__ = ["ReefineRecipe"]
 
@@ -32,7 +40,7 @@ EMBEDDED_ANSWER_TOKENS = 512
 log = logging.getLogger("reef.reefine")
 
 
-class ReefineRecipe(Recipe):
+class ReefineRecipe(HarnessRecipe):
     name: ClassVar[str] = "reefine"
     default_training_mode: ClassVar[str] = "manual"
     consumes: ClassVar[tuple[str, ...]] = ("train", "report")
@@ -47,7 +55,7 @@ class ReefineRecipe(Recipe):
         problem = check_trial_setting(settings.harness.trial) or check_sandbox_setting(settings.harness.sandbox)
         if problem is not None:
             raise SettingsError(problem)
-        self.harness = HarnessHost(settings.reef.state_dir, self.adapter)
+        self._harness = HarnessHost(settings.reef.state_dir, self.adapter)
         harness = settings.harness
         hidden = [settings.reef.state_dir.absolute()]
         self.trial = TrialRunner(self.adapter, harness.trial, harness.trial_timeout_s, harness.sandbox, hidden)
@@ -58,14 +66,24 @@ class ReefineRecipe(Recipe):
             )
         self._steps: HarnessSteps | None = None
         self.answer_tokens = settings.harness.max_tokens
-        self.progress: RequestProgress | None = None
+        self._progress: RequestProgress | None = None
+
+    @property
+    def harness(self) -> HarnessHost:
+        return self._harness
+
+    @property
+    def progress(self) -> RequestProgress:
+        if self._progress is None:
+            raise RuntimeError("the reefine recipe is not started")
+        return self._progress
 
     async def start(self, store: Store, runtime: Runtime) -> None:
         self.harness.open(store)
-        self.progress = RequestProgress(store)
+        self._progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
-        self._steps = HarnessSteps(self.harness, self.progress, runtime, model, self.answer_tokens, self.trial)
+        self._steps = HarnessSteps(self.harness, self._progress, runtime, model, self.answer_tokens, self.trial)
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from recipes.reefine.model import ModelFailed, ServedModel
+from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
+from recipes.reefine.trial import Trial, TrialRunner, not_run
 from reef_daemon.harness.host import HarnessHost
-from reef_daemon.harness.model import ModelFailed, ServedModel
 from reef_daemon.harness.progress import RequestProgress
-from reef_daemon.harness.proposer import Declined, Proposal, propose_for_request, propose_from_failures
-from reef_daemon.harness.tree import Entry, touches_kind
-from reef_daemon.harness.trial import Trial, TrialRunner, not_run
-from reef_daemon.recipe_host import StepOutcome
+from reef_daemon.recipe_api import StepOutcome
 from reef_daemon.runtimes.base import Runtime
+from reef_harness import Entry, touches_kind
 
 DESIGN_LIMIT = 4000
 TRACE_LIMIT = 4000

@@ -9,17 +9,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
 from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.rollout import Rollout, judge_report, parse_version
 from recipes.sao.trainer import Trainer
-from reef_daemon.errors import Conflict, NotFound
-from reef_daemon.recipe_host import Ineligible, Recipe, StepOutcome, Verdict
-from reef_daemon.runtimes.base import Runtime
-from reef_daemon.settings import Settings, SettingsError
-from reef_daemon.store import Scenario, Store
+from reef_daemon.recipe_api import (
+    Conflict,
+    Ineligible,
+    NotFound,
+    Recipe,
+    Runtime,
+    Scenario,
+    Settings,
+    SettingsError,
+    StepOutcome,
+    Store,
+    Verdict,
+    WeightSwappable,
+)
 
 log = logging.getLogger("reef.sao")
 
@@ -32,7 +40,7 @@ class SaoRecipe(Recipe):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.batch_size = settings.training.batch_size
-        self._runtime: Any = None
+        self._runtime: WeightSwappable | None = None
         self._trainer: Trainer | None = None
         self._bound: str | None = None  # the one scenario this process trains
         self._claimed: set[str] = set()  # rollouts waiting in a batch
@@ -43,14 +51,12 @@ class SaoRecipe(Recipe):
         self._checkpoint_list: list[str] = []  # oldest first
 
     async def start(self, store: Store, runtime: Runtime) -> None:
-        swap = getattr(runtime, "swap_weights", None)
-        if runtime.kind != "embedded" or swap is None:
+        if not isinstance(runtime, WeightSwappable):
             raise SettingsError(
                 f"the {self.name} recipe trains the embedded model; start reef without --inference.upstream-url"
             )
         self._runtime = runtime
-        weights_dir = Path(str(runtime.describe()["weights"]))
-        self._trainer = await asyncio.to_thread(Trainer, weights_dir, self.settings.training, self.advantage)
+        self._trainer = await asyncio.to_thread(Trainer, runtime.weights_dir, self.settings.training, self.advantage)
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name and await store.steps.last(scenario.name) is not None:
                 await self._bind(scenario.name)
@@ -60,8 +66,13 @@ class SaoRecipe(Recipe):
     def trainer(self) -> Trainer | None:
         return self._trainer
 
+    def _serving(self) -> WeightSwappable:
+        if self._runtime is None:
+            raise RuntimeError(f"the {self.name} recipe is not started")
+        return self._runtime
+
     def _version(self) -> str:
-        return str(self._runtime.describe()["weight_version"])
+        return self._serving().weight_version
 
     async def _bind(self, scenario: str) -> None:
         """Train this scenario from now on: open its checkpoints and resume from the latest one."""
@@ -90,7 +101,7 @@ class SaoRecipe(Recipe):
 
     async def _swap(self, weights: dict[str, Any]) -> str:
         began = time.perf_counter()
-        version = str(await self._runtime.swap_weights(weights))
+        version = await self._serving().swap_weights(weights)
         self._last_swap_s = time.perf_counter() - began
         return version
 

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from reef_daemon.recipe_host import Eligible, Ineligible, Verdict
+from reef_daemon.recipe_api import Eligible, Ineligible, Verdict
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from adapters import Adapter, RenderRefused
-from adapters._agent import Binding
+from adapters import Adapter, Binding, RenderRefused
 from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.screens import SECRET_KEY, find_credential
-from reef_daemon.harness.tree import KINDS, OPERATIONS, Entry, Mutation, apply
+from reef_harness import KINDS, OPERATIONS, Entry, Mutation, apply
 
 # A binding for checking that a candidate installs; the real one is added on the person's machine.
 CHECK_BINDING = Binding("http://127.0.0.1:8901", "candidate", "model", "candidate")

@@ -15,8 +15,8 @@ from typing import Any
 from adapters import Adapter
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.harness.releases import Release, ReleaseRepository
-from reef_daemon.harness.tree import Entry, entries_from_json
 from reef_daemon.store import Store
+from reef_harness import Entry, entries_from_json
 
 REPOSITORY = "releases.git"
 

@@ -6,9 +6,10 @@ from aiohttp import web
 
 from adapters import ADAPTERS
 from reef_daemon.context import DAEMON
-from reef_daemon.harness.access import harness_of
+from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.recipe_api import HarnessRecipe
 
 routes = web.RouteTableDef()
 
@@ -16,7 +17,7 @@ routes = web.RouteTableDef()
 @routes.get("/reef/harness")
 async def get_harness(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    harness, _progress = harness_of(daemon)
+    harness = harness_recipe(daemon).harness
     scenario = daemon.store.scenarios.require(scenario_from_header(request.headers.get(SCENARIO_HEADER)))
     served = await harness.served(scenario.name)
     release_id = request.query.get("release_id") or served.release_id
@@ -39,6 +40,6 @@ async def get_harness(request: web.Request) -> web.Response:
 @routes.get("/reef/harness/adapters")
 async def list_adapters(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    serving = getattr(getattr(daemon.recipe, "adapter", None), "name", None)
+    serving = daemon.recipe.harness.adapter.name if isinstance(daemon.recipe, HarnessRecipe) else None
     rows = [{**adapter.describe(), "serving": adapter.name == serving} for adapter in ADAPTERS.values()]
     return json_response({"adapters": rows})

@@ -10,14 +10,13 @@ import re
 
 from aiohttp import web
 
-from adapters import get_adapter
-from adapters._agent import Binding
+from adapters import Binding, get_adapter
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.errors import BadRequest, ReefError
-from reef_daemon.harness.access import harness_of
+from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.install import failure_script, install_files, install_script
-from reef_daemon.harness.tree import entries_from_json
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_harness import entries_from_json
 
 routes = web.RouteTableDef()
 
@@ -40,7 +39,7 @@ async def get_install(request: web.Request) -> web.Response:
 
 async def _script(request: web.Request) -> str:
     daemon = request.app[DAEMON]
-    harness, _progress = harness_of(daemon)
+    harness = harness_recipe(daemon).harness
     name = request.query.get("adapter", "").strip()
     if not name:
         raise BadRequest("say which agent to install for: ?adapter=pi, codex or dsh", type="missing_adapter")

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from reef_daemon.context import DAEMON
 from reef_daemon.errors import NotFound
-from reef_daemon.harness.access import harness_of
+from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
 
 routes = web.RouteTableDef()
@@ -17,7 +17,7 @@ routes = web.RouteTableDef()
 @routes.get("/reef/requests/{request_id}")
 async def get_request(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    _harness, progress = harness_of(daemon)
+    progress = harness_recipe(daemon).progress
     request_id = request.match_info["request_id"]
     record = await daemon.store.records.get(request_id)
     if record["type"] != "train":

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest
-from reef_daemon.harness.access import harness_of
+from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.screens import screen_request
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
@@ -27,7 +27,7 @@ FIELDS = ("text", "session", "release_id", "client", "agent_record_id")
 @routes.post("/reef/train")
 async def post_train(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    harness_of(daemon)
+    harness_recipe(daemon)  # 501 before anything is read when the recipe evolves no harness
     scenario_name = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_json_object(request)
     content = _content(body)

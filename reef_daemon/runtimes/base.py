@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping
+from pathlib import Path
 from typing import Any
 
 from reef_daemon.settings import Settings
@@ -64,3 +65,33 @@ class Runtime(ABC):
 
     def reconfigure(self, settings: Settings) -> None:  # noqa: B027 - optional for runtimes with live settings
         """Apply changed settings without a restart (upstream URL, model, key, timeout)."""
+
+
+class WeightSwappable(Runtime):
+    """A runtime serving weights of its own (the embedded model), which a weight recipe may replace while it serves."""
+
+    @property
+    @abstractmethod
+    def weight_version(self) -> str:
+        """The version of the weights serving now, `<incarnation>:<sequence>`. Raises RuntimeError before `start`."""
+
+    @property
+    @abstractmethod
+    def weights_dir(self) -> Path:
+        """The Hugging Face folder the serving weights were loaded from. Raises RuntimeError before `start`."""
+
+    @abstractmethod
+    async def swap_weights(self, state: Mapping[str, Any]) -> str:
+        """Serve new weights from the next token on.
+
+        Args:
+            state: a full or partial state dict (parameter name -> tensor).
+
+        Returns:
+            The new weight version.
+
+        Raises:
+            KeyError: a name that is not one of the model's parameters; the serving weights stay.
+            ValueError: a shape or type that does not fit; the serving weights stay.
+            RuntimeError: the runtime is not started or is shutting down.
+        """

@@ -111,3 +111,14 @@ async def test_record_recipe_has_no_releases_to_change(reef: Reef) -> None:
     await receipt(reef)
     response = await reef.post("/reef/scenarios/demo/rollback", {"release_id": "x"}, scenario=None)
     assert response.status == 501
+
+
+async def test_a_recipe_without_a_harness_has_no_harness_routes(start_reef: StartReef) -> None:
+    reef = await start_reef(recipe=RECIPE)
+    for method, path in (("GET", "/reef/harness"), ("GET", "/reef/requests/x"), ("POST", "/reef/train")):
+        response = await reef.session.request(method, reef.url + path, json={"text": "hi"}, headers=reef.headers())
+        assert response.status == 501, path
+        error = (await response.json())["error"]
+        assert error["type"] == "no_harness" and "the counting recipe does not evolve a harness" in error["message"]
+    adapters = (await (await reef.get("/reef/harness/adapters")).json())["adapters"]
+    assert adapters and not any(row["serving"] for row in adapters)

@@ -6,7 +6,7 @@ import pytest
 
 from adapters import get_adapter
 from reef_daemon.harness.admission import Refused, admit
-from reef_daemon.harness.tree import Entry, Mutation
+from reef_harness import Entry, Mutation
 
 PI = get_adapter("pi")
 EXISTING = [Entry("brief", "skill", {"name": "brief", "text": "Be brief."})]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters import ADAPTERS, RenderRefused, get_adapter
-from reef_daemon.harness.tree import Entry
+from reef_harness import Entry
 
 GOLDENS = Path(__file__).parent / "goldens"
 SAMPLES = {

@@ -1,12 +1,13 @@
-"""A recipe for tests of the recipe worker: steps on pairs of scored single-receipt reports, learns nothing."""
+"""A recipe for tests of the recipe worker: steps on pairs of scored single-receipt reports, learns nothing.
+
+Written from `reef_daemon.recipe_api` alone, as a recipe outside reef would be.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from reef_daemon.recipe_host import Eligible, Ineligible, Recipe, StepOutcome, Verdict
-from reef_daemon.settings import Settings
-from reef_daemon.store import Scenario
+from reef_daemon.recipe_api import Eligible, Ineligible, Recipe, Scenario, Settings, StepOutcome, Verdict
 
 STEPS_TAKEN: list[list[str]] = []
 

@@ -11,7 +11,8 @@ import hashlib
 import shlex
 from importlib import resources
 
-from reef_daemon.harness.install.files import SIDECAR, InstallFiles
+from adapters import SIDECAR
+from reef_daemon.harness.install.files import InstallFiles
 
 _BODY = resources.files("reef_daemon.harness.install").joinpath("body.sh").read_text(encoding="utf-8")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reef_daemon.errors import BadRequest
-from reef_daemon.runtimes.base import Runtime, RuntimeResponse
+from reef_daemon.runtimes.base import RuntimeResponse, WeightSwappable
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
 from reef_daemon.runtimes.embedded.apis.base import GenerationRequest, Renderer
 from reef_daemon.runtimes.embedded.job import Job
@@ -43,7 +43,7 @@ APIS: dict[str, Api] = {
 }
 
 
-class EmbeddedRuntime(Runtime):
+class EmbeddedRuntime(WeightSwappable):
     kind = "embedded"
 
     def __init__(self, settings: Settings) -> None:

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters import Adapter
-from reef_daemon.harness import prompts
-from reef_daemon.harness.admission import Refused, admit
-from reef_daemon.harness.answers import (
+from recipes.reefine import prompts
+from recipes.reefine.answers import (
     Answer,
     Review,
     Unusable,
@@ -23,8 +22,9 @@ from reef_daemon.harness.answers import (
     parse_review,
     parse_skill,
 )
-from reef_daemon.harness.model import ServedModel
-from reef_daemon.harness.tree import Entry, Mutation
+from recipes.reefine.model import ServedModel
+from reef_daemon.harness.admission import Refused, admit
+from reef_harness import Entry, Mutation
 
 ATTEMPTS = 3
 PLAN_TOKENS = 1024

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from adapters import Adapter
 from reef_daemon.harness.admission import RESERVED_IDS
-from reef_daemon.harness.tree import KINDS, Entry
+from reef_harness import KINDS, Entry
 
 PREVIEW_CHARS = 240
 _FIELD_HELP = {

@@ -2,12 +2,12 @@
 offline health prompt through this daemon.
 
 The candidate is rendered with reef's own entries and a model binding into a throwaway root outside any project
-(fresh HOME, empty workspace), exactly as an install would write it. The agent runs in a bubblewrap jail (see
-`jail.py`: no network, files read-only, the person's home and the daemon's state hidden; the model through a
-socket), or with `harness.sandbox = none` as a plain child in its own session. Either way its environment is
-minimal: PATH, the agent's own variables, and a token lent by the gate that is good only for model calls and only
-while the trial runs; the daemon's tokens never reach it. Its model calls are recorded under the `reef-trials`
-scenario, tagged with what was tried.
+(fresh HOME, empty workspace), exactly as an install would write it. The agent runs in a bubblewrap jail
+(`reef_daemon/harness/jail.py`: no network, files read-only, the person's home and the daemon's state hidden; the
+model through a socket), or with `harness.sandbox = none` as a plain child in its own session. Either way its
+environment is minimal: PATH, the agent's own variables, and a token lent by the gate that is good only for model
+calls and only while the trial runs; the daemon's tokens never reach it. Its model calls are recorded under the
+`reef-trials` scenario, tagged with what was tried.
 
 A trial proves only that the tree still works (the agent starts, loads it and answers); it says nothing about
 whether the change does what was asked: that is the review's and the person's call.
@@ -27,13 +27,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters import Adapter
-from adapters._agent import SESSION_ENV, TOKEN_ENV, Binding
+from adapters import SESSION_ENV, Adapter, Binding
 from reef_daemon.auth import TokenGate
+from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
-from reef_daemon.harness.tree import Entry
 from reef_daemon.names import TRIAL_SCENARIO
+from reef_harness import Entry
 
 HEALTH_PROMPT = "This is a health check. Reply with exactly one word, reef-ok, and nothing else."
 HEALTHY_ANSWER = "reef-ok"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reef_daemon.harness.screens import find_credential
-from reef_daemon.harness.tree import Entry, Mutation
+from reef_harness import Entry, Mutation
 
 REQUIRE_KINDS = ("env", "binary", "permission", "service")
 MAX_REQUIRES = 10

@@ -1,0 +1,272 @@
+"""The recipe interface: everything a recipe implements and everything the daemon hands it.
+
+A recipe decides what reef does with scored records: nothing (`record`), train the served weights (`sao`), or evolve
+an agent harness (`reefine`). A new one subclasses `Recipe` (or `HarnessRecipe`), is named on the command line as
+`package.module:Class`, and needs nothing from reef but the names exported here.
+
+The daemon's side of the contract, in order:
+1. `Recipe(settings)` when the daemon is built. Raise `SettingsError` for a setting the recipe cannot work with.
+2. `start(store, runtime)` once the store is open and the runtime started.
+3. `listening(url, gate)` once the daemon accepts connections.
+4. For each scenario bound to the recipe, the recipe worker reads new records of the types in `consumes`, in order,
+   asks `judge` about each, and calls `step` with `batch_size` eligible ones. Each step is committed with the
+   records it consumed; a record is never handed to `step` twice, across restarts too.
+5. `promote` and `rollback` when a person asks (`POST /reef/scenarios/{s}/promote|rollback`), never during a step.
+6. `close()` on shutdown.
+
+Records reach a recipe as full rows, as `GET /reef/records/{id}` shows them: `id`, `type` (`inference`, `report`,
+`train`), `sequence`, `scenario`, and the type's fields (`score`, `references` ... for a report; `text` for a
+change request).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from reef_daemon.auth import TokenGate
+from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported
+from reef_daemon.runtimes.base import Runtime, WeightSwappable
+from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.store import Scenario, Store
+
+if TYPE_CHECKING:  # the harness parts load git; only a harness recipe (which imports them itself) needs them
+    from reef_daemon.harness.host import HarnessHost
+    from reef_daemon.harness.progress import RequestProgress
+
+__all__ = [
+    "BadRequest",
+    "Conflict",
+    "Eligible",
+    "HarnessRecipe",
+    "Ineligible",
+    "NotFound",
+    "Recipe",
+    "ReefError",
+    "Runtime",
+    "Scenario",
+    "Settings",
+    "SettingsError",
+    "StepOutcome",
+    "Store",
+    "TokenGate",
+    "Unsupported",
+    "Verdict",
+    "WeightSwappable",
+]
+
+
+@dataclass(frozen=True)
+class Eligible:
+    """The record is a unit the recipe will train on: it waits for a full batch, then goes to `step`."""
+
+
+@dataclass(frozen=True)
+class Ineligible:
+    """The record will never be trained on. `reason` is stored, and counted per reason in `/reef/status`."""
+
+    reason: str
+
+
+Verdict = Eligible | Ineligible
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What a step (or a promote or rollback) produced; the daemon commits it as the scenario's next step.
+
+    Attributes:
+        result: `selected` (a release now serves), `pending` (a release waits for a person's promote),
+            `rejected` (a candidate was made and refused) or `skipped` (nothing was made).
+        metrics: JSON-serialisable facts about the step, shown with it (`reason` is shown as the why).
+        release_id: the release the step made or now serves, if any.
+        parent_release_id: the release it was built on, if any.
+        request_id: the change request (a `train` record) the step answered, if any.
+        also_consumed: records the step used besides its units (the rollouts a report scored); they are never
+            handed to a step again.
+    """
+
+    result: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    release_id: str | None = None
+    parent_release_id: str | None = None
+    request_id: str | None = None
+    also_consumed: tuple[str, ...] = ()
+
+
+class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself is the `record` recipe
+    """Base of every recipe. As it stands it records traffic and never trains; override what the recipe does.
+
+    Class attributes:
+        name: the recipe's name, stored with each scenario it serves.
+        default_training_mode: a new scenario's mode: `auto` (scores start steps), `manual` (only change
+            requests do) or `hybrid` (both).
+        consumes: the record types the recipe learns from (`report`, `train`); empty means it never trains.
+        profile: settings the recipe changes from reef's defaults, e.g. `{"reef.port": 8901}`; anything the user
+            sets wins.
+    """
+
+    name: ClassVar[str] = "recipe"
+    default_training_mode: ClassVar[str] = "auto"
+    consumes: ClassVar[tuple[str, ...]] = ()
+    profile: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, settings: Settings) -> None:
+        """Build the recipe; nothing is open or listening yet.
+
+        Args:
+            settings: the daemon's settings, the recipe's profile applied.
+
+        Raises:
+            SettingsError: a setting the recipe cannot work with; `reef serve` prints it and exits.
+        """
+        self.settings = settings
+        # How many eligible units `step` receives at once.
+        self.batch_size = 1
+
+    @property
+    def trains(self) -> bool:
+        """Whether the recipe learns at all (it consumes some record type)."""
+        return bool(self.consumes)
+
+    async def start(self, store: Store, runtime: Runtime) -> None:  # noqa: B027 - optional
+        """Open what the recipe needs, before the first record is judged.
+
+        Args:
+            store: the daemon's open store (scenarios, records, steps).
+            runtime: the started runtime that serves the model; a recipe that swaps weights checks
+                `isinstance(runtime, WeightSwappable)`.
+
+        Raises:
+            SettingsError: the recipe cannot run with this runtime; the daemon does not start.
+        """
+
+    def listening(self, url: str, gate: TokenGate) -> None:  # noqa: B027 - optional
+        """The daemon now accepts connections.
+
+        Args:
+            url: the daemon's loopback URL, for processes the recipe starts itself.
+            gate: lends short-lived model-call tokens to those processes (`with gate.lend() as token`).
+        """
+
+    async def close(self) -> None:  # noqa: B027 - optional
+        """Release what `start` opened; called after the HTTP server and the recipe worker stopped."""
+
+    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+        """Decide whether a record is a unit to train on. Called once per record, in sequence order.
+
+        Args:
+            scenario: the record's scenario.
+            record: the full row. A report's row also carries `referenced`: the full rows of the records it
+                references, each with `consumed_by` (the step that consumed it, or None).
+
+        Returns:
+            `Eligible()`, or `Ineligible(reason)`.
+        """
+        return Ineligible(f"the {self.name} recipe does not train")
+
+    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+        """Train on one batch of eligible units.
+
+        Args:
+            scenario: the units' scenario.
+            units: `batch_size` rows `judge` found eligible, oldest first.
+
+        Returns:
+            What the step produced; the daemon commits it with the units as consumed.
+
+        Raises:
+            Exception: any error makes the step a `skipped` one that still consumes the units (so a bad unit is
+                never retried forever); the error is shown in `/reef/status`.
+        """
+        raise Unsupported(f"the {self.name} recipe does not train")
+
+    def current_release(self, scenario: str) -> str | None:
+        """The release this scenario serves now, if the recipe publishes releases.
+
+        Args:
+            scenario: the scenario's name.
+
+        Returns:
+            The release id, or None.
+        """
+        return None
+
+    async def promote(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        """Serve a release that waits for review (a `pending` step's).
+
+        Args:
+            scenario: the scenario.
+            release_id: the release to serve.
+
+        Returns:
+            The outcome committed as a `promote` step.
+
+        Raises:
+            ReefError: a subclass (`NotFound`, `Conflict`, `BadRequest`) answers the person's request with its
+                status and message; the default raises `Unsupported` (501).
+        """
+        raise Unsupported(f"the {self.name} recipe has no releases to promote")
+
+    async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
+        """Serve an earlier release again. History is never rewritten: this is a new step.
+
+        Args:
+            scenario: the scenario.
+            release_id: the release to serve again.
+
+        Returns:
+            The outcome committed as a `rollback` step.
+
+        Raises:
+            ReefError: as for `promote`; the default raises `Unsupported` (501).
+        """
+        raise Unsupported(f"the {self.name} recipe has no releases to roll back to")
+
+    async def describe_releases(self, scenario: Scenario, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows `GET /reef/scenarios/{s}/releases` lists.
+
+        Args:
+            scenario: the scenario.
+            steps: its committed steps, newest first.
+
+        Returns:
+            The rows to list; by default the steps as they are.
+        """
+        return steps
+
+    def status(self) -> dict[str, Any]:
+        """What `/reef/status` shows under `recipe`: at least `name` and `trains`."""
+        return {"name": self.name, "trains": self.trains}
+
+
+class HarnessRecipe(Recipe):
+    """A recipe that evolves an agent harness: the harness routes (`/reef/harness*`, `/reef/train`,
+    `/reef/requests/{id}`) serve only when the deployment's recipe is one; otherwise they answer 501.
+
+    Its parts are the daemon's: `reef_daemon.harness.host.HarnessHost(state_dir, adapter)` keeps the releases
+    (opened with the store in `start`), `reef_daemon.harness.progress.RequestProgress(store)` the requests'
+    progress, and `reef_daemon.harness.admission.admit` is the check every proposed change must pass.
+    """
+
+    @property
+    @abstractmethod
+    def harness(self) -> HarnessHost:
+        """The deployment's harness: its adapter, its release repository and the served release of each scenario.
+
+        Returns:
+            A `HarnessHost` the recipe built and opened in `start`.
+        """
+
+    @property
+    @abstractmethod
+    def progress(self) -> RequestProgress:
+        """Where each change request stands, for `GET /reef/requests/{id}`.
+
+        Returns:
+            The `RequestProgress` the recipe writes to while a step works on a request.
+
+        Raises:
+            RuntimeError: before `start`.
+        """
