@@ -73,6 +73,7 @@ def insert(record_id: str, then_fail: Exception | None = None) -> Operation[int]
 
 
 def broken_sql(context: WriteContext) -> None:
+    """A database error in an operation expected never to fail, as a schema the code does not match would give."""
     context.conn.execute("INSERT INTO no_such_table VALUES (1)")
 
 
