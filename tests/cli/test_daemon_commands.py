@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from reef_cli.app import app
 from reef_cli.discovery import DEFAULT_URL, find_daemon
 from reef_cli.state import process_alive
-from tests.support.cli_testing import REEF, clean_env, run_reef, start_daemon, wait_until
+from tests.support.cli_testing import REEF, clean_env, run_reef, start_daemon
+from tests.support.waiting import eventually_sync
 
 
 def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +57,7 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
             assert shown in table.stdout
     finally:
         daemon.stop()
-    wait_until(lambda: not process_alive(pid), "the daemon to exit")
+    eventually_sync(lambda: not process_alive(pid), 60, "the daemon to exit")
     assert not (tmp_path / ".reef" / "daemon.pid").exists()
     assert "reef: stopped" in (tmp_path / ".reef" / "daemon.log").read_text()
 
@@ -135,8 +136,8 @@ def test_a_recipe_profile_daemon_is_found_and_stopped_from_its_directory(tmp_pat
     )
     try:
         state = tmp_path / ".reef" / "reefine"
-        url = wait_until(
-            lambda: (state / "daemon.url").exists() and (state / "daemon.url").read_text().strip(), "a URL"
+        url = eventually_sync(
+            lambda: (state / "daemon.url").exists() and (state / "daemon.url").read_text().strip(), 60, "a URL"
         )
         assert (state / "daemon.pid").read_text().strip() == str(serving.pid)
         status = run_reef(tmp_path, clean_env(), "status", "--json")

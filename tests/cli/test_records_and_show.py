@@ -17,7 +17,8 @@ from rich.console import Console
 from typer.testing import Result
 
 from reef_cli.render.record import record_view
-from tests.support.cli_testing import REEF, Daemon, wait_until
+from tests.support.cli_testing import REEF, Daemon
+from tests.support.waiting import eventually_sync
 
 Cli = Callable[..., Result]
 
@@ -83,9 +84,9 @@ def test_follow_prints_a_record_made_after_it_started(daemon: Daemon, as_json: b
         readers[-1].start()
     seen: list[str] = []
     try:
-        wait_until(lambda: before in _drain(out, seen), "the existing record to be listed")
+        eventually_sync(lambda: before in _drain(out, seen), 60, "the existing record to be listed")
         after = daemon.chat(scenario, question="made while following")
-        wait_until(lambda: after in _drain(out, seen), "the new record to be followed")
+        eventually_sync(lambda: after in _drain(out, seen), 60, "the new record to be followed")
         follower.send_signal(signal.SIGINT)
         assert follower.wait(timeout=60) == 0
     finally:

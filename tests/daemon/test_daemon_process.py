@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.reef_testing import CHAT
+from tests.support.waiting import eventually
 
 REEF = [sys.executable, "-m", "reef_cli"]
 
@@ -44,17 +45,22 @@ class DaemonProcess:
         )
 
     async def ready(self, session: aiohttp.ClientSession) -> None:
-        for _ in range(300):
+        async def health() -> str:
             if self.process.poll() is not None:
-                raise AssertionError(f"reef exited early:\n{self.output()}")
+                return "exited"
             try:
                 async with session.get(self.url + "/healthz") as response:
-                    if response.status == 200:
-                        return
+                    return "ready" if response.status == 200 else f"HTTP {response.status}"
             except aiohttp.ClientConnectionError:
-                pass
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"reef did not become ready:\n{self.output()}")
+                return "not listening"
+
+        try:
+            state = await eventually(
+                health, 60, "reef to answer /healthz", satisfied=lambda s: s in ("ready", "exited")
+            )
+        except AssertionError as slow:
+            raise AssertionError(f"{slow}\n{self.output()}") from None
+        assert state == "ready", f"reef exited early:\n{self.output()}"
 
     def output(self) -> str:
         if not self.log.closed:
@@ -75,18 +81,6 @@ async def upstream() -> AsyncIterator[str]:
     await server.start_server()
     yield str(server.make_url("")).rstrip("/")
     await server.close()
-
-
-async def wait_for(predicate: object, what: str, seconds: float = 15) -> None:
-    assert callable(predicate)
-    for _ in range(int(seconds / 0.05)):
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_banner_reload_and_clean_shutdown(tmp_path: Path, upstream: str) -> None:
@@ -117,9 +111,9 @@ async def test_banner_reload_and_clean_shutdown(tmp_path: Path, upstream: str) -
         config.write_text(
             config.read_text().replace("first-token", "second-token").replace("[reef]\n", "[reef]\nmax-body-mb = 8\n")
         )
-        await wait_for(accepts_second_token, "the new token to be accepted")
+        await eventually(accepts_second_token, 60, "the new token to be accepted")
         assert await status_with("first-token") == 401
-        await wait_for(lambda: "restart reef to apply" in daemon.output(), "the restart notice")
+        await eventually(lambda: "restart reef to apply" in daemon.output(), 60, "the restart notice")
         assert "reef.max-body-mb" in daemon.output() and "second-token" not in daemon.output()
 
         # Ctrl-C during a slow stream: the stream finishes with its receipt, then the daemon exits cleanly.
@@ -173,7 +167,7 @@ async def test_kill_9_under_load_loses_no_receipt(tmp_path: Path, upstream: str)
     async with aiohttp.ClientSession() as session:
         await daemon.ready(session)
         workers = [asyncio.create_task(client(session, n)) for n in range(16)]
-        await wait_for(lambda: len(receipts) >= 300, "300 receipts under load", seconds=60)
+        await eventually(lambda: len(receipts) >= 300, 120, "300 receipts under load")
         daemon.process.kill()  # kill -9 while requests are in flight
         daemon.stop()
         stop.set()

@@ -3,11 +3,11 @@ a restart resumes without training anything twice."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tests.support import counting_recipe
 from tests.support.reef_testing import CHAT, Reef, StartReef
+from tests.support.waiting import eventually
 
 RECIPE = "tests.support.counting_recipe:CountingRecipe"
 
@@ -27,15 +27,6 @@ async def training(reef: Reef) -> dict[str, Any]:
     return dict(status["training"]["scenarios"].get("demo", {}))
 
 
-async def until(reef: Reef, predicate: Any) -> dict[str, Any]:
-    for _ in range(200):
-        state = await training(reef)
-        if state and predicate(state):
-            return state
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"training never reached the expected state: {await training(reef)}")
-
-
 async def test_batches_steps_and_ineligible_reasons(start_reef: StartReef) -> None:
     counting_recipe.STEPS_TAKEN.clear()
     reef = await start_reef(recipe=RECIPE)
@@ -43,12 +34,17 @@ async def test_batches_steps_and_ineligible_reasons(start_reef: StartReef) -> No
     await report(reef, {"feedback": "no score here", "references": [first]})
     await report(reef, {"score": 1, "references": [first, second]})
     await report(reef, {"score": 1, "references": [first]})
-    state = await until(reef, lambda s: s["waiting_units"] == 1)
+    state = await eventually(
+        lambda: training(reef),
+        60,
+        "one unit waiting for a step",
+        satisfied=lambda s: s.get("waiting_units") == 1,
+    )
     assert state["steps"] == 0
     assert state["ineligible"] == {"the report has no score": 1, "the report must reference exactly one receipt": 1}
 
     await report(reef, {"score": 0, "references": [second]})
-    state = await until(reef, lambda s: s["steps"] == 1)
+    state = await eventually(lambda: training(reef), 60, "one step", satisfied=lambda s: s.get("steps") == 1)
     assert state["last_step"]["metrics"]["mean_reward"] == 0.5
     assert state["waiting_units"] == 0
     assert len(counting_recipe.STEPS_TAKEN) == 1
@@ -59,7 +55,12 @@ async def test_batches_steps_and_ineligible_reasons(start_reef: StartReef) -> No
     assert row["consumed"] == counting_recipe.STEPS_TAKEN[0]
 
     await report(reef, {"score": 1, "references": [third]})  # one waiting unit left over
-    await until(reef, lambda s: s["waiting_units"] == 1)
+    await eventually(
+        lambda: training(reef),
+        60,
+        "one unit waiting for a step",
+        satisfied=lambda s: s.get("waiting_units") == 1,
+    )
 
 
 async def test_restart_resumes_without_training_twice(start_reef: StartReef) -> None:
@@ -68,12 +69,17 @@ async def test_restart_resumes_without_training_twice(start_reef: StartReef) -> 
     receipts = [await receipt(reef) for _ in range(3)]
     for number in receipts:
         await report(reef, {"score": 1, "references": [number]})
-    await until(reef, lambda s: s["steps"] == 1 and s["waiting_units"] == 1)
+    await eventually(
+        lambda: training(reef),
+        60,
+        "one step and one unit waiting",
+        satisfied=lambda s: s.get("steps") == 1 and s.get("waiting_units") == 1,
+    )
     await reef.server.close()
 
     again = await start_reef(recipe=RECIPE)  # same state directory
     await report(again, {"score": 0, "references": [receipts[0]]})  # a retrained-looking report of the same receipt
-    state = await until(again, lambda s: s["steps"] == 2)
+    state = await eventually(lambda: training(again), 60, "a second step", satisfied=lambda s: s.get("steps") == 2)
     consumed = [set(step) for step in counting_recipe.STEPS_TAKEN]
     assert len(consumed) == 2 and not consumed[0] & consumed[1]
     assert state["waiting_units"] == 0
@@ -83,7 +89,7 @@ async def test_a_failing_step_is_consumed_as_skipped(start_reef: StartReef) -> N
     reef = await start_reef(recipe=RECIPE)
     for feedback in ("fine", "explode"):
         await report(reef, {"score": 1, "feedback": feedback, "references": [await receipt(reef)]})
-    state = await until(reef, lambda s: s["steps"] == 1)
+    state = await eventually(lambda: training(reef), 60, "one step", satisfied=lambda s: s.get("steps") == 1)
     assert state["last_step"]["result"] == "skipped"
     assert "the step blew up" in state["last_step"]["metrics"]["error"]
     assert "the step blew up" in state["error"]
@@ -95,7 +101,7 @@ async def test_rollback_is_committed_as_a_step_of_its_own(start_reef: StartReef)
     reef = await start_reef(recipe=RECIPE)
     for _ in range(2):
         await report(reef, {"score": 1, "references": [await receipt(reef)]})
-    await until(reef, lambda s: s["steps"] == 1)
+    await eventually(lambda: training(reef), 60, "one step", satisfied=lambda s: s.get("steps") == 1)
     response = await reef.post("/reef/scenarios/demo/rollback", {"release_id": "weights-x"}, scenario=None)
     assert response.status == 200, await response.text()
     step = await response.json()

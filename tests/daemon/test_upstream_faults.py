@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 
 import anthropic
@@ -11,6 +10,7 @@ import pytest
 
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.reef_testing import CHAT, Reef, StartReef
+from tests.support.waiting import eventually
 
 
 async def only_record(reef: Reef) -> dict[str, object]:
@@ -109,11 +109,7 @@ async def test_client_disconnect_mid_stream_is_recorded(start_reef: StartReef) -
     response = await reef.post("/v1/chat/completions", {**CHAT, "stream": True})
     await response.content.readany()
     response.close()  # the client walks away after the first bytes
-    for _ in range(200):
-        rows = await reef.records()
-        if rows:
-            break
-        await asyncio.sleep(0.02)
+    rows = await eventually(reef.records, 60, "the abandoned stream's record")
     record = await reef.record(str(rows[0]["id"]))
     assert record["complete"] is False and record["error"] == "client disconnected"
     await still_serving(reef)

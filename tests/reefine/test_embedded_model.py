@@ -3,7 +3,6 @@ and its progress shows each phase."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import aiohttp
@@ -11,6 +10,7 @@ from aiohttp.test_utils import TestServer
 
 from reef_daemon.app import create_app
 from reef_daemon.settings import load_settings
+from tests.support.waiting import eventually
 
 
 async def test_a_request_settles_on_the_embedded_model(embedded_models: Path, tmp_path: Path) -> None:
@@ -32,14 +32,15 @@ async def test_a_request_settles_on_the_embedded_model(embedded_models: Path, tm
             async with session.post(f"{base}/reef/train", json={"text": text}, headers=headers) as filed:
                 assert filed.status == 202, await filed.text()
                 request_id = (await filed.json())["agent_record_id"]
-            progress: dict[str, object] = {}
-            for _ in range(1200):
+
+            async def progress_now() -> dict[str, object]:
                 async with session.get(f"{base}/reef/requests/{request_id}", headers=headers) as answer:
-                    progress = await answer.json()
-                if progress["state"] == "settled":
-                    break
-                await asyncio.sleep(0.25)
-            assert progress["state"] == "settled", progress
+                    shown: dict[str, object] = await answer.json()
+                    return shown
+
+            progress = await eventually(
+                progress_now, 300, "the request to settle", satisfied=lambda now: now["state"] == "settled"
+            )
             assert progress["result"] in ("selected", "pending", "rejected", "skipped")
             lines = " ".join(str(item) for item in progress["activity"])  # type: ignore[attr-defined]
             assert "plan" in lines and "attempt 1" in lines and "decided" in lines

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from tests.support.fake_proposer_model import answer, review, skill
 from tests.support.reefine_testing import Reefine, StartReefine
+from tests.support.waiting import eventually
 
 EXTENSION = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
 
@@ -129,22 +129,22 @@ async def test_low_scores_become_one_skill_in_hybrid_mode_only(reefine: Reefine)
     async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
         receipt = sent.headers["x-reef-agent-record-id"]
     await reefine.ok("POST", "/reef/report", {"score": 0, "references": [receipt]})  # manual: kept, no step
-    for _ in range(200):
-        training = (await reefine.ok("GET", "/reef/status"))["training"]["scenarios"].get("harness", {})
-        if training.get("ineligible"):
-            break
-        await asyncio.sleep(0.02)
+    status = await eventually(
+        lambda: reefine.ok("GET", "/reef/status"),
+        60,
+        "the low score to be judged",
+        satisfied=lambda shown: shown["training"]["scenarios"].get("harness", {}).get("ineligible"),
+    )
+    training = status["training"]["scenarios"]["harness"]
     assert list(training["ineligible"]) == ["manual mode: scores are kept, only change requests start a step"]
     await reefine.ok("POST", "/reef/scenarios/harness/update", {"training_mode": "hybrid"})
     async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
         second = sent.headers["x-reef-agent-record-id"]
     reefine.model.script("failure-skill", json.dumps(skill("answer-fully", "# Answer fully\nGive the reason too.")))
     await reefine.ok("POST", "/reef/report", {"score": 0.1, "references": [second]})
-    for _ in range(200):
-        rows = await reefine.releases()
-        if len(rows) > 1:
-            break
-        await asyncio.sleep(0.02)
+    rows = await eventually(
+        reefine.releases, 60, "a release of the low score's skill", satisfied=lambda rows: len(rows) > 1
+    )
     assert (rows[0]["version"], rows[0]["result"], rows[0]["request"]) == ("v1", "selected", None)
     assert rows[0]["consumed"][-1] == second
     assert "Trace 1 (score 0.1)" in reefine.model.seen("failure-skill")[0]

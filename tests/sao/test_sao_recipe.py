@@ -3,25 +3,26 @@ request, nothing trains twice, restarts resume from the last checkpoint, and rol
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from recipes.sao.recipe import SaoRecipe
 from recipes.sao.rollout import Rollout, judge_report
+from tests.support.waiting import eventually
 from tests.support.weight_testing import StartWeightReef, WeightReef
 
 QUESTION = "Name a colour of the sky."
 
 
 async def steps_reach(reef: WeightReef, count: int) -> dict[str, Any]:
-    for _ in range(600):
-        state = await reef.training()
-        if state and state["steps"] >= count and state["running_since"] is None:
-            return state
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"training never reached {count} steps: {await reef.training()}")
+    """Training's state once `count` steps are committed and none is running."""
+    return await eventually(
+        reef.training,
+        120,
+        f"training to reach {count} steps",
+        satisfied=lambda state: state.get("steps", 0) >= count and state["running_since"] is None,
+    )
 
 
 def rollout_of(reef: WeightReef, record: dict[str, Any]) -> Rollout:
@@ -67,8 +68,9 @@ async def test_a_scored_rollout_trains_a_step_and_the_next_answer_uses_new_weigh
     assert next_record["release"] == served_by
 
     await reef.report({"score": score, "references": [receipt]})  # the same rollout again
-    await asyncio.sleep(0.5)
-    state = await reef.training()
+    state = await eventually(
+        reef.training, 60, "the second report to be judged", satisfied=lambda s: s.get("ineligible")
+    )
     assert state["steps"] == 1
     assert state["ineligible"] == {"the rollout was already trained on": 1}
 
@@ -89,11 +91,9 @@ async def test_ineligible_reports_are_kept_with_their_reason(start_weight_reef: 
     await reef.report({"score": 1, "references": [first]})  # eligible: trains, and moves the weights on
     await steps_reach(reef, 1)
     await reef.report({"score": 1, "references": [second]})  # now a version behind, with max-staleness 0
-    for _ in range(100):
-        state = await reef.training()
-        if sum(state["ineligible"].values()) == 4:
-            break
-        await asyncio.sleep(0.1)
+    state = await eventually(
+        reef.training, 60, "four ineligible reports", satisfied=lambda s: sum(s.get("ineligible", {}).values()) == 4
+    )
     assert state["ineligible"] == {
         "the report has no score": 1,
         "the report must reference exactly one inference record": 1,
@@ -122,8 +122,7 @@ async def test_restart_resumes_from_the_checkpoint_and_rollback_restores_one(
     assert again.daemon.recipe.current_release("toy") == checkpoint
     assert policy_logprob(again, rollout) == pytest.approx(trained_logprob, abs=1e-4)
     await again.report({"score": 1.0, "references": [receipt]})  # consumed before the restart
-    await asyncio.sleep(0.5)
-    state = await again.training()
+    state = await eventually(again.training, 60, "the report to be judged", satisfied=lambda s: s.get("ineligible"))
     assert state["steps"] == 1 and state["ineligible"] == {"the rollout was already trained on": 1}
 
     releases = (await again.client.get("/reef/scenarios/toy/releases")).json()["releases"]
@@ -152,10 +151,7 @@ async def test_reef_show_says_what_training_made_of_each_report(start_weight_ree
     await reef.report({"score": 1.0, "references": [receipt]})
     await steps_reach(reef, 1)
     feedback_only = await reef.report({"feedback": "no number", "references": [receipt]})
-    for _ in range(100):
-        if (await reef.training())["ineligible"]:
-            break
-        await asyncio.sleep(0.1)
+    await eventually(reef.training, 60, "the feedback to be judged", satisfied=lambda s: s.get("ineligible"))
     console = Console(width=200, record=True)
     console.print(record_view(await reef.record(receipt)))
     shown = console.export_text()

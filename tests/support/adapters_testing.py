@@ -16,6 +16,7 @@ import httpx
 
 from tests.support.agent_upstream import AgentUpstream
 from tests.support.cli_testing import clean_env, run_reef
+from tests.support.waiting import eventually_sync
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_BIN = [REPO / ".tools" / "node_modules" / ".bin", Path(sys.executable).parent]
@@ -90,13 +91,14 @@ class Reefine:
 
         self.upstream.proposer.script("answer", answer(f"A skill.\n\nHow to use: ask for {name}.", skill(name, text)))
         filed = self.call("POST", "/reef/train", {"text": f"add a {name} skill"})
-        for _ in range(600):
-            progress: dict[str, Any] = self.call("GET", f"/reef/requests/{filed['agent_record_id']}")
-            if progress["state"] == "settled":
-                assert progress["result"] == "selected", progress
-                return progress
-            subprocess.run(["sleep", "0.05"], check=True)
-        raise AssertionError(f"the request never settled: {progress}")
+        progress: dict[str, Any] = eventually_sync(
+            lambda: self.call("GET", f"/reef/requests/{filed['agent_record_id']}"),
+            60,
+            f"the request to add a {name} skill to settle",
+            satisfied=lambda request: request["state"] == "settled",
+        )
+        assert progress["result"] == "selected", progress
+        return progress
 
 
 def start_reefine(

@@ -1,5 +1,5 @@
 """What the CLI tests share, and the TUI tests through tui_testing: a fake model on a thread of its own, a daemon
-run with `reef start`, running `reef` as a subprocess, and polling until something holds."""
+run with `reef start`, and running `reef` as a subprocess."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,16 +19,6 @@ from aiohttp import web
 
 REEF = [sys.executable, "-m", "reef_cli"]
 CHAT = {"model": "fake-model", "messages": [{"role": "user", "content": "What is the capital of France?"}]}
-
-
-def wait_until(condition: Callable[[], Any], what: str, attempts: int = 600, pause_s: float = 0.05) -> Any:
-    """Poll `condition` until it returns something truthy; fail naming `what` after `attempts` tries."""
-    for _ in range(attempts):
-        value = condition()
-        if value:
-            return value
-        time.sleep(pause_s)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 class ModelThread:

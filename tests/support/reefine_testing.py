@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +10,7 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 
 from tests.support.fake_proposer_model import FakeProposerModel
+from tests.support.waiting import eventually
 
 SCENARIO = "harness"
 
@@ -44,12 +44,14 @@ class Reefine:
         return str(answer["agent_record_id"])
 
     async def settled(self, request_id: str) -> dict[str, Any]:
-        for _ in range(500):
-            progress: dict[str, Any] = await self.ok("GET", f"/reef/requests/{request_id}")
-            if progress["state"] == "settled":
-                return progress
-            await asyncio.sleep(0.02)
-        raise AssertionError(f"request never settled: {progress}")
+        """The request's progress once it has settled."""
+        progress: dict[str, Any] = await eventually(
+            lambda: self.ok("GET", f"/reef/requests/{request_id}"),
+            60,
+            f"request {request_id} to settle",
+            satisfied=lambda request: request["state"] == "settled",
+        )
+        return progress
 
     async def releases(self) -> list[dict[str, Any]]:
         return list((await self.ok("GET", f"/reef/scenarios/{SCENARIO}/releases"))["releases"])

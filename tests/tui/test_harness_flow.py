@@ -19,7 +19,8 @@ from reef_tui.screens.new_request import NewRequestScreen
 from reef_tui.screens.requests import RequestsScreen
 from reef_tui.screens.versions import VersionsScreen
 from tests.support.fake_proposer_model import FakeProposerModel, answer
-from tests.support.tui_testing import Daemon, until
+from tests.support.tui_testing import Daemon
+from tests.support.waiting import eventually
 
 EXTENSION = {"id": "notify", "kind": "extension", "config": {"name": "notify", "code": "export default () => {}\n"}}
 
@@ -31,51 +32,67 @@ async def test_a_request_settles_and_its_version_is_promoted(
     model.script("answer", answer("Notify when done.\n\nHow to use: it notifies by itself.", EXTENSION))
     app = ReefApp(reefine_daemon.url, scenario="harness")
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
         await pilot.press("e")
-        requests = await until(pilot, lambda: isinstance(app.screen, RequestsScreen) and app.screen, "requests")
+        requests = await eventually(
+            lambda: isinstance(app.screen, RequestsScreen) and app.screen, 60, "requests", pause=pilot.pause
+        )
         await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, NewRequestScreen), "the request box")
+        await eventually(lambda: isinstance(app.screen, NewRequestScreen), 60, "the request box", pause=pilot.pause)
         await pilot.press(*"notify me when done", "enter")
 
         def settled() -> dict[str, Any] | None:
             done = [p for p in requests.progress.values() if p.get("state") == "settled"]
             return done[0] if done else None
 
-        progress = await until(pilot, settled, "the request to settle on screen")
+        progress = await eventually(settled, 60, "the request to settle on screen", pause=pilot.pause)
         assert (progress["result"], progress["version"]) == ("pending", "v1")
         assert progress["how_to_use"] == "it notifies by itself."
 
         await pilot.press("v")
-        versions = await until(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen, "versions")
-        await until(pilot, lambda: versions.query_one(DataTable).row_count == 2, "v1 and v0 listed")
+        versions = await eventually(
+            lambda: isinstance(app.screen, VersionsScreen) and app.screen, 60, "versions", pause=pilot.pause
+        )
+        await eventually(
+            lambda: versions.query_one(DataTable).row_count == 2, 60, "v1 and v0 listed", pause=pilot.pause
+        )
         assert versions.releases[next(iter(versions.releases))]["pending"] is True
         await pilot.press("d")
         view = versions.query_one("#version-view", Static)
-        diff = await until(pilot, lambda: isinstance(view.content, Syntax) and view.content, "the diff")
+        diff = await eventually(
+            lambda: isinstance(view.content, Syntax) and view.content, 60, "the diff", pause=pilot.pause
+        )
         assert "+++ b/pi-agent/extensions/notify.ts" in diff.code
 
         await pilot.press("p")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await eventually(lambda: isinstance(app.screen, ConfirmScreen), 60, "the confirmation", pause=pilot.pause)
         await pilot.press("y")
         releases = lambda: reefine_daemon.get("/reef/scenarios/harness/releases")["releases"]  # noqa: E731
-        head = await until(pilot, lambda: releases()[0]["operation"] == "promote" and releases()[0], "the promote")
+        head = await eventually(
+            lambda: releases()[0]["operation"] == "promote" and releases()[0], 60, "the promote", pause=pilot.pause
+        )
         assert (head["version"], head["current"]) == ("v2", True)
-        await until(pilot, lambda: versions.query_one(DataTable).row_count == 3, "the promoted version listed")
+        await eventually(
+            lambda: versions.query_one(DataTable).row_count == 3, 60, "the promoted version listed", pause=pilot.pause
+        )
 
 
 async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_daemon: Daemon) -> None:
     app = ReefApp(reefine_daemon.url, scenario="harness")
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
         await pilot.press("e")
-        requests = await until(pilot, lambda: isinstance(app.screen, RequestsScreen) and app.screen, "requests")
+        requests = await eventually(
+            lambda: isinstance(app.screen, RequestsScreen) and app.screen, 60, "requests", pause=pilot.pause
+        )
         table = requests.query_one(DataTable)
         for text in ("ask for tests first", "ask for short commits"):
             await pilot.press("n")
-            await until(pilot, lambda: isinstance(app.screen, NewRequestScreen), "the request box")
+            await eventually(lambda: isinstance(app.screen, NewRequestScreen), 60, "the request box", pause=pilot.pause)
             await pilot.press(*text, "enter")
-            await until(pilot, lambda t=text: any(p.get("text") == t for p in requests.progress.values()), text)
+            await eventually(
+                lambda t=text: any(p.get("text") == t for p in requests.progress.values()), 60, text, pause=pilot.pause
+            )
         assert table.get_row_at(0)[4] == "ask for short commits"
         assert table.get_row_at(1)[4] == "ask for tests first"
         assert table.row_count == len(requests.progress)
@@ -87,24 +104,31 @@ async def test_a_version_is_installed_from_the_versions_screen(
     monkeypatch.setenv("HOME", str(tmp_path))  # the install writes ~/reef-harness/harness and ~/.local/bin
     app = ReefApp(reefine_daemon.url, scenario="harness")
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
         await pilot.press("v")
-        versions = await until(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen, "versions")
+        versions = await eventually(
+            lambda: isinstance(app.screen, VersionsScreen) and app.screen, 60, "versions", pause=pilot.pause
+        )
         table = versions.query_one(DataTable)
-        await until(pilot, lambda: table.row_count >= 1, "a version listed")
+        await eventually(lambda: table.row_count >= 1, 60, "a version listed", pause=pilot.pause)
         keys = [str(row.key.value) for row in table.ordered_rows]
         chosen = next(key for key in keys if versions.releases[key].get("release_id"))  # v0 at least
         table.move_cursor(row=keys.index(chosen))
 
         await pilot.press("i")
-        dialog = await until(pilot, lambda: isinstance(app.screen, InstallScreen) and app.screen, "the dialog")
+        dialog = await eventually(
+            lambda: isinstance(app.screen, InstallScreen) and app.screen, 60, "the dialog", pause=pilot.pause
+        )
         adapters = dialog.query_one(OptionList)
-        await until(pilot, lambda: adapters.option_count == 3, "the three adapters")
+        await eventually(lambda: adapters.option_count == 3, 60, "the three adapters", pause=pilot.pause)
         adapters.highlighted = next(i for i in range(3) if adapters.get_option_at_index(i).id == "pi")
         await pilot.press("enter")
         log = dialog.query_one("#install-log", Static)
-        said = await until(
-            pilot, lambda: str(log.content).startswith(("installed", "the install")) and log.content, "the end"
+        said = await eventually(
+            lambda: str(log.content).startswith(("installed", "the install")) and log.content,
+            60,
+            "the end",
+            pause=pilot.pause,
         )
         assert str(said).startswith("installed"), said
 
@@ -112,4 +136,9 @@ async def test_a_version_is_installed_from_the_versions_screen(
         assert sidecar["release_id"] == versions.releases[chosen]["release_id"] and sidecar["adapter"] == "pi"
         assert (tmp_path / ".local" / "bin" / "reef-pi").exists()
         await pilot.press("escape")
-        await until(pilot, lambda: versions.releases[chosen].get("installed") is True, "the version marked installed")
+        await eventually(
+            lambda: versions.releases[chosen].get("installed") is True,
+            60,
+            "the version marked installed",
+            pause=pilot.pause,
+        )

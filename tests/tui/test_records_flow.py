@@ -9,7 +9,8 @@ from reef_tui import ReefApp
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.widgets.record_list import RecordList
-from tests.support.tui_testing import Daemon, until
+from tests.support.tui_testing import Daemon
+from tests.support.waiting import eventually
 
 
 def ids(app: ReefApp) -> list[str]:
@@ -19,9 +20,9 @@ def ids(app: ReefApp) -> list[str]:
 async def test_a_new_record_appears_without_a_keypress(daemon: Daemon) -> None:
     app = ReefApp(daemon.url)
     async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: app.connected, "the daemon to answer")
+        await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
         receipt = daemon.chat(question="Which city is the capital of France?")
-        await until(pilot, lambda: receipt in ids(app), "the new record in the list")
+        await eventually(lambda: receipt in ids(app), 60, "the new record in the list", pause=pilot.pause)
         assert ids(app)[0] == receipt
 
 
@@ -29,12 +30,14 @@ async def test_key_4_stores_a_report_and_moves_to_the_next_unscored(daemon: Daem
     older, newer = daemon.chat(), daemon.chat()
     app = ReefApp(daemon.url, scenario="demo")
     async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: ids(app)[:2] == [newer, older], "both records listed")
+        await eventually(lambda: ids(app)[:2] == [newer, older], 60, "both records listed", pause=pilot.pause)
         await pilot.press("4")
-        report = await until(pilot, lambda: _report_for(daemon, newer), "the daemon to list the report")
+        report = await eventually(
+            lambda: _report_for(daemon, newer), 60, "the daemon to list the report", pause=pilot.pause
+        )
         assert report["score"] == 0.75
         records = app.screen.query_one(RecordList)
-        await until(pilot, lambda: records.rows[0]["score"] == 0.75, "the row to show its score")
+        await eventually(lambda: records.rows[0]["score"] == 0.75, 60, "the row to show its score", pause=pilot.pause)
         assert records.current is not None and records.current["id"] == older
 
 
@@ -42,11 +45,11 @@ async def test_the_feedback_box_sends_text(daemon: Daemon) -> None:
     receipt = daemon.chat()
     app = ReefApp(daemon.url, scenario="demo")
     async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: ids(app) and ids(app)[0] == receipt, "the record listed")
+        await eventually(lambda: ids(app) and ids(app)[0] == receipt, 60, "the record listed", pause=pilot.pause)
         await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FeedbackScreen), "the feedback box")
+        await eventually(lambda: isinstance(app.screen, FeedbackScreen), 60, "the feedback box", pause=pilot.pause)
         await pilot.press(*"too long-winded", "enter")
-        await until(pilot, lambda: _report_for(daemon, receipt), "the feedback stored")
+        await eventually(lambda: _report_for(daemon, receipt), 60, "the feedback stored", pause=pilot.pause)
         detail = daemon.get(f"/reef/records/{receipt}")
         assert [report["feedback"] for report in detail["reports"]] == ["too long-winded"]
 
@@ -55,13 +58,19 @@ async def test_enter_opens_the_record_rendered_as_reef_show_does(daemon: Daemon)
     receipt = daemon.chat(question="Name the capital of France, please.")
     app = ReefApp(daemon.url, scenario="demo")
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: ids(app) and ids(app)[0] == receipt, "the record listed")
+        await eventually(lambda: ids(app) and ids(app)[0] == receipt, 60, "the record listed", pause=pilot.pause)
         await pilot.press("enter")
-        screen = await until(pilot, lambda: isinstance(app.screen, RecordDetailScreen) and app.screen, "the detail")
-        await until(pilot, lambda: screen.record is not None, "the record loaded")
+        screen = await eventually(
+            lambda: isinstance(app.screen, RecordDetailScreen) and app.screen, 60, "the detail", pause=pilot.pause
+        )
+        await eventually(lambda: screen.record is not None, 60, "the record loaded", pause=pilot.pause)
         await pilot.press("5")
-        await until(pilot, lambda: _report_for(daemon, receipt), "the score from the detail screen")
-        await until(pilot, lambda: (screen.record or {}).get("reports"), "the detail to show its report")
+        await eventually(
+            lambda: _report_for(daemon, receipt), 60, "the score from the detail screen", pause=pilot.pause
+        )
+        await eventually(
+            lambda: (screen.record or {}).get("reports"), 60, "the detail to show its report", pause=pilot.pause
+        )
 
 
 def _report_for(daemon: Daemon, receipt: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from reef_tui.widgets.metric_line import MetricLine
 from reef_tui.widgets.record_list import RecordList
 from reef_tui.widgets.request_view import RequestView
 from tests.support.tui_fixed import FixedClient, receipt
-from tests.support.tui_testing import until
+from tests.support.waiting import eventually
 
 SIZES = [(80, 24), (160, 48)]
 Prepare = Callable[[Pilot[Any]], Awaitable[None]]
@@ -50,44 +50,50 @@ def utc() -> Iterator[None]:
 
 
 async def records(pilot: Pilot[Any]) -> None:
-    await until(pilot, lambda: len(pilot.app.screen.query_one(RecordList).rows) > 20, "the fixed records")
-    await until(pilot, lambda: pilot.app.connected, "the status")
+    await eventually(
+        lambda: len(pilot.app.screen.query_one(RecordList).rows) > 20, 60, "the fixed records", pause=pilot.pause
+    )
+    await eventually(lambda: pilot.app.connected, 60, "the status", pause=pilot.pause)
 
 
 async def record_detail(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("down", "enter")
-    await until(pilot, lambda: getattr(pilot.app.screen, "record", None) is not None, "the record")
+    await eventually(lambda: getattr(pilot.app.screen, "record", None) is not None, 60, "the record", pause=pilot.pause)
     assert isinstance(pilot.app.screen, RecordDetailScreen)
 
 
 async def requests(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("e")
-    await until(pilot, lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 2, "two requests")
+    await eventually(
+        lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 2, 60, "two requests", pause=pilot.pause
+    )
     view = pilot.app.screen.query_one(RequestView)
-    await until(pilot, lambda: view.shown == receipt(500), "the newest request's progress")
+    await eventually(lambda: view.shown == receipt(500), 60, "the newest request's progress", pause=pilot.pause)
 
 
 async def versions(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("v")
-    await until(pilot, lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 3, "three versions")
+    await eventually(
+        lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 3, 60, "three versions", pause=pilot.pause
+    )
     await pilot.press("d")
     view = pilot.app.screen.query_one("#version-view", Static)
-    await until(pilot, lambda: isinstance(view.content, Syntax), "the diff")
+    await eventually(lambda: isinstance(view.content, Syntax), 60, "the diff", pause=pilot.pause)
 
 
 async def training(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("t")
-    await until(pilot, lambda: _sparks_filled(pilot), "the sparklines")
+    await eventually(lambda: _sparks_filled(pilot), 60, "the sparklines", pause=pilot.pause)
 
 
 async def help_page(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("question_mark")
-    await until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), "the help screen")
+    await eventually(lambda: isinstance(pilot.app.screen, HelpScreen), 60, "the help screen", pause=pilot.pause)
 
 
 def _rows(pilot: Pilot[Any]) -> int:

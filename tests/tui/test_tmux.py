@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.tui_testing import Daemon, wait_until
+from tests.support.tui_testing import Daemon
+from tests.support.waiting import eventually_sync
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 SESSION = "reef-tui-test"
@@ -34,15 +35,17 @@ def session(daemon: Daemon) -> Iterator[None]:
 
 def test_a_person_scores_with_one_key_and_quits(daemon: Daemon, session: None) -> None:
     receipt = daemon.chat(question="What is the capital of Italy?")
-    wait_until(lambda: "recipe record" in screen(), "the header line with the daemon's recipe", attempts=1200)
-    wait_until(lambda: "chat" in screen(), "the record in the list")
+    eventually_sync(
+        screen, 60, "the header line with the daemon's recipe", satisfied=lambda shown: "recipe record" in shown
+    )
+    eventually_sync(screen, 60, "the record in the list", satisfied=lambda shown: "chat" in shown)
     tmux("send-keys", "-t", SESSION, "4")
-    wait_until(lambda: daemon.get(f"/reef/records/{receipt}")["reports"], "the report from key 4")
-    wait_until(lambda: "0.75" in screen(), "the score in the row")
+    eventually_sync(lambda: daemon.get(f"/reef/records/{receipt}")["reports"], 60, "the report from key 4")
+    eventually_sync(screen, 60, "the score in the row", satisfied=lambda shown: "0.75" in shown)
     tmux("send-keys", "-t", SESSION, "?")
-    wait_until(lambda: "Everywhere" in screen(), "the help screen")
+    eventually_sync(screen, 60, "the help screen", satisfied=lambda shown: "Everywhere" in shown)
     tmux("send-keys", "-t", SESSION, "Escape")
-    wait_until(lambda: "Everywhere" not in screen(), "the help closed")
+    eventually_sync(screen, 60, "the help closed", satisfied=lambda shown: "Everywhere" not in shown)
     tmux("send-keys", "-t", SESSION, "q")
-    wait_until(lambda: subprocess.run(["tmux", "has-session", "-t", SESSION], capture_output=True).returncode != 0,
-               "the app to quit")  # fmt: skip
+    eventually_sync(lambda: subprocess.run(["tmux", "has-session", "-t", SESSION], capture_output=True).returncode != 0,
+                    60, "the app to quit")  # fmt: skip

@@ -1,0 +1,163 @@
+"""The store's group-commit writer, driven directly: what arrives together commits in one transaction; a refused
+operation rolls back alone (its savepoint) while its neighbours commit; an operation expected never to fail that
+does makes the writer run the batch again with every operation guarded; a database error fails its batch without
+wedging the writer; a write lock held elsewhere is waited out; and what the writer acknowledges is on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
+from tests.support.waiting import eventually
+
+
+def stored(path: Path) -> list[tuple[int, str]]:
+    """(sequence, id) of every record on disk, read through a connection of its own."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return [(int(sequence), str(id_)) for sequence, id_ in db.execute("SELECT sequence, id FROM records")]
+
+
+@dataclass
+class Writing:
+    """A running writer on a fresh database, the events it announced, and what was on disk at each announcement."""
+
+    path: Path
+    writer: GroupCommitWriter = field(init=False)
+    announced: list[Event] = field(default_factory=list)
+    on_disk_when_announced: list[list[tuple[int, str]]] = field(default_factory=list)
+
+    def on_events(self, events: list[Event]) -> None:
+        self.announced.extend(events)
+        self.on_disk_when_announced.append(stored(self.path))
+
+    def stored(self) -> list[tuple[int, str]]:
+        return stored(self.path)
+
+    def announced_ids(self) -> list[str]:
+        return [str(event.data["id"]) for event in self.announced]
+
+
+@pytest.fixture
+async def writing(tmp_path: Path) -> AsyncIterator[Writing]:
+    writing = Writing(tmp_path / "reef.sqlite3")
+    writing.writer = GroupCommitWriter(str(writing.path), writing.on_events)
+    writing.writer.start(asyncio.get_running_loop())
+    yield writing
+    writing.writer.stop()
+
+
+def insert(record_id: str, then_fail: Exception | None = None) -> Operation[int]:
+    """Store a record and announce it; returns its sequence, or raises `then_fail` after writing."""
+
+    def write(context: WriteContext) -> int:
+        sequence = context.allocate_sequence()
+        context.conn.execute(
+            "INSERT INTO records (sequence, id, scenario, type, created_at) VALUES (?, ?, 'demo', 'report', 0)",
+            (sequence, record_id),
+        )
+        context.announce(Event("record", sequence, "demo", {"id": record_id}))
+        if then_fail is not None:
+            raise then_fail
+        return sequence
+
+    return write
+
+
+def broken_sql(context: WriteContext) -> None:
+    """A database error in an operation expected never to fail, as a schema the code does not match would give."""
+    context.conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+
+async def in_one_batch(writer: GroupCommitWriter, *operations: tuple[Operation[Any], bool]) -> list[Any]:
+    """Submit (operation, fallible) pairs so that the writer takes them as one batch: it is held inside a batch of
+    its own until all of them are queued. Returns each operation's result or exception, in order."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(context: WriteContext) -> None:
+        holding.set()
+        release.wait(60)
+
+    held = asyncio.ensure_future(writer.submit(hold))
+    await eventually(holding.is_set, 60, "the writer to be held in a batch")
+
+    async def let_go() -> None:
+        release.set()  # gather starts this after every submission before it has queued its operation
+
+    submissions = [writer.submit(operation, fallible=fallible) for operation, fallible in operations]
+    *outcomes, _ = await asyncio.gather(*submissions, let_go(), return_exceptions=True)
+    await held
+    return outcomes
+
+
+async def test_a_refused_operation_rolls_back_alone_and_its_neighbours_commit(writing: Writing) -> None:
+    batches = writing.writer.batches
+    refusal = ValueError("unknown reference")
+    outcomes = await in_one_batch(
+        writing.writer,
+        (insert("a"), True),
+        (insert("b", then_fail=refusal), True),  # wrote a row, then refused: the row goes
+        (insert("a"), True),  # a conflict the database refuses
+        (insert("c"), True),
+    )
+    first, refused, conflict, last = outcomes
+    assert refused is refusal
+    assert isinstance(conflict, sqlite3.IntegrityError)
+    assert (first, last) == (1, 2)  # the sequences the refused ones took are given out again
+    assert writing.writer.batches == batches + 2  # the holding batch, then all four together
+    assert writing.stored() == [(1, "a"), (2, "c")]
+    assert writing.announced_ids() == ["a", "c"]
+
+
+async def test_an_unguarded_operation_that_fails_makes_the_batch_run_again_guarded(writing: Writing) -> None:
+    refusal = ValueError("a bug in an operation expected never to fail")
+    outcomes = await in_one_batch(
+        writing.writer,
+        (insert("a"), False),
+        (insert("b", then_fail=refusal), False),
+        (insert("c"), False),
+    )
+    assert outcomes == [1, refusal, 2]
+    assert writing.stored() == [(1, "a"), (2, "c")]  # the first run was rolled back: nothing twice
+    assert writing.announced_ids() == ["a", "c"]
+
+
+async def test_a_database_error_fails_its_batch_and_the_writer_goes_on(writing: Writing) -> None:
+    batches = writing.writer.batches
+    outcomes = await in_one_batch(writing.writer, (insert("a"), False), (broken_sql, False))
+    for outcome in outcomes:
+        assert isinstance(outcome, Exception) and "the record store could not" in str(outcome), outcome
+    assert writing.writer.batches == batches + 1  # only the holding batch committed
+    assert writing.stored() == [] and writing.announced == []
+
+    assert await writing.writer.submit(insert("b")) == 1  # no sequence was used up by the failed batch
+    assert writing.stored() == [(1, "b")]
+    assert writing.announced_ids() == ["b"]
+
+
+async def test_a_write_waits_out_a_lock_another_connection_holds(writing: Writing) -> None:
+    with contextlib.closing(sqlite3.connect(writing.path, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")  # the database's write lock, as another process would hold it
+
+        async def release_once_taken() -> None:
+            # gather starts this after the write is queued. Off the queue, the write is at or in the writer's BEGIN.
+            await eventually(writing.writer._queue.empty, 60, "the writer to take the write")
+            other.execute("ROLLBACK")
+
+        sequence, _ = await asyncio.gather(writing.writer.submit(insert("a")), release_once_taken())
+    assert sequence == 1
+    assert writing.stored() == [(1, "a")]
+
+
+async def test_an_acknowledged_write_is_on_disk_and_announced_only_once_there(writing: Writing) -> None:
+    sequence = await writing.writer.submit(insert("a"))
+    assert writing.stored() == [(sequence, "a")]  # read by another connection while the writer runs on
+    assert writing.on_disk_when_announced == [[(sequence, "a")]]
