@@ -135,23 +135,29 @@ class TokenData(TypedDict):
     versions: list[str]
 
 
-class StoredRecord(RecordRow):
-    """A record in full: the row, the exchange's bodies (JSON, or text when they are not JSON), and the content a
-    client sent with a report (references, score, feedback, metadata) or a change request (text, session, ...)."""
+class RecordContent(TypedDict, total=False):
+    """What a record carries besides its row: the embedded model's token data, and the content a client sent with
+    a report (references, score, feedback, metadata) or a change request (text, session, release_id, client)."""
+
+    tokens: TokenData
+    references: list[str]
+    feedback: str | dict[str, Any]
+    metadata: dict[str, Any]
+    text: str
+    session: str
+    release_id: str
+    client: dict[str, Any]
+
+
+class StoredRecord(RecordRow, RecordContent):
+    """A record in full: the row, its timings, the exchange's bodies (JSON, or text when they are not JSON), its
+    tags, and its content."""
 
     timings: Timings
     request: Any
     response: Any
     error: str | None
     tags: dict[str, str]
-    tokens: NotRequired[TokenData]
-    references: NotRequired[list[str]]
-    feedback: NotRequired[str | dict[str, Any]]
-    metadata: NotRequired[dict[str, Any]]
-    text: NotRequired[str]
-    session: NotRequired[str]
-    release_id: NotRequired[str]
-    client: NotRequired[dict[str, Any]]
 
 
 class JudgedRecord(StoredRecord):
@@ -232,7 +238,7 @@ class ReleaseRequest(TypedDict):
     session: str | None
 
 
-class Release(StepRow):
+class ReleaseRow(StepRow):
     """A release as `GET /reef/scenarios/{s}/releases` lists it (and promote and rollback answer with it).
     A recipe that publishes harness releases adds whether it waits for review and the request it answered."""
 
@@ -245,7 +251,7 @@ class Release(StepRow):
 
 class ReleaseList(TypedDict):
     scenario: str
-    releases: list[Release]
+    releases: list[ReleaseRow]
 
 
 # --- change requests: POST /reef/train, GET /reef/requests/{id} ------------------------------------------------

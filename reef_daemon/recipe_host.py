@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from reef_daemon.auth import TokenGate
+from reef_daemon.contract import RecipeStatus, ReleaseRow
 from reef_daemon.errors import Unsupported
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, SettingsError, load_settings
@@ -113,11 +114,11 @@ class Recipe:
     async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
         raise Unsupported(f"the {self.name} recipe has no releases to roll back to")
 
-    async def describe_releases(self, scenario: Scenario, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def describe_releases(self, scenario: Scenario, steps: list[ReleaseRow]) -> list[ReleaseRow]:
         """The rows `GET /reef/scenarios/{s}/releases` lists, from the committed steps (newest first)."""
         return steps
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RecipeStatus:
         return {"name": self.name, "trains": self.trains}
 
 

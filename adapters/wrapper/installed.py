@@ -10,7 +10,7 @@ from typing import Any
 
 from adapters import Adapter, get_adapter
 from adapters._agent import Binding, checked_digest
-from reef_daemon.harness.install.files import SIDECAR
+from reef_daemon.contract import INSTALL_SIDECAR
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name
@@ -59,10 +59,10 @@ def load(adapter_name: str, environ: dict[str, str] | None = None) -> Installed:
         raise NotInstalled(f"{ROOT_ENV} is unset; run reef-{adapter.name} as the install script wrote it")
     root = Path(root_text)
     try:
-        sidecar = json.loads((root / SIDECAR).read_text(encoding="utf-8"))
+        sidecar = json.loads((root / INSTALL_SIDECAR).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise NotInstalled(
-            f"{root} holds no readable install record ({SIDECAR}); run the install script again"
+            f"{root} holds no readable install record ({INSTALL_SIDECAR}); run the install script again"
         ) from None
     if sidecar.get("adapter") != adapter.name:
         raise NotInstalled(f"{root} holds a {sidecar.get('adapter')} install, not one for {adapter.name}")

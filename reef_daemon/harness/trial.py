@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters import Adapter
-from adapters._agent import SESSION_ENV, TOKEN_ENV, Binding
+from adapters._agent import SESSION_ENV, Binding
 from reef_daemon.auth import TokenGate
+from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.install.files import bound_files
 from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
 from reef_daemon.harness.tree import Entry

@@ -6,6 +6,7 @@ from aiohttp import web
 
 from adapters import ADAPTERS
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import AdapterList, AdapterRow, HarnessFiles
 from reef_daemon.harness.access import harness_of
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
@@ -22,7 +23,7 @@ async def get_harness(request: web.Request) -> web.Response:
     release_id = request.query.get("release_id") or served.release_id
     release = await harness.read(scenario.name, release_id)
     versions = await harness.versions(scenario.name)
-    body = {
+    body: HarnessFiles = {
         "scenario": scenario.name,
         "release_id": release.release_id,
         "version": versions.get(release.release_id),
@@ -40,5 +41,8 @@ async def get_harness(request: web.Request) -> web.Response:
 async def list_adapters(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     serving = getattr(getattr(daemon.recipe, "adapter", None), "name", None)
-    rows = [{**adapter.describe(), "serving": adapter.name == serving} for adapter in ADAPTERS.values()]
-    return json_response({"adapters": rows})
+    rows: list[AdapterRow] = [
+        {**adapter.describe(), "serving": adapter.name == serving} for adapter in ADAPTERS.values()
+    ]
+    body: AdapterList = {"adapters": rows}
+    return json_response(body)

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import REQUEST_ROUTE, TrainAck
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.access import harness_of
 from reef_daemon.harness.screens import screen_request
@@ -43,15 +44,13 @@ async def post_train(request: web.Request) -> web.Response:
         request_id, scenario.name, "train", time.time(), content, content_hash(scenario.name, content)
     )
     row, _created = await daemon.store.records.append_client_record(draft)
-    return json_response(
-        {
-            "agent_record_id": row["id"],
-            "scenario": scenario.name,
-            "request_type": "train",
-            "progress_path": f"/reef/requests/{row['id']}",
-        },
-        status=202,
-    )
+    ack: TrainAck = {
+        "agent_record_id": row["id"],
+        "scenario": scenario.name,
+        "request_type": "train",
+        "progress_path": REQUEST_ROUTE.format(request_id=row["id"]),
+    }
+    return json_response(ack, status=202)
 
 
 def _content(body: dict[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from adapters import Adapter, RenderRefused
 from adapters._agent import Binding, checked_digest
+from reef_daemon.contract import INSTALL_SIDECAR
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.tree import Entry
 
-SIDECAR = ".reef-harness-release"
+SIDECAR = INSTALL_SIDECAR
 # Paths reach a shell script unquoted in loops: keep them to characters that need no quoting.
 _PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 
