@@ -10,7 +10,7 @@ from typing import Any
 
 from adapters import Adapter, get_adapter
 from adapters._agent import Binding, checked_digest
-from reef_daemon.contract import INSTALL_SIDECAR
+from reef_daemon.contract import INSTALL_SIDECAR, TOKEN_ENV
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name
@@ -70,4 +70,4 @@ def load(adapter_name: str, environ: dict[str, str] | None = None) -> Installed:
         token = (root / TOKEN_FILE).read_text(encoding="utf-8").strip() or None
     except OSError:
         token = None
-    return Installed(root, adapter, sidecar, token or env.get("REEF_TOKEN") or None)
+    return Installed(root, adapter, sidecar, token or env.get(TOKEN_ENV) or None)
