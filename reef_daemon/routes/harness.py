@@ -6,7 +6,7 @@ from aiohttp import web
 
 from adapters import ADAPTERS
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import AdapterList, AdapterRow, HarnessFiles
+from reef_daemon.contract import HARNESS_ADAPTERS_ROUTE, HARNESS_ROUTE, AdapterList, AdapterRow, HarnessFiles
 from reef_daemon.harness.access import harness_of
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
@@ -14,7 +14,7 @@ from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 routes = web.RouteTableDef()
 
 
-@routes.get("/reef/harness")
+@routes.get(HARNESS_ROUTE)
 async def get_harness(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     harness, _progress = harness_of(daemon)
@@ -37,7 +37,7 @@ async def get_harness(request: web.Request) -> web.Response:
     return json_response(body)
 
 
-@routes.get("/reef/harness/adapters")
+@routes.get(HARNESS_ADAPTERS_ROUTE)
 async def list_adapters(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     serving = getattr(getattr(daemon.recipe, "adapter", None), "name", None)

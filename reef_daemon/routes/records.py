@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import JudgedRecord, RecordDetail, RecordPage, StoredRecord
+from reef_daemon.contract import RECORD_ROUTE, RECORDS_ROUTE, JudgedRecord, RecordDetail, RecordPage, StoredRecord
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import check_scenario_name
@@ -28,7 +28,7 @@ def _int_param(request: web.Request, name: str, low: int, high: int) -> int | No
     return value
 
 
-@routes.get("/reef/records")
+@routes.get(RECORDS_ROUTE)
 async def list_records(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = request.query.get("scenario") or None
@@ -48,7 +48,7 @@ async def list_records(request: web.Request) -> web.Response:
     return json_response(page, status=200)
 
 
-@routes.get("/reef/records/{id}")
+@routes.get(RECORD_ROUTE)
 async def show_record(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     record, reports = await daemon.store.records.get_with_reports(request.match_info["id"])

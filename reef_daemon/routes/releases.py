@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import ReleaseList, ReleaseRow, StepRow
+from reef_daemon.contract import PROMOTE_ROUTE, RELEASES_ROUTE, ROLLBACK_ROUTE, ReleaseList, ReleaseRow, StepRow
 from reef_daemon.errors import BadRequest, Unsupported
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
@@ -13,7 +13,7 @@ from reef_daemon.names import check_scenario_name
 routes = web.RouteTableDef()
 
 
-@routes.get("/reef/scenarios/{scenario}/releases")
+@routes.get(RELEASES_ROUTE)
 async def list_releases(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"]))
@@ -43,11 +43,11 @@ async def _release_change(request: web.Request, operation: str) -> web.Response:
     return json_response(head)
 
 
-@routes.post("/reef/scenarios/{scenario}/promote")
+@routes.post(PROMOTE_ROUTE)
 async def promote(request: web.Request) -> web.Response:
     return await _release_change(request, "promote")
 
 
-@routes.post("/reef/scenarios/{scenario}/rollback")
+@routes.post(ROLLBACK_ROUTE)
 async def rollback(request: web.Request) -> web.Response:
     return await _release_change(request, "rollback")

@@ -7,7 +7,7 @@ import time
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import ReportAck
+from reef_daemon.contract import REPORT_ROUTE, ReportAck
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
@@ -17,7 +17,7 @@ from reef_daemon.store import ClientRecordDraft
 routes = web.RouteTableDef()
 
 
-@routes.post("/reef/report")
+@routes.post(REPORT_ROUTE)
 async def post_report(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))

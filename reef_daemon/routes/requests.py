@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import RequestProgress, StepRow
+from reef_daemon.contract import REQUEST_ROUTE, RequestProgress, StepRow
 from reef_daemon.errors import NotFound
 from reef_daemon.harness.access import harness_of
 from reef_daemon.jsonbody import json_response
@@ -14,7 +14,7 @@ from reef_daemon.store import Store
 routes = web.RouteTableDef()
 
 
-@routes.get("/reef/requests/{request_id}")
+@routes.get(REQUEST_ROUTE)
 async def get_request(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     _harness, progress = harness_of(daemon)

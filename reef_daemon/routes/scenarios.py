@@ -7,7 +7,15 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import ArchiveAck, ScenarioInfo, ScenarioList, ScenarioRow
+from reef_daemon.contract import (
+    SCENARIO_ROUTE,
+    SCENARIO_UPDATE_ROUTE,
+    SCENARIOS_ROUTE,
+    ArchiveAck,
+    ScenarioInfo,
+    ScenarioList,
+    ScenarioRow,
+)
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
@@ -25,7 +33,7 @@ def _training_mode(body: dict[str, Any], *, required: bool) -> str | None:
     return str(mode)
 
 
-@routes.get("/reef/scenarios")
+@routes.get(SCENARIOS_ROUTE)
 async def list_scenarios(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     counts = await daemon.store.records.counts()
@@ -44,7 +52,7 @@ async def list_scenarios(request: web.Request) -> web.Response:
     return json_response(body)
 
 
-@routes.post("/reef/scenarios")
+@routes.post(SCENARIOS_ROUTE)
 async def create_scenario(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     body = await read_json_object(request)
@@ -61,7 +69,7 @@ async def create_scenario(request: web.Request) -> web.Response:
     return json_response(info, status=201 if created else 200)
 
 
-@routes.post("/reef/scenarios/{scenario}/update")
+@routes.post(SCENARIO_UPDATE_ROUTE)
 async def update_scenario(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     name = check_scenario_name(request.match_info["scenario"])
@@ -77,7 +85,7 @@ async def update_scenario(request: web.Request) -> web.Response:
     return json_response(info)
 
 
-@routes.delete("/reef/scenarios/{scenario}")
+@routes.delete(SCENARIO_ROUTE)
 async def archive_scenario(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     name = check_scenario_name(request.match_info["scenario"])

@@ -6,19 +6,19 @@ from aiohttp import web
 
 from reef_daemon import __version__
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import Health, ScenarioCounts, Status
+from reef_daemon.contract import HEALTH_ROUTE, STATUS_ROUTE, Health, ScenarioCounts, Status
 from reef_daemon.jsonbody import json_response
 
 routes = web.RouteTableDef()
 
 
-@routes.get("/healthz")
+@routes.get(HEALTH_ROUTE)
 async def healthz(request: web.Request) -> web.Response:
     health: Health = {"ok": True}
     return json_response(health)
 
 
-@routes.get("/reef/status")
+@routes.get(STATUS_ROUTE)
 async def status(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     counts = await daemon.store.records.counts()

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import REQUEST_ROUTE, TrainAck
+from reef_daemon.contract import REQUEST_ROUTE, TRAIN_ROUTE, TrainAck
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.access import harness_of
 from reef_daemon.harness.screens import screen_request
@@ -25,7 +25,7 @@ MAX_FIELD = 200
 FIELDS = ("text", "session", "release_id", "client", "agent_record_id")
 
 
-@routes.post("/reef/train")
+@routes.post(TRAIN_ROUTE)
 async def post_train(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     harness_of(daemon)

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import RecordPage, RecordRow, StoredRecord
+from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
-from reef_daemon.names import TRIAL_SCENARIO
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
 from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
@@ -183,7 +182,7 @@ class RecordStore:
         if query.scenario is not None:
             clauses.append("scenario = ?")
             params.append(query.scenario)
-        if query.unscored:  # names.awaits_score, in SQL
+        if query.unscored:  # contract.awaits_score, in SQL
             clauses.append("type = 'inference' AND score IS NULL")
             if query.scenario is None:
                 clauses.append("scenario != ?")
