@@ -7,13 +7,12 @@ machine. `get_adapter(name)` is the one way to find one.
 from __future__ import annotations
 
 from adapters import codex, dsh, pi
-from adapters._agent import SESSION_ENV, SIDECAR, AgentSide, Binding, checked_digest
+from adapters._agent import SESSION_ENV, AgentSide, Binding, checked_digest
 from adapters._base import Adapter, RenderRefused
 
 __all__ = [
     "ADAPTERS",
     "SESSION_ENV",
-    "SIDECAR",
     "Adapter",
     "AgentSide",
     "Binding",

@@ -14,13 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reef_daemon.contract import RELEASE_HEADER, SCENARIO_HEADER
 from reef_harness import Entry
 
-TOKEN_ENV = "REEF_TOKEN"  # noqa: S105 - the name of a variable, not a secret
 SESSION_ENV = "REEF_HARNESS_SESSION"
-SCENARIO_HEADER = "x-reef-scenario"
-SESSION_HEADER = "x-reef-tag-session"
-RELEASE_HEADER = "x-reef-tag-release"
 # Why a tree may not set a key that chooses or redirects the model.
 BINDING_IS_REEFS = "the model binding is set by the install script"
 
@@ -73,7 +70,6 @@ class AgentSide:
 
 
 # The file an install writes beside the harness: what it installed (release, binding, checksums of the files).
-SIDECAR = ".reef-harness-release"
 
 
 def checked_digest(data: bytes, state_keys: frozenset[str] | None = None) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters._agent import AgentSide
+from reef_daemon.contract import AdapterInfo
 from reef_harness import Entry
 
 SKILL_DESCRIPTION_LIMIT = 200
@@ -31,7 +32,7 @@ class Adapter:
     agent: AgentSide
     notes: tuple[str, ...] = ()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> AdapterInfo:
         """What `GET /reef/harness/adapters` shows of this adapter."""
         return {
             "name": self.name,

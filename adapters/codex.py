@@ -13,9 +13,10 @@ from typing import Any
 
 import tomli_w
 
-from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, SESSION_HEADER, TOKEN_ENV, AgentSide, Binding, reef_headers
+from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
 from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
 from adapters._reef_commands import reef_commands
+from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
 RENDERS = {

@@ -10,8 +10,9 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, SESSION_HEADER, TOKEN_ENV, AgentSide, Binding, reef_headers
+from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
 from adapters._base import Adapter, first_line, sorted_files, start_files, tree_config, with_frontmatter
+from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
 RENDERS = {

@@ -10,25 +10,73 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any, NamedTuple, NotRequired, TypedDict
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 import httpx
+from httpx_sse import SSEError, connect_sse
 
-from reef_cli.sse import Event, parse_events
-from reef_daemon.contract import Usage
+from reef_cli.events import Event, event_of
+from reef_daemon.contract import (
+    CHAT_ROUTE,
+    EVENTS_ROUTE,
+    HARNESS_ADAPTERS_ROUTE,
+    HARNESS_ROUTE,
+    HEALTH_ROUTE,
+    INSTALL_ROUTE,
+    RECEIPT_HEADER,
+    RECORD_ROUTE,
+    RECORDS_ROUTE,
+    RELEASES_ROUTE,
+    REPORT_ROUTE,
+    REQUEST_ROUTE,
+    SCENARIO_HEADER,
+    SCENARIO_ROUTE,
+    SCENARIOS_ROUTE,
+    STATUS_ROUTE,
+    TRAIN_ROUTE,
+    AdapterList,
+    AdapterRow,
+    ArchiveAck,
+    HarnessFiles,
+    Health,
+    JudgedRecord,
+    RecordDetail,
+    RecordPage,
+    RecordRow,
+    ReleaseList,
+    ReleaseRow,
+    ReportAck,
+    RequestProgress,
+    ScenarioInfo,
+    ScenarioList,
+    ScenarioRow,
+    Status,
+    StoredRecord,
+    TrainAck,
+)
 
 __all__ = [
+    "AdapterRow",
     "ApiError",
     "ChatReply",
     "DaemonUnreachable",
     "Event",
+    "HarnessFiles",
+    "JudgedRecord",
+    "RecordDetail",
     "RecordPage",
     "RecordRow",
     "ReefClient",
     "ReefClientError",
+    "ReleaseRow",
     "ReportAck",
+    "RequestProgress",
+    "ScenarioInfo",
     "ScenarioRow",
+    "Status",
+    "StoredRecord",
+    "TrainAck",
     "Unauthorized",
 ]
 
@@ -72,53 +120,6 @@ class ApiError(ReefClientError):
         self.type = type
 
 
-class RecordRow(TypedDict):
-    """A record as `GET /reef/records` lists it."""
-
-    sequence: int
-    id: str
-    scenario: str
-    type: str
-    created_at: float
-    route: str | None
-    model: str | None
-    status: int | None
-    complete: bool | None
-    duration_ms: float | None
-    usage: Usage
-    score: float | None
-    release: str | None
-
-
-class RecordPage(TypedDict):
-    """A page of `GET /reef/records`, with the cursors of the pages after and before it."""
-
-    records: list[RecordRow]
-    next_after: int | None
-    next_before: int | None
-
-
-class ScenarioRow(TypedDict):
-    """A scenario as `GET /reef/scenarios` lists it."""
-
-    scenario: str
-    recipe: str
-    training_mode: str
-    created_at: float
-    records: NotRequired[int]
-    reports: NotRequired[int]
-    unscored: NotRequired[int]
-    current_release: NotRequired[str | None]
-
-
-class ReportAck(TypedDict):
-    """The daemon's answer to a stored report: the report's id and scenario."""
-
-    agent_record_id: str
-    scenario: str
-    request_type: str
-
-
 class ChatReply(NamedTuple):
     """A chat completion's receipt (the record id to score) and its text."""
 
@@ -150,34 +151,34 @@ class ReefClient:
 
     def healthz(self) -> bool:
         """True when the daemon answers `/healthz` (no token needed); raises DaemonUnreachable otherwise."""
-        body = self._call("GET", "/healthz")
+        body: Health = self._call("GET", HEALTH_ROUTE)
         return bool(body.get("ok"))
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """Version, uptime, recipe, runtime, per-scenario counts and training state."""
-        body: dict[str, Any] = self._call("GET", "/reef/status")
+        body: Status = self._call("GET", STATUS_ROUTE)
         return body
 
     # --- scenarios ------------------------------------------------------------------------------------------
 
     def scenarios(self) -> list[ScenarioRow]:
         """The active scenarios with their record, report and unscored counts."""
-        rows: list[ScenarioRow] = self._call("GET", "/reef/scenarios")["scenarios"]
-        return rows
+        body: ScenarioList = self._call("GET", SCENARIOS_ROUTE)
+        return body["scenarios"]
 
-    def create_scenario(self, name: str, training_mode: str | None = None) -> tuple[ScenarioRow, bool]:
+    def create_scenario(self, name: str, training_mode: str | None = None) -> tuple[ScenarioInfo, bool]:
         """Create a scenario; returns it and whether it was new (False when it already existed)."""
         body: dict[str, Any] = {"name": name}
         if training_mode is not None:
             body["training_mode"] = training_mode
-        response = self._send("POST", "/reef/scenarios", json=body)
-        row: ScenarioRow = response.json()
-        return row, response.status_code == 201
+        response = self._send("POST", SCENARIOS_ROUTE, json=body)
+        info: ScenarioInfo = response.json()
+        return info, response.status_code == 201
 
     def archive_scenario(self, name: str) -> str:
         """Archive a scenario (its records are kept under a new name); returns that name."""
-        body = self._call("DELETE", f"/reef/scenarios/{quote(name, safe='')}")
-        return str(body["archived_as"])
+        ack: ArchiveAck = self._call("DELETE", SCENARIO_ROUTE.format(scenario=_segment(name)))
+        return str(ack["archived_as"])
 
     # --- records and reports --------------------------------------------------------------------------------
 
@@ -199,13 +200,13 @@ class ReefClient:
                 params[key] = str(value)
         if unscored:
             params["unscored"] = "true"
-        page: RecordPage = self._call("GET", "/reef/records", params=params)
+        page: RecordPage = self._call("GET", RECORDS_ROUTE, params=params)
         return page
 
-    def record(self, record_id: str) -> dict[str, Any]:
+    def record(self, record_id: str) -> RecordDetail:
         """One record in full: request, response, timings, tokens, tags and the reports that reference it."""
-        body: dict[str, Any] = self._call("GET", f"/reef/records/{quote(record_id, safe='')}")
-        return body
+        detail: RecordDetail = self._call("GET", RECORD_ROUTE.format(id=_segment(record_id)))
+        return detail
 
     def report(
         self,
@@ -224,7 +225,7 @@ class ReefClient:
                            ("agent_record_id", agent_record_id)):  # fmt: skip
             if value is not None:
                 body[key] = value
-        ack: ReportAck = self._call("POST", "/reef/report", json=body, headers={"x-reef-scenario": scenario})
+        ack: ReportAck = self._call("POST", REPORT_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})
         return ack
 
     # --- inference ------------------------------------------------------------------------------------------
@@ -232,12 +233,12 @@ class ReefClient:
     def chat(self, scenario: str, messages: list[dict[str, Any]], **params: Any) -> ChatReply:
         """One chat completion through the proxy, as an agent would send it; returns the receipt and the text."""
         body = {"model": "reef", "messages": messages, **params}
-        response = self._send("POST", "/v1/chat/completions", json=body, headers={"x-reef-scenario": scenario})
+        response = self._send("POST", CHAT_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})
         try:
             text = response.json()["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError):
             raise ApiError(response.status_code, "invalid_response", "the chat completion had no message") from None
-        return ChatReply(response.headers.get("x-reef-agent-record-id", ""), str(text))
+        return ChatReply(response.headers.get(RECEIPT_HEADER, ""), str(text))
 
     # --- events ---------------------------------------------------------------------------------------------
 
@@ -251,63 +252,67 @@ class ReefClient:
             params = {"scenario": scenario} if scenario else {}
             timeout = httpx.Timeout(DEFAULT_TIMEOUT_S, read=EVENTS_READ_TIMEOUT_S)
             try:
-                with self._http.stream(
-                    "GET", "/reef/events", params=params, headers=headers, timeout=timeout
-                ) as response:
-                    if response.status_code >= 400:
-                        response.read()
-                        self._raise_for(response)
-                    for event in parse_events(response.iter_lines()):
-                        last = event.sequence
-                        yield event
+                with connect_sse(
+                    self._http, "GET", EVENTS_ROUTE, params=params, headers=headers, timeout=timeout
+                ) as source:
+                    if source.response.status_code >= 400:
+                        source.response.read()
+                        self._raise_for(source.response)
+                    for sse in source.iter_sse():
+                        event = event_of(sse)
+                        if event is not None:
+                            last = event.sequence
+                            yield event
             except httpx.TransportError as exc:
                 raise DaemonUnreachable(self.url, _reason(exc)) from None
+            except SSEError:
+                raise ApiError(
+                    200, "invalid_response", f"{self.url}{EVENTS_ROUTE} sent no event stream; is it a reef daemon?"
+                ) from None
             if last == resumed_from:  # closed before anything new arrived: do not spin on reconnects
                 time.sleep(RECONNECT_PAUSE_S)
 
     # --- harness (reefine) ----------------------------------------------------------------------------------
 
-    def train(self, scenario: str, text: str, *, session: str | None = None) -> dict[str, Any]:
+    def train(self, scenario: str, text: str, *, session: str | None = None) -> TrainAck:
         """File a change request for a scenario's harness; returns its id and progress path (202 = queued)."""
         body: dict[str, Any] = {"text": text}
         if session is not None:
             body["session"] = session
-        answer: dict[str, Any] = self._call("POST", "/reef/train", json=body, headers={"x-reef-scenario": scenario})
-        return answer
+        ack: TrainAck = self._call("POST", TRAIN_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})
+        return ack
 
-    def request_progress(self, request_id: str) -> dict[str, Any]:
+    def request_progress(self, request_id: str) -> RequestProgress:
         """Where a change request stands: state, activity, design, and once settled its result and version."""
-        progress: dict[str, Any] = self._call("GET", f"/reef/requests/{quote(request_id, safe='')}")
+        progress: RequestProgress = self._call("GET", REQUEST_ROUTE.format(request_id=_segment(request_id)))
         return progress
 
-    def releases(self, scenario: str) -> list[dict[str, Any]]:
+    def releases(self, scenario: str) -> list[ReleaseRow]:
         """A scenario's versions, newest first, with result, pending and current flags and the request text."""
-        rows: list[dict[str, Any]] = self._call("GET", f"/reef/scenarios/{quote(scenario, safe='')}/releases")[
-            "releases"
-        ]
-        return rows
+        body: ReleaseList = self._call("GET", RELEASES_ROUTE.format(scenario=_segment(scenario)))
+        return body["releases"]
 
-    def change_release(self, scenario: str, operation: str, release_id: str) -> dict[str, Any]:
-        """`promote` a pending release or `rollback` to an earlier one; returns the new head's step row."""
-        path = f"/reef/scenarios/{quote(scenario, safe='')}/{operation}"
-        step: dict[str, Any] = self._call("POST", path, json={"release_id": release_id})
-        return step
+    def change_release(self, scenario: str, operation: str, release_id: str) -> ReleaseRow:
+        """`promote` a pending release or `rollback` to an earlier one; returns the new head's release row."""
+        path = f"{SCENARIO_ROUTE.format(scenario=_segment(scenario))}/{operation}"
+        head: ReleaseRow = self._call("POST", path, json={"release_id": release_id})
+        return head
 
-    def harness(self, scenario: str, release_id: str | None = None) -> dict[str, Any]:
+    def harness(self, scenario: str, release_id: str | None = None) -> HarnessFiles:
         """A release's harness files (the served one by default), with its version and parent release."""
         params = {"release_id": release_id} if release_id else {}
-        body: dict[str, Any] = self._call("GET", "/reef/harness", params=params, headers={"x-reef-scenario": scenario})
+        body: HarnessFiles = self._call("GET", HARNESS_ROUTE, params=params, headers={SCENARIO_HEADER: scenario})
         return body
 
-    def adapters(self) -> list[dict[str, Any]]:
+    def adapters(self) -> list[AdapterRow]:
         """The agents a harness can be installed for (pi, codex, dsh) and what each renders."""
-        rows: list[dict[str, Any]] = self._call("GET", "/reef/harness/adapters")["adapters"]
-        return rows
+        body: AdapterList = self._call("GET", HARNESS_ADAPTERS_ROUTE)
+        return body["adapters"]
 
     def install_script(self, scenario: str, adapter: str, release_id: str | None = None) -> str:
         """The POSIX sh script that installs a scenario's harness release for `adapter`."""
         params = {"adapter": adapter, **({"release_id": release_id} if release_id else {})}
-        response = self._send("GET", "/reef/harness/install", params=params, headers={"x-reef-scenario": scenario})
+        response = self._send("GET", INSTALL_ROUTE, params=params, headers={SCENARIO_HEADER: scenario})
         return response.text
 
     # --- plumbing -------------------------------------------------------------------------------------------
@@ -350,6 +355,11 @@ def _error_of(response: httpx.Response) -> tuple[str, str]:
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return str(error.get("type") or "error"), error["message"]
     return "http_error", f"the daemon answered {response.status_code} {response.reason_phrase}"
+
+
+def _segment(value: str) -> str:
+    """A value as one path segment of a route."""
+    return quote(value, safe="")
 
 
 def _reason(exc: httpx.TransportError) -> str:

@@ -117,15 +117,18 @@ def _wait_for_step(client: ReefClient, step: int) -> dict[str, Any]:
     """The metrics of training step `step` once it is committed; fails when a report was refused for training."""
     deadline = time.monotonic() + STEP_TIMEOUT_S
     while time.monotonic() < deadline:
-        state = client.status()["training"]["scenarios"].get(SCENARIO) or {}
-        if state.get("ineligible"):
+        state = client.status()["training"]["scenarios"].get(SCENARIO)
+        if state is None:  # no worker for the scenario yet
+            time.sleep(POLL_S)
+            continue
+        if state["ineligible"]:
             reasons = "; ".join(f"{reason} ({count})" for reason, count in state["ineligible"].items())
             raise ApiError(409, "ineligible", f"the daemon refused rollouts for training: {reasons}")
-        if state.get("error"):
+        if state["error"]:
             raise ApiError(500, "training_failed", f"training failed: {state['error']}")
-        last = state.get("last_step") or {}
-        if state.get("steps", 0) >= step and state.get("running_since") is None:
-            metrics: dict[str, Any] = last.get("metrics") or {}
+        last = state["last_step"]
+        if state["steps"] >= step and state["running_since"] is None:
+            metrics = last["metrics"] if last else {}
             if "reason" in metrics:
                 raise ApiError(409, "step_skipped", f"step {step} trained nothing: {metrics['reason']}")
             return metrics

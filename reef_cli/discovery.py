@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reef_cli.state import DEFAULT_STATE_DIR, running_here
-
-DEFAULT_URL = "http://127.0.0.1:8900"
+from reef_cli.state import running_here
+from reef_daemon.contract import DEFAULT_STATE_DIR, DEFAULT_URL, TOKEN_ENV, URL_ENV
 
 
 class SeveralDaemons(Exception):
@@ -36,11 +35,11 @@ def find_daemon(
 ) -> Target:
     """Resolve the daemon's URL and token in the documented order."""
     environ = os.environ if environ is None else environ
-    token = token or environ.get("REEF_TOKEN") or None
+    token = token or environ.get(TOKEN_ENV) or None
     if url:
         return Target(url.rstrip("/"), token, "--url")
-    if environ.get("REEF_URL", "").strip():
-        return Target(environ["REEF_URL"].strip().rstrip("/"), token, "REEF_URL")
+    if environ.get(URL_ENV, "").strip():
+        return Target(environ[URL_ENV].strip().rstrip("/"), token, URL_ENV)
     running = running_here(state_dir)
     if len(running) > 1:
         listed = ", ".join(f"{files.url()} ({files.state_dir})" for files in running)

@@ -9,15 +9,28 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reef_daemon.contract import INSTALL_SIDECAR, PYTHON_ENV, TOKEN_ENV, ReleaseRow
+
 # Where the install script puts a scenario's harness and records the release it installed.
 INSTALL_ROOT = Path("~/reef-harness")
-INSTALLED_FILE = ".reef-harness-release"
+
+
+class ShownRelease(ReleaseRow):
+    """A release row as `reef versions` and the TUI show it: marked when it is the one installed here."""
+
+    installed: bool
+
+
+def mark_installed(scenario: str, rows: list[ReleaseRow]) -> list[ShownRelease]:
+    """The rows, each marked whether the install script last installed it for this scenario."""
+    installed = installed_release(scenario)
+    return [{**row, "installed": installed is not None and row["release_id"] == installed} for row in rows]
 
 
 def installed_release(scenario: str) -> str | None:
     """The release the install script last installed for this scenario under ~/reef-harness, if any. The file is
     the install's JSON record; a bare release id (older installs) is read as it is."""
-    path = INSTALL_ROOT.expanduser() / scenario / INSTALLED_FILE
+    path = INSTALL_ROOT.expanduser() / scenario / INSTALL_SIDECAR
     try:
         text = path.read_text(encoding="utf-8").strip()
     except OSError:
@@ -34,10 +47,10 @@ def run_install_script(
 ) -> subprocess.CompletedProcess[str]:
     """Run the install script with `sh`, as `curl .../reef/harness/install | sh -s -- [ROOT]` would: the wrapper
     runs on this interpreter, and the token (if any) is handed to the script to save for the wrapper."""
-    env = {**os.environ, "REEF_PYTHON": sys.executable}
-    env.pop("REEF_TOKEN", None)
+    env = {**os.environ, PYTHON_ENV: sys.executable}
+    env.pop(TOKEN_ENV, None)
     if token:
-        env["REEF_TOKEN"] = token
+        env[TOKEN_ENV] = token
     args = [str(root.expanduser().absolute())] if root is not None else []
     return subprocess.run(
         ["sh", "-s", "--", *args],

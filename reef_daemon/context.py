@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiohttp import web
 
 from reef_daemon.auth import TokenGate
+from reef_daemon.contract import DaemonState, loopback_url
 from reef_daemon.events import EventBus
-from reef_daemon.names import loopback_url
 from reef_daemon.recipe_api import Recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
@@ -54,7 +53,7 @@ class Daemon:
         self.gate.replace(merged.accepted_tokens)
         self.settings = merged
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonState:
         return {
             "uptime_s": round(time.time() - self.started_at, 3),
             "recipe": self.recipe.status(),

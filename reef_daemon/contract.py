@@ -8,7 +8,7 @@ API's shape is made here and mypy finds every place that must follow.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Literal, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 # --- addresses and folders ------------------------------------------------------------------------------------
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -61,9 +61,30 @@ HARNESS_ROUTE: Final = "/reef/harness"
 HARNESS_ADAPTERS_ROUTE: Final = "/reef/harness/adapters"
 INSTALL_ROUTE: Final = "/reef/harness/install"
 
-# --- the answer of an inference record ------------------------------------------------------------------------
+# --- names ------------------------------------------------------------------------------------------------------
+# Where the harness trials' model calls are recorded. Not work for a person: lists of unscored records leave them
+# out unless this scenario is asked for by name.
+TRIAL_SCENARIO: Final = "reef-trials"
+# The file an install script leaves in the install root, naming what it installed (read by the wrapper).
+INSTALL_SIDECAR: Final = ".reef-harness-release"
+
+# A daemon bound to every interface is reached on loopback.
+_WILDCARDS: Final = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
 
 
+def loopback_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses for a daemon listening on `host`:`port`."""
+    host = _WILDCARDS.get(host, host).strip("[]")
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def awaits_score(row: RecordRow, scenario: str | None = None) -> bool:
+    """Whether a record is one a person still has to score, in a list filtered on `scenario` (None: all)."""
+    unscored = row["type"] == "inference" and row["score"] is None
+    return unscored and (scenario is not None or row["scenario"] != TRIAL_SCENARIO)
+
+
+# --- records: GET /reef/records, GET /reef/records/{id} -------------------------------------------------------
 class Usage(TypedDict):
     """Token counts of an exchange; None where the API did not say."""
 
@@ -71,6 +92,7 @@ class Usage(TypedDict):
     output_tokens: int | None
 
 
+# The answer of an inference record, assembled once when the daemon records the exchange.
 class TextPart(TypedDict):
     type: Literal["text"]
     text: str
@@ -112,3 +134,321 @@ class Answer(TypedDict):
     parts: list[AnswerPart]
     finish_reason: str | None
     usage: Usage
+
+
+class RecordRow(TypedDict):
+    """A record as `GET /reef/records` lists it and `record`, `report` and `request` events announce it."""
+
+    sequence: int
+    id: str
+    scenario: str
+    type: str  # inference | report | train
+    created_at: float
+    route: str | None
+    model: str | None
+    status: int | None
+    complete: bool | None
+    duration_ms: float | None
+    usage: Usage
+    score: float | None
+    release: str | None
+
+
+class RecordPage(TypedDict):
+    """A page of `GET /reef/records`, with the cursors of the pages after and before it."""
+
+    records: list[RecordRow]
+    next_after: int | None
+    next_before: int | None
+
+
+class Timings(TypedDict):
+    """How long an exchange took, in milliseconds; None for records that are not exchanges."""
+
+    ttft_ms: float | None
+    duration_ms: float | None
+    overhead_ms: float | None
+
+
+class TokenData(TypedDict):
+    """Token ids, log-probs and weight versions of an answer the embedded model generated."""
+
+    prompt_ids: list[int]
+    output_ids: list[int]
+    logprobs: list[float]
+    versions: list[str]
+
+
+class RecordContent(TypedDict, total=False):
+    """What a record carries besides its row: the embedded model's token data, and the content a client sent with
+    a report (references, score, feedback, metadata) or a change request (text, session, release_id, client)."""
+
+    tokens: TokenData
+    references: list[str]
+    feedback: str | dict[str, Any]
+    metadata: dict[str, Any]
+    text: str
+    session: str
+    release_id: str
+    client: dict[str, Any]
+
+
+class StoredRecord(RecordRow, RecordContent):
+    """A record in full: the row, its timings, the exchange's bodies (JSON, or text when they are not JSON), its
+    tags, and its content."""
+
+    timings: Timings
+    request: Any
+    response: Any
+    answer: Answer | None
+    error: str | None
+    tags: dict[str, str]
+
+
+class JudgedRecord(StoredRecord):
+    """A record in full with what the recipe made of it: the step that consumed it, or why it never will."""
+
+    consumed_by_step: int | None
+    ineligible: str | None
+
+
+class RecordDetail(JudgedRecord):
+    """`GET /reef/records/{id}`: the record and the reports that reference it, oldest first."""
+
+    reports: list[JudgedRecord]
+
+
+class ReportAck(TypedDict):
+    """`POST /reef/report`: the report's id and scenario, and whether it was new (False for a retry)."""
+
+    agent_record_id: str
+    scenario: str
+    request_type: str
+    created: bool
+
+
+# --- scenarios: GET/POST /reef/scenarios ------------------------------------------------------------------------
+class ScenarioInfo(TypedDict):
+    """A scenario as created or updated."""
+
+    scenario: str
+    recipe: str
+    training_mode: str  # auto | manual | hybrid
+    created_at: float
+
+
+class ScenarioRow(ScenarioInfo):
+    """A scenario as `GET /reef/scenarios` lists it, with its counts and served release."""
+
+    records: int
+    reports: int
+    unscored: int
+    current_release: str | None
+
+
+class ScenarioList(TypedDict):
+    scenarios: list[ScenarioRow]
+
+
+class ArchiveAck(TypedDict):
+    """`DELETE /reef/scenarios/{s}`: the records stay, under the name `archived_as`."""
+
+    scenario: str
+    archived: bool
+    archived_as: str
+
+
+# --- steps and releases: GET /reef/scenarios/{s}/releases, promote, rollback -----------------------------------
+class StepRow(TypedDict):
+    """A committed step of a scenario's recipe (announced by `step` and `release` events)."""
+
+    scenario: str
+    step: int
+    version: str
+    operation: str  # training | promote | rollback | creation
+    result: str  # selected | rejected | skipped | pending
+    release_id: str | None
+    parent_release_id: str | None
+    request_id: str | None
+    consumed: list[str]
+    metrics: dict[str, Any]
+    created_at: float | None
+
+
+class ReleaseRequest(TypedDict):
+    """The change request a release answered."""
+
+    id: str
+    text: str | None
+    session: str | None
+
+
+class ReleaseRow(StepRow):
+    """A release as `GET /reef/scenarios/{s}/releases` lists it (and promote and rollback answer with it).
+    A recipe that publishes harness releases adds whether it waits for review and the request it answered."""
+
+    current: bool
+    pending: NotRequired[bool]
+    promoted_as: NotRequired[str | None]
+    restorable: NotRequired[bool]
+    request: NotRequired[ReleaseRequest | None]
+
+
+class ReleaseList(TypedDict):
+    scenario: str
+    releases: list[ReleaseRow]
+
+
+# --- change requests: POST /reef/train, GET /reef/requests/{id} ------------------------------------------------
+class TrainAck(TypedDict):
+    """`POST /reef/train` (202): the request's id and where to follow it."""
+
+    agent_record_id: str
+    scenario: str
+    request_type: str
+    progress_path: str
+
+
+class Activity(TypedDict):
+    at: float
+    text: str
+
+
+class RequestProgress(TypedDict):
+    """Where a change request stands; once `settled`, its result, reason, release and version."""
+
+    id: str
+    scenario: str
+    text: str | None
+    session: str | None
+    created_at: float
+    state: str  # queued | proposing | ... | settling | settled
+    activity: list[Activity]
+    design: str | None
+    result: NotRequired[str]
+    reason: NotRequired[str | None]
+    release: NotRequired[str | None]
+    version: NotRequired[str]
+    how_to_use: NotRequired[str | None]
+
+
+# --- harness: GET /reef/harness, GET /reef/harness/adapters ----------------------------------------------------
+class HarnessFiles(TypedDict):
+    """A harness release's files (path to text), with its version and parent release."""
+
+    scenario: str
+    release_id: str
+    version: str | None
+    current: bool
+    adapter: str | None
+    parent_release_id: str | None
+    files: dict[str, str]
+    requires: list[str]
+    entries: list[dict[str, Any]]
+
+
+class AdapterInfo(TypedDict):
+    """An agent a harness can be installed for, and what it renders."""
+
+    name: str
+    title: str
+    binary: str
+    renders: dict[str, str]
+    notes: list[str]
+
+
+class AdapterRow(AdapterInfo):
+    serving: bool
+
+
+class AdapterList(TypedDict):
+    adapters: list[AdapterRow]
+
+
+# --- status: GET /reef/status ----------------------------------------------------------------------------------
+class RecipeStatus(TypedDict):
+    """The recipe: its name and whether it trains; each built-in recipe adds its own facts."""
+
+    name: str
+    trains: bool
+    # reefine
+    adapter: NotRequired[str]
+    answer_tokens: NotRequired[int]
+    trial: NotRequired[str]
+    # sao and grpo
+    scenario: NotRequired[str | None]
+    head: NotRequired[str | None]
+    steps_done: NotRequired[int]
+    policy_updates: NotRequired[int]
+    trainable_parameters: NotRequired[int]
+    last_swap_s: NotRequired[float | None]
+    checkpoints: NotRequired[list[str]]
+
+
+class RuntimeStatus(TypedDict):
+    """The runtime that answers inference: its kind and model; the embedded model adds what it loaded."""
+
+    kind: str
+    model: str | None
+    url: NotRequired[str]
+    source: NotRequired[str]
+    parameters: NotRequired[int]
+    weight_version: NotRequired[str]
+    tokens_per_second: NotRequired[float | None]
+    context_length: NotRequired[int]
+    weights: NotRequired[str]
+    load_s: NotRequired[float]
+
+
+class DaemonState(TypedDict):
+    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors."""
+
+    uptime_s: float
+    recipe: RecipeStatus
+    runtime: RuntimeStatus
+    auth: bool
+    state_dir: str
+    errors: list[str]
+
+
+class ScenarioCounts(TypedDict):
+    recipe: str
+    training_mode: str
+    records: int
+    reports: int
+    unscored: int
+
+
+class ScenarioTraining(TypedDict):
+    """A scenario's recipe worker: steps so far, the last one, waiting units, ineligible counts, a running step."""
+
+    steps: int
+    last_step: StepRow | None
+    waiting_units: int
+    ineligible: dict[str, int]
+    running_since: float | None
+    error: str | None
+
+
+class Training(TypedDict):
+    enabled: bool
+    scenarios: dict[str, ScenarioTraining]
+
+
+class StoreStatus(TypedDict):
+    path: str
+    commits: int
+    writes: int
+
+
+class Status(DaemonState):
+    """`GET /reef/status`: version, the daemon's state, per-scenario counts, training and the store."""
+
+    version: str
+    scenarios: dict[str, ScenarioCounts]
+    training: Training
+    store: StoreStatus
+
+
+class Health(TypedDict):
+    ok: bool

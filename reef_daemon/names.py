@@ -1,25 +1,14 @@
-"""Names that reach file paths and URLs, checked in one place: scenario names, the trials' scenario, and the
-loopback URL of a listening daemon."""
+"""Names that reach file paths and URLs, checked in one place: scenario names from paths, queries and the header."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from reef_daemon.contract import SCENARIO_HEADER as SCENARIO_HEADER
+from reef_daemon.contract import TRIAL_SCENARIO as TRIAL_SCENARIO
 from reef_daemon.errors import BadRequest
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
-SCENARIO_HEADER = "x-reef-scenario"
-# Where the harness trials' model calls are recorded. Not work for a person: lists of unscored records leave them
-# out unless this scenario is asked for by name.
-TRIAL_SCENARIO = "reef-trials"
-
-
-def awaits_score(row: Mapping[str, Any], scenario: str | None = None) -> bool:
-    """Whether a record is one a person still has to score, in a list filtered on `scenario` (None: all)."""
-    unscored = row.get("type") == "inference" and row.get("score") is None
-    return unscored and (scenario is not None or row.get("scenario") != TRIAL_SCENARIO)
 
 
 def check_scenario_name(name: str) -> str:
@@ -37,13 +26,3 @@ def scenario_from_header(value: str | None) -> str:
     if not name:
         raise BadRequest(f"send the {SCENARIO_HEADER} header naming the workload", type="missing_scenario")
     return check_scenario_name(name)
-
-
-# A daemon bound to every interface is reached on loopback.
-_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104
-
-
-def loopback_url(host: str, port: int) -> str:
-    """The URL a client on this machine uses for a daemon listening on `host`:`port`."""
-    host = _WILDCARDS.get(host, host).strip("[]")
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reef_daemon.auth import TokenGate
+from reef_daemon.contract import RecipeStatus, ReleaseRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
 from reef_daemon.settings import Settings, SettingsError
@@ -224,7 +225,7 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         """
         raise Unsupported(f"the {self.name} recipe has no releases to roll back to")
 
-    async def describe_releases(self, scenario: Scenario, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def describe_releases(self, scenario: Scenario, steps: list[ReleaseRow]) -> list[ReleaseRow]:
         """The rows `GET /reef/scenarios/{s}/releases` lists.
 
         Args:
@@ -236,7 +237,7 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         """
         return steps
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RecipeStatus:
         """What `/reef/status` shows under `recipe`: at least `name` and `trains`."""
         return {"name": self.name, "trains": self.trains}
 

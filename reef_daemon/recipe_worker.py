@@ -14,6 +14,7 @@ import logging
 import time
 from typing import Any
 
+from reef_daemon.contract import ScenarioTraining, StepRow
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_api import Ineligible, Recipe, StepOutcome
 from reef_daemon.store import Scenario, StepCommit, Store
@@ -71,11 +72,10 @@ class ScenarioWorker:
 
     async def _referenced(self, references: list[str]) -> list[dict[str, Any]]:
         consumed = await self._store.steps.consumed_by(references)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for reference in references:
             row = await self._store.records.get(reference)
-            row["consumed_by"] = consumed.get(reference)
-            rows.append(row)
+            rows.append({**row, "consumed_by": consumed.get(reference)})
         return rows
 
     def _durable_position(self, seen: int) -> int:
@@ -107,7 +107,7 @@ class ScenarioWorker:
         metrics: dict[str, Any],
         consumed: tuple[str, ...] = (),
         cursor: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> StepRow:
         """Commit a step as the next number of this scenario. Call with `lock` held."""
         last = await self._store.steps.last(self.scenario)
         return await self._store.steps.commit(
@@ -180,7 +180,7 @@ class RecipeWorkers:
             for worker in self._workers.values():
                 worker.wake()
 
-    async def change_release(self, scenario: Scenario, operation: str, release_id: str) -> dict[str, Any]:
+    async def change_release(self, scenario: Scenario, operation: str, release_id: str) -> StepRow:
         """Promote or roll back, between steps, and commit it as a step of its own (history is never rewritten)."""
         worker = self.worker(scenario.name)
         async with worker.lock:
@@ -202,9 +202,9 @@ class RecipeWorkers:
         """The last failure of each scenario's worker, for `/reef/status`."""
         return [f"{name}: {worker.last_error}" for name, worker in self._workers.items() if worker.last_error]
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, ScenarioTraining]:
         """Per scenario: steps, the last one, waiting units, ineligible counts by reason, a running step, errors."""
-        scenarios: dict[str, Any] = {}
+        scenarios: dict[str, ScenarioTraining] = {}
         for name, worker in self._workers.items():
             last = await self._store.steps.last(name)
             scenarios[name] = {

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 
-from reef_cli.client import Event, ReefClient, ReefClientError
+from reef_cli.client import Event, ReefClient, ReefClientError, Status
 from reef_tui.live import DaemonConnected, DaemonEvent, DaemonGone, EventFollower
 from reef_tui.screens.help import HelpScreen
 from reef_tui.screens.records import RecordsScreen
@@ -70,7 +70,7 @@ class ReefApp(App[None]):
         self.url = url.rstrip("/")
         self.token = token
         self.client = client or ReefClient(self.url, token)
-        self.daemon_status: dict[str, Any] = {}
+        self.daemon_status: Status | None = None  # until the daemon first answers
         self.gone_reason = ""
         self.daemon_events: Signal[Event] = Signal(self, "daemon-events")
         self.set_reactive(ReefApp.scenario, scenario)
@@ -114,7 +114,7 @@ class ReefApp(App[None]):
     @property
     def scenario_names(self) -> list[str]:
         """The daemon's active scenarios, sorted."""
-        return sorted((self.daemon_status.get("scenarios") or {}).keys())
+        return sorted(self.daemon_status.get("scenarios") or {}) if self.daemon_status else []
 
     def scenario_or_first(self) -> str | None:
         """The chosen scenario, else the first the daemon has (screens that need exactly one use this)."""

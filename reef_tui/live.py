@@ -5,12 +5,11 @@ resumes after the last event it saw, so nothing committed in between is missed."
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from reef_cli.client import Event, ReefClient, ReefClientError
+from reef_cli.client import Event, ReefClient, ReefClientError, Status
 
 RETRY_PAUSES_S = (0.5, 1.0, 2.0, 5.0)
 
@@ -18,7 +17,7 @@ RETRY_PAUSES_S = (0.5, 1.0, 2.0, 5.0)
 class DaemonConnected(Message):
     """The daemon answered; `status` is its `GET /reef/status`."""
 
-    def __init__(self, status: dict[str, Any]) -> None:
+    def __init__(self, status: Status) -> None:
         super().__init__()
         self.status = status
 

@@ -6,14 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any
 
 import click
 
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
-from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
+from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
 from reef_cli.commands import evolve as reef_evolve
+from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
 
 REQUEST_WIDTH = 60
 VERSION_TIMEOUT_S = 60
@@ -61,7 +61,7 @@ def versions(installed: Installed) -> int:
     return 0
 
 
-def version_table(rows: list[dict[str, Any]], installed: str) -> str:
+def version_table(rows: list[ReleaseRow], installed: str) -> str:
     """Version, release, result and status columns, oldest first, with each request's text under its row."""
     table = [("Version", "Release", "Result", "Status")]
     notes = []
@@ -76,7 +76,8 @@ def version_table(rows: list[dict[str, Any]], installed: str) -> str:
             if on
         ]
         table.append((row["version"], (row["release_id"] or "")[:8], str(row["result"]), ", ".join(status)))
-        text = (row.get("request") or {}).get("text") or ""
+        request = row.get("request")
+        text = (request["text"] or "") if request else ""
         notes.append(text if len(text) <= REQUEST_WIDTH else text[: REQUEST_WIDTH - 1] + "…")
     widths = [max(len(line[column]) for line in table) for column in range(4)]
     lines = []
@@ -93,9 +94,9 @@ def update(installed: Installed, release: str | None) -> int:
     with ReefClient(binding.url, installed.token) as client:
         release_id = _release_id(client.releases(binding.scenario), release) if release else None
         script = client.install_script(binding.scenario, installed.adapter.name, release_id)
-    env = {"REEF_PYTHON": sys.executable}
+    env = {PYTHON_ENV: sys.executable}
     if installed.token:
-        env["REEF_TOKEN"] = installed.token
+        env[TOKEN_ENV] = installed.token
     # Run from / so the "inside the current directory" refusal never trips over where the person stands.
     done = subprocess.run(
         ["sh", "-s", "--", str(installed.root)], input=script, text=True, cwd="/", env=_with(env), check=False
@@ -103,7 +104,7 @@ def update(installed: Installed, release: str | None) -> int:
     return done.returncode
 
 
-def _release_id(rows: list[dict[str, Any]], wanted: str) -> str:
+def _release_id(rows: list[ReleaseRow], wanted: str) -> str:
     for row in rows:
         if row["version"] == wanted or (len(wanted) >= 8 and (row["release_id"] or "").startswith(wanted)):
             if not row["release_id"]:

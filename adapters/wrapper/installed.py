@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters import SIDECAR, Adapter, Binding, checked_digest, get_adapter
+from adapters import Adapter, Binding, checked_digest, get_adapter
+from reef_daemon.contract import INSTALL_SIDECAR, TOKEN_ENV
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name
@@ -84,10 +85,10 @@ def load(adapter_name: str, environ: dict[str, str] | None = None) -> Installed:
         raise NotInstalled(f"{ROOT_ENV} is unset; run reef-{adapter.name} as the install script wrote it")
     root = Path(root_text)
     try:
-        sidecar = json.loads((root / SIDECAR).read_text(encoding="utf-8"))
+        sidecar = json.loads((root / INSTALL_SIDECAR).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise NotInstalled(
-            f"{root} holds no readable install record ({SIDECAR}); run the install script again"
+            f"{root} holds no readable install record ({INSTALL_SIDECAR}); run the install script again"
         ) from None
     if sidecar.get("adapter") != adapter.name:
         raise NotInstalled(f"{root} holds a {sidecar.get('adapter')} install, not one for {adapter.name}")
@@ -95,4 +96,4 @@ def load(adapter_name: str, environ: dict[str, str] | None = None) -> Installed:
         token = (root / TOKEN_FILE).read_text(encoding="utf-8").strip() or None
     except OSError:
         token = None
-    return Installed(root, adapter, sidecar, token or env.get("REEF_TOKEN") or None)
+    return Installed(root, adapter, sidecar, token or env.get(TOKEN_ENV) or None)

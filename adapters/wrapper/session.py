@@ -13,9 +13,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from adapters._agent import SESSION_ENV, TOKEN_ENV
+from adapters._agent import SESSION_ENV
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
 from reef_cli.client import ReefClient
+from reef_daemon.contract import TOKEN_ENV
 
 SESSIONS = ".reef-sessions"
 BINARY_ENV = "REEF_HARNESS_BINARY"

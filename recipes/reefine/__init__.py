@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from adapters import get_adapter
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting
+from reef_daemon.contract import RecipeStatus, ReleaseRow
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.jail import NONE as NO_SANDBOX
 from reef_daemon.harness.jail import check_sandbox_setting
@@ -143,10 +144,10 @@ class ReefineRecipe(HarnessRecipe):
         new_id, parent, version = await self.harness.republish(scenario.name, operation, release_id)
         return StepOutcome("selected", {"source_version": version}, release_id=new_id, parent_release_id=parent)
 
-    async def describe_releases(self, scenario: Scenario, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def describe_releases(self, scenario: Scenario, steps: list[ReleaseRow]) -> list[ReleaseRow]:
         return await self.harness.catalog(scenario.name, steps)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RecipeStatus:
         return {
             **super().status(),
             "adapter": self.adapter.name,

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.rollout import Rollout, judge_report, parse_version
 from recipes.sao.trainer import Trainer
+from reef_daemon.contract import RecipeStatus
 from reef_daemon.recipe_api import (
     Conflict,
     Ineligible,
@@ -181,7 +182,7 @@ class SaoRecipe(Recipe):
         self._checkpoint_list = await asyncio.to_thread(self._checkpoints.history)
         return StepOutcome("selected", {"weight_version": version, "checkpoint": new_release}, new_release, parent)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RecipeStatus:
         trainer = self._trainer
         return {
             **super().status(),

@@ -15,7 +15,8 @@ from reef_cli.output import console, error_console, fail, print_json
 from reef_cli.render.status import status_view
 from reef_cli.serve import settings_from_command_line
 from reef_cli.setting_options import as_arguments, with_setting_options
-from reef_cli.state import DEFAULT_STATE_DIR, DaemonFiles, running_here
+from reef_cli.state import DaemonFiles, running_here
+from reef_daemon.contract import DEFAULT_STATE_DIR
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.settings import SettingsError
 

@@ -18,6 +18,7 @@ from reef_cli.demo_run import MOVING_WINDOW, REQUEST_TIMEOUT_S, Arm, StepRow, de
 from reef_cli.options import TokenOption
 from reef_cli.output import console, error_console, fail
 from reef_cli.render.demo import step_line, steps_table, summary
+from reef_daemon.contract import TOKEN_ENV
 
 EXAMPLE = "Example: reef demo sao --compare --steps 30"
 app = typer.Typer(name="demo", help="Demonstrations on the embedded model.", epilog=EXAMPLE, no_args_is_help=True)
@@ -54,7 +55,7 @@ def sao(
     arms = [Arm("sao", 1)] + ([Arm("grpo", group_size)] if compare else [])
     group = group_size if compare else 1
     planned = task.rollouts(seed, steps, group)
-    token = token or os.environ.get("REEF_TOKEN")
+    token = token or os.environ.get(TOKEN_ENV)
     results: list[tuple[Arm, list[StepRow]]] = []
     progress = Progress(
         TextColumn("{task.description:<4}"),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from reef_cli.client import ReefClient
+from reef_cli.client import ReefClient, RequestProgress
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
@@ -52,7 +52,7 @@ def evolve(
         raise typer.Exit(1)
 
 
-def _watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> dict[str, Any]:
+def _watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> RequestProgress:
     """Poll the request until it settles or the timeout passes; a spinner shows the phase and latest activity."""
     deadline = time.monotonic() + timeout
     progress = client.request_progress(request_id)
@@ -66,13 +66,14 @@ def _watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) 
     return progress
 
 
-def _report(progress: dict[str, Any]) -> None:
+def _report(progress: RequestProgress) -> None:
     lines = []
     if progress["state"] != "settled":
         lines.append(f"request {progress['id']} is still {progress['state']}; run the command again with --wait later")
     else:
         result = progress["result"]
-        release = f" (release {progress['release'][:8]})" if progress.get("release") else ""
+        release_id = progress.get("release")
+        release = f" (release {release_id[:8]})" if release_id else ""
         lines.append(f"{result}: {progress['version']}{release}")
         if result == "pending":
             lines.append(

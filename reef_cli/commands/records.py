@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated, cast
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,7 @@ from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
 from reef_cli.render.records import records_table
-from reef_daemon.names import awaits_score
+from reef_daemon.contract import awaits_score
 
 EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
 
@@ -64,7 +64,7 @@ def records(
             for event in client.events(after=cursor, scenario=scenario):
                 if event.type not in ("record", "report") or event.record is None:
                     continue
-                record = cast(RecordRow, event.record)
+                record = event.record
                 if record["id"] not in listed and _matches(record, kind, unscored, scenario):
                     _show([record], json=json, header=False)
         except KeyboardInterrupt:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from reef_cli.client import ReleaseRow
 from reef_cli.commands.evolve import ScenarioOption
 from reef_cli.connect import daemon_client
-from reef_cli.installs import installed_release
+from reef_cli.installs import ShownRelease, mark_installed
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
 
@@ -26,10 +28,7 @@ def versions(
 ) -> None:
     """List a scenario's harness versions, oldest first: result, status (installed/current/pending), request."""
     with daemon_client(url, token) as client:
-        rows = client.releases(scenario)
-    installed = installed_release(scenario)
-    for row in rows:
-        row["installed"] = installed is not None and row["release_id"] == installed
+        rows = mark_installed(scenario, client.releases(scenario))
     if json:
         print_json({"scenario": scenario, "releases": rows})
         return
@@ -65,12 +64,15 @@ def rollback(
 def _change(scenario: str, version: str, operation: str, url: str | None, token: str | None) -> None:
     with daemon_client(url, token) as client:
         target = resolve_version(client.releases(scenario), version)
+        if target["release_id"] is None:
+            fail(f"{target['version']} published no release; choose a version that did")
         step = client.change_release(scenario, operation, target["release_id"])
     verb = "promoted" if operation == "promote" else "rolled back to"
-    console().print(f"{verb} {target['version']}: now serving {step['version']} (release {step['release_id'][:8]})")
+    release = (step["release_id"] or "")[:8]
+    console().print(f"{verb} {target['version']}: now serving {step['version']} (release {release})")
 
 
-def resolve_version(rows: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
+def resolve_version(rows: Sequence[ReleaseRow], wanted: str) -> ReleaseRow:
     """The row a version (`v3`) or a release id prefix names; exits with a message when none or several do."""
     wanted = wanted.strip()
     by_version = [row for row in rows if row["version"] == wanted]
@@ -84,7 +86,7 @@ def resolve_version(rows: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
     fail(f"no version '{wanted}' (known: {known}); name one as vN or by its release id")
 
 
-def _result(row: dict[str, Any]) -> str:
+def _result(row: ShownRelease) -> str:
     if row.get("promoted_as"):
         return f"promoted at {row['promoted_as']}"
     if row["operation"] in ("promote", "rollback", "creation"):
@@ -92,7 +94,7 @@ def _result(row: dict[str, Any]) -> str:
     return str(row["result"])
 
 
-def _status(row: dict[str, Any]) -> list[str]:
+def _status(row: ShownRelease) -> list[str]:
     marks = []
     if row.get("installed"):
         marks.append("installed")

@@ -4,7 +4,6 @@ and the reports that reference it."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown
@@ -13,15 +12,17 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from reef_cli.client import JudgedRecord, RecordDetail, StoredRecord
 from reef_cli.render import formats
 from reef_cli.render.conversation import Part, Turn, answer_turns, body_turns, request_turns, tool_names
+from reef_daemon.contract import Usage
 
 # What `reef show` says of token counts an API did not report (a stream asked without usage, say).
 NOT_REPORTED = "not reported"
 _ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
 
 
-def record_view(record: dict[str, Any]) -> RenderableType:
+def record_view(record: RecordDetail) -> RenderableType:
     """Everything `reef show` prints for one record."""
     parts: list[RenderableType] = [_facts(record)]
     if record.get("type") == "inference":
@@ -40,7 +41,7 @@ def record_view(record: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def _answer(record: dict[str, Any], streamed: bool) -> list[Turn]:
+def _answer(record: StoredRecord, streamed: bool) -> list[Turn]:
     """The answer the daemon assembled when it recorded the exchange; else a successful body as it is."""
     answer = record.get("answer")
     if answer is not None:
@@ -50,7 +51,7 @@ def _answer(record: dict[str, Any], streamed: bool) -> list[Turn]:
     return body_turns(record.get("response"))
 
 
-def _facts(record: dict[str, Any]) -> Table:
+def _facts(record: JudgedRecord) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -83,7 +84,7 @@ def _facts(record: dict[str, Any]) -> Table:
     return grid
 
 
-def training_fate(record: dict[str, Any]) -> str | None:
+def training_fate(record: JudgedRecord) -> str | None:
     """What the recipe did with a record: the step that trained on it, or why it never will."""
     if record.get("consumed_by_step") is not None:
         return f"trained on in step {record['consumed_by_step']}"
@@ -92,7 +93,7 @@ def training_fate(record: dict[str, Any]) -> str | None:
     return None
 
 
-def _status(record: dict[str, Any]) -> Text:
+def _status(record: StoredRecord) -> Text:
     status = record.get("status")
     text = Text(str(status), style="red" if (status or 0) >= 400 else "green")
     if record.get("complete") is False:
@@ -102,16 +103,17 @@ def _status(record: dict[str, Any]) -> Text:
     return text
 
 
-def _serving(record: dict[str, Any]) -> str:
+def _serving(record: StoredRecord) -> str:
     release = record.get("release") or "(none)"
-    versions = (record.get("tokens") or {}).get("versions")
+    tokens = record.get("tokens")
+    versions = tokens.get("versions") if tokens else None
     if isinstance(versions, list) and versions:
         distinct = sorted({str(v) for v in versions})
         return f"release {release}, weights {', '.join(distinct)}"
     return f"release {release}"
 
 
-def _tokens(usage: dict[str, Any]) -> str:
+def _tokens(usage: Usage) -> str:
     inputs, outputs = usage.get("input_tokens"), usage.get("output_tokens")
     if inputs is None and outputs is None:
         return NOT_REPORTED
@@ -146,12 +148,12 @@ def _part(part: Part) -> RenderableType:
     return Markdown(part.text)
 
 
-def _report_body(record: dict[str, Any]) -> RenderableType:
+def _report_body(record: StoredRecord) -> RenderableType:
     body = {key: record[key] for key in ("score", "feedback", "references", "metadata") if key in record}
     return Syntax(json.dumps(body, indent=2, ensure_ascii=False), "json", word_wrap=True)
 
 
-def _reports_table(reports: list[dict[str, Any]]) -> Table:
+def _reports_table(reports: list[JudgedRecord]) -> Table:
     fates = [training_fate(report) for report in reports]
     columns = ["report", "time", "score", "feedback"] + (["training"] if any(fates) else [])
     table = Table()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from reef_cli.client import ScenarioRow
+from reef_cli.client import ScenarioRow, Status
 from reef_cli.render.formats import MISSING, duration
+from reef_daemon.contract import Training
 
 
-def status_view(status: dict[str, Any], url: str) -> RenderableType:
+def status_view(status: Status, url: str) -> RenderableType:
     """The daemon's state: version, recipe, runtime, uptime, training, errors, then one row per scenario."""
     recipe = status.get("recipe") or {}
     runtime = status.get("runtime") or {}
@@ -48,7 +47,7 @@ def status_view(status: dict[str, Any], url: str) -> RenderableType:
     return Group(facts, "", scenarios)
 
 
-def _training(training: dict[str, Any]) -> str:
+def _training(training: Training) -> str:
     if not training.get("enabled"):
         return "off (this recipe records only)"
     last = training.get("last_step")

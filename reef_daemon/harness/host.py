@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters import Adapter
+from reef_daemon.contract import ReleaseRequest, ReleaseRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.harness.releases import Release, ReleaseRepository
 from reef_daemon.store import Store
@@ -89,8 +90,8 @@ class HarnessHost:
 
     async def versions(self, scenario: str) -> dict[str, str]:
         """release id -> vN, for every release a step committed, and v0."""
-        found = {step["release_id"]: step["version"] for step in await self.store.steps.history(scenario)}
-        found.pop(None, None)
+        steps = await self.store.steps.history(scenario)
+        found = {step["release_id"]: step["version"] for step in steps if step["release_id"] is not None}
         found[await self.base(scenario)] = "v0"
         return found
 
@@ -147,7 +148,7 @@ class HarnessHost:
         self._heads[scenario] = release_id
         return release_id, served.release_id, version
 
-    async def catalog(self, scenario: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def catalog(self, scenario: str, steps: list[ReleaseRow]) -> list[ReleaseRow]:
         """Release rows, newest first: each step with its request text, pending and current flags; then v0."""
         served = await self.served(scenario)
         promoted = {
@@ -155,14 +156,17 @@ class HarnessHost:
             for step in steps
             if step["operation"] == "promote"
         }
-        rows = []
+        rows: list[ReleaseRow] = []
         for step in steps:
-            row = dict(step)
-            row["current"] = step["release_id"] is not None and step["release_id"] == served.release_id
-            row["pending"] = step["result"] == "pending" and step["release_id"] not in promoted
-            row["promoted_as"] = promoted.get(step["release_id"]) if step["result"] == "pending" else None
-            row["restorable"] = step["result"] == "selected" and bool(step["release_id"]) and not row["current"]
-            row["request"] = await self._request(step.get("request_id"))
+            current = step["release_id"] is not None and step["release_id"] == served.release_id
+            row: ReleaseRow = {
+                **step,
+                "current": current,
+                "pending": step["result"] == "pending" and step["release_id"] not in promoted,
+                "promoted_as": promoted.get(step["release_id"]) if step["result"] == "pending" else None,
+                "restorable": step["result"] == "selected" and bool(step["release_id"]) and not current,
+                "request": await self._request(step.get("request_id")),
+            }
             rows.append(row)
         base = await self.base(scenario)
         rows.append(
@@ -187,7 +191,7 @@ class HarnessHost:
         )
         return rows
 
-    async def _request(self, request_id: str | None) -> dict[str, Any] | None:
+    async def _request(self, request_id: str | None) -> ReleaseRequest | None:
         if not request_id:
             return None
         try:

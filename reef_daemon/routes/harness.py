@@ -6,6 +6,7 @@ from aiohttp import web
 
 from adapters import ADAPTERS
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import HARNESS_ADAPTERS_ROUTE, HARNESS_ROUTE, AdapterList, AdapterRow, HarnessFiles
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
@@ -14,7 +15,7 @@ from reef_daemon.recipe_api import HarnessRecipe
 routes = web.RouteTableDef()
 
 
-@routes.get("/reef/harness")
+@routes.get(HARNESS_ROUTE)
 async def get_harness(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     harness = harness_recipe(daemon).harness
@@ -23,7 +24,7 @@ async def get_harness(request: web.Request) -> web.Response:
     release_id = request.query.get("release_id") or served.release_id
     release = await harness.read(scenario.name, release_id)
     versions = await harness.versions(scenario.name)
-    body = {
+    body: HarnessFiles = {
         "scenario": scenario.name,
         "release_id": release.release_id,
         "version": versions.get(release.release_id),
@@ -37,9 +38,12 @@ async def get_harness(request: web.Request) -> web.Response:
     return json_response(body)
 
 
-@routes.get("/reef/harness/adapters")
+@routes.get(HARNESS_ADAPTERS_ROUTE)
 async def list_adapters(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     serving = daemon.recipe.harness.adapter.name if isinstance(daemon.recipe, HarnessRecipe) else None
-    rows = [{**adapter.describe(), "serving": adapter.name == serving} for adapter in ADAPTERS.values()]
-    return json_response({"adapters": rows})
+    rows: list[AdapterRow] = [
+        {**adapter.describe(), "serving": adapter.name == serving} for adapter in ADAPTERS.values()
+    ]
+    body: AdapterList = {"adapters": rows}
+    return json_response(body)

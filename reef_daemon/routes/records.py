@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import RECORD_ROUTE, RECORDS_ROUTE, JudgedRecord, RecordDetail, RecordPage, StoredRecord
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import check_scenario_name
@@ -27,7 +28,7 @@ def _int_param(request: web.Request, name: str, low: int, high: int) -> int | No
     return value
 
 
-@routes.get("/reef/records")
+@routes.get(RECORDS_ROUTE)
 async def list_records(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = request.query.get("scenario") or None
@@ -43,18 +44,25 @@ async def list_records(request: web.Request) -> web.Response:
         raise BadRequest("use after or before, not both", type="invalid_query")
     limit = _int_param(request, "limit", 1, MAX_PAGE) or 50
     query = RecordQuery(scenario, type_, unscored, after, before, limit)
-    page = await daemon.store.records.list(query)
+    page: RecordPage = await daemon.store.records.list(query)
     return json_response(page, status=200)
 
 
-@routes.get("/reef/records/{id}")
+@routes.get(RECORD_ROUTE)
 async def show_record(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
-    record = await daemon.store.records.get(request.match_info["id"])
+    record, reports = await daemon.store.records.get_with_reports(request.match_info["id"])
     # What the recipe made of it and of each report on it: the step that trained on it, or why it never will.
-    rows = [record, *record["reports"]]
-    steps = await daemon.store.steps.consumed_by([row["id"] for row in rows])
-    for row in rows:
-        row["consumed_by_step"] = steps.get(row["id"])
-        row["ineligible"] = await daemon.store.steps.ineligible_reason(row["id"])
-    return json_response(record)
+    steps = await daemon.store.steps.consumed_by([row["id"] for row in (record, *reports)])
+
+    async def judged(row: StoredRecord) -> JudgedRecord:
+        ineligible = await daemon.store.steps.ineligible_reason(row["id"])
+        return {**row, "consumed_by_step": steps.get(row["id"]), "ineligible": ineligible}
+
+    detail: RecordDetail = {
+        **record,
+        "reports": [await judged(report) for report in reports],
+        "consumed_by_step": steps.get(record["id"]),
+        "ineligible": await daemon.store.steps.ineligible_reason(record["id"]),
+    }
+    return json_response(detail)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import PROMOTE_ROUTE, RELEASES_ROUTE, ROLLBACK_ROUTE, ReleaseList, ReleaseRow, StepRow
 from reef_daemon.errors import BadRequest, Unsupported
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
@@ -12,17 +13,20 @@ from reef_daemon.names import check_scenario_name
 routes = web.RouteTableDef()
 
 
-@routes.get("/reef/scenarios/{scenario}/releases")
+@routes.get(RELEASES_ROUTE)
 async def list_releases(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"]))
     current = daemon.recipe.current_release(scenario.name)
-    steps = []
-    for step in await daemon.store.steps.history(scenario.name):
-        step["current"] = current is not None and step["release_id"] == current
-        steps.append(step)
-    rows = await daemon.recipe.describe_releases(scenario, steps)
-    return json_response({"scenario": scenario.name, "releases": rows})
+    history = await daemon.store.steps.history(scenario.name)
+    steps = [_release(step, current is not None and step["release_id"] == current) for step in history]
+    body: ReleaseList = {"scenario": scenario.name, "releases": await daemon.recipe.describe_releases(scenario, steps)}
+    return json_response(body)
+
+
+def _release(step: StepRow, current: bool) -> ReleaseRow:
+    """A committed step as a release row; a recipe that reviews releases adds the optional keys."""
+    return {**step, "current": current}  # type: ignore[typeddict-item]  # a StepRow has none of the optional keys
 
 
 async def _release_change(request: web.Request, operation: str) -> web.Response:
@@ -35,15 +39,15 @@ async def _release_change(request: web.Request, operation: str) -> web.Response:
     if not daemon.recipe.trains:
         raise Unsupported(f"the {daemon.recipe.name} recipe publishes no releases", type="no_releases")
     step = await daemon.workers.change_release(scenario, operation, release_id.strip())
-    step["current"] = step["release_id"] == daemon.recipe.current_release(scenario.name)
-    return json_response(step)
+    head = _release(step, step["release_id"] == daemon.recipe.current_release(scenario.name))
+    return json_response(head)
 
 
-@routes.post("/reef/scenarios/{scenario}/promote")
+@routes.post(PROMOTE_ROUTE)
 async def promote(request: web.Request) -> web.Response:
     return await _release_change(request, "promote")
 
 
-@routes.post("/reef/scenarios/{scenario}/rollback")
+@routes.post(ROLLBACK_ROUTE)
 async def rollback(request: web.Request) -> web.Response:
     return await _release_change(request, "rollback")

@@ -7,6 +7,7 @@ import time
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import REPORT_ROUTE, ReportAck
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
@@ -16,7 +17,7 @@ from reef_daemon.store import ClientRecordDraft
 routes = web.RouteTableDef()
 
 
-@routes.post("/reef/report")
+@routes.post(REPORT_ROUTE)
 async def post_report(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
@@ -26,5 +27,5 @@ async def post_report(request: web.Request) -> web.Response:
     report_id = body.get("agent_record_id") or new_record_id()
     draft = ClientRecordDraft(report_id, scenario, "report", time.time(), content, content_hash(scenario, content))
     row, created = await daemon.store.records.append_client_record(draft)
-    body = {"agent_record_id": row["id"], "scenario": scenario, "request_type": "report", "created": created}
-    return json_response(body)
+    ack: ReportAck = {"agent_record_id": row["id"], "scenario": scenario, "request_type": "report", "created": created}
+    return json_response(ack)

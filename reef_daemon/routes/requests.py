@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import REQUEST_ROUTE, RequestProgress, StepRow
 from reef_daemon.errors import NotFound
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
+from reef_daemon.store import Store
 
 routes = web.RouteTableDef()
 
 
-@routes.get("/reef/requests/{request_id}")
+@routes.get(REQUEST_ROUTE)
 async def get_request(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     progress = harness_recipe(daemon).progress
@@ -23,7 +23,7 @@ async def get_request(request: web.Request) -> web.Response:
     if record["type"] != "train":
         raise NotFound(f"'{request_id}' is a {record['type']} record, not a change request", type="not_a_request")
     row = await progress.get(request_id)
-    body: dict[str, Any] = {
+    body: RequestProgress = {
         "id": request_id,
         "scenario": record["scenario"],
         "text": record.get("text"),
@@ -38,17 +38,19 @@ async def get_request(request: web.Request) -> web.Response:
     if step is not None:
         metrics = step["metrics"]
         body.update(
-            state="settled",
-            result=step["result"],
-            reason=metrics.get("reason") or metrics.get("error"),
-            release=step["release_id"],
-            version=step["version"],
-            how_to_use=metrics.get("how_to_use") or outcome.get("how_to_use"),
+            {
+                "state": "settled",
+                "result": step["result"],
+                "reason": metrics.get("reason") or metrics.get("error"),
+                "release": step["release_id"],
+                "version": step["version"],
+                "how_to_use": metrics.get("how_to_use") or outcome.get("how_to_use"),
+            }
         )
     return json_response(body)
 
 
-async def _settling_step(store: Any, scenario: str, request_id: str) -> dict[str, Any] | None:
+async def _settling_step(store: Store, scenario: str, request_id: str) -> StepRow | None:
     number = (await store.steps.consumed_by([request_id])).get(request_id)
     if number is None:
         return None

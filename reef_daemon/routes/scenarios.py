@@ -7,6 +7,15 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import (
+    SCENARIO_ROUTE,
+    SCENARIO_UPDATE_ROUTE,
+    SCENARIOS_ROUTE,
+    ArchiveAck,
+    ScenarioInfo,
+    ScenarioList,
+    ScenarioRow,
+)
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
@@ -24,23 +33,26 @@ def _training_mode(body: dict[str, Any], *, required: bool) -> str | None:
     return str(mode)
 
 
-@routes.get("/reef/scenarios")
+@routes.get(SCENARIOS_ROUTE)
 async def list_scenarios(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     counts = await daemon.store.records.counts()
-    rows = []
+    rows: list[ScenarioRow] = []
     for scenario in daemon.store.scenarios.all():
-        row = scenario.to_json()
         per_type = counts.get(scenario.name, {})
-        row["records"] = per_type.get("inference", 0)
-        row["reports"] = per_type.get("report", 0)
-        row["unscored"] = per_type.get("unscored", 0)
-        row["current_release"] = daemon.recipe.current_release(scenario.name)
+        row: ScenarioRow = {
+            **scenario.to_json(),
+            "records": per_type.get("inference", 0),
+            "reports": per_type.get("report", 0),
+            "unscored": per_type.get("unscored", 0),
+            "current_release": daemon.recipe.current_release(scenario.name),
+        }
         rows.append(row)
-    return json_response({"scenarios": rows})
+    body: ScenarioList = {"scenarios": rows}
+    return json_response(body)
 
 
-@routes.post("/reef/scenarios")
+@routes.post(SCENARIOS_ROUTE)
 async def create_scenario(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     body = await read_json_object(request)
@@ -53,10 +65,11 @@ async def create_scenario(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown field {', '.join(unknown)}; send name and optionally training_mode")
     mode = _training_mode(body, required=False) or daemon.recipe.default_training_mode
     scenario, created = await daemon.store.scenarios.ensure(name, daemon.recipe.name, mode)
-    return json_response(scenario.to_json(), status=201 if created else 200)
+    info: ScenarioInfo = scenario.to_json()
+    return json_response(info, status=201 if created else 200)
 
 
-@routes.post("/reef/scenarios/{scenario}/update")
+@routes.post(SCENARIO_UPDATE_ROUTE)
 async def update_scenario(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     name = check_scenario_name(request.match_info["scenario"])
@@ -68,12 +81,14 @@ async def update_scenario(request: web.Request) -> web.Response:
     mode = _training_mode(body, required=True)
     assert mode is not None
     scenario = await daemon.store.scenarios.set_training_mode(name, mode)
-    return json_response(scenario.to_json())
+    info: ScenarioInfo = scenario.to_json()
+    return json_response(info)
 
 
-@routes.delete("/reef/scenarios/{scenario}")
+@routes.delete(SCENARIO_ROUTE)
 async def archive_scenario(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     name = check_scenario_name(request.match_info["scenario"])
     archived_as = await daemon.store.scenarios.archive(name)
-    return json_response({"scenario": name, "archived": True, "archived_as": archived_as})
+    body: ArchiveAck = {"scenario": name, "archived": True, "archived_as": archived_as}
+    return json_response(body)

@@ -6,21 +6,23 @@ from aiohttp import web
 
 from reef_daemon import __version__
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import HEALTH_ROUTE, STATUS_ROUTE, Health, ScenarioCounts, Status
 from reef_daemon.jsonbody import json_response
 
 routes = web.RouteTableDef()
 
 
-@routes.get("/healthz")
+@routes.get(HEALTH_ROUTE)
 async def healthz(request: web.Request) -> web.Response:
-    return json_response({"ok": True})
+    health: Health = {"ok": True}
+    return json_response(health)
 
 
-@routes.get("/reef/status")
+@routes.get(STATUS_ROUTE)
 async def status(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     counts = await daemon.store.records.counts()
-    scenarios = {}
+    scenarios: dict[str, ScenarioCounts] = {}
     for scenario in daemon.store.scenarios.all():
         per_type = counts.get(scenario.name, {})
         scenarios[scenario.name] = {
@@ -31,7 +33,7 @@ async def status(request: web.Request) -> web.Response:
             "unscored": per_type.get("unscored", 0),
         }
     writer = daemon.store.writer
-    body = {
+    body: Status = {
         "version": __version__,
         **daemon.status(),
         "scenarios": scenarios,

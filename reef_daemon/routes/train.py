@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import REQUEST_ROUTE, TRAIN_ROUTE, TrainAck
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.screens import screen_request
@@ -24,7 +25,7 @@ MAX_FIELD = 200
 FIELDS = ("text", "session", "release_id", "client", "agent_record_id")
 
 
-@routes.post("/reef/train")
+@routes.post(TRAIN_ROUTE)
 async def post_train(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     harness_recipe(daemon)  # 501 before anything is read when the recipe evolves no harness
@@ -43,15 +44,13 @@ async def post_train(request: web.Request) -> web.Response:
         request_id, scenario.name, "train", time.time(), content, content_hash(scenario.name, content)
     )
     row, _created = await daemon.store.records.append_client_record(draft)
-    return json_response(
-        {
-            "agent_record_id": row["id"],
-            "scenario": scenario.name,
-            "request_type": "train",
-            "progress_path": f"/reef/requests/{row['id']}",
-        },
-        status=202,
-    )
+    ack: TrainAck = {
+        "agent_record_id": row["id"],
+        "scenario": scenario.name,
+        "request_type": "train",
+        "progress_path": REQUEST_ROUTE.format(request_id=row["id"]),
+    }
+    return json_response(ack, status=202)
 
 
 def _content(body: dict[str, Any]) -> dict[str, Any]:

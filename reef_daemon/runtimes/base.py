@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
 
+from reef_daemon.contract import RuntimeStatus
 from reef_daemon.settings import Settings
 
 
@@ -60,7 +61,7 @@ class Runtime(ABC):
         """Send one request on `route` (e.g. `/v1/messages`). Raises `UpstreamFailed` if no answer can be had."""
 
     @abstractmethod
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RuntimeStatus:
         """kind, model and whatever else `/reef/status` should show."""
 
     def reconfigure(self, settings: Settings) -> None:  # noqa: B027 - optional for runtimes with live settings

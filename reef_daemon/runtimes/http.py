@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 
+from reef_daemon.contract import RuntimeStatus
 from reef_daemon.errors import UpstreamFailed
 from reef_daemon.runtimes.base import Runtime, RuntimeResponse
 from reef_daemon.settings import Settings
@@ -81,7 +82,7 @@ class HttpRuntime(Runtime):
             await self._session.close()
             self._session = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RuntimeStatus:
         return {"kind": self.kind, "model": self.model, "url": self.url}
 
     async def send(

@@ -8,15 +8,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import Answer
+from reef_daemon.contract import TRIAL_SCENARIO, Answer, RecordPage, RecordRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
-from reef_daemon.names import TRIAL_SCENARIO
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
 from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
 
 RECORD_TYPES = ("inference", "report", "train")
 MAX_PAGE = 500
+# A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
+WithReports = tuple[StoredRecord, list[StoredRecord]]
 
 
 @dataclass
@@ -84,11 +85,11 @@ class RecordStore:
         self._reader = reader
         self._summarize = summarize
 
-    async def append_inference(self, draft: InferenceDraft) -> dict[str, Any]:
+    async def append_inference(self, draft: InferenceDraft) -> RecordRow:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
         return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
 
-    def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> dict[str, Any]:
+    def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
         summary = self._summarize(draft)
         sequence = ctx.allocate_sequence()
         values = (
@@ -111,11 +112,11 @@ class RecordStore:
         ctx.announce(Event("record", sequence, draft.scenario, {"record": row}))
         return row
 
-    async def append_client_record(self, draft: ClientRecordDraft) -> tuple[dict[str, Any], bool]:
+    async def append_client_record(self, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
         """Store a report or request. Returns (row, created); an identical retry returns the stored row, not created."""
         return await self._writer.submit(lambda ctx: self._insert_client_record(ctx, draft))
 
-    def _insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[dict[str, Any], bool]:
+    def _insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
         conn = ctx.conn
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
@@ -173,17 +174,17 @@ class RecordStore:
                     type="bad_reference",
                 )
 
-    async def list(self, query: RecordQuery) -> dict[str, Any]:
+    async def list(self, query: RecordQuery) -> RecordPage:
         return await self._reader.run(lambda conn: self._list(conn, query))
 
     @staticmethod
-    def _list(conn: sqlite3.Connection, query: RecordQuery) -> dict[str, Any]:
+    def _list(conn: sqlite3.Connection, query: RecordQuery) -> RecordPage:
         clauses: list[str] = []
         params: list[str | int] = []
         if query.scenario is not None:
             clauses.append("scenario = ?")
             params.append(query.scenario)
-        if query.unscored:  # names.awaits_score, in SQL
+        if query.unscored:  # contract.awaits_score, in SQL
             clauses.append("type = 'inference' AND score IS NULL")
             if query.scenario is None:
                 clauses.append("scenario != ?")
@@ -214,22 +215,20 @@ class RecordStore:
             return {"records": records, "next_after": newest, "next_before": oldest}
         return {"records": records, "next_after": newest, "next_before": oldest if more else None}
 
-    async def get(self, record_id: str) -> dict[str, Any]:
+    async def get(self, record_id: str) -> StoredRecord:
+        """One record in full; NotFound if there is none with this id."""
         return await self._reader.run(lambda conn: self._get(conn, record_id))
 
+    async def get_with_reports(self, record_id: str) -> WithReports:
+        """One record in full and the reports that reference it, oldest first, read together."""
+        return await self._reader.run(lambda conn: (self._get(conn, record_id), _reports_on(conn, record_id)))
+
     @staticmethod
-    def _get(conn: sqlite3.Connection, record_id: str) -> dict[str, Any]:
+    def _get(conn: sqlite3.Connection, record_id: str) -> StoredRecord:
         found = conn.execute(f"SELECT {DETAIL_COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()  # noqa: S608
         if found is None:
             raise NotFound(f"no record with id '{record_id}'", type="unknown_record")
-        row = detail_row(found)
-        reports = conn.execute(
-            f"SELECT {DETAIL_COLUMNS} FROM records WHERE sequence IN"  # noqa: S608
-            " (SELECT report_sequence FROM report_references WHERE record_id = ?) ORDER BY sequence",
-            (record_id,),
-        ).fetchall()
-        row["reports"] = [detail_row(r) for r in reports]
-        return row
+        return detail_row(found)
 
     async def counts(self) -> dict[str, dict[str, int]]:
         """Per scenario: how many records of each type, and how many inference records are unscored."""
@@ -247,3 +246,12 @@ class RecordStore:
         ):
             counts.setdefault(scenario, {})["unscored"] = total
         return counts
+
+
+def _reports_on(conn: sqlite3.Connection, record_id: str) -> list[StoredRecord]:
+    reports = conn.execute(
+        f"SELECT {DETAIL_COLUMNS} FROM records WHERE sequence IN"  # noqa: S608
+        " (SELECT report_sequence FROM report_references WHERE record_id = ?) ORDER BY sequence",
+        (record_id,),
+    ).fetchall()
+    return [detail_row(r) for r in reports]

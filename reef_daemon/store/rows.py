@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reef_daemon.contract import RecordContent, RecordRow, StoredRecord
+
 SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"
     " input_tokens, output_tokens, score, release"
@@ -12,7 +14,8 @@ SUMMARY_COLUMNS = (
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer"
 
 
-def summary_row(values: tuple[Any, ...]) -> dict[str, Any]:
+def summary_row(values: tuple[Any, ...]) -> RecordRow:
+    """The row of SUMMARY_COLUMNS' values (extra values after them are ignored)."""
     (sequence, record_id, scenario, type_, created_at, route, model, status, complete, duration_ms,
      input_tokens, output_tokens, score, release) = values[:14]  # fmt: skip
     return {
@@ -32,20 +35,25 @@ def summary_row(values: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def detail_row(values: tuple[Any, ...]) -> dict[str, Any]:
-    row = summary_row(values)
+def detail_row(values: tuple[Any, ...]) -> StoredRecord:
+    """The record in full, from DETAIL_COLUMNS' values; a client record's content is merged in."""
+    summary = summary_row(values)
     ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer = values[14:23]
-    row["timings"] = {"ttft_ms": ttft_ms, "duration_ms": row["duration_ms"], "overhead_ms": overhead_ms}
-    row["request"] = decode_body(request)
-    row["response"] = decode_body(response)
-    row["answer"] = json.loads(answer) if answer else None
-    row["error"] = error
-    row["tags"] = json.loads(tags) if tags else {}
+    content: RecordContent = {}
     if tokens:
-        row["tokens"] = json.loads(tokens)
+        content["tokens"] = json.loads(tokens)
     if body:
-        row.update(json.loads(body))
-    return row
+        content.update(json.loads(body))
+    return {
+        **summary,
+        "timings": {"ttft_ms": ttft_ms, "duration_ms": summary["duration_ms"], "overhead_ms": overhead_ms},
+        "request": decode_body(request),
+        "response": decode_body(response),
+        "answer": json.loads(answer) if answer else None,
+        "error": error,
+        "tags": json.loads(tags) if tags else {},
+        **content,
+    }
 
 
 def decode_body(raw: bytes | str | None) -> Any:

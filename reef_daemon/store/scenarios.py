@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from reef_daemon.contract import ScenarioInfo
 from reef_daemon.errors import NotFound
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
@@ -22,10 +24,13 @@ class Scenario:
     training_mode: str
     created_at: float
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["scenario"] = data.pop("name")
-        return data
+    def to_json(self) -> ScenarioInfo:
+        return {
+            "recipe": self.recipe,
+            "training_mode": self.training_mode,
+            "created_at": self.created_at,
+            "scenario": self.name,
+        }
 
 
 class ScenarioStore:
@@ -110,5 +115,5 @@ class ScenarioStore:
         return archived_as
 
 
-def _announce(ctx: WriteContext, action: str, data: dict[str, Any], *, scenario: str | None = None) -> None:
+def _announce(ctx: WriteContext, action: str, data: Mapping[str, Any], *, scenario: str | None = None) -> None:
     ctx.record_event("scenario", scenario or data["scenario"], {"action": action, "object": data})

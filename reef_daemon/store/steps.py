@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from reef_daemon.contract import StepRow
 from reef_daemon.errors import Conflict
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
@@ -37,7 +38,7 @@ class StepCommit:
     cursor: int | None = None  # the scenario's new read position, when the step moves it
 
 
-def step_row(values: tuple[Any, ...]) -> dict[str, Any]:
+def step_row(values: tuple[Any, ...]) -> StepRow:
     scenario, step, operation, result, release_id, parent, request_id, consumed, metrics, created_at = values
     return {
         "scenario": scenario,
@@ -59,12 +60,12 @@ class StepStore:
         self._writer = writer
         self._reader = reader
 
-    async def commit(self, commit: StepCommit) -> dict[str, Any]:
+    async def commit(self, commit: StepCommit) -> StepRow:
         """Commit a step with its consumed records; Conflict if the number is taken or a record was consumed."""
         return await self._writer.submit(lambda ctx: self._commit(ctx, commit))
 
     @staticmethod
-    def _commit(ctx: WriteContext, commit: StepCommit) -> dict[str, Any]:
+    def _commit(ctx: WriteContext, commit: StepCommit) -> StepRow:
         conn = ctx.conn
         (last,) = conn.execute(
             "SELECT coalesce(max(step), 0) FROM steps WHERE scenario = ?", (commit.scenario,)
@@ -125,14 +126,14 @@ class StepStore:
                 " AND id NOT IN (SELECT record_id FROM ineligible_records) ORDER BY sequence LIMIT ?",
                 (scenario, *types, after, limit),
             ).fetchall()
-            return [detail_row(row) for row in rows]
+            return [{**detail_row(row)} for row in rows]  # a recipe's unit: the worker adds what it knows
 
         return await self._reader.run(read)
 
-    async def history(self, scenario: str) -> list[dict[str, Any]]:
+    async def history(self, scenario: str) -> list[StepRow]:
         """Every step of a scenario, newest first."""
 
-        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        def read(conn: sqlite3.Connection) -> list[StepRow]:
             rows = conn.execute(
                 f"SELECT {STEP_COLUMNS} FROM steps WHERE scenario = ? ORDER BY step DESC",  # noqa: S608
                 (scenario,),
@@ -141,8 +142,8 @@ class StepStore:
 
         return await self._reader.run(read)
 
-    async def last(self, scenario: str) -> dict[str, Any] | None:
-        def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    async def last(self, scenario: str) -> StepRow | None:
+        def read(conn: sqlite3.Connection) -> StepRow | None:
             row = conn.execute(
                 f"SELECT {STEP_COLUMNS} FROM steps WHERE scenario = ? ORDER BY step DESC LIMIT 1",  # noqa: S608
                 (scenario,),

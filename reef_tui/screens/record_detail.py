@@ -3,7 +3,7 @@ timings, tokens, serving version, reports); scored with the same keys as the lis
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from reef_cli.client import Event, ReefClientError
+from reef_cli.client import Event, RecordDetail, ReefClientError
 from reef_cli.render.record import record_view
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.reporting import send_report
@@ -35,7 +35,7 @@ class RecordDetailScreen(ReefScreen):
     def __init__(self, record_id: str) -> None:
         super().__init__()
         self.record_id = record_id
-        self.record: dict[str, Any] | None = None
+        self.record: RecordDetail | None = None
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="detail-scroll"):
@@ -52,7 +52,7 @@ class RecordDetailScreen(ReefScreen):
             return
         self.app.call_from_thread(self._show, record)
 
-    def _show(self, record: dict[str, Any]) -> None:
+    def _show(self, record: RecordDetail) -> None:
         self.record = record
         self.query_one("#detail", Static).update(record_view(record))
 
@@ -85,7 +85,7 @@ class RecordDetailScreen(ReefScreen):
         return True
 
     def _scenario(self) -> str:
-        return str((self.record or {}).get("scenario"))
+        return self.record["scenario"] if self.record else "None"
 
     def _sent(self, score: float | None) -> None:
         self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)

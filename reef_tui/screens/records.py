@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from asyncio import to_thread
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from reef_cli.client import Event, RecordPage, RecordRow, ReefClientError
-from reef_daemon.names import awaits_score
+from reef_daemon.contract import awaits_score
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.reporting import send_report
 from reef_tui.scoring import KEY_SCORES
@@ -111,9 +111,9 @@ class RecordsScreen(ReefScreen):
         row = event.record
         if row is None or not self._wanted(row):
             return
-        records.add_newest(cast(RecordRow, row), follow=self.follow)
+        records.add_newest(row, follow=self.follow)
 
-    def _wanted(self, row: dict[str, Any]) -> bool:
+    def _wanted(self, row: RecordRow) -> bool:
         scenario = self.reef.scenario
         return (
             (scenario is None or row.get("scenario") == scenario)

@@ -3,14 +3,14 @@ how-to-use text."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable
 
-from reef_cli.client import Event, ReefClientError
+from reef_cli.client import Event, ReefClientError, RequestProgress
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.screens.new_request import NewRequestScreen
@@ -21,7 +21,7 @@ SHOWN = 50  # the newest requests listed
 COLUMNS = ("filed", "state", "result", "version", "request")
 
 
-class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
+class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
     """A table of requests over the selected one's progress."""
 
     SUB_TITLE = "requests"
@@ -34,7 +34,7 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.progress: dict[str, dict[str, Any]] = {}
+        self.progress: dict[str, RequestProgress] = {}
 
     def compose_scenario(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="requests-table", cursor_type="row")
@@ -50,14 +50,14 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
         hint = "send a request with the x-reef-scenario header, then come back; s picks a scenario"
         self.query_one(RequestView).say(hint)
 
-    def fetch(self, scenario: str) -> list[dict[str, Any]]:
+    def fetch(self, scenario: str) -> list[RequestProgress]:
         rows = self.reef.client.records(scenario=scenario, type="train", limit=SHOWN)["records"]
         return [self.reef.client.request_progress(row["id"]) for row in rows]
 
     def show_error(self, message: str) -> None:
         self.query_one(RequestView).say(message, error=True)
 
-    def show_loaded(self, scenario: str, progress: list[dict[str, Any]]) -> None:
+    def show_loaded(self, scenario: str, progress: list[RequestProgress]) -> None:
         self.progress = {str(entry["id"]): entry for entry in progress}
         self._fill(keep_cursor=False)
         selected = self._selected()
@@ -66,7 +66,7 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
         else:
             self.query_one(RequestView).say("no change requests yet: press n to file one")
 
-    def _put(self, progress: dict[str, Any]) -> None:
+    def _put(self, progress: RequestProgress) -> None:
         """Add or update one request's row; refresh the panel when it is the selected one."""
         table: DataTable[str] = self.query_one(DataTable)
         request_id = str(progress["id"])
@@ -150,14 +150,14 @@ class RequestsScreen(ScenarioScreen[list[dict[str, Any]]]):
             return
         self.app.call_from_thread(self._filed, progress)
 
-    def _filed(self, progress: dict[str, Any]) -> None:
+    def _filed(self, progress: RequestProgress) -> None:
         self._put(progress)
         table: DataTable[str] = self.query_one(DataTable)
         table.move_cursor(row=table.get_row_index(str(progress["id"])))
         self.notify(f"request {progress['id'][:8]} filed", timeout=2)
 
 
-def _cells(progress: dict[str, Any]) -> tuple[str, ...]:
+def _cells(progress: RequestProgress) -> tuple[str, ...]:
     return (
         formats.clock(progress.get("created_at")),
         str(progress.get("state")),
@@ -167,5 +167,5 @@ def _cells(progress: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def _created(progress: dict[str, Any]) -> float:
+def _created(progress: RequestProgress) -> float:
     return float(progress.get("created_at") or 0.0)

@@ -3,7 +3,7 @@ units were waiting or judged ineligible and why."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -12,16 +12,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from reef_cli.client import ReleaseRow, Status
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine
 
 METRICS = (("reward", "mean_reward"), ("loss", "loss"), ("critic loss", "critic_loss"))
-Loaded = tuple[dict[str, Any], list[dict[str, Any]]]  # the daemon's status, the scenario's releases newest first
+Loaded = tuple[Status, list[ReleaseRow]]  # the daemon's status, the scenario's releases newest first
 
 
-def metric_series(releases: list[dict[str, Any]], name: str) -> list[float]:
+def metric_series(releases: list[ReleaseRow], name: str) -> list[float]:
     """`name` from each training step's metrics, oldest step first (releases arrive newest first)."""
     series = []
     for release in reversed(releases):
@@ -31,24 +32,24 @@ def metric_series(releases: list[dict[str, Any]], name: str) -> list[float]:
     return series
 
 
-def facts_table(status: dict[str, Any], scenario: str) -> Table:
+def facts_table(status: Status, scenario: str) -> Table:
     """Steps, last step, weight version, waiting units, errors and ineligible counts by reason."""
-    training = ((status.get("training") or {}).get("scenarios") or {}).get(scenario) or {}
-    runtime = status.get("runtime") or {}
-    last = training.get("last_step") or {}
+    training = status["training"]["scenarios"].get(scenario)
+    last = training.get("last_step") if training else None
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("steps", str(training.get("steps", 0)))
+    grid.add_row("steps", str(training.get("steps", 0) if training else 0))
     if last:
         when = formats.timestamp(last.get("created_at"))
         grid.add_row("last step", f"v{last.get('step')} {last.get('result')} at {when}")
-    weights = (last.get("metrics") or {}).get("weight_version", runtime.get("weight_version"))
+    metrics = (last.get("metrics") if last else None) or {}
+    weights = metrics.get("weight_version", status["runtime"].get("weight_version"))
     grid.add_row("weights", str(weights if weights is not None else formats.MISSING))
-    grid.add_row("waiting", str(training.get("waiting_units", 0)))
-    if training.get("error"):
+    grid.add_row("waiting", str(training.get("waiting_units", 0) if training else 0))
+    if training and training.get("error"):
         grid.add_row("error", Text(str(training["error"]), style="red"))
-    ineligible = training.get("ineligible") or {}
+    ineligible = (training.get("ineligible") if training else None) or {}
     grid.add_row("ineligible", str(sum(ineligible.values())) if ineligible else "0")
     for reason, count in sorted(ineligible.items(), key=lambda item: -item[1]):
         grid.add_row("", f"{count}: {reason}")

@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from reef_cli.client import ReefClientError
-from reef_cli.installs import installed_release
+from reef_cli.installs import ShownRelease, mark_installed
 from reef_cli.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
@@ -25,7 +25,7 @@ from reef_tui.screens.scenario_screen import ScenarioScreen
 COLUMNS = ("version", "operation", "result", "state", "when", "request")
 
 
-def state_of(release: dict[str, Any]) -> str:
+def state_of(release: ShownRelease) -> str:
     """current / pending / promoted as vN / restorable, as the daemon flags them, and installed on this machine."""
     if release.get("current"):
         state = "current"
@@ -40,7 +40,13 @@ def state_of(release: dict[str, Any]) -> str:
     return state
 
 
-class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
+def request_text(release: ShownRelease) -> str:
+    """The text of the change request a release answered; empty when none did."""
+    request = release.get("request")
+    return (request["text"] or "") if request else ""
+
+
+class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
     """Releases over the selected one's diff or metrics."""
 
     SUB_TITLE = "versions"
@@ -56,7 +62,7 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.releases: dict[str, dict[str, Any]] = {}
+        self.releases: dict[str, ShownRelease] = {}
 
     def compose_scenario(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="versions-table", cursor_type="row")
@@ -76,17 +82,13 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
     def say_no_scenario(self) -> None:
         self._view(Text("versions appear once a scenario exists; s picks a scenario", style="dim"))
 
-    def fetch(self, scenario: str) -> list[dict[str, Any]]:
-        releases = self.reef.client.releases(scenario)
-        installed = installed_release(scenario)
-        for release in releases:
-            release["installed"] = installed is not None and release.get("release_id") == installed
-        return releases
+    def fetch(self, scenario: str) -> list[ShownRelease]:
+        return mark_installed(scenario, self.reef.client.releases(scenario))
 
     def show_error(self, message: str) -> None:
         self._view(Text(message, style="red"))
 
-    def show_loaded(self, scenario: str, releases: list[dict[str, Any]]) -> None:
+    def show_loaded(self, scenario: str, releases: list[ShownRelease]) -> None:
         table: DataTable[str] = self.query_one(DataTable)
         selected = self._selected()
         table.clear()
@@ -94,14 +96,13 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
         for release in releases:
             key = f"{release.get('version')}:{release.get('release_id')}"
             self.releases[key] = release
-            request = release.get("request") or {}
             table.add_row(
                 str(release.get("version")),
                 str(release.get("operation")),
                 str(release.get("result")),
                 state_of(release),
                 formats.clock(release.get("created_at")),
-                str(request.get("text") or ""),
+                request_text(release),
                 key=key,
             )
         if selected is not None and selected.get("version") is not None:
@@ -112,7 +113,7 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
         if not releases:
             self._view(Text("no versions yet", style="dim"))
 
-    def _selected(self) -> dict[str, Any] | None:
+    def _selected(self) -> ShownRelease | None:
         table: DataTable[str] = self.query_one(DataTable)
         if table.row_count == 0:
             return None
@@ -124,11 +125,10 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
         if release is not None:
             self._view(self._summary(release))
 
-    def _summary(self, release: dict[str, Any]) -> Any:
-        request = release.get("request") or {}
+    def _summary(self, release: ShownRelease) -> Any:
         lines = [f"{release.get('version')}  {release.get('operation')}  {release.get('result')}  {state_of(release)}"]
-        if request.get("text"):
-            lines.append(f"asked: {request['text']}")
+        if request_text(release):
+            lines.append(f"asked: {request_text(release)}")
         metrics = release.get("metrics") or {}
         if metrics:
             lines.append(json.dumps(metrics, indent=2, ensure_ascii=False, default=str))
@@ -145,12 +145,13 @@ class VersionsScreen(ScenarioScreen[list[dict[str, Any]]]):
         self._view(Text(f"diffing {release.get('version')} against its parent …", style="dim"))
         self.run_worker(lambda: self._diff(scenario, release), thread=True, group="diff", exclusive=True)
 
-    def _diff(self, scenario: str, release: dict[str, Any]) -> None:
-        if not release.get("release_id"):
+    def _diff(self, scenario: str, release: ShownRelease) -> None:
+        release_id = release["release_id"]
+        if not release_id:
             self.app.call_from_thread(self._view, Text("this step published no release: nothing to diff"))
             return
         try:
-            child = self.reef.client.harness(scenario, release["release_id"])
+            child = self.reef.client.harness(scenario, release_id)
             parent_id = release.get("parent_release_id") or child.get("parent_release_id")
             parent = self.reef.client.harness(scenario, parent_id)["files"] if parent_id else {}
         except ReefClientError as exc:

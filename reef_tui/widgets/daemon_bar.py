@@ -3,16 +3,18 @@ has, while the screen keeps showing what it had."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.widgets import Static
+
+from reef_cli.client import Status
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp
 
 
-def describe(url: str, status: dict[str, Any]) -> Text:
+def describe(url: str, status: Status) -> Text:
     """`url · recipe R · runtime K · model M` (weights W when the runtime reports a weight version)."""
     recipe = (status.get("recipe") or {}).get("name", "?")
     runtime = status.get("runtime") or {}
@@ -34,7 +36,7 @@ class DaemonBar(Static):
         self.set_class(connected is False, "-gone")
         if connected is None:
             self.update(Text(f"connecting to {app.url} …", no_wrap=True, overflow="ellipsis"))
-        elif connected:
+        elif connected and app.daemon_status is not None:  # set before `connected` is
             self.update(describe(app.url, app.daemon_status))
         else:
             self.update(

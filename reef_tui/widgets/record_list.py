@@ -15,7 +15,7 @@ from textual.strip import Strip
 
 from reef_cli.client import RecordRow
 from reef_cli.render.records import Column
-from reef_daemon.names import awaits_score
+from reef_daemon.contract import awaits_score
 from reef_tui.widgets.record_columns import columns_for, row_line
 
 LOOKAHEAD = 60  # ask for the next older page when the cursor is this close to the end

@@ -11,12 +11,13 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from reef_cli.client import RequestProgress
 from reef_cli.render import formats
 
 _RESULT_STYLE = {"selected": "green", "rejected": "red", "skipped": "yellow", "pending": "cyan"}
 
 
-def request_view(progress: dict[str, Any]) -> RenderableType:
+def request_view(progress: RequestProgress) -> RenderableType:
     """The panel for one `GET /reef/requests/{id}` answer."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
@@ -52,7 +53,7 @@ class RequestView(Static):
     shown: str | None = None
     """The id of the request on show, if one is."""
 
-    def show(self, progress: dict[str, Any]) -> None:
+    def show(self, progress: RequestProgress) -> None:
         self.shown = str(progress.get("id"))
         self.update(request_view(progress))
 

@@ -11,7 +11,7 @@ import hashlib
 import shlex
 from importlib import resources
 
-from adapters import SIDECAR
+from reef_daemon.contract import INSTALL_SIDECAR
 from reef_daemon.harness.install.files import InstallFiles
 
 _BODY = resources.files("reef_daemon.harness.install").joinpath("body.sh").read_text(encoding="utf-8")
@@ -30,7 +30,7 @@ def install_script(adapter: str, wrapper: str, install: InstallFiles, *, scenari
         "CHECKSUM": install.checksum,
         "AUTH": "1" if auth else "0",
         "SANDBOX_WRITES_TMP": "1" if sandbox_writes_tmp else "0",
-        "SIDECAR_NAME": SIDECAR,
+        "SIDECAR_NAME": INSTALL_SIDECAR,
         "FILES": "\n".join(sorted(install.files)),
     }
     lines = [

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from reef_daemon.contract import RuntimeStatus
 from reef_daemon.errors import BadRequest
 from reef_daemon.runtimes.base import RuntimeResponse, WeightSwappable
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
@@ -73,17 +74,19 @@ class EmbeddedRuntime(WeightSwappable):
         if settings.inference.upstream_url:
             log.warning("an upstream URL was configured; restart reef to serve it instead of the embedded model")
 
-    def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"kind": self.kind, "model": self._source.name, "source": str(self._source.path)}
+    def describe(self) -> RuntimeStatus:
+        info: RuntimeStatus = {"kind": self.kind, "model": self._source.name, "source": str(self._source.path)}
         if self._loaded is not None and self._worker is not None:
             speed = self._worker.tokens_per_second()
             info.update(
-                parameters=self._loaded.parameters,
-                weight_version=self.weight_version,
-                tokens_per_second=round(speed, 1) if speed is not None else None,
-                context_length=self._loaded.context_length,
-                weights=str(self.weights_dir),
-                load_s=round(self._load_s or 0.0, 3),
+                {
+                    "parameters": self._loaded.parameters,
+                    "weight_version": self.weight_version,
+                    "tokens_per_second": round(speed, 1) if speed is not None else None,
+                    "context_length": self._loaded.context_length,
+                    "weights": str(self.weights_dir),
+                    "load_s": round(self._load_s or 0.0, 3),
+                }
             )
         return info
 
