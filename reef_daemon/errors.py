@@ -60,3 +60,9 @@ class UpstreamFailed(ReefError):
 class NotReady(ReefError):
     status = 503
     type = "not_ready"
+
+
+class StoreError(NotReady):
+    """The record store could not commit; the daemon log has the database's own words."""
+
+    type = "store_failed"

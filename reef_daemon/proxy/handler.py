@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.errors import NotReady, ReefError, UpstreamFailed
+from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import parse_json_object
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
@@ -113,11 +113,9 @@ class Exchange:
         try:
             # Shielded: a client that leaves (or a shutdown) must not stop a record from being written.
             row = await asyncio.shield(self.daemon.store.records.append_inference(draft))
-        except RuntimeError as exc:
-            log.error("could not store a record for scenario %s: %s", self.scenario, exc)
-            raise NotReady(
-                "the record store could not save this exchange; see the daemon log", type="store_failed"
-            ) from exc
+        except StoreError:
+            log.error("could not store a record for scenario %s", self.scenario)
+            raise
         return str(row["id"])
 
 

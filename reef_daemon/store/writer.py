@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from reef_daemon.errors import StoreError
 from reef_daemon.store.schema import connect, migrate
 
 log = logging.getLogger("reef.store")
@@ -168,7 +169,7 @@ class GroupCommitWriter:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._next_sequence = self._max_sequence(conn) + 1
-            failure = RuntimeError(f"the record store could not commit: {exc}")
+            failure = StoreError("the record store could not save this; see the daemon log")
             self._deliver([(job, False, failure) for job in jobs], [])
             return
         self._next_sequence = context.next_sequence
