@@ -197,11 +197,15 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
             status=exc.status, response=b"", stream=False, complete=False, error=exc.message, answer=answer
         )
         raise
+    # A client that left will read neither the answer nor its receipt: the record says so.
+    gone = _client_gone(exchange.request)
     receipt = await exchange.store(
-        status=answer.status, response=body, stream=False, complete=True, error=None, answer=answer
-    )
+        status=answer.status, response=body, stream=False, complete=not gone,
+        error="client disconnected" if gone else None, answer=answer,
+    )  # fmt: skip
     response = web.Response(status=answer.status, body=body, headers=client_headers(answer.headers))
-    response.headers[RECEIPT_HEADER] = receipt
+    if not gone:
+        response.headers[RECEIPT_HEADER] = receipt
     response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
     return response
 
@@ -209,13 +213,13 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
 async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.StreamResponse:
     response = web.StreamResponse(status=answer.status, headers=client_headers(answer.headers))
     response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
-    await response.prepare(exchange.request)
     relay = SseRelay(exchange.route)
     received: list[bytes] = []
     error: ReefError | None = None
     client_gone = False
     chunks = answer.chunks()
     try:
+        await response.prepare(exchange.request)  # a client that already left fails here, and is recorded below
         while not relay.terminated:
             began = time.perf_counter()
             try:
@@ -261,6 +265,11 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
         ending = relay.remainder() + error_frame(exchange.route, error.type if error else "upstream_incomplete", reason)
         await _write_quietly(response, ending)
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
