@@ -11,7 +11,7 @@ from aiohttp import web
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.events import EventBus
-from reef_daemon.middlewares import errors_and_overhead, limit_body, require_token
+from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
 from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
@@ -53,6 +53,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         app.router.add_post(route, handle_inference)
     for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
         app.router.add_routes(module.routes)
+    app.on_response_prepare.append(remember_started)
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_event_streams)
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from aiohttp import web
@@ -14,16 +15,26 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # JSON has no infinity; a number too large for a double (1e400) would come back from a store as one.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, Any]:
-    """Parse strict JSON (no NaN or Infinity) that must be an object."""
+    """Parse strict JSON (no NaN or Infinity, no number beyond a double's range) that must be an object."""
     if not body.strip():
         raise BadRequest(f"{what} is empty; send a JSON object", type="invalid_json")
     try:
-        value = json.loads(body, parse_constant=_refuse_constant)
+        value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except UnicodeDecodeError:
         raise BadRequest(f"{what} is not UTF-8 text", type="invalid_json") from None
     except ValueError as exc:
         raise BadRequest(f"{what} is not valid JSON: {exc}", type="invalid_json") from None
+    except RecursionError:
+        raise BadRequest(f"{what} is nested too deeply", type="invalid_json") from None
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {type(value).__name__}", type="invalid_json")
     return value

@@ -8,6 +8,7 @@ out inside the stream. A stream that breaks still leaves a record (`complete: fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -235,7 +236,7 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
                 await response.write(forward)
     except UpstreamFailed as exc:
         error = exc
-    except ConnectionResetError:
+    except ConnectionError:
         client_gone = True
     except asyncio.CancelledError:
         await exchange.store(
@@ -248,9 +249,13 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
 
     raw = b"".join(received)
     if relay.terminated and not client_gone:
-        receipt = await exchange.store(
-            status=answer.status, response=raw, stream=True, complete=True, error=None, answer=answer
-        )
+        try:
+            receipt = await exchange.store(
+                status=answer.status, response=raw, stream=True, complete=True, error=None, answer=answer
+            )
+        except StoreError as exc:  # the stream has begun: say so inside it, without a receipt, and end it
+            await _write_quietly(response, error_frame(exchange.route, exc.type, exc.message))
+            return response
         await _write_quietly(response, relay.finish(receipt))
         return response
 
@@ -260,7 +265,11 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
         reason = error.message
     else:
         reason = "upstream SSE ended without a terminal event"
-    await exchange.store(status=answer.status, response=raw, stream=True, complete=False, error=reason, answer=answer)
+    # A store failure here is logged by `store`; the client still hears why its stream broke.
+    with contextlib.suppress(StoreError):
+        await exchange.store(
+            status=answer.status, response=raw, stream=True, complete=False, error=reason, answer=answer
+        )
     if not client_gone:
         ending = relay.remainder() + error_frame(exchange.route, error.type if error else "upstream_incomplete", reason)
         await _write_quietly(response, ending)
@@ -277,5 +286,5 @@ async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
     try:
         await response.write(data)
         await response.write_eof()
-    except ConnectionResetError:
+    except ConnectionError:
         log.info("client left before the end of its stream")

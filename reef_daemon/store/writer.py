@@ -23,6 +23,7 @@ log = logging.getLogger("reef.store")
 
 T = TypeVar("T")
 WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
+FAILED_MESSAGE = "the record store could not save this; see the daemon log"
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class GroupCommitWriter:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._next_sequence = self._max_sequence(conn) + 1
-            failure = StoreError("the record store could not save this; see the daemon log")
+            failure = StoreError(FAILED_MESSAGE)
             self._deliver([(job, False, failure) for job in jobs], [])
             return
         self._next_sequence = context.next_sequence
@@ -202,7 +203,7 @@ class GroupCommitWriter:
                 conn.execute("ROLLBACK TO operation")
                 context.next_sequence = mark_sequence
                 del context.events[mark_events:]
-                outcomes.append((job, False, exc))
+                outcomes.append((job, False, _as_refusal(exc)))
             else:
                 outcomes.append((job, True, result))
             conn.execute("RELEASE operation")
@@ -227,3 +228,11 @@ class GroupCommitWriter:
         # If the loop closed while we committed, nobody is waiting; the data is safe on disk.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(resolve)
+
+
+def _as_refusal(exc: Exception) -> Exception:
+    """What a guarded operation's caller gets: its own refusal, or a `StoreError` when the database failed it."""
+    if isinstance(exc, sqlite3.Error):
+        log.error("store operation failed: %s", exc)
+        return StoreError(FAILED_MESSAGE)
+    return exc
