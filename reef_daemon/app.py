@@ -25,6 +25,10 @@ from reef_daemon.store import Store
 
 log = logging.getLogger("reef")
 
+# A connection must send a request's headers in full within this long of opening (or of its previous answer);
+# aiohttp's keep-alive timer closes it otherwise, so unfinished headers cannot hold a connection open.
+HEADER_READ_TIMEOUT_S = 30.0
+
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Application:
     """The daemon as an aiohttp application. Its parts open on start-up and close, writes finished, on cleanup."""
@@ -46,7 +50,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app = web.Application(
         middlewares=[errors_and_overhead, require_token, limit_body],
         client_max_size=max_body,
-        handler_args={"max_field_size": 65536},
+        handler_args={"max_field_size": 65536, "keepalive_timeout": HEADER_READ_TIMEOUT_S},
     )
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:

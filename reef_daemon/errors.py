@@ -42,6 +42,11 @@ class Conflict(ReefError):
     type = "conflict"
 
 
+class RequestTimeout(ReefError):
+    status = 408
+    type = "request_timeout"
+
+
 class PayloadTooLarge(ReefError):
     status = 413
     type = "payload_too_large"

@@ -1,14 +1,20 @@
-"""Reading JSON request bodies: one place that turns bad JSON into a 400 that says what is wrong."""
+"""Reading request bodies: one place that bounds how long a body may take and turns bad JSON into a 400 that
+says what is wrong."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
 
 from aiohttp import web
 
-from reef_daemon.errors import BadRequest
+from reef_daemon.errors import BadRequest, RequestTimeout
+
+# A body that has not arrived in full by then (a never-ending chunked upload, say) is refused and its
+# connection closed, so a client cannot hold connections open by sending slowly.
+BODY_READ_TIMEOUT_S = 60.0
 
 
 def _refuse_constant(name: str) -> Any:
@@ -40,8 +46,19 @@ def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, 
     return value
 
 
+async def read_body(request: web.Request) -> bytes:
+    """The whole request body, or a 408 when it takes longer than `BODY_READ_TIMEOUT_S`."""
+    try:
+        async with asyncio.timeout(BODY_READ_TIMEOUT_S):
+            return await request.read()
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the request body did not arrive within {BODY_READ_TIMEOUT_S:g} s", type="request_timeout"
+        ) from None
+
+
 async def read_json_object(request: web.Request) -> dict[str, Any]:
-    return parse_json_object(await request.read())
+    return parse_json_object(await read_body(request))
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:

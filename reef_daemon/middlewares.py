@@ -71,7 +71,7 @@ async def errors_and_overhead(request: web.Request, handler: Handler) -> web.Str
         if STARTED in request:
             return await _end_started(request, "internal_error", message)
         response = _error_response(500, "internal_error", message)
-    if response.status == 413:
+    if response.status in (408, 413):
         response.force_close()  # the unread body must not be taken as the next request
     if not response.prepared and OVERHEAD_HEADER not in response.headers:
         upstream_s = request.get(UPSTREAM_SECONDS, 0.0)

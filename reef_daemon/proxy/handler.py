@@ -20,7 +20,7 @@ from aiohttp import web
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
-from reef_daemon.jsonbody import parse_json_object
+from reef_daemon.jsonbody import parse_json_object, read_body
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_daemon.proxy.headers import (
     OVERHEAD_HEADER,
@@ -123,7 +123,7 @@ class Exchange:
 async def handle_inference(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
-    body = await request.read()
+    body = await read_body(request)
     payload = parse_json_object(body)
     await daemon.ensure_scenario(scenario)
     exchange = Exchange(daemon, request, scenario, body, payload)
