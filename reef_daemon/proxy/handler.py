@@ -219,6 +219,10 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
     error: ReefError | None = None
     client_gone = False
     chunks = answer.chunks()
+    relays = exchange.daemon.relays
+    task = asyncio.current_task()
+    if task is not None:
+        relays.add(task)
     try:
         await response.prepare(exchange.request)  # a client that already left fails here, and is recorded below
         while not relay.terminated:
@@ -239,12 +243,17 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
     except ConnectionError:
         client_gone = True
     except asyncio.CancelledError:
+        stopping = exchange.daemon.stopping
+        reason = "reef shut down before the stream ended" if stopping else "client disconnected"
         await exchange.store(
-            status=answer.status, response=b"".join(received), stream=True, complete=False,
-            error="client disconnected", answer=answer,
+            status=answer.status, response=b"".join(received), stream=True, complete=False, error=reason,
+            answer=answer,
         )  # fmt: skip
+        if stopping:  # the client is still there: tell it why its stream ends
+            await _write_quietly(response, relay.remainder() + error_frame(exchange.route, "shutting_down", reason))
         raise
     finally:
+        relays.discard(task)
         await chunks.aclose()
 
     raw = b"".join(received)
