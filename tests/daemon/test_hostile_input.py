@@ -70,7 +70,10 @@ async def test_records_and_events_of_an_archived_long_named_scenario(reef: Reef)
         assert b"event: record" in await events.content.readuntil(b"event: record")
 
 
-async def test_a_subscriber_that_leaves_is_not_an_error(reef: Reef, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("when", ["before its stream starts", "once it is connected"])
+async def test_a_subscriber_that_leaves_is_not_an_error(
+    reef: Reef, caplog: pytest.LogCaptureFixture, when: str
+) -> None:
     caplog.set_level(logging.INFO)
     assert reef.server.runner is not None
     reef.server.runner.server.handler_cancellation = False  # as under `reef serve`
@@ -78,9 +81,9 @@ async def test_a_subscriber_that_leaves_is_not_an_error(reef: Reef, caplog: pyte
     for _ in range(3):
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(f"GET /reef/events HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-        await reader.readuntil(b": connected\n\n")
-        writer.close()
-        await writer.wait_closed()
+        if when == "once it is connected":
+            await reader.readuntil(b": connected\n\n")
+        writer.transport.abort()
     subscribers = reef.daemon.bus._subscribers  # the only way to see a subscription end
     for _ in range(50):  # events until every subscription has noticed its client left
         assert (await reef.post("/reef/report", {"score": 1})).status == 200
