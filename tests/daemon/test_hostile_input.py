@@ -101,3 +101,16 @@ async def test_a_change_request_id_that_would_not_route_is_refused(start_reef: S
     response = await reef.post("/reef/train", {"text": "make it brief", "agent_record_id": bad_id})
     assert await error_type(response) in ("invalid_agent_record_id",)
     assert await reef.records(type="train") == []
+
+
+async def test_a_failure_after_an_event_stream_began_ends_it_in_protocol(
+    reef: Reef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*_args: object) -> list[object]:
+        raise RuntimeError("the replay broke")
+
+    monkeypatch.setattr(reef.daemon.store.events, "after", broken)
+    response = await reef.get("/reef/events", headers={"Last-Event-ID": "0"})
+    assert response.status == 200
+    text = (await asyncio.wait_for(response.read(), 20)).decode()  # the stream ends
+    assert "HTTP/1.1" not in text and '"type":"internal_error"' in text.replace(" ", "")
