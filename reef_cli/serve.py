@@ -65,7 +65,7 @@ def _announce_here(files: DaemonFiles, url: str) -> None:
     if files.running_pid() not in (None, os.getpid()):
         return
     files.write_pid(os.getpid())
-    files.write_address(url, int(url.rsplit(":", 1)[1]))
+    files.write_address(url)
 
 
 def settings_from_command_line(

@@ -1,4 +1,4 @@
-"""The files `reef start` leaves in the state directory: the daemon's pid, port, URL and log."""
+"""The files `reef start` leaves in the state directory: the daemon's pid, URL and log."""
 
 from __future__ import annotations
 
@@ -19,10 +19,6 @@ class DaemonFiles:
     @property
     def pid_file(self) -> Path:
         return self.state_dir / "daemon.pid"
-
-    @property
-    def port_file(self) -> Path:
-        return self.state_dir / "daemon.port"
 
     @property
     def url_file(self) -> Path:
@@ -51,14 +47,13 @@ class DaemonFiles:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.pid_file.write_text(f"{pid}\n", encoding="utf-8")
 
-    def write_address(self, url: str, port: int) -> None:
+    def write_address(self, url: str) -> None:
         """Record where the daemon listens, once it answers."""
-        self.port_file.write_text(f"{port}\n", encoding="utf-8")
         self.url_file.write_text(f"{url}\n", encoding="utf-8")
 
     def clear(self) -> None:
         """Forget the daemon (its log stays)."""
-        for path in (self.pid_file, self.port_file, self.url_file):
+        for path in (self.pid_file, self.url_file):
             path.unlink(missing_ok=True)
 
 

@@ -11,7 +11,7 @@ from aiohttp import web
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.events import EventBus
-from reef_daemon.middlewares import errors_and_overhead, limit_body, require_token
+from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
 from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
@@ -24,6 +24,12 @@ from reef_daemon.settings import Settings
 from reef_daemon.store import Store
 
 log = logging.getLogger("reef")
+
+# A connection must send a request's headers in full within this long of opening (or of its previous answer);
+# aiohttp's keep-alive timer closes it otherwise, so unfinished headers cannot hold a connection open.
+HEADER_READ_TIMEOUT_S = 30.0
+# How long a shutdown lets the model streams in flight run on before it cuts them (each is recorded as cut).
+STREAM_DRAIN_S = 5.0
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Application:
@@ -46,21 +52,32 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app = web.Application(
         middlewares=[errors_and_overhead, require_token, limit_body],
         client_max_size=max_body,
-        handler_args={"max_field_size": 65536},
+        handler_args={"max_field_size": 65536, "keepalive_timeout": HEADER_READ_TIMEOUT_S},
     )
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
     for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
         app.router.add_routes(module.routes)
+    app.on_response_prepare.append(remember_started)
     app.cleanup_ctx.append(_lifecycle)
-    app.on_shutdown.append(_end_event_streams)
+    app.on_shutdown.append(_end_streams)
     return app
 
 
-async def _end_event_streams(app: web.Application) -> None:
-    """Event streams never end by themselves; close them so shutdown does not wait on them."""
-    app[DAEMON].bus.close_all()
+async def _end_streams(app: web.Application) -> None:
+    """Event streams never end by themselves, and a model's stream may not for a long time: close event streams,
+    give model streams `STREAM_DRAIN_S` to finish, then cut them, so a shutdown does not wait on either."""
+    daemon = app[DAEMON]
+    daemon.bus.close_all()
+    daemon.stopping = True
+    if not daemon.relays:
+        return
+    _finished, cut = await asyncio.wait(set(daemon.relays), timeout=STREAM_DRAIN_S)
+    for task in cut:
+        task.cancel()
+    if cut:
+        await asyncio.wait(cut, timeout=STREAM_DRAIN_S)  # each stores its record, shielded, as it ends
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -29,6 +31,9 @@ class Daemon:
     reports: ReportValidator
     workers: RecipeWorkers
     started_at: float = field(default_factory=time.time)
+    # Streams being relayed, so a shutdown can bound how long it waits for them; set once it has begun.
+    relays: set[asyncio.Task[Any]] = field(default_factory=set)
+    stopping: bool = False
 
     async def ensure_scenario(self, name: str) -> Scenario:
         """The scenario, created with the deployment's recipe on first sight."""

@@ -42,6 +42,11 @@ class Conflict(ReefError):
     type = "conflict"
 
 
+class RequestTimeout(ReefError):
+    status = 408
+    type = "request_timeout"
+
+
 class PayloadTooLarge(ReefError):
     status = 413
     type = "payload_too_large"
@@ -60,3 +65,9 @@ class UpstreamFailed(ReefError):
 class NotReady(ReefError):
     status = 503
     type = "not_ready"
+
+
+class StoreError(NotReady):
+    """The record store could not commit; the daemon log has the database's own words."""
+
+    type = "store_failed"

@@ -41,7 +41,6 @@ class Subscription:
 class EventBus:
     def __init__(self) -> None:
         self._subscribers: set[Subscription] = set()
-        self.last_sequence = 0
 
     def subscribe(self, scenario: str | None = None) -> Subscription:
         subscription = Subscription(self, scenario)
@@ -53,7 +52,6 @@ class EventBus:
 
     def publish(self, events: Iterable[Event]) -> None:
         for event in events:
-            self.last_sequence = max(self.last_sequence, event.sequence)
             for subscription in list(self._subscribers):
                 if not subscription.offer(event):
                     self._drop(subscription)

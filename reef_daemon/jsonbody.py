@@ -1,36 +1,64 @@
-"""Reading JSON request bodies: one place that turns bad JSON into a 400 that says what is wrong."""
+"""Reading request bodies: one place that bounds how long a body may take and turns bad JSON into a 400 that
+says what is wrong."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 from typing import Any
 
 from aiohttp import web
 
-from reef_daemon.errors import BadRequest
+from reef_daemon.errors import BadRequest, RequestTimeout
+
+# A body that has not arrived in full by then (a never-ending chunked upload, say) is refused and its
+# connection closed, so a client cannot hold connections open by sending slowly.
+BODY_READ_TIMEOUT_S = 60.0
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # JSON has no infinity; a number too large for a double (1e400) would come back from a store as one.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, Any]:
-    """Parse strict JSON (no NaN or Infinity) that must be an object."""
+    """Parse strict JSON (no NaN or Infinity, no number beyond a double's range) that must be an object."""
     if not body.strip():
         raise BadRequest(f"{what} is empty; send a JSON object", type="invalid_json")
     try:
-        value = json.loads(body, parse_constant=_refuse_constant)
+        value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except UnicodeDecodeError:
         raise BadRequest(f"{what} is not UTF-8 text", type="invalid_json") from None
     except ValueError as exc:
         raise BadRequest(f"{what} is not valid JSON: {exc}", type="invalid_json") from None
+    except RecursionError:
+        raise BadRequest(f"{what} is nested too deeply", type="invalid_json") from None
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {type(value).__name__}", type="invalid_json")
     return value
 
 
+async def read_body(request: web.Request) -> bytes:
+    """The whole request body, or a 408 when it takes longer than `BODY_READ_TIMEOUT_S`."""
+    try:
+        async with asyncio.timeout(BODY_READ_TIMEOUT_S):
+            return await request.read()
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the request body did not arrive within {BODY_READ_TIMEOUT_S:g} s", type="request_timeout"
+        ) from None
+
+
 async def read_json_object(request: web.Request) -> dict[str, Any]:
-    return parse_json_object(await request.read())
+    return parse_json_object(await read_body(request))
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:

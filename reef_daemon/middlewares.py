@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
@@ -14,8 +15,10 @@ from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
 from reef_daemon.jsonbody import json_response
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, UPSTREAM_SECONDS
 from reef_daemon.proxy.headers import OVERHEAD_HEADER
+from reef_daemon.proxy.sse import error_frame
 
 log = logging.getLogger("reef.http")
+STARTED = web.RequestKey("reef.started_response", web.StreamResponse)
 
 _HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
 
@@ -24,12 +27,31 @@ def _error_response(status: int, type_: str, message: str) -> web.Response:
     return json_response({"error": {"type": type_, "message": message}}, status=status)
 
 
+async def remember_started(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare`: the answer's status line is going out; an error after this cannot replace it."""
+    request.setdefault(STARTED, response)
+
+
+async def _end_started(request: web.Request, type_: str, message: str) -> web.StreamResponse:
+    """A failure after the answer began: a second HTTP response inside the body would be garbage, so the stream
+    ends with an error frame its clients understand, and the connection closes."""
+    response = request[STARTED]
+    log.error("%s %s failed after its answer began: %s", request.method, request.path, message)
+    if response.content_type == "text/event-stream":
+        with contextlib.suppress(ConnectionError):
+            await response.write(error_frame(request.path, type_, message))
+    response.force_close()
+    return response
+
+
 @web.middleware
 async def errors_and_overhead(request: web.Request, handler: Handler) -> web.StreamResponse:
     started = time.perf_counter()
     try:
         response = await handler(request)
     except ReefError as exc:
+        if STARTED in request:
+            return await _end_started(request, exc.type, exc.message)
         response = _error_response(exc.status, exc.type, exc.message)
     except web.HTTPException as exc:
         if exc.status < 400:
@@ -41,12 +63,15 @@ async def errors_and_overhead(request: web.Request, handler: Handler) -> web.Str
             413: "the request body is larger than the daemon accepts (reef.max-body-mb)",
         }.get(exc.status, exc.reason)
         response = _error_response(exc.status, type_, message)
-    except ConnectionResetError:
-        raise
+    except ConnectionError:
+        raise  # the client left; there is nobody to answer
     except Exception:
         log.exception("unexpected error on %s %s", request.method, request.path)
-        response = _error_response(500, "internal_error", "reef failed on this request; the daemon log says why")
-    if response.status == 413:
+        message = "reef failed on this request; the daemon log says why"
+        if STARTED in request:
+            return await _end_started(request, "internal_error", message)
+        response = _error_response(500, "internal_error", message)
+    if response.status in (408, 413):
         response.force_close()  # the unread body must not be taken as the next request
     if not response.prepared and OVERHEAD_HEADER not in response.headers:
         upstream_s = request.get(UPSTREAM_SECONDS, 0.0)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+import time
 
 from reef_daemon.contract import SCENARIO_HEADER as SCENARIO_HEADER
 from reef_daemon.contract import TRIAL_SCENARIO as TRIAL_SCENARIO
 from reef_daemon.errors import BadRequest
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_ARCHIVED = re.compile(r"[A-Za-z0-9._-]{1,128}\.archived-[0-9]{8}T[0-9]{6}Z-[0-9]{3}")
 
 
 def check_scenario_name(name: str) -> str:
@@ -19,6 +21,17 @@ def check_scenario_name(name: str) -> str:
             type="invalid_scenario",
         )
     return name
+
+
+def archived_name(name: str, now: float) -> str:
+    """The name an archived scenario's records keep, which frees `name` for a new scenario."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    return f"{name}.archived-{stamp}-{int(now * 1000) % 1000:03d}"
+
+
+def check_scenario_filter(name: str) -> str:
+    """A scenario to filter records or events on: a valid name, or the longer name of an archived scenario."""
+    return name if _ARCHIVED.fullmatch(name) else check_scenario_name(name)
 
 
 def scenario_from_header(value: str | None) -> str:

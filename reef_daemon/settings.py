@@ -303,10 +303,6 @@ class Settings:
         tokens = ((self.reef.token,) if self.reef.token else ()) + self.reef.tokens
         return tuple(dict.fromkeys(tokens))
 
-    @property
-    def auth_enabled(self) -> bool:
-        return bool(self.accepted_tokens)
-
     def value(self, key: str) -> Any:
         info = CATALOGUE[key]
         if not info.section:

@@ -8,6 +8,7 @@ out inside the stream. A stream that breaks still leaves a record (`complete: fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -17,9 +18,9 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.errors import NotReady, ReefError, UpstreamFailed
+from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
-from reef_daemon.jsonbody import parse_json_object
+from reef_daemon.jsonbody import parse_json_object, read_body
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_daemon.proxy.headers import (
     OVERHEAD_HEADER,
@@ -113,18 +114,16 @@ class Exchange:
         try:
             # Shielded: a client that leaves (or a shutdown) must not stop a record from being written.
             row = await asyncio.shield(self.daemon.store.records.append_inference(draft))
-        except RuntimeError as exc:
-            log.error("could not store a record for scenario %s: %s", self.scenario, exc)
-            raise NotReady(
-                "the record store could not save this exchange; see the daemon log", type="store_failed"
-            ) from exc
+        except StoreError:
+            log.error("could not store a record for scenario %s", self.scenario)
+            raise
         return str(row["id"])
 
 
 async def handle_inference(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
-    body = await request.read()
+    body = await read_body(request)
     payload = parse_json_object(body)
     await daemon.ensure_scenario(scenario)
     exchange = Exchange(daemon, request, scenario, body, payload)
@@ -199,11 +198,15 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
             status=exc.status, response=b"", stream=False, complete=False, error=exc.message, answer=answer
         )
         raise
+    # A client that left will read neither the answer nor its receipt: the record says so.
+    gone = _client_gone(exchange.request)
     receipt = await exchange.store(
-        status=answer.status, response=body, stream=False, complete=True, error=None, answer=answer
-    )
+        status=answer.status, response=body, stream=False, complete=not gone,
+        error="client disconnected" if gone else None, answer=answer,
+    )  # fmt: skip
     response = web.Response(status=answer.status, body=body, headers=client_headers(answer.headers))
-    response.headers[RECEIPT_HEADER] = receipt
+    if not gone:
+        response.headers[RECEIPT_HEADER] = receipt
     response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
     return response
 
@@ -211,13 +214,17 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
 async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.StreamResponse:
     response = web.StreamResponse(status=answer.status, headers=client_headers(answer.headers))
     response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
-    await response.prepare(exchange.request)
     relay = SseRelay(exchange.route)
     received: list[bytes] = []
     error: ReefError | None = None
     client_gone = False
     chunks = answer.chunks()
+    relays = exchange.daemon.relays
+    task = asyncio.current_task()
+    if task is not None:
+        relays.add(task)
     try:
+        await response.prepare(exchange.request)  # a client that already left fails here, and is recorded below
         while not relay.terminated:
             began = time.perf_counter()
             try:
@@ -233,22 +240,31 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
                 await response.write(forward)
     except UpstreamFailed as exc:
         error = exc
-    except ConnectionResetError:
+    except ConnectionError:
         client_gone = True
     except asyncio.CancelledError:
+        stopping = exchange.daemon.stopping
+        reason = "reef shut down before the stream ended" if stopping else "client disconnected"
         await exchange.store(
-            status=answer.status, response=b"".join(received), stream=True, complete=False,
-            error="client disconnected", answer=answer,
+            status=answer.status, response=b"".join(received), stream=True, complete=False, error=reason,
+            answer=answer,
         )  # fmt: skip
+        if stopping:  # the client is still there: tell it why its stream ends
+            await _write_quietly(response, relay.remainder() + error_frame(exchange.route, "shutting_down", reason))
         raise
     finally:
+        relays.discard(task)
         await chunks.aclose()
 
     raw = b"".join(received)
     if relay.terminated and not client_gone:
-        receipt = await exchange.store(
-            status=answer.status, response=raw, stream=True, complete=True, error=None, answer=answer
-        )
+        try:
+            receipt = await exchange.store(
+                status=answer.status, response=raw, stream=True, complete=True, error=None, answer=answer
+            )
+        except StoreError as exc:  # the stream has begun: say so inside it, without a receipt, and end it
+            await _write_quietly(response, error_frame(exchange.route, exc.type, exc.message))
+            return response
         await _write_quietly(response, relay.finish(receipt))
         return response
 
@@ -258,11 +274,20 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
         reason = error.message
     else:
         reason = "upstream SSE ended without a terminal event"
-    await exchange.store(status=answer.status, response=raw, stream=True, complete=False, error=reason, answer=answer)
+    # A store failure here is logged by `store`; the client still hears why its stream broke.
+    with contextlib.suppress(StoreError):
+        await exchange.store(
+            status=answer.status, response=raw, stream=True, complete=False, error=reason, answer=answer
+        )
     if not client_gone:
         ending = relay.remainder() + error_frame(exchange.route, error.type if error else "upstream_incomplete", reason)
         await _write_quietly(response, ending)
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
@@ -270,5 +295,5 @@ async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
     try:
         await response.write(data)
         await response.write_eof()
-    except ConnectionResetError:
+    except ConnectionError:
         log.info("client left before the end of its stream")

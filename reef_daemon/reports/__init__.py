@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from importlib import resources
 from typing import Any
 
@@ -44,8 +45,19 @@ class ReportValidator:
             if key in body:
                 content[key] = body[key]
         if "score" in content:
-            content["score"] = float(content["score"])
+            content["score"] = _finite_score(content["score"])
         return content
+
+
+def _finite_score(score: float) -> float:
+    """The score as a double; an integer beyond a double's range is refused rather than stored as infinity."""
+    try:
+        value = float(score)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise BadRequest("score must be a finite number", type="invalid_report")
+    return value
 
 
 def content_hash(scenario: str, content: dict[str, Any]) -> str:

@@ -9,12 +9,13 @@ from aiohttp import web
 from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest
 from reef_daemon.events import sse_frame
-from reef_daemon.names import check_scenario_name
+from reef_daemon.names import check_scenario_filter
 
 routes = web.RouteTableDef()
 
 KEEPALIVE_S = 15.0
 REPLAY_PAGE = 1000
+MAX_SEQUENCE = 2**63 - 1  # SQLite's largest integer
 
 
 @routes.get("/reef/events")
@@ -22,18 +23,21 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = request.query.get("scenario") or None
     if scenario is not None:
-        check_scenario_name(scenario)
+        check_scenario_filter(scenario)
     resume = request.headers.get("Last-Event-ID") or request.query.get("after")
     try:
         last = int(resume) if resume else None
     except ValueError:
-        raise BadRequest("Last-Event-ID must be a sequence number", type="invalid_query") from None
+        last = -1
+    # Checked before the stream starts: an error after that could not be an HTTP error any more.
+    if last is not None and not 0 <= last <= MAX_SEQUENCE:
+        raise BadRequest("Last-Event-ID must be a sequence number", type="invalid_query")
 
     # Subscribe before replaying, so nothing committed in between is missed; duplicates are skipped by sequence.
     subscription = daemon.bus.subscribe(scenario)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
-    await response.prepare(request)
     try:
+        await response.prepare(request)
         await response.write(b": connected\n\n")
         if last is not None:
             while True:
@@ -56,8 +60,8 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
                 continue
             await response.write(sse_frame(event))
             last = event.sequence
-    except ConnectionResetError:
-        pass  # the client went away; it resumes with Last-Event-ID
+    except ConnectionError:
+        pass  # the client went away (reset, broken pipe, aborted); it resumes with Last-Event-ID
     finally:
         subscription.close()
     return response

@@ -8,7 +8,7 @@ from reef_daemon.context import DAEMON
 from reef_daemon.contract import RECORD_ROUTE, RECORDS_ROUTE, JudgedRecord, RecordDetail, RecordPage, StoredRecord
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response
-from reef_daemon.names import check_scenario_name
+from reef_daemon.names import check_scenario_filter
 from reef_daemon.store import RECORD_TYPES, RecordQuery
 from reef_daemon.store.records import MAX_PAGE
 
@@ -33,7 +33,7 @@ async def list_records(request: web.Request) -> web.Response:
     daemon = request.app[DAEMON]
     scenario = request.query.get("scenario") or None
     if scenario is not None:
-        check_scenario_name(scenario)
+        check_scenario_filter(scenario)
     type_ = request.query.get("type") or None
     if type_ is not None and type_ not in RECORD_TYPES:
         raise BadRequest(f"type must be one of {', '.join(RECORD_TYPES)}", type="invalid_query")

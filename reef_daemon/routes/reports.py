@@ -23,9 +23,14 @@ async def post_report(request: web.Request) -> web.Response:
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_json_object(request)
     content = daemon.reports.validate(body)
-    await daemon.ensure_scenario(scenario)
     report_id = body.get("agent_record_id") or new_record_id()
     draft = ClientRecordDraft(report_id, scenario, "report", time.time(), content, content_hash(scenario, content))
-    row, created = await daemon.store.records.append_client_record(draft)
+    # A scenario seen first in a report is created with it, so a refused report creates none.
+    row, created = await daemon.store.scenarios.ensure_with(
+        scenario,
+        daemon.recipe.name,
+        daemon.recipe.default_training_mode,
+        lambda ctx: daemon.store.records.insert_client_record(ctx, draft),
+    )
     ack: ReportAck = {"agent_record_id": row["id"], "scenario": scenario, "request_type": "report", "created": created}
     return json_response(ack)

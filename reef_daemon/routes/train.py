@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -23,6 +24,8 @@ routes = web.RouteTableDef()
 MAX_TEXT = 4000
 MAX_FIELD = 200
 FIELDS = ("text", "session", "release_id", "client", "agent_record_id")
+# The id becomes a path segment of `progress_path`: nothing that a URL or a path would read differently.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}")
 
 
 @routes.post(TRAIN_ROUTE)
@@ -78,6 +81,11 @@ def _content(body: dict[str, Any]) -> dict[str, Any]:
             raise BadRequest(f"{name} must be a string of at most {MAX_FIELD} characters", type=f"invalid_{name}")
         if name != "agent_record_id":
             content[name] = value.strip()
+        elif not _REQUEST_ID.fullmatch(value):
+            raise BadRequest(
+                "agent_record_id must be 1 to 128 letters, digits, '_', ':', '-' or '.', not starting with '.'",
+                type="invalid_agent_record_id",
+            )
     client = body.get("client")
     if client is not None:
         if not isinstance(client, dict) or len(str(client)) > 4096:

@@ -4,10 +4,12 @@ and body go upstream unchanged; only auth headers are replaced.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+import contextlib
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any
 
 import aiohttp
+from multidict import CIMultiDict
 
 from reef_daemon.contract import RuntimeStatus
 from reef_daemon.errors import UpstreamFailed
@@ -15,7 +17,8 @@ from reef_daemon.runtimes.base import Runtime, RuntimeResponse
 from reef_daemon.settings import Settings
 
 ANTHROPIC_VERSION = "2023-06-01"
-READ_SIZE = 65536
+# The encodings aiohttp decodes by itself (br and zstd only with their optional packages, else it refuses them).
+DECODED_ENCODINGS = frozenset({"gzip", "deflate", "br", "zstd"})
 
 
 class HttpRuntimeResponse(RuntimeResponse):
@@ -23,32 +26,23 @@ class HttpRuntimeResponse(RuntimeResponse):
         self._response = response
         self._timeout_s = timeout_s
         self.status = response.status
-        self.headers = response.headers
+        self.headers = _decoded_headers(response.headers)
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         content = self._response.content
         while True:
-            try:
-                data = await content.readany()  # each read is bounded by the session's sock_read timeout
-            except TimeoutError:
-                raise UpstreamFailed(
-                    f"the upstream sent nothing for {self._timeout_s:g} s", type="upstream_timeout"
-                ) from None
-            except aiohttp.ClientError as exc:
-                raise UpstreamFailed(f"the upstream stream broke: {_describe(exc)}", type="upstream_broken") from None
+            # Each read is bounded by the session's sock_read timeout.
+            with _upstream_errors(f"the upstream sent nothing for {self._timeout_s:g} s", "the upstream stream broke"):
+                data = await content.readany()
             if not data:
                 return
             yield data
 
     async def read(self) -> bytes:
-        try:
+        with _upstream_errors(
+            f"the upstream did not answer within {self._timeout_s:g} s", "the upstream answer broke off"
+        ):
             return await self._response.read()
-        except TimeoutError:
-            raise UpstreamFailed(
-                f"the upstream did not answer within {self._timeout_s:g} s", type="upstream_timeout"
-            ) from None
-        except aiohttp.ClientError as exc:
-            raise UpstreamFailed(f"the upstream answer broke off: {_describe(exc)}", type="upstream_broken") from None
 
     async def close(self) -> None:
         self._response.release()
@@ -74,7 +68,7 @@ class HttpRuntime(Runtime):
     async def start(self) -> None:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
         self._session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None)
+            connector=connector, auto_decompress=True, timeout=aiohttp.ClientTimeout(total=None)
         )
 
     async def close(self) -> None:
@@ -97,19 +91,35 @@ class HttpRuntime(Runtime):
                 outgoing.setdefault("anthropic-version", ANTHROPIC_VERSION)
             else:
                 outgoing["Authorization"] = f"Bearer {self._api_key}"
+        # Reef records what it relays, so it asks for plain bodies; an upstream that compresses anyway is decoded.
+        outgoing["Accept-Encoding"] = "identity"
         url = self.url + route
-        try:
+        with _upstream_errors(
+            f"the upstream at {self.url} did not answer within {self.timeout_s:g} s",
+            f"cannot reach the upstream at {self.url}",
+            broken_type="upstream_unreachable",
+        ):
             response = await self._session.post(url, data=body, headers=outgoing, timeout=self._timeout)
-        except TimeoutError:
-            raise UpstreamFailed(
-                f"the upstream at {self.url} did not answer within {self.timeout_s:g} s",
-                type="upstream_timeout",
-            ) from None
-        except aiohttp.ClientError as exc:
-            raise UpstreamFailed(
-                f"cannot reach the upstream at {self.url}: {_describe(exc)}", type="upstream_unreachable"
-            ) from None
         return HttpRuntimeResponse(response, self.timeout_s)
+
+
+@contextlib.contextmanager
+def _upstream_errors(timed_out: str, broken: str, *, broken_type: str = "upstream_broken") -> Iterator[None]:
+    """The one place aiohttp's failures become `UpstreamFailed`: a timeout, or anything else the client raises."""
+    try:
+        yield
+    except TimeoutError:
+        raise UpstreamFailed(timed_out, type="upstream_timeout") from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamFailed(f"{broken}: {_describe(exc)}", type=broken_type) from None
+
+
+def _decoded_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    """The upstream's headers, less a Content-Encoding that aiohttp has already decoded the body of."""
+    relayed = CIMultiDict(headers)
+    if relayed.get("Content-Encoding", "").strip().lower() in DECODED_ENCODINGS:
+        relayed.popall("Content-Encoding")
+    return relayed
 
 
 def _describe(exc: BaseException) -> str:

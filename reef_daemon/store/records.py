@@ -114,9 +114,10 @@ class RecordStore:
 
     async def append_client_record(self, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
         """Store a report or request. Returns (row, created); an identical retry returns the stored row, not created."""
-        return await self._writer.submit(lambda ctx: self._insert_client_record(ctx, draft))
+        return await self._writer.submit(lambda ctx: self.insert_client_record(ctx, draft))
 
-    def _insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
+    def insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
+        """`append_client_record` as a write operation, for a caller that writes more in the same transaction."""
         conn = ctx.conn
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant

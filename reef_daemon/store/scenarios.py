@@ -8,11 +8,14 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from reef_daemon.contract import ScenarioInfo
 from reef_daemon.errors import NotFound
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
+from reef_daemon.names import archived_name
+from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
+
+T = TypeVar("T")
 
 TRAINING_MODES = ("auto", "manual", "hybrid")
 
@@ -66,6 +69,20 @@ class ScenarioStore:
         self._active.setdefault(name, scenario)
         return self._active[name], created
 
+    async def ensure_with(self, name: str, recipe: str, training_mode: str, operation: Operation[T]) -> T:
+        """Run `operation` in the transaction that creates the scenario if it is new: an operation that refuses
+        (a bad reference, a conflict) leaves no scenario behind."""
+        if name in self._active:
+            return await self._writer.submit(operation)
+
+        def write(ctx: WriteContext) -> tuple[Scenario, T]:
+            scenario, _created = self._insert(ctx, Scenario(name, recipe, training_mode, time.time()))
+            return scenario, operation(ctx)
+
+        scenario, result = await self._writer.submit(write)
+        self._active.setdefault(name, scenario)
+        return result
+
     @staticmethod
     def _insert(ctx: WriteContext, scenario: Scenario) -> tuple[Scenario, bool]:
         cursor = ctx.conn.execute(
@@ -96,8 +113,7 @@ class ScenarioStore:
     async def archive(self, name: str) -> str:
         """Archive a scenario: its records stay, under a new name, and the name is free again."""
         current = self.require(name)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        archived_as = f"{name}.archived-{stamp}-{int(time.time() * 1000) % 1000:03d}"
+        archived_as = archived_name(name, time.time())
 
         def write(ctx: WriteContext) -> None:
             now = time.time()

@@ -163,7 +163,6 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
         # WAL + NORMAL: a commit survives a crash of this process (the OS holds the bytes); only power loss
         # before the next checkpoint can take the newest commits.
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
 

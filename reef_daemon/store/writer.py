@@ -16,12 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from reef_daemon.errors import StoreError
 from reef_daemon.store.schema import connect, migrate
 
 log = logging.getLogger("reef.store")
 
 T = TypeVar("T")
 WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
+FAILED_MESSAGE = "the record store could not save this; see the daemon log"
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ class GroupCommitWriter:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._next_sequence = self._max_sequence(conn) + 1
-            failure = RuntimeError(f"the record store could not commit: {exc}")
+            failure = StoreError(FAILED_MESSAGE)
             self._deliver([(job, False, failure) for job in jobs], [])
             return
         self._next_sequence = context.next_sequence
@@ -201,7 +203,7 @@ class GroupCommitWriter:
                 conn.execute("ROLLBACK TO operation")
                 context.next_sequence = mark_sequence
                 del context.events[mark_events:]
-                outcomes.append((job, False, exc))
+                outcomes.append((job, False, _as_refusal(exc)))
             else:
                 outcomes.append((job, True, result))
             conn.execute("RELEASE operation")
@@ -226,3 +228,11 @@ class GroupCommitWriter:
         # If the loop closed while we committed, nobody is waiting; the data is safe on disk.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(resolve)
+
+
+def _as_refusal(exc: Exception) -> Exception:
+    """What a guarded operation's caller gets: its own refusal, or a `StoreError` when the database failed it."""
+    if isinstance(exc, sqlite3.Error):
+        log.error("store operation failed: %s", exc)
+        return StoreError(FAILED_MESSAGE)
+    return exc

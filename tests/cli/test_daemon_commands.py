@@ -22,8 +22,8 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
     try:
         state = tmp_path / ".reef"
         pid = int((state / "daemon.pid").read_text())
-        port = int((state / "daemon.port").read_text())
-        assert daemon.url == f"http://127.0.0.1:{port}"
+        port = int(daemon.url.rsplit(":", 1)[1])
+        assert daemon.url == f"http://127.0.0.1:{port}" == (state / "daemon.url").read_text().strip()
         assert (state / "daemon.log").read_text().count("listening on") == 1
         assert process_alive(pid)
 

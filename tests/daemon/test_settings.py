@@ -22,7 +22,7 @@ def test_precedence_command_line_over_file_over_environment(tmp_path: Path) -> N
     assert settings.inference.upstream_model == "env-model"
     assert settings.sources["inference.upstream-model"] == "environment (REEF_UPSTREAM_MODEL)"
     assert settings.reef.state_dir == Path(".reef") and "reef.state-dir" not in settings.sources
-    assert settings.auth_enabled
+    assert settings.accepted_tokens == ("t",)
 
 
 def test_yaml_and_toml_take_the_same_keys(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 Faults are chosen per request with the `x-fake-fault` header (or the `fault` attribute for every request):
 `500`, `429`, `slow` (sleeps past any test timeout), `cut` (stream stops mid-way, no terminal frame),
 `no-terminal` (stream ends cleanly without a terminal frame). `x-fake-delay-ms` paces the stream frames.
+`x-fake-encoding: gzip|deflate` (or the `encoding` attribute) compresses every answer whatever the client accepts,
+as some providers do. While `hold` is set, answers wait until it is cleared (`hold.set()` releases them).
 Everything it receives is kept in `received` so tests can check what reef forwarded.
 """
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 ANSWER_WORDS = ["The", " capital", " of", " France", " is", " Paris", "."]
 
@@ -30,19 +33,35 @@ class Received:
 class FakeUpstream:
     fault: str | None = None
     delay_ms: float = 0.0
+    encoding: str | None = None
+    hold: asyncio.Event | None = None
     received: list[Received] = field(default_factory=list)
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self._compressing])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/responses", self._responses)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         return app
 
+    @web.middleware
+    async def _compressing(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        if not response.prepared:
+            self._compress(request, response)
+        return response
+
+    def _compress(self, request: web.Request, response: web.StreamResponse) -> None:
+        encoding = request.headers.get("x-fake-encoding", self.encoding)
+        if encoding:
+            response.enable_compression(force=web.ContentCoding(encoding))
+
     async def _begin(self, request: web.Request) -> tuple[dict[str, Any], str | None, float]:
         body = await request.read()
         self.received.append(Received(request.path, dict(request.headers), body))
+        if self.hold is not None:
+            await self.hold.wait()
         fault = request.headers.get("x-fake-fault", self.fault)
         delay_ms = float(request.headers.get("x-fake-delay-ms", self.delay_ms))
         if fault == "500":
@@ -62,6 +81,7 @@ class FakeUpstream:
         self, request: web.Request, frames: list[str], fault: str | None, delay_ms: float, terminal: int
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        self._compress(request, response)
         await response.prepare(request)
         for index, frame in enumerate(frames):
             if fault == "cut" and index == len(frames) // 2:
