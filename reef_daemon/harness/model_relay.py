@@ -15,22 +15,12 @@ from aiohttp import web
 
 from reef_daemon.contract import INFERENCE_ROUTES, SCENARIO_HEADER
 from reef_daemon.jsonbody import json_response
+from reef_daemon.proxy.headers import HOP_BY_HOP
 
 CHUNK = 65536
-# Headers about one hop of the connection, not the request; the relay's own connections set their own.
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-    }
-)
+# Headers about one hop of the connection, not the request (the proxy's set, less the length, which a relayed
+# body keeps, plus the host); the relay's own connections set their own.
+_HOP_BY_HOP = (HOP_BY_HOP - {"content-length"}) | {"host"}
 _SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
