@@ -136,8 +136,20 @@ class Answer(TypedDict):
     usage: Usage
 
 
+class RecordPreview(TypedDict):
+    """The first words of an exchange, for lists: the last user message and the start of the answer, each one
+    line and at most PREVIEW_CHARS long; None when the exchange has none (an error, a tool result only)."""
+
+    asked: str | None
+    answered: str | None
+
+
+PREVIEW_CHARS: Final = 200
+
+
 class RecordRow(TypedDict):
-    """A record as `GET /reef/records` lists it and `record`, `report` and `request` events announce it."""
+    """A record as `GET /reef/records` lists it and `record`, `report` and `request` events announce it.
+    Inference records stored with words to show carry `preview`."""
 
     sequence: int
     id: str
@@ -152,6 +164,7 @@ class RecordRow(TypedDict):
     usage: Usage
     score: float | None
     release: str | None
+    preview: NotRequired[RecordPreview]
 
 
 class RecordPage(TypedDict):
@@ -400,8 +413,16 @@ class RuntimeStatus(TypedDict):
     load_s: NotRequired[float]
 
 
+class ScoreScale(TypedDict):
+    """The range of scores the daemon accepts: `min` is the worst, `max` the best."""
+
+    min: float
+    max: float
+
+
 class DaemonState(TypedDict):
-    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors."""
+    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors; the
+    score scale where the daemon declares one (clients read 0 to 1 where it does not)."""
 
     uptime_s: float
     recipe: RecipeStatus
@@ -409,6 +430,7 @@ class DaemonState(TypedDict):
     auth: bool
     state_dir: str
     errors: list[str]
+    score_scale: NotRequired[ScoreScale]
 
 
 class ScenarioCounts(TypedDict):
