@@ -384,6 +384,7 @@ class RecipeStatus(TypedDict):
 
     name: str
     trains: bool
+    harness: NotRequired[bool]  # true where the recipe evolves a harness, so takes change requests
     # reefine
     adapter: NotRequired[str]
     answer_tokens: NotRequired[int]

@@ -1,20 +1,37 @@
-"""The records list's columns: the `reef records` columns (widths and cells from `reef_cli.render.records`),
-chosen by what matters on screen — the receipt is shown only when everything else fits."""
+"""The records list's columns: the `reef records` columns (widths and cells from `reef_cli.render.records`) with the
+receipt shortened as git shortens hashes and the model as wide as the longest loaded, then the first words of the
+exchange in whatever width is left. Columns are chosen by what matters on screen."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from rich.text import Text
 
 from reef_cli.client import RecordRow
 from reef_cli.render.records import COLUMNS, Column, record_cells
+from reef_tui.receipts import SHORT, short
 
-# Most important first; the receipt is last because the detail screen shows it.
-PRIORITY = ("time", "score", "status", "latency", "scenario", "route", "tokens", "model", "receipt")
+WORDS = "words"  # what was asked → the start of the answer
+WORDS_MIN = 24
+MODEL_WIDTHS = (5, 40)  # the model column fits the longest model loaded, within these bounds
+# Most important first; the full receipt is in the detail screen and on copy.
+PRIORITY = ("time", "score", "status", WORDS, "latency", "scenario", "receipt", "route", "tokens", "model")
+HEADERS = {WORDS: "asked → answered"}
 
 
-def columns_for(width: int) -> list[Column]:
-    """The columns that fit in `width` cells (one space between), in display order."""
+def model_width(rows: list[RecordRow], at_least: int = MODEL_WIDTHS[0]) -> int:
+    """The width of the longest model name in `rows` (and at least `at_least`), within MODEL_WIDTHS."""
+    longest = max((len(row["model"] or "") for row in rows), default=0)
+    return max(at_least, min(MODEL_WIDTHS[1], longest))
+
+
+def columns_for(width: int, models: int = MODEL_WIDTHS[0]) -> list[Column]:
+    """The columns that fit in `width` cells (one space between), in display order; the words take the rest."""
     by_name = {column.name: column for column in COLUMNS}
+    by_name["receipt"] = replace(by_name["receipt"], width=SHORT)
+    by_name["model"] = replace(by_name["model"], width=models)
+    by_name[WORDS] = Column(WORDS, WORDS_MIN, 9)
     chosen: set[str] = set()
     used = 0
     for name in PRIORITY:
@@ -22,15 +39,37 @@ def columns_for(width: int) -> list[Column]:
         if used + needed <= width:
             chosen.add(name)
             used += needed
-    return [column for column in COLUMNS if column.name in chosen]
+    if WORDS in chosen:
+        by_name[WORDS] = replace(by_name[WORDS], width=WORDS_MIN + width - used)
+    return [by_name[column.name] for column in (*COLUMNS, by_name[WORDS]) if column.name in chosen]
 
 
 def header_line(columns: list[Column]) -> Text:
-    return _line({column.name: column.name for column in columns}, columns)
+    return _line({column.name: HEADERS.get(column.name, column.name) for column in columns}, columns)
 
 
 def row_line(row: RecordRow, columns: list[Column]) -> Text:
-    return _line(record_cells(row), columns)
+    cells = record_cells(row)
+    cells["receipt"] = short(row["id"])
+    cells[WORDS] = words(row)
+    return _line(cells, columns)
+
+
+def words(row: RecordRow) -> Text:
+    """`asked → answered`, the answer dimmed; empty for records without words (reports, failed exchanges)."""
+    preview = row.get("preview")
+    text = Text()
+    if preview is None:
+        return text
+    if preview["asked"]:
+        text.append(preview["asked"])
+    answered = preview["answered"]
+    if answered:
+        if not answered.startswith("→"):  # tool calls come with their arrow
+            answered = f"→ {answered}"
+        text.append(" " if text else "")
+        text.append(answered, style="italic")
+    return text
 
 
 def _line(cells: dict[str, str | Text], columns: list[Column]) -> Text:
