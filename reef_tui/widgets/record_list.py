@@ -71,6 +71,11 @@ class RecordList(ScrollView, can_focus=True):
     # --- content --------------------------------------------------------------------------------------------
 
     @property
+    def columns(self) -> list[Column]:
+        """The columns shown at the list's width."""
+        return self._columns
+
+    @property
     def current(self) -> RecordRow | None:
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
