@@ -25,6 +25,11 @@ the header says so, the screens keep what they show, and the app reconnects by i
 Everything here is also in the command palette (**ctrl+p**).
 """
 
+RECORDS_NOTE = """\
+Each row shows what was asked and the start of the answer; receipts are shortened (`c` copies the whole one).
+On a tall terminal a pane under the list shows the selected exchange. With follow on, the cursor moves to each
+new record only while it is on the newest; put it anywhere else and it stays there."""
+
 
 def _keys(title: str, bindings: list[Any]) -> str:
     lines = [f"## {title}", "", "| key | does |", "|---|---|"]
@@ -57,7 +62,7 @@ def help_text(scale: ScoreScale) -> str:
     sections = [
         INTRO,
         _keys("Everywhere", ReefApp.BINDINGS),
-        _keys("Records", [*RecordsScreen.BINDINGS, *RecordList.BINDINGS]),
+        _keys("Records", [*RecordsScreen.BINDINGS, *RecordList.BINDINGS]) + "\n\n" + RECORDS_NOTE,
         "\n".join(scores),
         _keys("Record detail", RecordDetailScreen.BINDINGS),
         _keys("Requests", RequestsScreen.BINDINGS),

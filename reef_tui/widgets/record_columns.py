@@ -1,6 +1,6 @@
 """The records list's columns: the `reef records` columns (widths and cells from `reef_cli.render.records`) with the
-receipt shortened as git shortens hashes and the model as wide as the longest loaded, then the first words of the
-exchange in whatever width is left. Columns are chosen by what matters on screen."""
+receipt shortened as git shortens hashes and the model and scenario as wide as the longest loaded, then the first
+words of the exchange in whatever width is left. Columns are chosen by what matters on screen."""
 
 from __future__ import annotations
 
@@ -14,23 +14,29 @@ from reef_tui.receipts import SHORT, short
 
 WORDS = "words"  # what was asked → the start of the answer
 WORDS_MIN = 24
-MODEL_WIDTHS = (5, 40)  # the model column fits the longest model loaded, within these bounds
+FITTED = {"model": (5, 40), "scenario": (8, 24)}  # these columns fit the longest value loaded, within these bounds
+Widths = dict[str, int]
 # Most important first; the full receipt is in the detail screen and on copy.
 PRIORITY = ("time", "score", "status", WORDS, "latency", "scenario", "receipt", "route", "tokens", "model")
 HEADERS = {WORDS: "asked → answered"}
 
 
-def model_width(rows: list[RecordRow], at_least: int = MODEL_WIDTHS[0]) -> int:
-    """The width of the longest model name in `rows` (and at least `at_least`), within MODEL_WIDTHS."""
-    longest = max((len(row["model"] or "") for row in rows), default=0)
-    return max(at_least, min(MODEL_WIDTHS[1], longest))
+def fitted_widths(rows: list[RecordRow], before: Widths | None = None) -> Widths:
+    """The widths of the FITTED columns for `rows` (never narrower than `before`): the longest value, within
+    bounds."""
+    widths = {}
+    for name, (least, most) in FITTED.items():
+        longest = max((len(str(row.get(name) or "")) for row in rows), default=0)
+        widths[name] = max((before or {}).get(name, least), min(most, longest))
+    return widths
 
 
-def columns_for(width: int, models: int = MODEL_WIDTHS[0]) -> list[Column]:
+def columns_for(width: int, fitted: Widths | None = None) -> list[Column]:
     """The columns that fit in `width` cells (one space between), in display order; the words take the rest."""
     by_name = {column.name: column for column in COLUMNS}
     by_name["receipt"] = replace(by_name["receipt"], width=SHORT)
-    by_name["model"] = replace(by_name["model"], width=models)
+    for name, fit in (fitted or fitted_widths([])).items():
+        by_name[name] = replace(by_name[name], width=fit)
     by_name[WORDS] = Column(WORDS, WORDS_MIN, 9)
     chosen: set[str] = set()
     used = 0

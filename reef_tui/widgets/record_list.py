@@ -16,7 +16,7 @@ from textual.strip import Strip
 from reef_cli.client import RecordRow
 from reef_cli.render.records import Column
 from reef_daemon.contract import awaits_score
-from reef_tui.widgets.record_columns import MODEL_WIDTHS, columns_for, model_width, row_line
+from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line
 
 LOOKAHEAD = 60  # ask for the next older page when the cursor is this close to the end
 
@@ -65,7 +65,7 @@ class RecordList(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.rows: list[RecordRow] = []
         self._columns: list[Column] = []
-        self._model_width = MODEL_WIDTHS[0]
+        self._widths = fitted_widths([])
         self._highlighted: str | None = None  # the id of the record last announced as Highlighted
 
     # --- content --------------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ class RecordList(ScrollView, can_focus=True):
     def set_rows(self, rows: list[RecordRow]) -> None:
         """Replace everything (a new filter) and put the cursor on the newest."""
         self.rows = list(rows)
-        self._model_width = model_width(self.rows)
+        self._widths = fitted_widths(self.rows)
         self._resized()
         self.cursor = 0
         self.scroll_to(y=0, animate=False)
@@ -91,7 +91,7 @@ class RecordList(ScrollView, can_focus=True):
         """Append an older page, skipping records already shown."""
         shown = {row["id"] for row in self.rows[-len(rows) :]} if rows else set()
         self.rows.extend(row for row in rows if row["id"] not in shown)
-        self._model_width = model_width(rows, self._model_width)
+        self._widths = fitted_widths(rows, self._widths)
         self._resized()
 
     def add_newest(self, row: RecordRow, *, follow: bool) -> None:
@@ -101,7 +101,7 @@ class RecordList(ScrollView, can_focus=True):
             return
         on_newest = self.cursor == 0
         self.rows.insert(0, row)
-        self._model_width = model_width([row], self._model_width)
+        self._widths = fitted_widths([row], self._widths)
         self._resized()
         if follow and on_newest:
             self.cursor = 0
@@ -147,7 +147,7 @@ class RecordList(ScrollView, can_focus=True):
     def _resized(self) -> None:
         # The vertical scrollbar's column is kept free whether it shows or not, so rows never need a horizontal one.
         width = self.content_region.width - self.styles.scrollbar_size_vertical
-        columns = columns_for(width, self._model_width)
+        columns = columns_for(width, self._widths)
         if columns != self._columns:
             self._columns = columns
             self.post_message(self.ColumnsChanged(columns))

@@ -61,12 +61,17 @@ def _part(part: Part) -> RenderableType:
 class RecordPreview(VerticalScroll):
     """Shows one record's exchange; says so while it loads or when there is none."""
 
+    shown: str | None = None
+    """The id of the record on show, if one is."""
+
     def compose(self) -> ComposeResult:
         yield Static(id="record-preview-body")
 
     def show(self, record: RecordDetail) -> None:
+        self.shown = str(record.get("id"))
         self.query_one("#record-preview-body", Static).update(preview_view(record))
         self.scroll_home(animate=False)
 
     def say(self, sentence: str, *, error: bool = False) -> None:
+        self.shown = None
         self.query_one("#record-preview-body", Static).update(Text(sentence, style="red" if error else "dim"))

@@ -11,7 +11,7 @@ from rich.console import Console
 from reef_cli.client import Event, RecordRow
 from reef_tui import ReefApp
 from reef_tui.live import DaemonEvent
-from reef_tui.widgets.record_columns import columns_for, model_width, row_line
+from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line
 from reef_tui.widgets.record_list import RecordList
 from reef_tui.widgets.record_preview import RecordPreview
 from tests.support.tui_fixed import QUESTIONS, FixedClient, receipt, row
@@ -72,6 +72,14 @@ async def test_a_tall_terminal_shows_the_selected_exchange_and_follows_the_curso
         assert records.rows[1]["id"] in shown()  # the receipt in full
 
 
+async def test_c_copies_the_whole_receipt() -> None:
+    app = ReefApp("http://127.0.0.1:8900", client=FixedClient(), follow=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        records = await started(app, pilot)
+        await pilot.press("down", "c")
+        assert app.clipboard == records.rows[1]["id"] and len(app.clipboard) == 32
+
+
 async def test_a_short_terminal_has_no_preview_pane() -> None:
     app = ReefApp("http://127.0.0.1:8900", client=FixedClient(), follow=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -81,7 +89,7 @@ async def test_a_short_terminal_has_no_preview_pane() -> None:
 
 def test_the_model_column_fits_the_longest_model_at_160_columns() -> None:
     rows: list[RecordRow] = [{**row(1), "model": LONG_MODEL}, row(2)]
-    columns = {column.name: column for column in columns_for(157, model_width(rows))}
+    columns = {column.name: column for column in columns_for(157, fitted_widths(rows))}
     assert columns["model"].width == len(LONG_MODEL)
     assert LONG_MODEL in row_line(rows[0], list(columns.values())).plain
 
