@@ -122,7 +122,10 @@ class ReefApp(App[None]):
             status = self.client.status()
         except ReefClientError:
             return  # the event stream notices a daemon that is gone
-        self.call_from_thread(setattr, self, "daemon_status", status)
+        self.call_from_thread(self._keep_status, status)
+
+    def _keep_status(self, status: Status) -> None:
+        self.daemon_status = status
 
     @property
     def score_scale(self) -> ScoreScale:

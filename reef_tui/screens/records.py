@@ -7,6 +7,7 @@ from asyncio import to_thread
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
@@ -115,6 +116,8 @@ class RecordsScreen(ReefScreen):
             references = event.data.get("references") or []
             if event.data.get("score") is not None:
                 records.set_score([str(ref) for ref in references], float(event.data["score"]))
+            if self.query_one(RecordPreview).shown in references:
+                self._preview_current(again=True)  # its score changed
         row = event.record
         if row is None or not self._wanted(row):
             return
@@ -134,11 +137,21 @@ class RecordsScreen(ReefScreen):
         self.app.push_screen(RecordDetailScreen(message.row["id"]))
 
     def on_record_list_highlighted(self, message: RecordList.Highlighted) -> None:
-        pane = self.query_one(RecordPreview)
-        if message.row is None:
-            pane.say("no record selected")
+        self._preview_current()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._preview_current()
+
+    def _preview_current(self, *, again: bool = False) -> None:
+        """Load the record under the cursor into the pane, when the terminal is tall enough to show it and it
+        shows another record (or `again`)."""
+        if self.size.height < PREVIEW_HEIGHT:
             return
-        self.run_worker(self._preview(message.row["id"]), group="preview", exclusive=True)
+        pane, row = self.query_one(RecordPreview), self.query_one(RecordList).current
+        if row is None:
+            pane.say("no record selected")
+        elif again or pane.shown != row["id"]:
+            self.run_worker(self._preview(row["id"]), group="preview", exclusive=True)
 
     async def _preview(self, record_id: str) -> None:
         """Load the selected record into the pane (a newer selection cancels this one)."""
