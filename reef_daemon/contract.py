@@ -414,16 +414,8 @@ class RuntimeStatus(TypedDict):
     load_s: NotRequired[float]
 
 
-class ScoreScale(TypedDict):
-    """The range of scores the daemon accepts: `min` is the worst, `max` the best."""
-
-    min: float
-    max: float
-
-
 class DaemonState(TypedDict):
-    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors; the
-    score scale where the daemon declares one (clients read 0 to 1 where it does not)."""
+    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors."""
 
     uptime_s: float
     recipe: RecipeStatus
@@ -431,7 +423,6 @@ class DaemonState(TypedDict):
     auth: bool
     state_dir: str
     errors: list[str]
-    score_scale: NotRequired[ScoreScale]
 
 
 class ScenarioCounts(TypedDict):
@@ -462,6 +453,13 @@ class StoreStatus(TypedDict):
     path: str
     commits: int
     writes: int
+
+
+class ScoreScale(TypedDict):
+    """The scores a report may give: `min` is the worst, `max` the best (settings reports.score-min/max)."""
+
+    min: float
+    max: float
 
 
 class Status(DaemonState):

@@ -4,6 +4,9 @@ read this table, so it is the one place the mapping is written down."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, cast
+
 from reef_daemon.contract import ScoreScale, Status
 
 DEFAULT_SCALE: ScoreScale = {"min": 0.0, "max": 1.0}  # what a daemon that declares no scale accepts
@@ -12,9 +15,12 @@ KEY_LABELS: dict[str, str] = {"plus": "+", "minus": "-"}
 
 
 def scale_of(status: Status | None) -> ScoreScale:
-    """The daemon's score scale, or 0 to 1 when it declares none (or has not answered yet)."""
-    scale = status.get("score_scale") if status else None
-    return scale if scale is not None else DEFAULT_SCALE
+    """The daemon's score scale, or 0 to 1 when it declares none (a daemon older than the setting) or has not
+    answered yet."""
+    scale = cast("Mapping[str, Any]", status).get("score_scale") if status else None
+    if not isinstance(scale, dict) or not {"min", "max"} <= set(scale):
+        return DEFAULT_SCALE
+    return {"min": float(scale["min"]), "max": float(scale["max"])}
 
 
 def key_score(key: str, scale: ScoreScale) -> float:
