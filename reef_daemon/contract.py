@@ -136,8 +136,20 @@ class Answer(TypedDict):
     usage: Usage
 
 
+class RecordPreview(TypedDict):
+    """The first words of an exchange, for lists: the last user message and the start of the answer, each one
+    line and at most PREVIEW_CHARS long; None when the exchange has none (an error, a tool result only)."""
+
+    asked: str | None
+    answered: str | None
+
+
+PREVIEW_CHARS: Final = 200
+
+
 class RecordRow(TypedDict):
-    """A record as `GET /reef/records` lists it and `record`, `report` and `request` events announce it."""
+    """A record as `GET /reef/records` lists it and `record`, `report` and `request` events announce it.
+    Inference records stored with words to show carry `preview`."""
 
     sequence: int
     id: str
@@ -152,6 +164,7 @@ class RecordRow(TypedDict):
     usage: Usage
     score: float | None
     release: str | None
+    preview: NotRequired[RecordPreview]
 
 
 class RecordPage(TypedDict):
@@ -371,6 +384,7 @@ class RecipeStatus(TypedDict):
 
     name: str
     trains: bool
+    harness: NotRequired[bool]  # true where the recipe evolves a harness, so takes change requests
     # reefine
     adapter: NotRequired[str]
     answer_tokens: NotRequired[int]
@@ -439,6 +453,13 @@ class StoreStatus(TypedDict):
     path: str
     commits: int
     writes: int
+
+
+class ScoreScale(TypedDict):
+    """The scores a report may give: `min` is the worst, `max` the best (settings reports.score-min/max)."""
+
+    min: float
+    max: float
 
 
 class Status(DaemonState):

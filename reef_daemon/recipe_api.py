@@ -251,6 +251,10 @@ class HarnessRecipe(Recipe):
     progress, and `reef_daemon.harness.admission.admit` is the check every proposed change must pass.
     """
 
+    def status(self) -> RecipeStatus:
+        """The recipe's status, saying it evolves a harness (`harness: true`), so takes change requests."""
+        return {**super().status(), "harness": True}
+
     @property
     @abstractmethod
     def harness(self) -> HarnessHost:

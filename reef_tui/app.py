@@ -12,12 +12,16 @@ from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 
 from reef_cli.client import Event, ReefClient, ReefClientError, Status
+from reef_daemon.contract import ScoreScale
+from reef_tui.bindings import score_key
 from reef_tui.live import DaemonConnected, DaemonEvent, DaemonGone, EventFollower
+from reef_tui.scoring import KEY_LABELS, key_meaning, key_score, scale_of
 from reef_tui.screens.help import HelpScreen
 from reef_tui.screens.records import RecordsScreen
 from reef_tui.screens.requests import RequestsScreen
@@ -109,7 +113,24 @@ class ReefApp(App[None]):
         self.connected = False
 
     def on_daemon_event(self, message: DaemonEvent) -> None:
+        if message.event.type == "scenario":  # one was created, changed or archived: `s` cycles what is now
+            self.run_worker(self._read_status, thread=True, group="status", exclusive=True)
         self.daemon_events.publish(message.event)
+
+    def _read_status(self) -> None:
+        try:
+            status = self.client.status()
+        except ReefClientError:
+            return  # the event stream notices a daemon that is gone
+        self.call_from_thread(self._keep_status, status)
+
+    def _keep_status(self, status: Status) -> None:
+        self.daemon_status = status
+
+    @property
+    def score_scale(self) -> ScoreScale:
+        """The daemon's score scale (0 to 1 until it says otherwise)."""
+        return scale_of(self.daemon_status)
 
     @property
     def scenario_names(self) -> list[str]:
@@ -124,8 +145,9 @@ class ReefApp(App[None]):
     # --- actions --------------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Letters typed in a dialog belong to the dialog, not to the app's navigation.
-        return not (isinstance(self.screen, ModalScreen) and action != "quit")
+        # Letters typed in a dialog belong to the dialog, not to the app's navigation; the palette offers them all.
+        in_dialog = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
+        return not (in_dialog and action != "quit")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -141,16 +163,19 @@ class ReefApp(App[None]):
         self.notify(f"scenario: {self.scenario or 'all'}", timeout=2)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """The palette offers every binding of the app and the current screen, plus Textual's own commands."""
+        """The palette offers every binding of the app and the current screen (each score key with the score it
+        sends), plus Textual's own commands."""
         seen: set[str] = set()
         for active in screen.active_bindings.values():
             binding = active.binding
-            if binding.description and binding.description not in seen and binding.action != "command_palette":
-                seen.add(binding.description)
-                yield SystemCommand(
-                    binding.description,
-                    f"key {binding.key_display or binding.key}",
-                    partial(self.run_action, binding.action, active.node),
-                )
+            title = binding.description
+            key = score_key(binding.action)
+            if key is not None:
+                meaning = key_meaning(key)
+                title = f"Score {key_score(key, self.score_scale):g}" + (f" ({meaning})" if meaning else "")
+            if title and title not in seen and binding.action != "command_palette":
+                seen.add(title)
+                shown_key = KEY_LABELS.get(key, key) if key is not None else binding.key_display or binding.key
+                yield SystemCommand(title, f"key {shown_key}", partial(self.run_action, binding.action, active.node))
         yield SystemCommand("Toggle dark/light theme", "key ctrl+t", self.action_toggle_theme)
         yield from super().get_system_commands(screen)

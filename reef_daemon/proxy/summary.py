@@ -1,4 +1,5 @@
-"""What a record keeps besides the request: the model, token usage, the assembled answer, and the response as stored.
+"""What a record keeps besides the request: the model, token usage, the assembled answer, the first words of the
+exchange, and the response as stored.
 
 Runs on the store's writer thread, never on the event loop, so the proxy's hot path stays a byte relay.
 """
@@ -10,6 +11,7 @@ from typing import Any
 
 from reef_daemon.contract import COUNT_TOKENS_ROUTE
 from reef_daemon.proxy.assemble import assemble, json_object
+from reef_daemon.proxy.preview import preview
 from reef_daemon.store import InferenceDraft, InferenceSummary
 
 
@@ -18,12 +20,13 @@ def summarize(draft: InferenceDraft) -> InferenceSummary:
     model = answer["model"] if answer is not None and answer["model"] else draft.model
     input_tokens = answer["usage"]["input_tokens"] if answer is not None else None
     output_tokens = answer["usage"]["output_tokens"] if answer is not None else None
+    words = preview(draft.route, draft.request, answer)
     if draft.stream:
-        return InferenceSummary(model, input_tokens, output_tokens, _stored_stream(draft), answer)
+        return InferenceSummary(model, input_tokens, output_tokens, _stored_stream(draft), answer, words)
     if draft.route == COUNT_TOKENS_ROUTE:
         counted = json_object(draft.response).get("input_tokens")
         input_tokens = counted if isinstance(counted, int) else None
-    return InferenceSummary(model, input_tokens, output_tokens, draft.response, answer)
+    return InferenceSummary(model, input_tokens, output_tokens, draft.response, answer, words)
 
 
 def _stored_stream(draft: InferenceDraft) -> bytes:

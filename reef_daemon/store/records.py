@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import TRIAL_SCENARIO, Answer, RecordPage, RecordRow, StoredRecord
+from reef_daemon.contract import TRIAL_SCENARIO, Answer, RecordPage, RecordPreview, RecordRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
@@ -52,6 +52,7 @@ class InferenceSummary:
     output_tokens: int | None
     response: bytes
     answer: Answer | None  # None where the exchange has no assistant message (an error, count_tokens)
+    preview: RecordPreview | None = None  # None where there are no words to show
 
 
 Summarizer = Callable[[InferenceDraft], InferenceSummary]
@@ -92,15 +93,16 @@ class RecordStore:
     def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
         summary = self._summarize(draft)
         sequence = ctx.allocate_sequence()
+        words = summary.preview or {"asked": None, "answered": None}
         values = (
             sequence, draft.id, draft.scenario, "inference", draft.created_at, draft.route, summary.model,
             draft.status, int(draft.complete), draft.duration_ms, summary.input_tokens, summary.output_tokens,
-            None, draft.release,
+            None, draft.release, words["asked"], words["answered"],
         )  # fmt: skip
         ctx.conn.execute(
             "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
-            " duration_ms, input_tokens, output_tokens, score, release, ttft_ms, overhead_ms, request, response,"
-            " error, tags, tokens, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " duration_ms, input_tokens, output_tokens, score, release, asked, answered, ttft_ms, overhead_ms,"
+            " request, response, error, tags, tokens, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
                 json.dumps(draft.tags) if draft.tags else None,
@@ -136,12 +138,12 @@ class RecordStore:
         sequence = ctx.allocate_sequence()
         values = (
             sequence, draft.id, draft.scenario, draft.type, draft.created_at, None, None, None, None, None,
-            None, None, score, None,
+            None, None, score, None, None, None,
         )  # fmt: skip
         conn.execute(
             "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
-            " duration_ms, input_tokens, output_tokens, score, release, body, content_hash)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " duration_ms, input_tokens, output_tokens, score, release, asked, answered, body, content_hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*values, json.dumps(draft.content, ensure_ascii=False), draft.content_hash),
         )
         conn.executemany(

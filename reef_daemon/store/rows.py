@@ -9,7 +9,7 @@ from reef_daemon.contract import RecordContent, RecordRow, StoredRecord
 
 SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"
-    " input_tokens, output_tokens, score, release"
+    " input_tokens, output_tokens, score, release, asked, answered"
 )
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer"
 
@@ -17,8 +17,8 @@ DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, e
 def summary_row(values: tuple[Any, ...]) -> RecordRow:
     """The row of SUMMARY_COLUMNS' values (extra values after them are ignored)."""
     (sequence, record_id, scenario, type_, created_at, route, model, status, complete, duration_ms,
-     input_tokens, output_tokens, score, release) = values[:14]  # fmt: skip
-    return {
+     input_tokens, output_tokens, score, release, asked, answered) = values[:16]  # fmt: skip
+    row: RecordRow = {
         "sequence": sequence,
         "id": record_id,
         "scenario": scenario,
@@ -33,12 +33,15 @@ def summary_row(values: tuple[Any, ...]) -> RecordRow:
         "score": score,
         "release": release,
     }
+    if asked is not None or answered is not None:
+        row["preview"] = {"asked": asked, "answered": answered}
+    return row
 
 
 def detail_row(values: tuple[Any, ...]) -> StoredRecord:
     """The record in full, from DETAIL_COLUMNS' values; a client record's content is merged in."""
     summary = summary_row(values)
-    ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer = values[14:23]
+    ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer = values[16:25]
     content: RecordContent = {}
     if tokens:
         content["tokens"] = json.loads(tokens)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from reef_daemon.contract import Answer
 from reef_daemon.proxy.assemble import assemble, json_object
+from reef_daemon.proxy.preview import preview
 
 Migration = str | Callable[[sqlite3.Connection], None]  # an SQL script, or a step that needs Python
 
@@ -42,6 +43,30 @@ def _stored_answer(route: str, response: bytes | str | None) -> Answer | None:
     if stored.get("stream") is True and isinstance(stored.get("body"), str):
         return assemble(route, stored["body"].encode(), stream=True)
     return assemble(route, raw, stream=False)
+
+
+def _keep_previews(conn: sqlite3.Connection) -> None:
+    """Add `asked` and `answered`: the first words of each exchange, which lists show. Records stored before get
+    theirs now, from their stored request and answer, by the same rule."""
+    conn.execute("ALTER TABLE records ADD COLUMN asked TEXT")
+    conn.execute("ALTER TABLE records ADD COLUMN answered TEXT")
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT sequence, route, request, answer FROM records"
+            " WHERE type = 'inference' AND sequence > ? ORDER BY sequence LIMIT 200",
+            (after,),
+        ).fetchall()
+        if not rows:
+            return
+        for sequence, route, request, answer in rows:
+            words = preview(str(route), request, json.loads(answer) if answer else None)
+            if words is not None:
+                conn.execute(
+                    "UPDATE records SET asked = ?, answered = ? WHERE sequence = ?",
+                    (words["asked"], words["answered"], sequence),
+                )
+        after = rows[-1][0]
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -148,6 +173,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     """,
     # 4: each inference record keeps its assembled answer.
     _keep_answers,
+    # 5: each inference record keeps the first words of its exchange.
+    _keep_previews,
 )
 
 

@@ -14,8 +14,9 @@ from textual.widgets import Static
 from reef_cli.client import Event, RecordDetail, ReefClientError
 from reef_cli.render.record import record_view
 from reef_tui.bindings import HELP, score_bindings
+from reef_tui.receipts import abbreviated
 from reef_tui.reporting import send_report
-from reef_tui.scoring import KEY_SCORES
+from reef_tui.scoring import key_score
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.reef_screen import ReefScreen
 
@@ -66,7 +67,9 @@ class RecordDetailScreen(ReefScreen):
 
     def action_score(self, key: str) -> None:
         if self._scoreable():
-            send_report(self, self._scenario(), self.record_id, score=KEY_SCORES[key], done=self._sent)
+            send_report(
+                self, self._scenario(), self.record_id, score=key_score(key, self.reef.score_scale), done=self._sent
+            )
 
     def action_feedback(self) -> None:
         if not self._scoreable():
@@ -88,5 +91,6 @@ class RecordDetailScreen(ReefScreen):
         return self.record["scenario"] if self.record else "None"
 
     def _sent(self, score: float | None) -> None:
-        self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)
+        shown = abbreviated(self.record_id)
+        self.notify(f"scored {shown}: {score:g}" if score is not None else f"feedback sent on {shown}", timeout=3)
         self.reload()

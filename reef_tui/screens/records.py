@@ -1,4 +1,5 @@
-"""Records, newest first and live: filter by scenario, type and unscored; follow new ones; score with one key."""
+"""Records, newest first and live, with the first words of each exchange: filter by scenario, type and unscored;
+follow new ones; score with one key; on a tall terminal, the selected record's exchange in a pane under the list."""
 
 from __future__ import annotations
 
@@ -6,36 +7,42 @@ from asyncio import to_thread
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from reef_cli.client import Event, RecordPage, RecordRow, ReefClientError
+from reef_cli.client import Event, RecordDetail, RecordPage, RecordRow, ReefClientError
 from reef_daemon.contract import awaits_score
 from reef_tui.bindings import HELP, score_bindings
+from reef_tui.receipts import abbreviated
 from reef_tui.reporting import send_report
-from reef_tui.scoring import KEY_SCORES
+from reef_tui.scoring import key_score
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.screens.reef_screen import ReefScreen
 from reef_tui.widgets.record_columns import header_line
 from reef_tui.widgets.record_list import RecordList
+from reef_tui.widgets.record_preview import RecordPreview
 
 PAGE = 200
 TYPES = ("inference", None, "report", "train")  # `y` cycles through these; None is every type
+PREVIEW_HEIGHT = 36  # rows of terminal from which the preview pane shows under the list
 
 
 class RecordsScreen(ReefScreen):
     """The main screen."""
 
     SUB_TITLE = "records"
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (PREVIEW_HEIGHT, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,
         *score_bindings(),
         Binding("f", "feedback", "Feedback"),
         Binding("u", "toggle_unscored", "Unscored"),
-        Binding("y", "next_type", "Type"),
+        Binding("y", "next_type", "Type", show=False),
         Binding("l", "toggle_follow", "Follow"),
+        Binding("c", "copy_receipt", "Copy receipt", show=False),
     ]
 
     def __init__(self) -> None:
@@ -51,6 +58,7 @@ class RecordsScreen(ReefScreen):
         yield Static(id="filters")
         yield Static(id="records-header")
         yield RecordList(id="records")
+        yield RecordPreview(id="record-preview")
 
     # --- loading --------------------------------------------------------------------------------------------
 
@@ -108,6 +116,8 @@ class RecordsScreen(ReefScreen):
             references = event.data.get("references") or []
             if event.data.get("score") is not None:
                 records.set_score([str(ref) for ref in references], float(event.data["score"]))
+            if self.query_one(RecordPreview).shown in references:
+                self._preview_current(again=True)  # its score changed
         row = event.record
         if row is None or not self._wanted(row):
             return
@@ -126,10 +136,43 @@ class RecordsScreen(ReefScreen):
     def on_record_list_opened(self, message: RecordList.Opened) -> None:
         self.app.push_screen(RecordDetailScreen(message.row["id"]))
 
+    def on_record_list_highlighted(self, message: RecordList.Highlighted) -> None:
+        self._preview_current()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._preview_current()
+
+    def _preview_current(self, *, again: bool = False) -> None:
+        """Load the record under the cursor into the pane, when the terminal is tall enough to show it and it
+        shows another record (or `again`)."""
+        if self.size.height < PREVIEW_HEIGHT:
+            return
+        pane, row = self.query_one(RecordPreview), self.query_one(RecordList).current
+        if row is None:
+            pane.say("no record selected")
+        elif again or pane.shown != row["id"]:
+            self.run_worker(self._preview(row["id"]), group="preview", exclusive=True)
+
+    async def _preview(self, record_id: str) -> None:
+        """Load the selected record into the pane (a newer selection cancels this one)."""
+        try:
+            record: RecordDetail = await to_thread(self.reef.client.record, record_id)
+        except ReefClientError as exc:
+            self.query_one(RecordPreview).say(exc.message, error=True)
+            return
+        self.query_one(RecordPreview).show(record)
+
     def action_score(self, key: str) -> None:
         row = self._scoreable()
         if row is not None:
-            send_report(self, row["scenario"], row["id"], score=KEY_SCORES[key], done=self._scored(row["id"]))
+            score = key_score(key, self.reef.score_scale)
+            send_report(self, row["scenario"], row["id"], score=score, done=self._scored(row["id"]))
+
+    def action_copy_receipt(self) -> None:
+        row = self.query_one(RecordList).current
+        if row is not None:
+            self.app.copy_to_clipboard(row["id"])
+            self.notify(f"copied the receipt {row['id']}", timeout=3)
 
     def action_feedback(self) -> None:
         row = self._scoreable()
@@ -159,7 +202,8 @@ class RecordsScreen(ReefScreen):
                 records.set_score([record_id], score)
             if records.current is not None and records.current["id"] == record_id:
                 records.move_to_next_unscored(self.reef.scenario)
-            self.notify(f"scored {score:g}" if score is not None else "feedback sent", timeout=2)
+            shown = abbreviated(record_id)
+            self.notify(f"scored {shown}: {score:g}" if score is not None else f"feedback sent on {shown}", timeout=3)
 
         return done
 
@@ -178,10 +222,10 @@ class RecordsScreen(ReefScreen):
             self.query_one(RecordList).action_jump(0)
 
     def _show_filters(self) -> None:
-        parts = [
-            f"scenario [b]{self.reef.scenario or 'all'}[/b]",
-            f"type [b]{self.record_type or 'all'}[/b]",
-            f"unscored [b]{'only' if self.unscored else 'too'}[/b]",
-            f"follow [b]{'on' if self.follow else 'off'}[/b]",
+        parts = [  # each with the key that changes it
+            f"scenario [b]{self.reef.scenario or 'all'}[/b] (s)",
+            f"type [b]{self.record_type or 'all'}[/b] (y)",
+            f"unscored [b]{'only' if self.unscored else 'too'}[/b] (u)",
+            f"follow [b]{'on' if self.follow else 'off'}[/b] (l)",
         ]
         self.query_one("#filters", Static).update(Text.from_markup("  ".join(parts)))

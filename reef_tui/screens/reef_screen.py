@@ -31,7 +31,7 @@ class ReefScreen(Screen[None]):
         yield Header()
         yield DaemonBar(id="daemon-bar")
         yield from self.compose_body()
-        yield Footer()
+        yield Footer(compact=True)
 
     def compose_body(self) -> ComposeResult:
         """The screen's own widgets, between the daemon bar and the footer."""

@@ -1,5 +1,6 @@
 """Change requests for one scenario: file one, watch its state and activity live, see its result, version and
-how-to-use text."""
+how-to-use text. Where the daemon takes no request (a recipe that evolves no harness, a scenario in auto mode)
+the screen says so up front and offers no `n`."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,
         Binding("n", "new_request", "New request"),
-        Binding("ctrl+r", "reload", "Reload"),
+        Binding("ctrl+r", "reload", "Reload", show=False),
     ]
 
     def __init__(self) -> None:
@@ -43,8 +44,31 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
         with VerticalScroll(id="request-scroll"):
             yield RequestView(id="request-view")
 
+    def refusal(self) -> str | None:
+        """Why the daemon would refuse a change request for the scenario; None when it would take one."""
+        status = self.reef.daemon_status
+        if status is None:
+            return "waiting for the daemon"
+        recipe = status["recipe"]
+        if not recipe.get("harness"):
+            return f"the {recipe['name']} recipe takes none (reefine does)"
+        counts = status["scenarios"].get(self.scenario or "")
+        if counts is not None and counts.get("training_mode") == "auto":
+            return "auto mode takes none; switch the scenario to manual or hybrid"
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # No `n` in the footer or the palette where the request would be refused.
+        return self.refusal() is None if action == "new_request" else True
+
     def heading(self, scenario: str) -> str:
-        return f"change requests for [b]{scenario}[/b]  (n files one)"
+        self.refresh_bindings()
+        refusal = self.refusal()
+        return f"change requests for [b]{scenario}[/b]: " + (refusal or "n files one")
+
+    def _on_connection(self, connected: bool | None) -> None:
+        if connected:
+            self.reload()  # the recipe decides whether `n` is offered
 
     def say_no_scenario(self) -> None:
         hint = "send a request with the x-reef-scenario header, then come back; s picks a scenario"
@@ -64,7 +88,9 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
         if selected is not None:
             self.query_one(RequestView).show(self.progress[selected])
         else:
-            self.query_one(RequestView).say("no change requests yet: press n to file one")
+            refusal = self.refusal()
+            hint = f"no change requests: {refusal}" if refusal else "no change requests yet: press n to file one"
+            self.query_one(RequestView).say(hint)
 
     def _put(self, progress: RequestProgress) -> None:
         """Add or update one request's row; refresh the panel when it is the selected one."""

@@ -22,13 +22,14 @@ METRICS = (("reward", "mean_reward"), ("loss", "loss"), ("critic loss", "critic_
 Loaded = tuple[Status, list[ReleaseRow]]  # the daemon's status, the scenario's releases newest first
 
 
-def metric_series(releases: list[ReleaseRow], name: str) -> list[float]:
-    """`name` from each training step's metrics, oldest step first (releases arrive newest first)."""
+def metric_series(releases: list[ReleaseRow], name: str) -> list[tuple[int, float]]:
+    """(step, `name`) from each training step whose metrics have it, oldest step first (releases arrive newest
+    first)."""
     series = []
     for release in reversed(releases):
         value = (release.get("metrics") or {}).get(name)
         if release.get("operation") == "training" and isinstance(value, int | float) and not isinstance(value, bool):
-            series.append(float(value))
+            series.append((release["step"], float(value)))
     return series
 
 
@@ -61,7 +62,7 @@ class TrainingScreen(ScenarioScreen[Loaded]):
 
     SUB_TITLE = "training"
     NAME = "training"
-    BINDINGS: ClassVar[list[BindingType]] = [HELP, Binding("ctrl+r", "reload", "Reload")]
+    BINDINGS: ClassVar[list[BindingType]] = [HELP, Binding("ctrl+r", "reload", "Reload", show=False)]
 
     def compose_scenario(self) -> ComposeResult:
         with VerticalScroll(id="training-body"):

@@ -57,7 +57,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         Binding("p", "promote", "Promote"),
         Binding("b", "rollback", "Roll back"),
         Binding("i", "install", "Install"),
-        Binding("ctrl+r", "reload", "Reload"),
+        Binding("ctrl+r", "reload", "Reload", show=False),
     ]
 
     def __init__(self) -> None:

@@ -19,7 +19,8 @@ class MetricLine(Horizontal):
         yield Sparkline([], classes="metric-spark")
         yield Label("no steps yet", classes="metric-value")
 
-    def show(self, values: list[float]) -> None:
-        self.query_one(Sparkline).data = values
-        last = f"{values[-1]:.4g} (step {len(values)})" if values else "no steps yet"
+    def show(self, points: list[tuple[int, float]]) -> None:
+        """(step, value) for each step that has the metric, oldest first; the latest is named by its step."""
+        self.query_one(Sparkline).data = [value for _step, value in points]
+        last = f"{points[-1][1]:.4g} (step {points[-1][0]})" if points else "no steps yet"
         self.query_one(".metric-value", Label).update(last)

@@ -1,20 +1,43 @@
-"""The records list's columns: the `reef records` columns (widths and cells from `reef_cli.render.records`),
-chosen by what matters on screen — the receipt is shown only when everything else fits."""
+"""The records list's columns: the `reef records` columns (widths and cells from `reef_cli.render.records`) with the
+receipt shortened as git shortens hashes and the model and scenario as wide as the longest loaded, then the first
+words of the exchange in whatever width is left. Columns are chosen by what matters on screen."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from rich.text import Text
 
 from reef_cli.client import RecordRow
 from reef_cli.render.records import COLUMNS, Column, record_cells
+from reef_tui.receipts import SHORT, short
 
-# Most important first; the receipt is last because the detail screen shows it.
-PRIORITY = ("time", "score", "status", "latency", "scenario", "route", "tokens", "model", "receipt")
+WORDS = "words"  # what was asked → the start of the answer
+WORDS_MIN = 24
+FITTED = {"model": (5, 40), "scenario": (8, 24)}  # these columns fit the longest value loaded, within these bounds
+Widths = dict[str, int]
+# Most important first; the full receipt is in the detail screen and on copy.
+PRIORITY = ("time", "score", "status", WORDS, "latency", "scenario", "receipt", "route", "tokens", "model")
+HEADERS = {WORDS: "asked → answered"}
 
 
-def columns_for(width: int) -> list[Column]:
-    """The columns that fit in `width` cells (one space between), in display order."""
+def fitted_widths(rows: list[RecordRow], before: Widths | None = None) -> Widths:
+    """The widths of the FITTED columns for `rows` (never narrower than `before`): the longest value, within
+    bounds."""
+    widths = {}
+    for name, (least, most) in FITTED.items():
+        longest = max((len(str(row.get(name) or "")) for row in rows), default=0)
+        widths[name] = max((before or {}).get(name, least), min(most, longest))
+    return widths
+
+
+def columns_for(width: int, fitted: Widths | None = None) -> list[Column]:
+    """The columns that fit in `width` cells (one space between), in display order; the words take the rest."""
     by_name = {column.name: column for column in COLUMNS}
+    by_name["receipt"] = replace(by_name["receipt"], width=SHORT)
+    for name, fit in (fitted or fitted_widths([])).items():
+        by_name[name] = replace(by_name[name], width=fit)
+    by_name[WORDS] = Column(WORDS, WORDS_MIN, 9)
     chosen: set[str] = set()
     used = 0
     for name in PRIORITY:
@@ -22,15 +45,37 @@ def columns_for(width: int) -> list[Column]:
         if used + needed <= width:
             chosen.add(name)
             used += needed
-    return [column for column in COLUMNS if column.name in chosen]
+    if WORDS in chosen:
+        by_name[WORDS] = replace(by_name[WORDS], width=WORDS_MIN + width - used)
+    return [by_name[column.name] for column in (*COLUMNS, by_name[WORDS]) if column.name in chosen]
 
 
 def header_line(columns: list[Column]) -> Text:
-    return _line({column.name: column.name for column in columns}, columns)
+    return _line({column.name: HEADERS.get(column.name, column.name) for column in columns}, columns)
 
 
 def row_line(row: RecordRow, columns: list[Column]) -> Text:
-    return _line(record_cells(row), columns)
+    cells = record_cells(row)
+    cells["receipt"] = short(row["id"])
+    cells[WORDS] = words(row)
+    return _line(cells, columns)
+
+
+def words(row: RecordRow) -> Text:
+    """`asked → answered`, the answer dimmed; empty for records without words (reports, failed exchanges)."""
+    preview = row.get("preview")
+    text = Text()
+    if preview is None:
+        return text
+    if preview["asked"]:
+        text.append(preview["asked"])
+    answered = preview["answered"]
+    if answered:
+        if not answered.startswith("→"):  # tool calls come with their arrow
+            answered = f"→ {answered}"
+        text.append(" " if text else "")
+        text.append(answered, style="italic")
+    return text
 
 
 def _line(cells: dict[str, str | Text], columns: list[Column]) -> Text:

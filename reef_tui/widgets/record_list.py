@@ -16,7 +16,7 @@ from textual.strip import Strip
 from reef_cli.client import RecordRow
 from reef_cli.render.records import Column
 from reef_daemon.contract import awaits_score
-from reef_tui.widgets.record_columns import columns_for, row_line
+from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line
 
 LOOKAHEAD = 60  # ask for the next older page when the cursor is this close to the end
 
@@ -32,7 +32,7 @@ class RecordList(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home,g", "jump(0)", "Newest", show=False),
         Binding("end,G", "jump(-1)", "Oldest loaded", show=False),
-        Binding("enter", "open", "Open"),
+        Binding("enter", "open", "Open", show=False),
     ]
 
     cursor: reactive[int] = reactive(0, always_update=True)
@@ -41,6 +41,13 @@ class RecordList(ScrollView, can_focus=True):
         """Enter (or a double click) on a record."""
 
         def __init__(self, row: RecordRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class Highlighted(Message):
+        """The cursor is on another record (None: the list is empty)."""
+
+        def __init__(self, row: RecordRow | None) -> None:
             super().__init__()
             self.row = row
 
@@ -58,8 +65,15 @@ class RecordList(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.rows: list[RecordRow] = []
         self._columns: list[Column] = []
+        self._widths = fitted_widths([])
+        self._highlighted: str | None = None  # the id of the record last announced as Highlighted
 
     # --- content --------------------------------------------------------------------------------------------
+
+    @property
+    def columns(self) -> list[Column]:
+        """The columns shown at the list's width."""
+        return self._columns
 
     @property
     def current(self) -> RecordRow | None:
@@ -68,6 +82,7 @@ class RecordList(ScrollView, can_focus=True):
     def set_rows(self, rows: list[RecordRow]) -> None:
         """Replace everything (a new filter) and put the cursor on the newest."""
         self.rows = list(rows)
+        self._widths = fitted_widths(self.rows)
         self._resized()
         self.cursor = 0
         self.scroll_to(y=0, animate=False)
@@ -76,15 +91,19 @@ class RecordList(ScrollView, can_focus=True):
         """Append an older page, skipping records already shown."""
         shown = {row["id"] for row in self.rows[-len(rows) :]} if rows else set()
         self.rows.extend(row for row in rows if row["id"] not in shown)
+        self._widths = fitted_widths(rows, self._widths)
         self._resized()
 
     def add_newest(self, row: RecordRow, *, follow: bool) -> None:
-        """A record that just arrived. Following: the cursor jumps to it; else it stays on the same record."""
+        """A record that just arrived. Following with the cursor on the newest record, the cursor moves to it;
+        else the cursor stays on the record the person put it on."""
         if any(existing["id"] == row["id"] for existing in self.rows[:50]):
             return
+        on_newest = self.cursor == 0
         self.rows.insert(0, row)
+        self._widths = fitted_widths([row], self._widths)
         self._resized()
-        if follow:
+        if follow and on_newest:
             self.cursor = 0
             self.scroll_to(y=0, animate=False)
         elif len(self.rows) > 1:
@@ -126,8 +145,9 @@ class RecordList(ScrollView, can_focus=True):
         self._resized()
 
     def _resized(self) -> None:
-        width = self.scrollable_content_region.width
-        columns = columns_for(width)
+        # The vertical scrollbar's column is kept free whether it shows or not, so rows never need a horizontal one.
+        width = self.content_region.width - self.styles.scrollbar_size_vertical
+        columns = columns_for(width, self._widths)
         if columns != self._columns:
             self._columns = columns
             self.post_message(self.ColumnsChanged(columns))
@@ -137,6 +157,10 @@ class RecordList(ScrollView, can_focus=True):
     def watch_cursor(self, cursor: int) -> None:
         if self.rows:
             self.scroll_to_region(Region(0, cursor, 1, 1), animate=False, force=True)
+        current = self.current
+        if (current["id"] if current else None) != self._highlighted:
+            self._highlighted = current["id"] if current else None
+            self.post_message(self.Highlighted(current))
         self._check_end()
         self.refresh()
 

@@ -3,18 +3,33 @@ every run. Only for tests: the product talks to a real daemon."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from reef_cli.client import Event, RecordPage, RecordRow, ReefClient, ReportAck
 
 T0 = 1767268800.0  # 2026-01-01 12:00:00 UTC
 URL = "http://127.0.0.1:8900"
-QUESTIONS = ["What is the capital of France?", "Write a haiku about tests.", "List three prime numbers."]
+QUESTIONS = [
+    "What is the capital of France?",
+    "The test in tests/test_parser.py fails with a KeyError on empty input; find why and fix the parser, not the test.",
+    "List three prime numbers.",
+]
+ANSWERS = ["**Paris** is the capital.", "The parser indexes `tokens[0]` before checking for an empty list; I added a "
+           "guard that returns an empty tree, and the test passes.", "2, 3 and 5."]  # fmt: skip
 
 
 def receipt(n: int) -> str:
-    return f"{n:032x}"
+    """Record n's receipt: 32 hex digits that differ from the first, as the daemon's random ones do."""
+    return hashlib.md5(f"record {n}".encode()).hexdigest()
+
+
+@cache
+def number_of(record_id: str) -> int:
+    """The n of a receipt made by `receipt`."""
+    return next(n for n in range(1000) if receipt(n) == record_id)
 
 
 def row(n: int) -> RecordRow:
@@ -33,25 +48,28 @@ def row(n: int) -> RecordRow:
         "usage": {"input_tokens": 12 + n, "output_tokens": 7 + n},
         "score": [None, 0.75, None][n % 3],
         "release": None,
+        "preview": {"asked": QUESTIONS[n % 3], "answered": ANSWERS[n % 3] if n % 7 else None},
     }
 
 
 def detail(n: int) -> dict[str, Any]:
-    question = QUESTIONS[n % len(QUESTIONS)]
+    question, text = QUESTIONS[n % len(QUESTIONS)], ANSWERS[n % len(ANSWERS)]
     return {
         **row(n),
         "request": {"model": "fake-model", "messages": [{"role": "user", "content": question}]},
         "response": {
             "id": "chatcmpl-fixed",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "**Paris** is the capital."}}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
         },
         "answer": {
             "model": "fake-model",
-            "parts": [{"type": "text", "text": "**Paris** is the capital."}],
+            "parts": [{"type": "text", "text": text}],
             "finish_reason": "stop",
             "usage": row(n)["usage"],
-        },
-        "error": None,
+        }
+        if n % 7
+        else None,
+        "error": None if n % 7 else "the upstream answered 502",
         "timings": {"ttft_ms": 80.0, "duration_ms": row(n)["duration_ms"], "overhead_ms": 0.42},
         "tags": {"session": "s-1"},
         "reports": [{"id": receipt(900 + n), "created_at": T0 + 3600, "score": 0.75, "feedback": "good and short"}],
@@ -63,10 +81,11 @@ def releases(recipe: str) -> list[dict[str, Any]]:
         return [
             {"version": f"v{step}", "step": step, "operation": "training", "result": "selected",
              "release_id": f"ckpt{step}", "parent_release_id": f"ckpt{step - 1}", "created_at": T0 + 600 * step,
-             "metrics": {"mean_reward": 0.3 + 0.05 * step + 0.1 * (step % 3), "loss": 1.2 / step,
-                         "critic_loss": 0.8 / step, "weight_version": step}, "current": step == 12}
+             "metrics": {"mean_reward": 0.3 + 0.05 * step + 0.1 * (step % 3), "critic_loss": 0.8 / step,
+                         "weight_version": step, **({"loss": 1.2 / step} if step > 3 else {})},
+             "current": step == 12}
             for step in range(12, 0, -1)
-        ]  # fmt: skip
+        ]  # fmt: skip  # the policy's loss starts after three steps of critic warm-up
     request = {"id": receipt(500), "text": "notify me when a task is done", "session": None}
     return [
         {"version": "v2", "operation": "training", "result": "pending", "release_id": "r2", "parent_release_id": "r1",
@@ -116,7 +135,7 @@ class FixedClient(ReefClient):
                              "ineligible": {"the report has no score": 3, "score below the floor": 1}}}  # fmt: skip
         return {
             "version": "0.1.0",
-            "recipe": {"name": self.recipe, "trains": True},
+            "recipe": {"name": self.recipe, "trains": True, **({"harness": True} if self.recipe == "reefine" else {})},
             "runtime": {"kind": "http", "model": "fake-model", "url": "http://127.0.0.1:11434"},
             "scenarios": {"ci": {"recipe": self.recipe}, "demo": {"recipe": self.recipe}},
             "training": {"enabled": True, "scenarios": training},
@@ -134,7 +153,7 @@ class FixedClient(ReefClient):
         return {"records": page, "next_after": None, "next_before": page[-1]["sequence"] if more else None}
 
     def record(self, record_id: str) -> dict[str, Any]:
-        return detail(int(record_id, 16))
+        return detail(number_of(record_id))
 
     def report(self, scenario: str, references: list[str], **fields: Any) -> ReportAck:
         return {"agent_record_id": receipt(999), "scenario": scenario, "request_type": "report"}

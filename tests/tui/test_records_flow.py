@@ -1,5 +1,6 @@
-"""Records against a real daemon: a record made by a client appears by itself; one key scores it; the feedback box
-sends text; the detail screen shows the conversation."""
+"""Records against a real daemon: a record made by a client appears by itself, with what was asked; one key scores
+it; the feedback box sends text; the detail screen shows the conversation; `s` reaches scenarios made after the
+app started."""
 
 from __future__ import annotations
 
@@ -24,6 +25,22 @@ async def test_a_new_record_appears_without_a_keypress(daemon: Daemon) -> None:
         receipt = daemon.chat(question="Which city is the capital of France?")
         await eventually(lambda: receipt in ids(app), 60, "the new record in the list", pause=pilot.pause)
         assert ids(app)[0] == receipt
+        preview = app.screen.query_one(RecordList).rows[0].get("preview")
+        assert preview is not None and preview["asked"] == "Which city is the capital of France?"
+
+
+async def test_s_reaches_a_scenario_made_after_the_app_started(daemon: Daemon) -> None:
+    daemon.chat(scenario="demo")
+    app = ReefApp(daemon.url)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: "demo" in app.scenario_names, 60, "the daemon's scenarios", pause=pilot.pause)
+        daemon.chat(scenario="late-arrival")
+        await eventually(lambda: "late-arrival" in app.scenario_names, 60, "the new scenario", pause=pilot.pause)
+        for _ in app.scenario_names:
+            await pilot.press("s")
+            if app.scenario == "late-arrival":
+                break
+        assert app.scenario == "late-arrival"
 
 
 async def test_key_4_stores_a_report_and_moves_to_the_next_unscored(daemon: Daemon) -> None:

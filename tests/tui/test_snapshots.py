@@ -21,6 +21,7 @@ from reef_tui.screens.help import HelpScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.widgets.metric_line import MetricLine
 from reef_tui.widgets.record_list import RecordList
+from reef_tui.widgets.record_preview import RecordPreview
 from reef_tui.widgets.request_view import RequestView
 from tests.support.tui_fixed import FixedClient, receipt
 from tests.support.waiting import eventually
@@ -50,10 +51,13 @@ def utc() -> Iterator[None]:
 
 
 async def records(pilot: Pilot[Any]) -> None:
-    await eventually(
-        lambda: len(pilot.app.screen.query_one(RecordList).rows) > 20, 60, "the fixed records", pause=pilot.pause
-    )
+    listed = pilot.app.screen.query_one(RecordList)
+    await eventually(lambda: len(listed.rows) > 20, 60, "the fixed records", pause=pilot.pause)
     await eventually(lambda: pilot.app.connected, 60, "the status", pause=pilot.pause)
+    pane = pilot.app.screen.query_one(RecordPreview)
+    await eventually(
+        lambda: not pane.display or pane.shown == listed.rows[0]["id"], 60, "the preview pane", pause=pilot.pause
+    )
 
 
 async def record_detail(pilot: Pilot[Any]) -> None:

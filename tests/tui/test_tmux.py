@@ -34,13 +34,15 @@ def session(daemon: Daemon) -> Iterator[None]:
 
 
 def test_a_person_scores_with_one_key_and_quits(daemon: Daemon, session: None) -> None:
-    receipt = daemon.chat(question="What is the capital of Italy?")
+    receipt = daemon.chat(question="Capital of Italy?")
     eventually_sync(
         screen, 60, "the header line with the daemon's recipe", satisfied=lambda shown: "recipe record" in shown
     )
-    eventually_sync(screen, 60, "the record in the list", satisfied=lambda shown: "chat" in shown)
+    eventually_sync(screen, 60, "the question in the list", satisfied=lambda shown: "Capital of Italy?" in shown)
     tmux("send-keys", "-t", SESSION, "4")
     eventually_sync(lambda: daemon.get(f"/reef/records/{receipt}")["reports"], 60, "the report from key 4")
+    toast = f"scored {receipt[:8]}…: 0.75"  # names the record and the score sent
+    eventually_sync(screen, 60, "the toast", satisfied=lambda shown: toast in shown)
     eventually_sync(screen, 60, "the score in the row", satisfied=lambda shown: "0.75" in shown)
     tmux("send-keys", "-t", SESSION, "?")
     eventually_sync(screen, 60, "the help screen", satisfied=lambda shown: "Everywhere" in shown)

@@ -1,0 +1,74 @@
+"""The first words of an exchange, for lists (`preview` in `GET /reef/records`): the last message the user wrote
+and the start of the answer, each flattened to one line. Derived once, when the writer records the exchange."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reef_daemon.contract import PREVIEW_CHARS, RESPONSES_ROUTE, Answer, RecordPreview
+
+_TEXT_BLOCKS = ("text", "input_text", "output_text")
+
+
+def preview(route: str, request: bytes | str | None, answer: Answer | None) -> RecordPreview | None:
+    """What was asked and the start of what was answered; None when there is neither."""
+    asked, answered = _asked(route, request), _answered(answer)
+    if asked is None and answered is None:
+        return None
+    return {"asked": asked, "answered": answered}
+
+
+def _asked(route: str, request: bytes | str | None) -> str | None:
+    """The text of the last user message that has text (a message carrying only tool results is skipped)."""
+    try:
+        body = json.loads(request or b"")
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    if route == RESPONSES_ROUTE:
+        items = body.get("input")
+        if isinstance(items, str):
+            return _line(items)
+        messages = [i for i in _list(items) if isinstance(i, dict) and i.get("type", "message") == "message"]
+    else:
+        messages = [m for m in _list(body.get("messages")) if isinstance(m, dict)]
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            text = _line(_content_text(message.get("content")))
+            if text:
+                return text
+    return None
+
+
+def _answered(answer: Answer | None) -> str | None:
+    """The answer's text; where it has none, the tools it called."""
+    if answer is None:
+        return None
+    text = " ".join(part["text"] for part in answer["parts"] if part["type"] == "text")
+    if not text.strip():
+        parts = answer["parts"]
+        calls = [f"{part['name'] or '?'}({part['arguments']})" for part in parts if part["type"] == "tool_call"]
+        text = "→ " + " ".join(calls) if calls else ""
+    return _line(text)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    texts = [str(block.get("text", "")) for block in _list(content) if isinstance(block, dict)
+             and block.get("type") in _TEXT_BLOCKS]  # fmt: skip
+    return " ".join(texts)
+
+
+def _line(text: str) -> str | None:
+    """Whitespace collapsed, clipped to PREVIEW_CHARS; None when nothing is left."""
+    flat = " ".join(text.split())
+    if not flat:
+        return None
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,85 @@
+"""What a screen offers is what it does: the palette finds every key the help lists, on every screen; the footer
+keeps `q Quit` and `s Scenario` at 80 columns; the requests screen of a recipe that takes no change request says so
+up front and offers no `n`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.command import CommandList, CommandPalette
+from textual.widgets._footer import FooterKey
+
+from reef_tui import ReefApp
+from reef_tui.screens.new_request import NewRequestScreen
+from reef_tui.screens.requests import RequestsScreen
+from reef_tui.screens.training import TrainingScreen
+from tests.support.tui_fixed import FixedClient
+from tests.support.waiting import eventually
+
+
+def fixed_app(recipe: str = "reefine", scenario: str | None = "demo") -> ReefApp:
+    return ReefApp("http://127.0.0.1:8900", scenario=scenario, client=FixedClient(recipe), follow=False)
+
+
+def top_command(app: ReefApp) -> str | None:
+    results = app.screen.query_one(CommandList)
+    return str(results.get_option_at_index(0).prompt).split("\n")[0] if results.option_count else None
+
+
+@pytest.mark.parametrize(("typed", "found", "mode"), [("Versions", "Versions", "versions"),
+                                                      ("Requests", "Requests", "requests")])  # fmt: skip
+async def test_the_palette_on_the_training_screen_finds_the_other_screens(typed: str, found: str, mode: str) -> None:
+    app = fixed_app("sao")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press("t")
+        await eventually(lambda: isinstance(app.screen, TrainingScreen), 60, "training", pause=pilot.pause)
+        await pilot.press("ctrl+p")
+        await eventually(lambda: isinstance(app.screen, CommandPalette), 60, "the palette", pause=pilot.pause)
+        await pilot.press(*typed)
+        await eventually(lambda: top_command(app) == found, 60, f"{found} found", pause=pilot.pause)
+        await pilot.press("enter")
+        await eventually(lambda: app.current_mode == mode, 60, f"the {mode} screen", pause=pilot.pause)
+
+
+async def test_the_palette_runs_the_scenario_key() -> None:
+    app = fixed_app("sao", scenario=None)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press("t", "ctrl+p")
+        await eventually(lambda: isinstance(app.screen, CommandPalette), 60, "the palette", pause=pilot.pause)
+        await pilot.press(*"Scenario")
+        await eventually(lambda: top_command(app) == "Scenario", 60, "Scenario found", pause=pilot.pause)
+        await pilot.press("enter")
+        await eventually(lambda: app.scenario == "ci", 60, "the next scenario chosen", pause=pilot.pause)
+
+
+@pytest.mark.parametrize("key", ["r", "e", "v", "t"])
+async def test_the_footer_keeps_quit_and_scenario_at_80_columns(key: str) -> None:
+    app = fixed_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press(key)
+
+        def shown() -> set[str]:
+            keys = app.screen.query(FooterKey)
+            return {k.key for k in keys if k.region.width and k.region.right <= app.size.width}
+
+        await eventually(lambda: {"q", "s"} <= shown(), 60, "q and s in the footer", pause=pilot.pause)
+
+
+async def test_requests_of_a_recipe_that_takes_none_say_so_and_offer_no_n() -> None:
+    app = fixed_app("sao")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press("e")
+        screen: Any = await eventually(
+            lambda: isinstance(app.screen, RequestsScreen) and app.screen, 60, "requests", pause=pilot.pause
+        )
+        title = screen.query_one("#requests-title")
+        await eventually(lambda: "sao recipe takes none" in str(title.content), 60, "the refusal", pause=pilot.pause)
+        assert "New request" not in [command.title for command in app.get_system_commands(screen)]
+        await pilot.press("n")
+        assert not isinstance(app.screen, NewRequestScreen)
+        assert "n" not in {key.key for key in screen.query(FooterKey)}
