@@ -6,7 +6,20 @@ import sys
 
 import typer
 
-from reef_cli.commands import completion, daemon, demo, evolve, install, records, scenarios, score, show, tui, versions
+from reef_cli.commands import (
+    completion,
+    daemon,
+    demo,
+    evolve,
+    install,
+    records,
+    records_io,
+    scenarios,
+    score,
+    show,
+    tui,
+    versions,
+)
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import ServeCommand, serve_command
 from reef_cli.setting_options import SETTINGS_CONTEXT, SettingsCommand
@@ -41,6 +54,8 @@ app.command("status", epilog=daemon.STATUS_EXAMPLE)(daemon.status)
 app.add_typer(scenarios.app)
 app.command("records", epilog=records.EXAMPLE)(records.records)
 app.command("show", epilog=show.EXAMPLE)(show.show)
+app.command("import", epilog=records_io.IMPORT_EXAMPLE)(records_io.import_)
+app.command("export", epilog=records_io.EXPORT_EXAMPLE)(records_io.export)
 app.command("score", context_settings={"ignore_unknown_options": True}, epilog=score.EXAMPLE)(score.score)
 app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)

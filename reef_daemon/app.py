@@ -17,7 +17,19 @@ from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
-from reef_daemon.routes import events, harness, install, records, releases, reports, requests, scenarios, status, train
+from reef_daemon.routes import (
+    events,
+    harness,
+    install,
+    records,
+    records_io,
+    releases,
+    reports,
+    requests,
+    scenarios,
+    status,
+    train,
+)
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings
@@ -53,6 +65,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         app.router.add_post(route, handle_inference)
     for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
         app.router.add_routes(module.routes)
+    app.router.add_routes(records_io.routes)
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_event_streams)
     return app

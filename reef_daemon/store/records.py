@@ -36,8 +36,8 @@ class InferenceDraft:
     complete: bool
     error: str | None
     ttft_ms: float | None
-    duration_ms: float
-    overhead_ms: float
+    duration_ms: float | None  # None: not known (an imported conversation that had no timestamps)
+    overhead_ms: float | None
     tags: dict[str, str] = field(default_factory=dict)
     release: str | None = None
     tokens: dict[str, Any] | None = None
@@ -88,6 +88,14 @@ class RecordStore:
     async def append_inference(self, draft: InferenceDraft) -> RecordRow:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
         return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
+
+    def insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
+        """Store an exchange inside a write already under way (an import batch writes many in one)."""
+        return self._insert_inference(ctx, draft)
+
+    def insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
+        """Store a report or request inside a write already under way."""
+        return self._insert_client_record(ctx, draft)
 
     def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
         summary = self._summarize(draft)
