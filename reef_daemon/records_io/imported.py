@@ -78,9 +78,9 @@ def draft_of(scenario: str, conversation: ImportConversation) -> ImportDraft:
     request: dict[str, Any] = {"model": model, "messages": messages[:-1]}
     if conversation.get("tools"):
         request["tools"] = conversation["tools"]
-    record_id = _digest(["conversation", scenario, request])
-    created_at = conversation.get("created_at", time.time())
     answer = messages[-1]
+    record_id = _digest(["conversation", scenario, request, answer])
+    created_at = conversation.get("created_at", time.time())
     response = {
         "id": f"imported-{record_id}",
         "object": "chat.completion",

@@ -38,13 +38,13 @@ def detect_format(path: Path) -> str:
         for raw in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
             if raw.strip():
                 try:
-                    return _format_of(json.loads(raw), path)
+                    return _format_of(json.loads(raw))
                 except ValueError:
                     break
-    raise UnknownFormat(f"{path}: cannot tell its format from its first line; name it with --format")
+    raise UnknownFormat("cannot tell its format from its first line; name it with --format")
 
 
-def _format_of(line: Any, path: Path) -> str:
+def _format_of(line: Any) -> str:
     if isinstance(line, dict):
         if "messages" in line:
             return openai_jsonl.FORMAT
@@ -54,7 +54,7 @@ def _format_of(line: Any, path: Path) -> str:
             return codex.FORMAT
         if "sessionId" in line or line.get("type") in CLAUDE_TYPES:
             return claude_code.FORMAT
-    raise UnknownFormat(f"{path}: not a known session format; name it with --format ({', '.join(FORMATS)})")
+    raise UnknownFormat(f"not a known session format; name it with --format ({', '.join(FORMATS)})")
 
 
 def read_conversations(
