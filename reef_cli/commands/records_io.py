@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -61,7 +63,7 @@ def import_(
         if json:
             print_json({"file": bad.file, "line": bad.line, "error": bad.reason})
         else:
-            progress.console.print(f"reef: {bad.where()}: {bad.reason}", markup=False, highlight=False)
+            progress.console.print(f"reef: {bad.where()}: {bad.reason}", markup=False, highlight=False, soft_wrap=True)
 
     name = None if format is None else str(format.value)
     with daemon_client(url, token) as client, _progress(DownloadColumn()) as progress:
@@ -102,28 +104,37 @@ def export(
     token ids, log-probs, weight versions and reward, for records the embedded model generated. The file loads
     with datasets.load_dataset("json", data_files=FILE).
     """
-    partial = output.with_name(output.name + ".partial") if output is not None else None
     written = 0
     with daemon_client(url, token) as client, client.export(
         scenario, format=format.value, min_score=min_score, since=since
-    ) as stream, _progress(MofNCompleteColumn()) as progress:  # fmt: skip
+    ) as stream, _sink(output) as sink, _progress(MofNCompleteColumn()) as progress:  # fmt: skip
         task = progress.add_task("exporting", total=stream.total or None)
-        sink = partial.open("w", encoding="utf-8") if partial is not None else sys.stdout
-        try:
-            for line in stream.lines:
-                sink.write(line + "\n")
-                written += 1
-                progress.advance(task)
-        finally:
-            if partial is not None:
-                sink.close()
-    if output is not None and partial is not None:
-        os.replace(partial, output)
+        for line in stream.lines:
+            sink.write(line + "\n")
+            written += 1
+            progress.advance(task)
     where = f" to {output}" if output is not None else ""
     if written == 0:
-        say_error(f"no records of {scenario} match; wrote nothing{where}")
+        pairs = " (a pair needs two records of one prompt with different scores)" if format == "preference" else ""
+        say_error(f"nothing of {scenario} to export as {format.value}{pairs}; wrote nothing{where}")
     else:
         typer.echo(f"exported {written} line{'s' if written != 1 else ''}{where}", err=True)
+
+
+@contextmanager
+def _sink(output: Path | None) -> Iterator[TextIO]:
+    """stdout, or a file written beside `output` and renamed onto it only once the export is whole."""
+    if output is None:
+        yield sys.stdout
+        return
+    partial = output.with_name(output.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as sink:
+            yield sink
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, output)
 
 
 def _progress(counter: BarColumn | DownloadColumn | MofNCompleteColumn) -> Progress:
