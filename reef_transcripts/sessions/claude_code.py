@@ -1,7 +1,8 @@
 """Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`): one line per event, `type`
 user | assistant (others: summary, system, file-history-snapshot), with `uuid`, `parentUuid`, `sessionId`,
 `timestamp` and `message` {role, content, model?, usage?}. An assistant turn is often written as several lines,
-one per content block; they are merged. Subagent lines (`isSidechain`) belong to other conversations."""
+one per content block; they are merged. Subagent lines (`isSidechain`) belong to another conversation: a
+transcript keeps the kind of its first line (a subagent's own file holds only sidechain lines)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
     session: str | None = None
     first: float | None = None
     last: float | None = None
+    sidechain: bool | None = None
     for item in json_lines(path, advance):
         if isinstance(item, BadLine):
             yield item
@@ -29,7 +31,11 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
         if not isinstance(line, dict):
             yield BadLine(str(path), number, "a transcript line must be a JSON object")
             continue
-        if line.get("type") not in ("user", "assistant") or line.get("isSidechain"):
+        if line.get("type") not in ("user", "assistant"):
+            continue
+        if sidechain is None:  # a subagent's own file holds only its sidechain
+            sidechain = bool(line.get("isSidechain"))
+        if bool(line.get("isSidechain")) != sidechain:
             continue
         message = line.get("message")
         if not isinstance(message, dict) or "content" not in message:
