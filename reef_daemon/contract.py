@@ -462,6 +462,7 @@ IMPORTED_TAG: Final = "imported"
 EXPORT_FORMATS: Final = ("openai", "preference", "tokens")
 # `GET /reef/export` names in this header how many records it will read (the lines may be fewer).
 EXPORT_TOTAL_HEADER: Final = "x-reef-export-records"
+# The most conversations one `POST /reef/records/batch` takes.
 MAX_BATCH: Final = 1000
 
 
