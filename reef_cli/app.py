@@ -6,20 +6,8 @@ import sys
 
 import typer
 
-from reef_cli.commands import (
-    completion,
-    daemon,
-    demo,
-    evolve,
-    install,
-    records,
-    records_io,
-    scenarios,
-    score,
-    show,
-    tui,
-    versions,
-)
+import reef_cli.commands.records_io as records_io
+from reef_cli.commands import completion, daemon, demo, evolve, install, records, scenarios, score, show, tui, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import ServeCommand, serve_command
 from reef_cli.setting_options import SETTINGS_CONTEXT, SettingsCommand

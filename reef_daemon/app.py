@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.events import EventBus
@@ -17,19 +18,7 @@ from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
-from reef_daemon.routes import (
-    events,
-    harness,
-    install,
-    records,
-    records_io,
-    releases,
-    reports,
-    requests,
-    scenarios,
-    status,
-    train,
-)
+from reef_daemon.routes import events, harness, install, records, releases, reports, requests, scenarios, status, train
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings
