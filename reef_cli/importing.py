@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reef_cli.client import ApiError, ReefClient
-from reef_daemon.contract import MAX_BATCH, ImportConversation
+from reef_daemon.contract import MAX_BATCH, ImportConversation, ImportResult
 from reef_transcripts.sessions import BadLine, Conversation, read_conversations, session_files
 
 # A batch is sent when it holds this many conversations or this many bytes of JSON, whichever comes first.
@@ -49,10 +49,11 @@ def import_files(
     format: str | None,
     *,
     on_refused: Callable[[BadLine], None],
+    on_stored: Callable[[Conversation, ImportResult], None],
     advance: Callable[[int], None],
 ) -> ImportSummary:
     """Import every conversation under `paths` into `scenario`; `on_refused` hears each refusal as it happens,
-    `advance` how many bytes were read."""
+    `on_stored` each conversation stored (or found stored) with its receipt, `advance` how many bytes were read."""
     summary = ImportSummary()
     batch = _Batch()
 
@@ -70,13 +71,13 @@ def import_files(
             refuse(BadLine(item.file, item.line, f"the conversation is larger than {MAX_CONVERSATION_BYTES >> 20} MiB"))
             continue
         if batch.conversations and (batch.size + size > BATCH_BYTES or len(batch.conversations) >= BATCH_CONVERSATIONS):
-            _send(client, scenario, batch, summary, refuse)
+            _send(client, scenario, batch, summary, refuse, on_stored)
             batch = _Batch()
         batch.conversations.append(wire)
         batch.sources.append(item)
         batch.size += size
     if batch.conversations:
-        _send(client, scenario, batch, summary, refuse)
+        _send(client, scenario, batch, summary, refuse, on_stored)
     return summary
 
 
@@ -102,7 +103,12 @@ def _items(paths: list[Path], format: str | None, advance: Callable[[int], None]
 
 
 def _send(
-    client: ReefClient, scenario: str, batch: _Batch, summary: ImportSummary, refuse: Callable[[BadLine], None]
+    client: ReefClient,
+    scenario: str,
+    batch: _Batch,
+    summary: ImportSummary,
+    refuse: Callable[[BadLine], None],
+    on_stored: Callable[[Conversation, ImportResult], None],
 ) -> None:
     try:
         ack = client.import_batch(scenario, batch.conversations)
@@ -113,6 +119,8 @@ def _send(
     summary.imported += ack["imported"]
     summary.duplicate += ack["duplicate"]
     for result in ack["results"]:
+        source = batch.sources[result["index"]]
         if result["status"] == "refused":
-            source = batch.sources[result["index"]]
             refuse(BadLine(source.file, source.line, str(result["reason"])))
+        else:
+            on_stored(source, result)

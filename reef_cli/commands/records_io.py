@@ -17,7 +17,8 @@ from reef_cli.connect import daemon_client
 from reef_cli.importing import import_files, import_size
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import error_console, print_json, say_error
-from reef_transcripts.sessions import FORMATS, BadLine
+from reef_daemon.contract import ImportResult
+from reef_transcripts.sessions import FORMATS, BadLine, Conversation
 
 IMPORT_EXAMPLE = "Example: reef import ~/.codex/sessions ~/.pi/agent/sessions --scenario coding"
 EXPORT_EXAMPLE = "Example: reef export --scenario coding --min-score 0.5 --format openai -o train.jsonl"
@@ -56,7 +57,8 @@ def import_(
     OpenAI chat JSONL (one conversation per line, with optional score and feedback), Claude Code transcripts,
     codex rollouts and pi sessions (one conversation per file). Each becomes a record tagged `imported`, scorable
     like any other; a score in the file becomes a report. Importing the same conversation again adds nothing. A bad
-    line is reported with its file and line; the rest is kept. Exit 1 when anything was refused.
+    line is reported with its file and line; the rest is kept. Exit 1 when anything was refused. --json prints a
+    line per conversation (file, line, status, and the receipt or the error), then the counts.
     """
 
     def refused(bad: BadLine) -> None:
@@ -65,12 +67,17 @@ def import_(
         else:
             progress.console.print(f"reef: {bad.where()}: {bad.reason}", markup=False, highlight=False, soft_wrap=True)
 
+    def stored(source: Conversation, result: ImportResult) -> None:
+        if json:
+            print_json({"file": source.file, "line": source.line, "status": result["status"], "id": result["id"]})
+
     name = None if format is None else str(format.value)
     with daemon_client(url, token) as client, _progress(DownloadColumn()) as progress:
         task = progress.add_task("importing", total=import_size(paths))
         summary = import_files(
-            client, scenario, paths, name, on_refused=refused, advance=lambda n: progress.advance(task, n)
-        )
+            client, scenario, paths, name, on_refused=refused, on_stored=stored,
+            advance=lambda n: progress.advance(task, n),
+        )  # fmt: skip
     if json:
         print_json(summary.to_json())
     else:

@@ -24,7 +24,14 @@ WEATHER_TOOL = {
 def make_records(daemon: Daemon) -> list[str]:
     """Three exchanges through the three APIs, each with a tool call and its result in the history."""
     headers = {"x-reef-scenario": SCENARIO}
-    chat = openai.OpenAI(base_url=f"{daemon.url}/v1", api_key="k", default_headers=headers, max_retries=0)
+    with (
+        openai.OpenAI(base_url=f"{daemon.url}/v1", api_key="k", default_headers=headers, max_retries=0) as chat,
+        anthropic.Anthropic(base_url=daemon.url, api_key="k", default_headers=headers, max_retries=0) as claude,
+    ):
+        return _ask_three(chat, claude)
+
+
+def _ask_three(chat: openai.OpenAI, claude: anthropic.Anthropic) -> list[str]:
     answered = chat.chat.completions.with_raw_response.create(
         model="fake-model",
         messages=[
@@ -37,7 +44,6 @@ def make_records(daemon: Daemon) -> list[str]:
         ],
         tools=[{"type": "function", "function": WEATHER_TOOL}],
     )  # fmt: skip
-    claude = anthropic.Anthropic(base_url=daemon.url, api_key="k", default_headers=headers, max_retries=0)
     messaged = claude.messages.with_raw_response.create(
         model="fake-model",
         max_tokens=64,
@@ -111,5 +117,8 @@ def test_scored_proxy_records_survive_export_and_import(daemon: Daemon, other_da
 
     repeated = other_daemon.reef("import", str(exported), "--scenario", SCENARIO, "--json")
     assert repeated.returncode == 0, repeated.stderr
-    assert json.loads(repeated.stdout.splitlines()[-1]) == {"imported": 0, "duplicate": 3, "refused": 0}
+    *each, counts = [json.loads(line) for line in repeated.stdout.splitlines()]
+    assert counts == {"imported": 0, "duplicate": 3, "refused": 0}
+    assert [(r["line"], r["status"]) for r in each] == [(1, "duplicate"), (2, "duplicate"), (3, "duplicate")]
+    assert {r["id"] for r in each} == {row["id"] for row in rows}  # the receipts of the stored records
     assert len(other_daemon.get("/reef/records", scenario=SCENARIO)["records"]) == 6  # 3 records, 3 reports
