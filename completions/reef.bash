@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show score evolve versions promote rollback install tui completion scenarios demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show import export score evolve versions promote rollback install tui completion scenarios demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -128,6 +128,31 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/import)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --format) COMPREPLY=($(compgen -W "openai claude-code codex pi" -- "$cur")); return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --format --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/export)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --format) COMPREPLY=($(compgen -W "openai preference tokens" -- "$cur")); return 0 ;;
+                --min-score) return 0 ;;
+                --since) return 0 ;;
+                --output|-o) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --format --min-score --since --output -o --url --token --help" -- "$cur"))
             fi
             ;;
         reef/score)

@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/score reef/evolve reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/archive reef/demo reef/demo/sao
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/evolve reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/archive reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -24,6 +24,8 @@ complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemon running from th
 complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing.'
 complete -c reef -n '__reef_at reef' -a records -d 'List recent records, or follow new ones.'
 complete -c reef -n '__reef_at reef' -a show -d 'Show one record, made readable.'
+complete -c reef -n '__reef_at reef' -a import -d 'Import agent sessions as records.'
+complete -c reef -n '__reef_at reef' -a export -d 'Export a scenario\'s records as JSON lines.'
 complete -c reef -n '__reef_at reef' -a score -d 'Score records: by receipt, from JSON lines, or one by one.'
 complete -c reef -n '__reef_at reef' -a evolve -d 'Ask reef\'s proposer for a harness change.'
 complete -c reef -n '__reef_at reef' -a versions -d 'List a scenario\'s harness versions, oldest first: result, status (installed/current/pending), request.'
@@ -114,6 +116,20 @@ complete -c reef -n '__reef_at reef/show' -l json -d 'Print JSON for scripts ins
 complete -c reef -n '__reef_at reef/show' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/show' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/show' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/import' -l scenario -s s -x -d 'The scenario.'
+complete -c reef -n '__reef_at reef/import' -l format -x -a 'openai claude-code codex pi' -d 'The files\' format; told from each file\'s first line if not given.'
+complete -c reef -n '__reef_at reef/import' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/import' -l url -x -d 'Daemon URL.'
+complete -c reef -n '__reef_at reef/import' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/import' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/export' -l scenario -s s -x -d 'The scenario.'
+complete -c reef -n '__reef_at reef/export' -l format -x -a 'openai preference tokens' -d 'What to write.'
+complete -c reef -n '__reef_at reef/export' -l min-score -x -d 'Only records scored at least this.'
+complete -c reef -n '__reef_at reef/export' -l since -x -d 'Only records made since: a date, an ISO 8601 time or epoch seconds.'
+complete -c reef -n '__reef_at reef/export' -l output -s o -r -F -d 'The file to write; stdout if not given.'
+complete -c reef -n '__reef_at reef/export' -l url -x -d 'Daemon URL.'
+complete -c reef -n '__reef_at reef/export' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/export' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/score' -l feedback -s m -x -d 'What was right or wrong.'
 complete -c reef -n '__reef_at reef/score' -l from -r -F -d 'JSON lines of {receipt|references, score, feedback, metadata, id}.'
 complete -c reef -n '__reef_at reef/score' -l next -d 'Walk unscored records one by one and ask.'

@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+import reef_cli.commands.records_io as records_io
 from reef_cli.commands import completion, daemon, demo, evolve, install, records, scenarios, score, show, tui, versions
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import ServeCommand, serve_command
@@ -41,6 +42,8 @@ app.command("status", epilog=daemon.STATUS_EXAMPLE)(daemon.status)
 app.add_typer(scenarios.app)
 app.command("records", epilog=records.EXAMPLE)(records.records)
 app.command("show", epilog=show.EXAMPLE)(show.show)
+app.command("import", epilog=records_io.IMPORT_EXAMPLE)(records_io.import_)
+app.command("export", epilog=records_io.EXPORT_EXAMPLE)(records_io.export)
 app.command("score", context_settings={"ignore_unknown_options": True}, epilog=score.EXAMPLE)(score.score)
 app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)

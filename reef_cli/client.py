@@ -8,7 +8,8 @@ Every failure is one of three exceptions, each carrying a sentence a person can 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -20,12 +21,15 @@ from reef_cli.events import Event, event_of
 from reef_daemon.contract import (
     CHAT_ROUTE,
     EVENTS_ROUTE,
+    EXPORT_ROUTE,
+    EXPORT_TOTAL_HEADER,
     HARNESS_ADAPTERS_ROUTE,
     HARNESS_ROUTE,
     HEALTH_ROUTE,
     INSTALL_ROUTE,
     RECEIPT_HEADER,
     RECORD_ROUTE,
+    RECORDS_BATCH_ROUTE,
     RECORDS_ROUTE,
     RELEASES_ROUTE,
     REPORT_ROUTE,
@@ -38,8 +42,10 @@ from reef_daemon.contract import (
     AdapterList,
     AdapterRow,
     ArchiveAck,
+    BatchAck,
     HarnessFiles,
     Health,
+    ImportConversation,
     JudgedRecord,
     RecordDetail,
     RecordPage,
@@ -59,9 +65,11 @@ from reef_daemon.contract import (
 __all__ = [
     "AdapterRow",
     "ApiError",
+    "BatchAck",
     "ChatReply",
     "DaemonUnreachable",
     "Event",
+    "ExportStream",
     "HarnessFiles",
     "JudgedRecord",
     "RecordDetail",
@@ -125,6 +133,13 @@ class ChatReply(NamedTuple):
 
     receipt: str
     text: str
+
+
+class ExportStream(NamedTuple):
+    """An export under way: how many records it reads, and its JSON lines as they arrive (without newlines)."""
+
+    total: int
+    lines: Iterator[str]
 
 
 class ReefClient:
@@ -314,6 +329,37 @@ class ReefClient:
         params = {"adapter": adapter, **({"release_id": release_id} if release_id else {})}
         response = self._send("GET", INSTALL_ROUTE, params=params, headers={SCENARIO_HEADER: scenario})
         return response.text
+
+    # --- records in and out --------------------------------------------------------------------------------
+
+    def import_batch(self, scenario: str, conversations: Sequence[ImportConversation]) -> BatchAck:
+        """Import conversations into a scenario; per conversation: imported, duplicate (already stored) or refused
+        (with the reason). At most MAX_BATCH of the contract per call."""
+        body = {"records": list(conversations)}
+        ack: BatchAck = self._call("POST", RECORDS_BATCH_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})
+        return ack
+
+    @contextmanager
+    def export(
+        self, scenario: str, *, format: str = "openai", min_score: float | None = None, since: str | None = None
+    ) -> Iterator[ExportStream]:
+        """A scenario's records as JSON lines in `format` (openai, preference, tokens), streamed; `since` is a
+        date, an ISO 8601 time or epoch seconds."""
+        params = {"scenario": scenario, "format": format}
+        if min_score is not None:
+            params["min_score"] = repr(min_score)
+        if since is not None:
+            params["since"] = since
+        timeout = httpx.Timeout(DEFAULT_TIMEOUT_S, read=None)  # a large preference export reads before it writes
+        try:
+            with self._http.stream("GET", EXPORT_ROUTE, params=params, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._raise_for(response)
+                total = int(response.headers.get(EXPORT_TOTAL_HEADER) or 0)
+                yield ExportStream(total, (line for line in response.iter_lines() if line))
+        except httpx.TransportError as exc:
+            raise DaemonUnreachable(self.url, _reason(exc)) from None
 
     # --- plumbing -------------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.events import EventBus
@@ -59,6 +60,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         app.router.add_post(route, handle_inference)
     for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
         app.router.add_routes(module.routes)
+    app.router.add_routes(records_io.routes)
     app.on_response_prepare.append(remember_started)
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_streams)

@@ -473,3 +473,51 @@ class Status(DaemonState):
 
 class Health(TypedDict):
     ok: bool
+
+
+# --- records in and out: POST /reef/records/batch, GET /reef/export ------------------------------------------
+RECORDS_BATCH_ROUTE: Final = "/reef/records/batch"
+EXPORT_ROUTE: Final = "/reef/export"
+# The tag an imported record carries, naming the format it came from (openai, claude-code, codex, pi).
+IMPORTED_TAG: Final = "imported"
+EXPORT_FORMATS: Final = ("openai", "preference", "tokens")
+# `GET /reef/export` names in this header how many records it will read (the lines may be fewer).
+EXPORT_TOTAL_HEADER: Final = "x-reef-export-records"
+# The most conversations one `POST /reef/records/batch` takes.
+MAX_BATCH: Final = 1000
+
+
+class ImportConversation(TypedDict):
+    """One conversation of `POST /reef/records/batch`: chat messages ending with the assistant's answer, and what
+    is known of it. `format` names where it came from; `created_at` is the original time (epoch seconds)."""
+
+    messages: list[dict[str, Any]]
+    format: NotRequired[str]
+    model: NotRequired[str]
+    tools: NotRequired[list[dict[str, Any]]]
+    created_at: NotRequired[float]
+    duration_ms: NotRequired[float]
+    session: NotRequired[str]
+    score: NotRequired[float]
+    feedback: NotRequired[str | dict[str, Any]]
+
+
+class ImportResult(TypedDict):
+    """What became of one conversation of a batch, by its index: imported (a new record, and a report when it
+    carried a score or feedback), duplicate (its content is already stored, as `id`) or refused (`reason`)."""
+
+    index: int
+    status: Literal["imported", "duplicate", "refused"]
+    id: str | None
+    report_id: str | None
+    reason: str | None
+
+
+class BatchAck(TypedDict):
+    """`POST /reef/records/batch`: one result per conversation, and the counts."""
+
+    scenario: str
+    results: list[ImportResult]
+    imported: int
+    duplicate: int
+    refused: int

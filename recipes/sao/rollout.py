@@ -8,7 +8,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from reef_daemon.contract import IMPORTED_TAG
 from reef_daemon.recipe_api import Eligible, Ineligible, Verdict
+
+# An imported conversation was sampled elsewhere: there are no log-probs of this model to train on.
+IMPORTED_REASON = "imported: no log-probs (the conversation was not sampled by this model)"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ def judge_report(
     (record,) = referenced
     if record.get("consumed_by") is not None or record["id"] in claimed:
         return Ineligible("the rollout was already trained on"), None
+    if IMPORTED_TAG in (record.get("tags") or {}):
+        return Ineligible(IMPORTED_REASON), None
     tokens = record.get("tokens")
     if not tokens or not tokens.get("output_ids"):
         return Ineligible("the rollout has no token data from this runtime (it was not served by the model)"), None

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
+from reef_daemon.store.exports import ExportReader
+from reef_daemon.store.imports import ImportDraft, ImportStore
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import (
     RECORD_TYPES,
@@ -28,6 +30,9 @@ __all__ = [
     "ClientRecordDraft",
     "Event",
     "EventLog",
+    "ExportReader",
+    "ImportDraft",
+    "ImportStore",
     "InferenceDraft",
     "InferenceSummary",
     "RecordQuery",
@@ -66,6 +71,8 @@ class Store:
         self._checkpointer.start()
         self._reader = Reader(str(self.path))
         self.records = RecordStore(self.writer, self._reader, self._summarize)
+        self.imports = ImportStore(self.writer, self.records)
+        self.exports = ExportReader(self._reader)
         self.events = EventLog(self._reader)
         self.steps = StepStore(self.writer, self._reader)
         self._reader.run_blocking(self.scenarios.load)

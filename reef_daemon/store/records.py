@@ -36,8 +36,8 @@ class InferenceDraft:
     complete: bool
     error: str | None
     ttft_ms: float | None
-    duration_ms: float
-    overhead_ms: float
+    duration_ms: float | None  # None: not known (an imported conversation that had no timestamps)
+    overhead_ms: float | None
     tags: dict[str, str] = field(default_factory=dict)
     release: str | None = None
     tokens: dict[str, Any] | None = None
@@ -90,6 +90,10 @@ class RecordStore:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
         return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
 
+    def insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
+        """Store an exchange inside a write already under way (an import batch writes many in one)."""
+        return self._insert_inference(ctx, draft)
+
     def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
         summary = self._summarize(draft)
         sequence = ctx.allocate_sequence()
@@ -119,7 +123,8 @@ class RecordStore:
         return await self._writer.submit(lambda ctx: self.insert_client_record(ctx, draft))
 
     def insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
-        """`append_client_record` as a write operation, for a caller that writes more in the same transaction."""
+        """Store a report or request inside a write already under way (a caller that writes more in the same
+        transaction: a report that creates its scenario, an import batch)."""
         conn = ctx.conn
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant

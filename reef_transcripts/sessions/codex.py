@@ -1,0 +1,52 @@
+"""codex session rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines `{timestamp, type, payload}`;
+`session_meta` (id, base instructions), `turn_context` (model), and `response_item` payloads in the responses
+API's item shape (messages, function calls and outputs, reasoning). Events (`event_msg`) repeat the items."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from reef_transcripts.chat import Message, append_message, text_of, trim_to_last_answer
+from reef_transcripts.responses import item_message
+from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, span_ms, timestamp
+
+FORMAT = "codex"
+
+
+def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine]:
+    messages: list[Message] = []
+    model: str | None = None
+    session: str | None = None
+    first: float | None = None
+    last: float | None = None
+    for item in json_lines(path, advance):
+        if isinstance(item, BadLine):
+            yield item
+            continue
+        number, line = item
+        if not isinstance(line, dict) or not isinstance(line.get("payload"), dict):
+            yield BadLine(str(path), number, "a rollout line must be an object with a `payload` object")
+            continue
+        payload = line["payload"]
+        at = timestamp(line.get("timestamp"))
+        first = first if first is not None else at
+        kind = line.get("type")
+        if kind == "session_meta":
+            session = str(payload.get("id") or "") or None
+            instructions = text_of((payload.get("base_instructions") or {}).get("text", ""))
+            if instructions:
+                messages.insert(0, {"role": "system", "content": instructions})
+        elif kind == "turn_context" and isinstance(payload.get("model"), str):
+            model = payload["model"]
+        elif kind == "response_item":
+            message = item_message(payload)
+            if message is not None:
+                append_message(messages, message)
+                last = at if at is not None else last
+    messages = trim_to_last_answer(messages)
+    if not messages:
+        yield BadLine(str(path), 0, "the rollout has no assistant answer")
+        return
+    yield Conversation(FORMAT, str(path), 1, messages, model=model, created_at=first,
+                       duration_ms=span_ms(first, last), session=session)  # fmt: skip

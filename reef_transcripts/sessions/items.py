@@ -1,0 +1,108 @@
+"""What a session reader yields: a conversation with where it came from, or a line it could not use and why."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from reef_transcripts.chat import Message
+
+# A longer line is reported and skipped without being held in memory.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_CHUNK = 1024 * 1024
+# Told how many bytes of the file were read, for a progress bar.
+Advance = Callable[[int], None] | None
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that was skipped: its file, its 1-based number (0: the file as a whole) and the reason."""
+
+    file: str
+    line: int
+    reason: str
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass
+class Conversation:
+    """One conversation to import: chat messages ending with the assistant's answer, and what is known of it."""
+
+    format: str
+    file: str
+    line: int
+    messages: list[Message]
+    model: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    created_at: float | None = None
+    duration_ms: float | None = None
+    session: str | None = None
+    score: float | None = None
+    feedback: Any = None
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def to_wire(self) -> dict[str, Any]:
+        """The conversation as `POST /reef/records/batch` takes it (the contract's ImportConversation)."""
+        wire: dict[str, Any] = {"messages": self.messages, "format": self.format}
+        for key in ("model", "created_at", "duration_ms", "session", "score", "feedback"):
+            value = getattr(self, key)
+            if value is not None:
+                wire[key] = value
+        if self.tools:
+            wire["tools"] = self.tools
+        return wire
+
+
+def json_lines(path: Path, advance: Advance = None) -> Iterator[tuple[int, Any] | BadLine]:
+    """Each non-blank line of a file parsed as JSON, with its number; a line that is not JSON, not UTF-8 or
+    longer than MAX_LINE_BYTES comes back as a BadLine (the long one is skipped in chunks, never held whole)."""
+    with path.open("rb") as stream:
+        number = 0
+        while True:
+            raw = stream.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if advance is not None:
+                advance(len(raw))
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                while rest := stream.readline(_CHUNK):
+                    if advance is not None:
+                        advance(len(rest))
+                    if rest.endswith(b"\n"):
+                        break
+                yield BadLine(str(path), number, f"the line is longer than {MAX_LINE_BYTES // 2**20} MiB")
+                continue
+            if not raw.strip():
+                continue
+            try:
+                yield number, json.loads(raw)
+            except UnicodeDecodeError:
+                yield BadLine(str(path), number, "the line is not UTF-8 text")
+            except ValueError as exc:
+                yield BadLine(str(path), number, f"not JSON ({exc})")
+
+
+def timestamp(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO 8601 string (a trailing Z included) or from epoch seconds/ms."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) / 1000 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def span_ms(first: float | None, last: float | None) -> float | None:
+    """Milliseconds from the first to the last timestamp of a session, when both are known."""
+    return round((last - first) * 1000, 3) if first is not None and last is not None and last >= first else None

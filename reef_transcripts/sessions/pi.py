@@ -1,0 +1,85 @@
+"""pi sessions (`~/.pi/agent/sessions/<cwd>/<time>_<id>.jsonl`): a `session` header line {version, id, timestamp},
+then entries with `id` and `parentId` forming a tree (a session branches when a turn is redone). `message` entries
+hold {role: user | assistant | toolResult, content: [text | thinking | toolCall], model?}. The conversation is the
+branch that ends at the last entry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from reef_transcripts.chat import Message, append_message, assistant_message, text_of, tool_call, trim_to_last_answer
+from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, span_ms, timestamp
+
+FORMAT = "pi"
+
+
+def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine]:
+    entries: dict[str, dict[str, Any]] = {}
+    last_id: str | None = None
+    session: str | None = None
+    for item in json_lines(path, advance):
+        if isinstance(item, BadLine):
+            yield item
+            continue
+        number, line = item
+        if not isinstance(line, dict) or not isinstance(line.get("type"), str):
+            yield BadLine(str(path), number, "a session line must be an object with a `type`")
+            continue
+        if line["type"] == "session":
+            session = str(line.get("id") or "") or None
+        elif isinstance(line.get("id"), str):
+            entries[line["id"]] = line
+            last_id = line["id"]
+    branch = _branch(entries, last_id)
+    messages: list[Message] = []
+    model: str | None = None
+    for entry in branch:
+        if entry["type"] == "model_change" and isinstance(entry.get("modelId"), str):
+            model = entry["modelId"]
+        message = entry.get("message")
+        if entry["type"] == "message" and isinstance(message, dict):
+            if isinstance(message.get("model"), str):
+                model = message["model"]
+            converted = _message(message)
+            if converted is not None:
+                append_message(messages, converted)
+    messages = trim_to_last_answer(messages)
+    if not messages:
+        yield BadLine(str(path), 0, "the session has no assistant answer")
+        return
+    first = timestamp(branch[0].get("timestamp")) if branch else None
+    last = timestamp(branch[-1].get("timestamp")) if branch else None
+    yield Conversation(FORMAT, str(path), 1, messages, model=model, created_at=first,
+                       duration_ms=span_ms(first, last), session=session)  # fmt: skip
+
+
+def _branch(entries: dict[str, dict[str, Any]], last_id: str | None) -> list[dict[str, Any]]:
+    """The entries from the root to `last_id`, following `parentId` (a cycle ends the walk)."""
+    branch: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    current = last_id
+    while current is not None and current in entries and current not in seen:
+        seen.add(current)
+        branch.append(entries[current])
+        parent = entries[current].get("parentId")
+        current = parent if isinstance(parent, str) else None
+    branch.reverse()
+    return branch
+
+
+def _message(message: dict[str, Any]) -> Message | None:
+    role = message.get("role")
+    content = message.get("content")
+    if role == "user":
+        return {"role": "user", "content": text_of(content)}
+    if role == "toolResult":
+        return {"role": "tool", "tool_call_id": str(message.get("toolCallId", "")), "content": text_of(content)}
+    if role != "assistant":
+        return None
+    parts = [part for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+    text = "".join(str(part.get("text", "")) for part in parts if part.get("type") == "text")
+    calls = [tool_call(part.get("id"), part.get("name"), part.get("arguments", {}))
+             for part in parts if part.get("type") == "toolCall"]  # fmt: skip
+    return assistant_message(text, calls)
