@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+import datasets
 
 from reef_daemon.contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
@@ -86,7 +86,6 @@ async def append_exchange(reef: InProcessReef, scenario: str, tokens: dict[str, 
 
 
 async def test_an_export_loads_with_datasets(reef: InProcessReef, tmp_path: Path) -> None:
-    datasets = pytest.importorskip("datasets")  # heavy (pyarrow, pandas): not a dev dependency
     await reef.import_batch("ds", [conversation(f"q{i}", f"a{i}", score=i / 10) for i in range(10)])
     path = tmp_path / "train.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in await reef.export("ds")))
