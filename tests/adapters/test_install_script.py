@@ -148,7 +148,7 @@ def test_a_folder_replaced_by_a_link_after_an_install_is_refused_on_update(reefi
 
 def test_failures_become_a_script_that_says_why(reefine: Reefine) -> None:
     for params, reason in (
-        ({"adapter": "vim"}, "unknown adapter 'vim'; accepted: pi, codex, dsh"),
+        ({"adapter": "vim"}, "unknown adapter 'vim'; accepted: pi, codex, dsh, claude, opencode"),
         ({}, "say which agent to install for"),
         ({"adapter": "pi", "release_id": "0" * 40}, "no release"),
     ):
