@@ -51,6 +51,7 @@ REFUSED_SETTINGS = {
     "awsAuthRefresh": _RUNS_COMMANDS,
     "awsCredentialExport": _RUNS_COMMANDS,
     "otelHeadersHelper": _RUNS_COMMANDS,
+    "skipDangerousModePermissionPrompt": "the person approves what leaves the session's permission checks",
 }
 EXTENSIONS_REFUSED = (
     "Claude Code runs no extensions (and reef refuses its hooks); use a skill for what the model should know or do, "
@@ -72,6 +73,12 @@ def render(entries: list[Entry]) -> dict[str, str]:
         elif entry.kind == "command":
             files[f"claude/commands/{entry.name}.md"] = with_frontmatter(text, {"description": first_line(text)})
     settings = tree_config(entries, REFUSED_SETTINGS, SETTINGS, DEFAULTS)
+    permissions = settings.get("permissions")
+    if isinstance(permissions, dict) and permissions.get("defaultMode") == "bypassPermissions":
+        raise RenderRefused(
+            f"a config entry may not set permissions.defaultMode to bypassPermissions in {SETTINGS}: the person "
+            f"approves what leaves the session's permission checks"
+        )
     files[SETTINGS] = json.dumps(settings, indent=2, sort_keys=True) + "\n"
     return sorted_files(files)
 
@@ -118,11 +125,19 @@ def _env(root: Path, binding: Binding) -> dict[str, str]:
 
 
 def _session_env(binding: Binding, session: str, token: str) -> dict[str, str]:
+    """The token and headers, and again reef's URL and the off switches: Claude Code ignores a settings file it
+    finds invalid, and the token must still reach reef alone."""
     headers = {**reef_headers(binding), SESSION_HEADER: session}
     return {
         "ANTHROPIC_AUTH_TOKEN": token,
         "ANTHROPIC_CUSTOM_HEADERS": "\n".join(f"{name}: {value}" for name, value in headers.items()),
+        "ANTHROPIC_BASE_URL": binding.url,
+        **QUIET_ENV,
     }
+
+
+# In a trial, a settings file Claude Code ignores must fail: the URL outside it leads nowhere and nothing retries.
+TRIAL_ENV = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "CLAUDE_CODE_MAX_RETRIES": "0"}
 
 
 def _args(root: Path, args: list[str]) -> list[str]:
@@ -162,6 +177,7 @@ ADAPTER = Adapter(
         state_keys={SETTINGS: PREFERENCE_KEYS},
         loaded=LOADED,
         session_env=_session_env,
+        offline_env=TRIAL_ENV,
         traffic=traffic,
     ),
     notes=(

@@ -32,8 +32,10 @@ RENDERS = {
 # opencode adds "$schema" to a config lacking it; with it, the installed file is never rewritten.
 SCHEMA = "https://opencode.ai/config.json"
 DEFAULTS: dict[str, Any] = {"$schema": SCHEMA, "autoupdate": False, "share": "disabled"}
-# Present in the config folder, these stop opencode writing a .gitignore or installing its plugin package there.
+# Present in the config folder, these stop opencode writing a .gitignore or fetching its plugin package from npm
+# (a node_modules folder, which an install makes by writing a file into it, and a lock naming the package).
 KEEP_FILES = {
+    f"{CONFIG_DIR}/node_modules/.reef-keep": "reef: opencode finds its plugin package here and fetches nothing\n",
     f"{CONFIG_DIR}/.gitignore": "node_modules\npackage.json\nbun.lock\n.gitignore\n",
     f"{CONFIG_DIR}/package-lock.json": json.dumps({"packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}})
     + "\n",
