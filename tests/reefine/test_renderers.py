@@ -93,7 +93,9 @@ def test_claude_and_opencode_refuse_settings_that_run_code_or_reach_out(
 
 def test_claude_and_opencode_start_quiet() -> None:
     claude = json.loads(get_adapter("claude").render([])["claude/settings.json"])
-    assert claude["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and claude["env"]["DISABLE_TELEMETRY"] == "1"
+    assert (
+        claude["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and claude["env"]["DISABLE_TELEMETRY"] == "1"
+    )
     assert claude["env"]["DISABLE_AUTOUPDATER"] == "1"
     opencode = json.loads(get_adapter("opencode").render([])["opencode/config/opencode/opencode.json"])
     assert opencode == {"$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled"}
