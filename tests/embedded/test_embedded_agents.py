@@ -1,4 +1,4 @@
-"""The real pi and Codex CLIs, each run headless through reef to the embedded model."""
+"""The real pi, Codex and Claude Code CLIs, each run headless through reef to the embedded model."""
 
 from __future__ import annotations
 
@@ -77,4 +77,30 @@ def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
     assert done.stdout.strip()
     records = reef.records("codex")
     assert records and all(r["route"] == "/v1/responses" for r in records)
+    assert any(reef.record(r["id"]).get("tokens") for r in records)
+
+
+def test_claude_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
+    claude = agent("claude")
+    config = tmp_path / "claude"
+    config.mkdir()
+    env = {
+        "CLAUDE_CONFIG_DIR": str(config),
+        "HOME": str(tmp_path),
+        "ANTHROPIC_BASE_URL": reef.url,
+        "ANTHROPIC_AUTH_TOKEN": "unused",
+        "ANTHROPIC_CUSTOM_HEADERS": "x-reef-scenario: claude",
+        "ANTHROPIC_MODEL": "smollm2",
+        "ANTHROPIC_SMALL_FAST_MODEL": "smollm2",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256",
+    }
+    # Claude Code's own prompt and tools outgrow this model's 8k context: a one-line prompt and no tools.
+    argv = [str(claude), "-p", PROMPT, "--system-prompt", "Answer briefly.", "--tools", ""]
+    done = run(argv, env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip()
+    records = reef.records("claude")
+    assert records and all(r["route"] in ("/v1/messages", "/v1/messages/count_tokens") for r in records)
     assert any(reef.record(r["id"]).get("tokens") for r in records)
