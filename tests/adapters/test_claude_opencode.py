@@ -28,6 +28,8 @@ AGENTS = {
         "opencode/config/opencode/skill/{name}/SKILL.md",
     ),
 }
+# Where each agent's own /reefine and /versions command files are installed.
+RENDERED = {"claude": "claude/commands/{name}.md", "opencode": "opencode/config/opencode/command/{name}.md"}
 # The person's own config for each agent, which would send a header of theirs if it were read.
 PERSON_FILES = {
     ".claude/settings.json": {"env": {"ANTHROPIC_CUSTOM_HEADERS": "x-person: mine"}},
@@ -130,9 +132,6 @@ def test_reefine_and_versions_run_as_the_agents_own_commands(reefine: Reefine, a
     assert "installed " + adapter + " harness v1" in last_prompt(reefine)
     assert "In 5-7-5." in (reefine.root() / skill_path.format(name="haiku")).read_text()
     assert reefine.wrapper(adapter, REEF_HARNESS_BINARY="/bin/true").returncode == 0  # the update checks out
-
-
-RENDERED = {"claude": "claude/commands/{name}.md", "opencode": "opencode/config/opencode/command/{name}.md"}
 
 
 def last_prompt(reefine: Reefine) -> str:
