@@ -6,7 +6,7 @@ machine. `get_adapter(name)` is the one way to find one.
 
 from __future__ import annotations
 
-from adapters import codex, dsh, pi
+from adapters import claude, codex, dsh, opencode, pi
 from adapters._agent import SESSION_ENV, AgentSide, Binding, checked_digest
 from adapters._base import Adapter, RenderRefused
 
@@ -21,7 +21,9 @@ __all__ = [
     "get_adapter",
 ]
 
-ADAPTERS: dict[str, Adapter] = {adapter.name: adapter for adapter in (pi.ADAPTER, codex.ADAPTER, dsh.ADAPTER)}
+ADAPTERS: dict[str, Adapter] = {
+    adapter.name: adapter for adapter in (pi.ADAPTER, codex.ADAPTER, dsh.ADAPTER, claude.ADAPTER, opencode.ADAPTER)
+}
 
 
 def get_adapter(name: str) -> Adapter:

@@ -42,6 +42,10 @@ def _args_as_given(root: Path, args: list[str]) -> list[str]:
     return list(args)
 
 
+def _no_session_env(binding: Binding, session: str, token: str) -> dict[str, str]:
+    return {}
+
+
 @dataclass(frozen=True)
 class AgentSide:
     """How one agent is installed and started.
@@ -54,7 +58,9 @@ class AgentSide:
     files and folders (relative to the root) the agent loads instructions, code or settings from: a file there the
     install did not write stops a session, unless it matches one of `own_files`, the patterns of what the agent
     writes there itself. `offline_env` keeps the agent off the network at start-up (no update checks) for a trial
-    run on the daemon host.
+    run on the daemon host. `session_env` gives the variables that carry one session's tag and token, for agents
+    that read them only from their own variables (`binding, session, token`). `traffic` says, for `doctor`, whether
+    the install keeps nonessential traffic, telemetry and auto-update off (None: the agent has no such settings).
     """
 
     package: str
@@ -67,6 +73,8 @@ class AgentSide:
     loaded: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
     offline_env: Mapping[str, str] = field(default_factory=dict)
+    session_env: Callable[[Binding, str, str], dict[str, str]] = _no_session_env
+    traffic: Callable[[Path], tuple[bool, str]] | None = None
 
 
 # The file an install writes beside the harness: what it installed (release, binding, checksums of the files).

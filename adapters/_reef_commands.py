@@ -1,8 +1,13 @@
-"""reef's own in-session commands for agents without extensions (codex, dsh): `reefine` and `versions` as command
-entries whose text tells the session's model to drive the `reef-<adapter>` wrapper. Their ids are reserved, so no
-proposal can change them (see `reef_daemon.harness.admission.RESERVED_IDS`)."""
+"""reef's own in-session commands for agents without extensions: `reefine` and `versions` as command entries.
+
+For codex and dsh their text tells the session's model to drive the `reef-<adapter>` wrapper. Claude Code and
+opencode run a command's `` !`shell line` `` before the model sees it, so theirs run the wrapper themselves and only
+ask the model to show what it printed. Their ids are reserved, so no proposal can change them (see
+`reef_daemon.harness.admission.RESERVED_IDS`)."""
 
 from __future__ import annotations
+
+import json
 
 from reef_harness import Entry
 
@@ -41,3 +46,47 @@ def reef_commands(adapter: str, prefix: str) -> tuple[Entry, ...]:
         Entry(name, "command", {"name": name, "text": text.format(typed=f"{prefix}{name}", wrapper=wrapper)})
         for name, text in (("reefine", _REEFINE), ("versions", _VERSIONS))
     )
+
+
+_SHELL_REEFINE = """\
+---
+{frontmatter}
+---
+
+reef filed the person's change request and followed it until it settled. What it printed:
+
+!`{wrapper} evolve "$ARGUMENTS" --wait`
+
+Show the person that output as it is and run nothing else. If it names a published version vN, tell them that
+`/versions vN install` installs it and that a new session uses it.
+"""
+
+_SHELL_VERSIONS = """\
+---
+{frontmatter}
+---
+
+reef's versions of this harness (or, when the person named one with `install`, what installing it did):
+
+!`{wrapper} versions $ARGUMENTS`
+
+Show the person that output as it is and run nothing else.
+"""
+
+
+def shell_commands(adapter: str, fields: dict[str, str | bool]) -> tuple[Entry, ...]:
+    """The reserved `reefine` and `versions` command entries for an agent that runs `` !`...` `` lines in command
+    files; `fields` are extra frontmatter lines (such as the permission to run the wrapper)."""
+    wrapper = f"reef-{adapter}"
+    descriptions = {
+        "reefine": f"Ask reef to change this harness: /reefine <what to change> (runs {wrapper} evolve)",
+        "versions": f"List this harness's versions, or install one: /versions [vN install] (runs {wrapper})",
+    }
+    entries = []
+    for name, text in (("reefine", _SHELL_REEFINE), ("versions", _SHELL_VERSIONS)):
+        lines = [f"description: {json.dumps(descriptions[name])}"]
+        for key, value in fields.items():
+            lines.append(f"{key}: {json.dumps(value.format(wrapper=wrapper) if isinstance(value, str) else value)}")
+        body = text.format(frontmatter="\n".join(lines), wrapper=wrapper)
+        entries.append(Entry(name, "command", {"name": name, "text": body}))
+    return tuple(entries)

@@ -320,7 +320,7 @@ class ReefClient:
         return body
 
     def adapters(self) -> list[AdapterRow]:
-        """The agents a harness can be installed for (pi, codex, dsh) and what each renders."""
+        """The agents a harness can be installed for (pi, codex, dsh, claude, opencode) and what each renders."""
         body: AdapterList = self._call("GET", HARNESS_ADAPTERS_ROUTE)
         return body["adapters"]
 

@@ -253,7 +253,10 @@ class HarnessSection:
     """Knobs of the harness recipe (reefine)."""
 
     adapter: str = _setting(
-        "pi", TEXT, env="REEF_HARNESS_ADAPTER", help="the agent a harness recipe renders for: pi, codex or dsh"
+        "pi",
+        TEXT,
+        env="REEF_HARNESS_ADAPTER",
+        help="the agent a harness recipe renders for: pi, codex, dsh, claude or opencode",
     )
     max_tokens: int = _setting(
         8192,

@@ -27,7 +27,8 @@ def parser(wrapper: str, agent: str) -> argparse.ArgumentParser:
     change.add_argument("text", help="what to change, in your own words")
     change.add_argument("--wait", action="store_true", help="watch the request until it settles")
     change.add_argument("--timeout", type=float, default=1800, help="seconds --wait waits (exit 2 after)")
-    sub.add_parser("versions", help="this harness's versions: installed, current, pending")
+    listed = sub.add_parser("versions", help="this harness's versions: installed, current, pending")
+    listed.add_argument("install", nargs="*", metavar="vN install", help="install version vN instead of listing")
     upgrade = sub.add_parser("update", help="install the served version (or --release vN)")
     upgrade.add_argument("--release", help="a version (v3) or release id to install instead")
     sub.add_parser("doctor", help="check the daemon, the token, the agent and the install")
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> int:
         if options.command == "evolve":
             return commands.evolve(installed, options.text, options.wait, options.timeout)
         if options.command == "versions":
-            return commands.versions(installed)
+            return commands.versions(installed, options.install)
         if options.command == "update":
             return commands.update(installed, options.release)
         return commands.doctor(installed)

@@ -53,8 +53,17 @@ def evolve(installed: Installed, text: str, wait: bool, timeout: float) -> int:
     return 0
 
 
-def versions(installed: Installed) -> int:
-    """The scenario's versions, oldest first, marking the installed and the current one."""
+def versions(installed: Installed, wanted: list[str] | None = None) -> int:
+    """The scenario's versions, oldest first, marking the installed and the current one; or, for `vN install`
+    (what the in-session /versions passes on), install that version."""
+    if wanted:
+        if len(wanted) != 2 or wanted[1] != "install":
+            print(
+                f"{installed.wrapper}: say `versions` or `versions vN install`, not {' '.join(wanted)!r}",
+                file=sys.stderr,
+            )
+            return 2
+        return update(installed, wanted[0])
     with ReefClient(installed.binding.url, installed.token) as client:
         rows = client.releases(installed.binding.scenario)
     print(version_table(rows, installed.binding.release_id))
@@ -137,6 +146,8 @@ def doctor(installed: Installed) -> int:
         except ApiError as exc:
             checks.append((False, exc.message))
     checks.append(_agent_version(installed))
+    if installed.adapter.agent.traffic is not None:
+        checks.append(installed.adapter.agent.traffic(installed.root))
     changed = installed.changed_files()
     checks.append((not changed, "installed files unchanged" if not changed else f"changed: {', '.join(changed)}"))
     for ok, line in checks:

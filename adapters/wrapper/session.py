@@ -53,6 +53,7 @@ def run(installed: Installed, args: list[str]) -> int:
             **agent.agent.env(installed.root, binding),
             TOKEN_ENV: installed.token or NO_TOKEN,
             SESSION_ENV: session,
+            **agent.agent.session_env(binding, session, installed.token or NO_TOKEN),
             ROOT_ENV: str(installed.root),
             "REEF_SERVICE_URL": binding.url,
             "REEF_SCENARIO": binding.scenario,

@@ -155,13 +155,15 @@ class TrialRunner:
         for folder in ("home", "workspace", "tmp"):
             (root / folder).mkdir()
         agent = self._adapter.agent
+        session = uuid.uuid4().hex
         env = {
             "PATH": os.pathsep.join([str(Path(binary).parent), os.environ.get("PATH", os.defpath)]),
             "HOME": str(root / "home"),
             "TMPDIR": str(root / "tmp"),
             "LANG": "C.UTF-8",
             TOKEN_ENV: token or NO_TOKEN,
-            SESSION_ENV: uuid.uuid4().hex,
+            SESSION_ENV: session,
+            **agent.session_env(binding, session, token or NO_TOKEN),
             **agent.env(root, binding),
             **agent.offline_env,
         }

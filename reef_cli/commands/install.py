@@ -16,7 +16,9 @@ EXAMPLE = "Example: reef install --adapter pi --scenario my-harness    (then run
 
 
 def install(
-    adapter: Annotated[str, typer.Option("--adapter", "-a", help="The agent: pi, codex or dsh.", show_default=False)],
+    adapter: Annotated[
+        str, typer.Option("--adapter", "-a", help="The agent: pi, codex, dsh, claude or opencode.", show_default=False)
+    ],
     scenario: Annotated[
         str, typer.Option("--scenario", "-s", help="The scenario whose harness to install.", show_default=False)
     ],

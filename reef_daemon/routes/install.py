@@ -1,4 +1,5 @@
-"""`GET /reef/harness/install?adapter=pi|codex|dsh[&release_id=]`: a POSIX sh script installing a release.
+"""`GET /reef/harness/install?adapter=<name>[&release_id=]`: a POSIX sh script installing a release (adapters: pi,
+codex, dsh, claude, opencode).
 
 Failures answer 200 with a script that prints the reason and exits 1: `curl -fsS ... | sh` would otherwise
 swallow the reason. The header `x-reef-install-error` carries the error type for clients that check.
@@ -22,7 +23,7 @@ routes = web.RouteTableDef()
 
 ERROR_HEADER = "x-reef-install-error"
 # Adapters whose sandbox lets commands write /tmp and $TMPDIR: an install there could be changed by a session.
-SANDBOX_WRITES_TMP = frozenset({"codex", "dsh"})
+SANDBOX_WRITES_TMP = frozenset({"codex", "dsh", "claude"})
 _HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
 
@@ -42,7 +43,9 @@ async def _script(request: web.Request) -> str:
     harness = harness_recipe(daemon).harness
     name = request.query.get("adapter", "").strip()
     if not name:
-        raise BadRequest("say which agent to install for: ?adapter=pi, codex or dsh", type="missing_adapter")
+        raise BadRequest(
+            "say which agent to install for: ?adapter=pi, codex, dsh, claude or opencode", type="missing_adapter"
+        )
     try:
         adapter = get_adapter(name[:64])
     except ValueError as exc:

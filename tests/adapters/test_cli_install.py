@@ -34,3 +34,17 @@ def test_reef_install_writes_the_harness_and_the_wrapper(reefine: Reefine) -> No
     assert done.returncode == 0 and (elsewhere / "pi-agent" / "models.json").exists()
     refused = reef(reefine, "install", "--adapter", "dsh", "--scenario", SCENARIO, "--root", "/tmp/reef-h")
     assert refused.returncode == 1 and "sandbox lets commands write" in refused.stderr
+
+
+def test_reef_install_knows_claude_and_opencode(reefine: Reefine) -> None:
+    for adapter, command in (
+        ("claude", "claude/commands/reefine.md"),
+        ("opencode", "opencode/config/opencode/command/reefine.md"),
+    ):
+        done = reef(reefine, "install", "--adapter", adapter, "--scenario", SCENARIO)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"installed {adapter} harness v0" in done.stdout and (reefine.root() / command).is_file()
+        assert (reefine.home / ".local" / "bin" / f"reef-{adapter}").resolve() == reefine.root() / f"reef-{adapter}"
+        assert not (reefine.root() / ".reef-token").exists()  # the daemon has no auth here
+    listed = reef(reefine, "versions", "--scenario", SCENARIO)
+    assert listed.returncode == 0 and "installed, current" in listed.stdout

@@ -101,12 +101,15 @@ def test_refusals_say_why_and_write_nothing(reefine: Reefine, tmp_path: Path) ->
 
     work = reefine.home / "work"
     work.mkdir()
-    refused = reefine.install("pi", "harness", cwd=work)
-    assert refused.returncode == 1 and "inside the current directory" in refused.stderr
+    for adapter in ("pi", "claude", "opencode"):
+        refused = reefine.install(adapter, "harness", cwd=work)
+        assert refused.returncode == 1 and "inside the current directory" in refused.stderr
+        refused = reefine.install(adapter, str(repo / "harness"))
+        assert refused.returncode == 1 and f"inside the git work tree {repo}" in refused.stderr
     assert not (work / "harness").exists() and not (repo / "harness").exists()
 
     (reefine.home / "t").mkdir()
-    for adapter in ("codex", "dsh"):
+    for adapter in ("codex", "dsh", "claude"):
         refused = reefine.install(adapter, "/tmp/reef-harness-refused")
         assert refused.returncode == 1 and f"which {adapter}'s sandbox lets commands write" in refused.stderr
         refused = reefine.install(adapter, str(reefine.home / "t" / "h"), TMPDIR=str(reefine.home / "t"))
@@ -148,7 +151,7 @@ def test_a_folder_replaced_by_a_link_after_an_install_is_refused_on_update(reefi
 
 def test_failures_become_a_script_that_says_why(reefine: Reefine) -> None:
     for params, reason in (
-        ({"adapter": "vim"}, "unknown adapter 'vim'; accepted: pi, codex, dsh"),
+        ({"adapter": "vim"}, "unknown adapter 'vim'; accepted: pi, codex, dsh, claude, opencode"),
         ({}, "say which agent to install for"),
         ({"adapter": "pi", "release_id": "0" * 40}, "no release"),
     ):

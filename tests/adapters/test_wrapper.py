@@ -51,6 +51,10 @@ def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: 
         ("codex", "codex/AGENTS.override.md", "codex/sessions/one.jsonl"),
         ("dsh", "dsh/profiles/headless/evil.patch.yml", "dsh/profiles/headless/cordis.yml"),
         ("dsh", "dsh-agents/skills/evil/SKILL.md", "dsh/sessions/one.jsonl"),
+        ("claude", "claude/commands/evil.md", "claude/projects/-home-project/one.jsonl"),
+        ("claude", "claude/agents/evil.md", "claude/.claude.json"),
+        ("opencode", "opencode/config/opencode/plugin/evil.ts", "opencode/data/opencode/opencode.db"),
+        ("opencode", "opencode/config/opencode/agent/evil.md", "opencode/config/opencode/node_modules/x/index.js"),
     ],
 )
 def test_a_file_the_install_did_not_write_where_the_agent_loads_from_stops_the_wrapper(
@@ -93,6 +97,14 @@ def test_a_linked_folder_where_pi_loads_extensions_stops_the_wrapper(reefine: Re
         ("codex", "codex/config.toml", lambda text: text.replace('provider = "reef"', 'provider = "openai"')),
         ("codex", "codex/config.toml", lambda text: text.replace("http://", "https://elsewhere.example/")),
         ("dsh", "dsh/reef-binding.patch.yml", lambda text: text.replace("provider: reef", "provider: deepseek")),
+        ("claude", "claude/settings.json", lambda text: text.replace("http://", "https://elsewhere.example/")),
+        ("claude", "claude/settings.json", lambda text: text.replace('"DISABLE_TELEMETRY": "1"', '"X": "1"')),
+        (
+            "opencode",
+            "opencode/config/opencode/opencode.json",
+            lambda text: text.replace('"model": "reef/', '"model": "anthropic/'),
+        ),
+        ("opencode", "opencode/config/opencode/opencode.json", lambda text: text.replace("http://", "https://x.y/")),
     ],
 )
 def test_moving_the_model_binding_away_from_reef_stops_the_wrapper(
@@ -116,3 +128,30 @@ def test_report_needs_a_recorded_session(reefine: Reefine) -> None:
     assert refused.returncode == 1 and "no session with recorded model calls" in refused.stderr
     helped = reefine.wrapper("codex", "--help")
     assert helped.returncode == 0 and "report" in helped.stdout and "doctor" in helped.stdout
+
+
+@pytest.mark.parametrize(
+    ("adapter", "setting", "line"),
+    [
+        ("claude", "claude/settings.json", "nonessential traffic, telemetry and auto-update are off"),
+        ("opencode", "opencode/config/opencode/opencode.json", "auto-update, sharing and the models fetch are off"),
+    ],
+)
+def test_doctor_says_the_agent_reaches_only_reef_and_update_puts_a_tampered_install_back(
+    reefine: Reefine, adapter: str, setting: str, line: str
+) -> None:
+    assert reefine.install(adapter).returncode == 0
+    agent = {"REEF_HARNESS_BINARY": "/bin/true"}
+    doctor = reefine.wrapper(adapter, "doctor", **agent)
+    assert f"ok {line}" in doctor.stdout, doctor.stdout
+    target = reefine.root() / setting
+    quiet = target.read_text()
+    target.write_text(
+        quiet.replace('"DISABLE_AUTOUPDATER": "1"', '"DISABLE_AUTOUPDATER": "0"').replace("false", "true")
+    )
+    refused = reefine.wrapper(adapter, **agent)
+    assert refused.returncode == 3 and setting in refused.stderr and f"reef-{adapter} update" in refused.stderr
+    doctor = reefine.wrapper(adapter, "doctor", **agent)
+    assert doctor.returncode == 1 and f"!! {setting} no longer" in doctor.stdout
+    assert reefine.wrapper(adapter, "update").returncode == 0
+    assert target.read_text() == quiet and reefine.wrapper(adapter, **agent).returncode == 0

@@ -1,4 +1,4 @@
-"""The real pi and Codex CLIs, each run headless through reef to the embedded model."""
+"""The real pi, Codex, Claude Code and opencode CLIs, each run headless through reef to the embedded model."""
 
 from __future__ import annotations
 
@@ -77,4 +77,62 @@ def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
     assert done.stdout.strip()
     records = reef.records("codex")
     assert records and all(r["route"] == "/v1/responses" for r in records)
+    assert any(reef.record(r["id"]).get("tokens") for r in records)
+
+
+def test_claude_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
+    claude = agent("claude")
+    config = tmp_path / "claude"
+    config.mkdir()
+    env = {
+        "CLAUDE_CONFIG_DIR": str(config),
+        "HOME": str(tmp_path),
+        "ANTHROPIC_BASE_URL": reef.url,
+        "ANTHROPIC_AUTH_TOKEN": "unused",
+        "ANTHROPIC_CUSTOM_HEADERS": "x-reef-scenario: claude",
+        "ANTHROPIC_MODEL": "smollm2",
+        "ANTHROPIC_SMALL_FAST_MODEL": "smollm2",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256",
+    }
+    # Claude Code's own prompt and tools outgrow this model's 8k context: a one-line prompt and no tools.
+    argv = [str(claude), "-p", PROMPT, "--system-prompt", "Answer briefly.", "--tools", ""]
+    done = run(argv, env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip()
+    records = reef.records("claude")
+    assert records and all(r["route"] in ("/v1/messages", "/v1/messages/count_tokens") for r in records)
+    assert any(reef.record(r["id"]).get("tokens") for r in records)
+
+
+def test_opencode_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
+    opencode = agent("opencode")
+    folders = {f"XDG_{name}_HOME": str(tmp_path / name.lower()) for name in ("CONFIG", "DATA", "STATE", "CACHE")}
+    config = tmp_path / "config" / "opencode"
+    (config / "node_modules").mkdir(parents=True)
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "options": {"baseURL": f"{reef.url}/v1", "apiKey": "unused", "headers": {"x-reef-scenario": "opencode"}},
+        "models": {"smollm2": {"name": "smollm2", "limit": {"context": 8192, "output": 64}}},
+    }
+    # opencode's own prompt and tools outgrow this model's 8k context: a one-line prompt and no tools.
+    settings = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"reef": provider},
+        "model": "reef/smollm2",
+        "small_model": "reef/smollm2",
+        "enabled_providers": ["reef"],
+        "autoupdate": False,
+        "share": "disabled",
+        "tools": {"*": False},
+        "agent": {"build": {"prompt": "Answer briefly."}},
+    }
+    (config / "opencode.json").write_text(json.dumps(settings))
+    env = {**folders, "HOME": str(tmp_path), "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    done = run([str(opencode), "run", PROMPT], env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip()
+    records = reef.records("opencode")
+    assert records and all(r["route"] == "/v1/chat/completions" for r in records)
     assert any(reef.record(r["id"]).get("tokens") for r in records)

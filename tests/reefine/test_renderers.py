@@ -30,6 +30,8 @@ CONFIG = {
     "pi": {"quietStartup": True},
     "codex": {"hide_agent_reasoning": True},
     "dsh": {"agent-loop": {"config": {"maxTurns": 40}}},
+    "claude": {"includeCoAuthoredBy": False},
+    "opencode": {"theme": "system"},
 }
 CASES = [(name, kind) for name, adapter in ADAPTERS.items() for kind in adapter.renders]
 
@@ -61,6 +63,44 @@ def test_extensions_render_only_on_pi(adapter: str) -> None:
         get_adapter(adapter).render([SAMPLES["extension"]])
 
 
+@pytest.mark.parametrize(
+    ("adapter", "instead"),
+    [("claude", "Claude Code runs no extensions"), ("opencode", "opencode's extensions are plugins")],
+)
+def test_claude_and_opencode_refuse_extensions_naming_what_to_use_instead(adapter: str, instead: str) -> None:
+    with pytest.raises(RenderRefused) as refused:
+        get_adapter(adapter).render([SAMPLES["extension"]])
+    assert str(refused.value).startswith(f"entry 'notify' is an extension: {instead}")
+    assert "use a skill for what the model should know or do, or a command" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "data", "why"),
+    [
+        ("claude", {"hooks": {"Stop": []}}, "runs shell commands outside a session's permission checks"),
+        ("claude", {"statusLine": {"type": "command", "command": "x"}}, "runs shell commands outside"),
+        ("opencode", {"plugin": ["opencode-helicone"]}, "runs code outside reef's review"),
+        ("opencode", {"mcp": {"x": {"type": "local"}}}, "runs code outside reef's review"),
+        ("opencode", {"autoupdate": True}, "safe default"),
+    ],
+)
+def test_claude_and_opencode_refuse_settings_that_run_code_or_reach_out(
+    adapter: str, data: dict[str, object], why: str
+) -> None:
+    with pytest.raises(RenderRefused, match=why):
+        get_adapter(adapter).render([Entry("settings", "config", {"data": data})])
+
+
+def test_claude_and_opencode_start_quiet() -> None:
+    claude = json.loads(get_adapter("claude").render([])["claude/settings.json"])
+    assert (
+        claude["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and claude["env"]["DISABLE_TELEMETRY"] == "1"
+    )
+    assert claude["env"]["DISABLE_AUTOUPDATER"] == "1"
+    opencode = json.loads(get_adapter("opencode").render([])["opencode/config/opencode/opencode.json"])
+    assert opencode == {"$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled"}
+
+
 def test_codex_refuses_a_skill_and_a_command_with_one_name() -> None:
     twin = Entry("review-skill", "skill", {"name": "review", "text": "x"})
     with pytest.raises(RenderRefused, match="named 'review' like another skill or command"):
@@ -74,6 +114,10 @@ def test_codex_refuses_a_skill_and_a_command_with_one_name() -> None:
         ("codex", {"approval_policy": "never"}, "may not set 'approval_policy'"),
         ("codex", {"model_providers": {}}, "model binding is set by the install script"),
         ("dsh", {"llm-pi-ai": {"config": {}}}, "may not set 'llm-pi-ai'"),
+        ("claude", {"env": {"ANTHROPIC_BASE_URL": "https://api.anthropic.com"}}, "may not set 'env'"),
+        ("claude", {"apiKeyHelper": "echo key"}, "model binding is set by the install script"),
+        ("opencode", {"provider": {}}, "may not set 'provider'"),
+        ("opencode", {"model": "anthropic/claude"}, "model binding is set by the install script"),
     ],
 )
 def test_the_model_binding_is_never_part_of_a_tree(adapter: str, data: dict[str, object], message: str) -> None:

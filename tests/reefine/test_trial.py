@@ -353,3 +353,32 @@ async def test_a_service_account_home_of_slash_does_not_blind_the_jail(
     await request_a_skill(reefine)
     trial = await last_trial(reefine)
     assert trial["passed"] and trial["answer"] == "reef-ok", trial
+
+
+# A config each agent cannot start on: Claude Code ignores a settings file it finds invalid (and, in a trial, then
+# has no way to reef); opencode refuses an invalid config.
+BROKEN_CONFIG = {
+    "claude": {"permissions": {"defaultMode": "nonsense"}},
+    "opencode": {"agent": {"build": {"temperature": "hot"}}},
+}
+
+
+@pytest.mark.parametrize("adapter", list(BROKEN_CONFIG))
+async def test_claude_and_opencode_answer_in_the_jail_and_a_broken_candidate_is_rejected(
+    start_reefine: StartReefine, adapter: str
+) -> None:
+    binary = require(adapter)
+    reefine = await start_reefine(harness__adapter=adapter, harness__trial=str(binary), reef__token=TOKEN)
+    progress = await request_a_skill(reefine)
+    assert progress["result"] == "selected", progress
+    trial = await last_trial(reefine)
+    assert trial["passed"] and "Paris" in trial["answer"], trial
+    assert any(line["text"].startswith(f"trial: {adapter} started on it") for line in progress["activity"])
+    status, listed = await reefine.call("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
+    assert status == 200 and listed["records"], listed
+
+    reefine.model.script("answer", answer("Careful.\n\nHow to use: ask.", config("broken", BROKEN_CONFIG[adapter])))
+    progress = await reefine.settled(await reefine.train("be careful"))
+    assert progress["result"] == "rejected" and progress["release"] is None, progress
+    assert progress["reason"].startswith(f"the candidate failed its trial run, the served harness did not: {adapter}")
+    assert (await reefine.ok("GET", "/reef/harness"))["version"] == "v1"

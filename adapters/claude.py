@@ -1,0 +1,187 @@
+"""Claude Code: everything lives under `claude/`, which `CLAUDE_CONFIG_DIR` points at (the person's `~/.claude` and
+`~/.claude.json` are never read or written).
+
+Rules become `CLAUDE.md`, skills `skills/<name>/SKILL.md`, commands `commands/<name>.md` (typed as /<name>) and the
+config `settings.json`. Claude Code runs no extensions and its hooks run shell commands outside review, so both are
+refused. The model binding is the `env` block of `settings.json` (which beats the shell's environment): reef's URL,
+the model for every alias, and an empty `ANTHROPIC_API_KEY` so the person's own key is never sent. The session's
+token (`ANTHROPIC_AUTH_TOKEN`) and headers (`ANTHROPIC_CUSTOM_HEADERS`) come from the wrapper. Nonessential traffic,
+telemetry, error reporting, auto-update and the plugin marketplace are off in the same block.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from adapters._agent import BINDING_IS_REEFS, AgentSide, Binding, reef_headers
+from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
+from adapters._reef_commands import shell_commands
+from reef_daemon.contract import SESSION_HEADER
+from reef_harness import Entry
+
+SETTINGS = "claude/settings.json"
+RENDERS = {
+    "rules": "claude/CLAUDE.md",
+    "skill": "claude/skills/<name>/SKILL.md",
+    "command": "claude/commands/<name>.md (typed as /<name>)",
+    "config": SETTINGS,
+}
+# What keeps a session talking to reef alone: no update checks, telemetry, error reports, feedback or marketplace.
+QUIET_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+}
+# The settings every tree starts from: quiet, and no desktop URL handler written into the person's home.
+DEFAULTS: dict[str, Any] = {"env": QUIET_ENV, "disableDeepLinkRegistration": "disable"}
+_RUNS_COMMANDS = "it runs shell commands outside a session's permission checks; use a skill or a command instead"
+REFUSED_SETTINGS = {
+    "env": "reef sets the environment: it carries the model binding and keeps nonessential traffic off",
+    "apiKeyHelper": BINDING_IS_REEFS,
+    "model": BINDING_IS_REEFS,
+    "forceLoginMethod": BINDING_IS_REEFS,
+    "disableDeepLinkRegistration": "reef keeps this setting at its safe default",
+    "hooks": _RUNS_COMMANDS,
+    "statusLine": _RUNS_COMMANDS,
+    "awsAuthRefresh": _RUNS_COMMANDS,
+    "awsCredentialExport": _RUNS_COMMANDS,
+    "otelHeadersHelper": _RUNS_COMMANDS,
+    "skipDangerousModePermissionPrompt": "the person approves what leaves the session's permission checks",
+}
+EXTENSIONS_REFUSED = (
+    "Claude Code runs no extensions (and reef refuses its hooks); use a skill for what the model should know or do, "
+    "or a command for a prompt the person types as /<name>"
+)
+
+
+def render(entries: list[Entry]) -> dict[str, str]:
+    """Claude Code's config folder for a tree."""
+    for entry in entries:
+        if entry.kind == "extension":
+            raise RenderRefused(f"entry '{entry.id}' is an extension: {EXTENSIONS_REFUSED}")
+    files = start_files("claude", entries, RENDERS)
+    for entry in entries:
+        text = str(entry.config.get("text", ""))
+        if entry.kind == "skill":
+            fields = {"name": entry.name, "description": first_line(text)}
+            files[f"claude/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
+        elif entry.kind == "command":
+            files[f"claude/commands/{entry.name}.md"] = with_frontmatter(text, {"description": first_line(text)})
+    settings = tree_config(entries, REFUSED_SETTINGS, SETTINGS, DEFAULTS)
+    permissions = settings.get("permissions")
+    if isinstance(permissions, dict) and permissions.get("defaultMode") == "bypassPermissions":
+        raise RenderRefused(
+            f"a config entry may not set permissions.defaultMode to bypassPermissions in {SETTINGS}: the person "
+            f"approves what leaves the session's permission checks"
+        )
+    files[SETTINGS] = json.dumps(settings, indent=2, sort_keys=True) + "\n"
+    return sorted_files(files)
+
+
+STATE = "claude/.claude.json"
+# Where Claude Code loads instructions, prompts, agents and settings from in its config folder.
+LOADED = (
+    "claude/CLAUDE.md",
+    "claude/rules",
+    "claude/skills",
+    "claude/commands",
+    "claude/agents",
+    "claude/output-styles",
+    "claude/plugins",
+    SETTINGS,
+    "claude/settings.local.json",
+)
+# What `/model` and the feedback survey write into settings.json; the binding's environment wins over `model`.
+PREFERENCE_KEYS = frozenset({"model", "feedbackSurveyState"})
+MODEL_ALIASES = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+)
+
+
+def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
+    """reef's URL and the model for every alias in the settings' `env`, which the shell cannot override; an empty
+    API key so a key in the person's shell is never sent."""
+    settings = json.loads(files.get(SETTINGS, "{}"))
+    settings["env"] = {
+        **settings.get("env", {}),
+        "ANTHROPIC_BASE_URL": binding.url,
+        "ANTHROPIC_API_KEY": "",
+        **dict.fromkeys(MODEL_ALIASES, binding.model),
+    }
+    return sorted_files(files, {SETTINGS: json.dumps(settings, indent=2, sort_keys=True) + "\n"})
+
+
+def _env(root: Path, binding: Binding) -> dict[str, str]:
+    return {"CLAUDE_CONFIG_DIR": str(root / "claude")}
+
+
+def _session_env(binding: Binding, session: str, token: str) -> dict[str, str]:
+    """The token and headers, and again reef's URL and the off switches: Claude Code ignores a settings file it
+    finds invalid, and the token must still reach reef alone."""
+    headers = {**reef_headers(binding), SESSION_HEADER: session}
+    return {
+        "ANTHROPIC_AUTH_TOKEN": token,
+        "ANTHROPIC_CUSTOM_HEADERS": "\n".join(f"{name}: {value}" for name, value in headers.items()),
+        "ANTHROPIC_BASE_URL": binding.url,
+        **QUIET_ENV,
+    }
+
+
+# In a trial, a settings file Claude Code ignores must fail: the URL outside it leads nowhere and nothing retries.
+TRIAL_ENV = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "CLAUDE_CODE_MAX_RETRIES": "0"}
+
+
+def _args(root: Path, args: list[str]) -> list[str]:
+    """The arguments as given. First, on a fresh install, Claude Code's state file is seeded as past onboarding,
+    whose connectivity check would reach Anthropic (Claude Code rewrites this file itself; it is not checked)."""
+    state = root / STATE
+    if not state.exists():
+        state.write_text(json.dumps({"hasCompletedOnboarding": True}) + "\n", encoding="utf-8")
+    return list(args)
+
+
+def traffic(root: Path) -> tuple[bool, str]:
+    """Whether the installed settings keep nonessential traffic, telemetry and auto-update off."""
+    try:
+        env = json.loads((root / SETTINGS).read_text(encoding="utf-8")).get("env", {})
+    except (OSError, ValueError, AttributeError):
+        env = {}
+    missing = [name for name, value in QUIET_ENV.items() if env.get(name) != value]
+    if missing:
+        return False, f"{SETTINGS} no longer turns off: {', '.join(missing)}"
+    return True, f"nonessential traffic, telemetry and auto-update are off ({SETTINGS})"
+
+
+ADAPTER = Adapter(
+    name="claude",
+    title="Claude Code",
+    binary="claude",
+    renders=RENDERS,
+    render=render,
+    agent=AgentSide(
+        package="npm install -g @anthropic-ai/claude-code",
+        bind=bind,
+        env=_env,
+        args=_args,
+        reef_entries=shell_commands("claude", {"allowed-tools": "Bash({wrapper}:*)", "disable-model-invocation": True}),
+        headless=lambda prompt: ["-p", prompt],
+        state_keys={SETTINGS: PREFERENCE_KEYS},
+        loaded=LOADED,
+        session_env=_session_env,
+        offline_env=TRIAL_ENV,
+        traffic=traffic,
+    ),
+    notes=(
+        "commands are typed as /<name>",
+        "extensions and hooks are refused: Claude Code runs no extensions and hooks run outside its permission checks",
+    ),
+)
