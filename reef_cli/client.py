@@ -32,6 +32,7 @@ from reef_daemon.contract import (
     REQUEST_ROUTE,
     SCENARIO_HEADER,
     SCENARIO_ROUTE,
+    SCENARIO_UPDATE_ROUTE,
     SCENARIOS_ROUTE,
     STATUS_ROUTE,
     TRAIN_ROUTE,
@@ -174,6 +175,12 @@ class ReefClient:
         response = self._send("POST", SCENARIOS_ROUTE, json=body)
         info: ScenarioInfo = response.json()
         return info, response.status_code == 201
+
+    def move_scenario(self, name: str, recipe: str) -> ScenarioInfo:
+        """Bind a scenario made under another recipe to the daemon's recipe `recipe`; returns it as moved."""
+        path = SCENARIO_UPDATE_ROUTE.format(scenario=_segment(name))
+        info: ScenarioInfo = self._call("POST", path, json={"recipe": recipe})
+        return info
 
     def archive_scenario(self, name: str) -> str:
         """Archive a scenario (its records are kept under a new name); returns that name."""

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import Settings, SettingsError, live_changes
 
 log = logging.getLogger("reef")
@@ -105,6 +106,8 @@ def _announce(daemon: Daemon, port: int) -> None:
         f"  state dir: {settings.reef.state_dir.resolve()}",
         f"  auth:      {auth}",
     ]
+    recipes = {scenario.name: scenario.recipe for scenario in daemon.store.scenarios.all()}
+    lines += [f"  note:      {line}" for line in other_recipe_notice(daemon.recipe.name, recipes)]
     print("\n".join(lines), flush=True)
 
 
