@@ -441,13 +441,22 @@ class StoreStatus(TypedDict):
     writes: int
 
 
+class ScoreScale(TypedDict):
+    """The scores a report may give: `min` is the worst, `max` the best (settings reports.score-min/max)."""
+
+    min: float
+    max: float
+
+
 class Status(DaemonState):
-    """`GET /reef/status`: version, the daemon's state, per-scenario counts, training and the store."""
+    """`GET /reef/status`: version, the daemon's state, per-scenario counts, training, the store and the score
+    scale."""
 
     version: str
     scenarios: dict[str, ScenarioCounts]
     training: Training
     store: StoreStatus
+    score_scale: ScoreScale
 
 
 class Health(TypedDict):

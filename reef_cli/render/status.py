@@ -43,7 +43,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     for column in ("scenario", "recipe", "mode", "records", "reports", "unscored", "steps"):
         scenarios.add_column(column, justify="left" if column in ("scenario", "recipe", "mode") else "right")
     for name, counts in sorted((status.get("scenarios") or {}).items()):
-        steps = per_scenario.get(name, {}).get("steps")
+        state = per_scenario.get(name)
+        steps = None if state is None else state.get("steps")
         scenarios.add_row(
             name, str(counts.get("recipe", MISSING)), str(counts.get("training_mode", MISSING)),
             str(counts.get("records", 0)), str(counts.get("reports", 0)), str(counts.get("unscored", 0)),

@@ -51,6 +51,8 @@ runner = CliRunner()
         (["--inference.upstream-url", "http://user:pw@x"], "REEF_UPSTREAM_API_KEY"),
         (["--reef.port"], "setting reef.port needs a value, as in --reef.port VALUE"),
         (["9200"], "unexpected argument '9200'; settings look like --reef.port 8900"),
+        (["--reports.score-max", "0"], "reports.score-min (0) must be below reports.score-max (0)"),
+        (["--reports.score-min", "nan"], "bad value for reports.score-min (from command line): expected a finite"),
     ],
 )
 def test_errors_name_the_setting(args: list[str], words: str) -> None:
