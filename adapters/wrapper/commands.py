@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import click
+import typer
 
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
@@ -46,7 +47,8 @@ def evolve(installed: Installed, text: str, wait: bool, timeout: float) -> int:
     binding = installed.binding
     try:
         reef_evolve.evolve(text, binding.scenario, wait, timeout, False, binding.url, installed.token)
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
+        # reef's commands end with typer.Exit; here its status is the wrapper's, without a traceback.
         return int(exc.exit_code)
     if wait:
         print(f"install the served version with: {installed.wrapper} update")

@@ -116,3 +116,12 @@ def test_report_needs_a_recorded_session(reefine: Reefine) -> None:
     assert refused.returncode == 1 and "no session with recorded model calls" in refused.stderr
     helped = reefine.wrapper("codex", "--help")
     assert helped.returncode == 0 and "report" in helped.stdout and "doctor" in helped.stdout
+
+
+def test_evolve_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: Reefine) -> None:
+    assert reefine.install("pi").returncode == 0
+    # The scripted proposer's default answer writes nothing usable, so the request is skipped.
+    skipped = reefine.wrapper("pi", "evolve", "something vague", "--wait")
+    assert skipped.returncode == 1, skipped.stdout + skipped.stderr
+    assert "skipped: v1" in skipped.stdout
+    assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
