@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
 import click
 import typer
 
+from adapters._locate import find_agent, not_found
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
@@ -148,9 +148,9 @@ def doctor(installed: Installed) -> int:
 
 def _agent_version(installed: Installed) -> tuple[bool, str]:
     agent = installed.adapter
-    binary = os.environ.get(BINARY_ENV) or shutil.which(agent.binary)
+    binary = os.environ.get(BINARY_ENV) or find_agent(agent.binary)
     if not binary:
-        return False, f"{agent.binary} is not on PATH; install it ({agent.agent.package})"
+        return False, not_found(agent.binary, agent.agent.package)
     env = _with(agent.agent.env(installed.root, installed.binding))
     try:
         done = subprocess.run(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.adapters_testing import MODEL, Reefine
+from tests.support.adapters_testing import MODEL, REPO, Reefine
 
 
 def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: Reefine) -> None:
@@ -125,3 +125,13 @@ def test_evolve_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: R
     assert skipped.returncode == 1, skipped.stdout + skipped.stderr
     assert "skipped: v1" in skipped.stdout
     assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
+
+
+def test_the_wrapper_finds_the_agent_scripts_setup_installed_when_path_lacks_it(reefine: Reefine) -> None:
+    installed = REPO / ".tools" / "node_modules" / ".bin" / "pi"
+    if not installed.exists():
+        pytest.skip("scripts/setup did not install pi here")
+    assert reefine.install("pi").returncode == 0
+    path = ":".join([str(reefine.home / ".local" / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+    doctor = reefine.wrapper("pi", "doctor", PATH=path)
+    assert f"at {installed}" in doctor.stdout, doctor.stdout + doctor.stderr
