@@ -49,6 +49,14 @@ def serve_command(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     files = DaemonFiles(settings.reef.state_dir)
+    running = files.running_pid()
+    if running is not None and running != os.getpid():
+        typer.echo(
+            f"{ServeCommand.error_prefix}: reef is already running from {settings.reef.state_dir} at "
+            f"{files.url() or '(starting)'} (pid {running}); `reef stop` stops it",
+            err=True,
+        )
+        raise typer.Exit(1)
     try:
         run(settings, reload, lambda url: _announce_here(files, url))
     except SettingsError as exc:

@@ -31,6 +31,10 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
         assert again.returncode == 0
         assert "already running" in again.stdout and daemon.url in again.stdout
 
+        served_here = daemon.reef("serve", "--inference.upstream-url", upstream_url, "--reef.port", "0")
+        assert served_here.returncode == 1
+        assert f"reef is already running from .reef at {daemon.url} (pid {pid})" in served_here.stderr
+
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         taken = run_reef(
