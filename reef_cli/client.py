@@ -7,6 +7,7 @@ Every failure is one of three exceptions, each carrying a sentence a person can 
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator, Mapping
 from types import TracebackType
@@ -371,6 +372,11 @@ def _segment(value: str) -> str:
 
 def _reason(exc: httpx.TransportError) -> str:
     if isinstance(exc, httpx.ConnectError):
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, socket.gaierror):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            return f"the host name does not resolve: {cause.strerror or cause}"
         return "connection refused"
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
