@@ -113,6 +113,7 @@ def test_help_lists_every_setting_with_its_help(command: str) -> None:
     [
         (["--reef.port", "nope"], "reef.port"),
         (["--recipe", "sparkle"], "unknown recipe 'sparkle'; accepted: record"),
+        (["--recipe", "sao2"], "unknown recipe 'sao2' (did you mean sao?); accepted: record"),
         (["--recipe", "os:path"], "is not a recipe class"),
         (["--recipe", "no_such_pkg.mod:Cls"], "cannot import recipe module"),
         (["--bogus.key", "1"], "unknown setting"),
@@ -135,3 +136,11 @@ def test_a_recipe_profile_sits_below_everything_the_user_sets(tmp_path: Path) ->
     assert settings.reef.state_dir == Path(".reef/profiled")
     chosen = load_serving_settings(config_file=None, overrides={**overrides, "reef.port": "9000"}, environ={})
     assert chosen.reef.port == 9000 and chosen.reef.state_dir == Path(".reef/profiled")
+
+
+def test_a_built_in_recipe_is_named_in_any_case() -> None:
+    from reef_daemon.recipe_host import resolve_recipe
+
+    assert resolve_recipe("Record") is resolve_recipe("record")
+    result = runner.invoke(app, ["serve", "--recipe", "RECORD", "--print-config"], env={})
+    assert result.exit_code == 0, result.output
