@@ -90,10 +90,13 @@ def settings_from_command_line(
 
 
 def print_settings(settings: Settings) -> None:
+    """Every setting, the value in use (a recipe may choose one, such as reefine's answer cap with the embedded
+    model) and where it came from."""
+    chosen = resolve_recipe(settings.recipe).chosen_settings(settings)
     table = Table(title="reef settings", show_lines=False)
     table.add_column("setting")
     table.add_column("value")
     table.add_column("from")
     for key, shown, source in settings.describe():
-        table.add_row(key, shown, source)
+        table.add_row(key, *chosen.get(key, (shown, source)))
     Console(width=120).print(table)

@@ -144,3 +144,15 @@ def test_a_built_in_recipe_is_named_in_any_case() -> None:
     assert resolve_recipe("Record") is resolve_recipe("record")
     result = runner.invoke(app, ["serve", "--recipe", "RECORD", "--print-config"], env={})
     assert result.exit_code == 0, result.output
+
+
+def test_print_config_shows_the_answer_cap_reefine_uses_with_the_embedded_model() -> None:
+    embedded = runner.invoke(app, ["serve", "--recipe", "reefine", "--print-config"], env={})
+    assert embedded.exit_code == 0, embedded.output
+    row = next(line for line in embedded.output.splitlines() if "harness.max-tokens" in line)
+    assert "512" in row and "8192" not in row and "recipe reefine" in row
+    upstream = runner.invoke(
+        app, ["serve", "--recipe", "reefine", "--inference.upstream-url", "http://h:1", "--print-config"], env={}
+    )
+    row = next(line for line in upstream.output.splitlines() if "harness.max-tokens" in line)
+    assert "8192" in row and "default" in row
