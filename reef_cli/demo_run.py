@@ -6,7 +6,6 @@ The arm talks to its daemon only as a client would: chat completions through the
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from recipes.sao.examples.toy import task
 from reef_cli.client import ApiError, ReefClient
 from reef_cli.daemon_process import start_daemon, stop_daemon
 from reef_cli.state import DaemonFiles
+from reef_daemon.runtimes.model_cache import user_model_cache
 
 SCENARIO = "toy"
 MOVING_WINDOW = 10  # rollouts in the moving average of the reward
@@ -53,9 +53,8 @@ class StepRow:
 
 
 def model_cache() -> Path:
-    """Where the demo's daemons keep the embedded model's safetensors cache, shared across runs."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "reef" / "models"
+    """Where the demo's daemons keep the embedded model's safetensors cache: the user's, shared across runs."""
+    return user_model_cache()
 
 
 @contextmanager
