@@ -14,9 +14,9 @@ from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
 from reef_cli.commands import evolve as reef_evolve
+from reef_cli.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
 
-REQUEST_WIDTH = 60
 VERSION_TIMEOUT_S = 60
 
 
@@ -64,24 +64,13 @@ def versions(installed: Installed) -> int:
 
 
 def version_table(rows: list[ReleaseRow], installed: str) -> str:
-    """Version, release, result and status columns, oldest first, with each request's text under its row."""
-    table = [("Version", "Release", "Result", "Status")]
+    """The columns of `reef versions`, oldest first, with each request's text under its row."""
+    table = [HEADERS]
     notes = []
     for row in reversed(rows):
-        status = [
-            mark
-            for mark, on in (
-                ("installed", row["release_id"] == installed),
-                ("current", row.get("current")),
-                ("pending", row.get("pending")),
-            )
-            if on
-        ]
-        table.append((row["version"], (row["release_id"] or "")[:8], str(row["result"]), ", ".join(status)))
-        request = row.get("request")
-        text = (request["text"] or "") if request else ""
-        notes.append(text if len(text) <= REQUEST_WIDTH else text[: REQUEST_WIDTH - 1] + "…")
-    widths = [max(len(line[column]) for line in table) for column in range(4)]
+        table.append(version_cells(row, installed=row["release_id"] == installed))
+        notes.append(request_text(row))
+    widths = [max(len(line[column]) for line in table) for column in range(len(HEADERS))]
     lines = []
     for index, line in enumerate(table):
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())

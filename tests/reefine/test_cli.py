@@ -88,7 +88,10 @@ async def test_versions_promote_and_rollback(reefine: Reefine, home: Path) -> No
     assert code == 0
     lines = [line for line in output.splitlines() if line.startswith("│ v")]
     assert [line.split("│")[1].strip() for line in lines] == ["v0", "v1", "v2"]
-    assert "installed, current" in lines[1] and "first change" in lines[1]
+    assert "installed, current" in lines[1] and "first" in lines[1]  # the request wraps at 80 columns
+    # The words of --json and of reef-pi versions: the operation that made each step, then its result.
+    assert "creation" in lines[0] and "selected" in lines[0]
+    assert "training" in lines[1] and "selected" in lines[1]
     assert "pending" in lines[2] and "ring a bell" in lines[2]
 
     code, output = await reef(reefine, "promote", "--scenario", "harness", "v2")
