@@ -21,6 +21,7 @@ from reef_cli.state import DaemonFiles
 from reef_daemon.runtimes.model_cache import user_model_cache
 
 SCENARIO = "toy"
+EVALUATION_SCENARIO = "toy-held-out"  # never scored, so never trained on
 MOVING_WINDOW = 10  # rollouts in the moving average of the reward
 STEP_TIMEOUT_S = 600.0
 POLL_S = 0.2
@@ -76,6 +77,46 @@ def demo_daemon(arm: Arm) -> Iterator[str]:
             stop_daemon(started.pid)
 
 
+@dataclass(frozen=True)
+class ArmPlan:
+    """What one arm does for one seed: train on `rollouts`, and ask the held-out `items` before and after."""
+
+    arm: Arm
+    seed: int
+    rollouts: list[task.Rollout]
+    items: list[task.Rollout]
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm's run for one seed: its steps, and its mean held-out reward before and after training."""
+
+    arm: Arm
+    seed: int
+    rows: list[StepRow]
+    before: float
+    after: float
+
+
+def run_plan(
+    client: ReefClient, plan: ArmPlan, on_phase: Callable[[str], None], on_step: Callable[[StepRow], None]
+) -> ArmRun:
+    """Evaluate on the held-out items, train, evaluate again."""
+    on_phase("held-out questions, before")
+    before = evaluate(client, plan.items)
+    on_phase("training")
+    rows = run_arm(client, plan.arm, plan.rollouts, on_step)
+    on_phase("held-out questions, after")
+    after = evaluate(client, plan.items)
+    return ArmRun(plan.arm, plan.seed, rows, before, after)
+
+
+def evaluate(client: ReefClient, items: list[task.Rollout]) -> float:
+    """The mean reward of the current weights on the held-out `items` (sampled with their seeds, never scored)."""
+    rewards = [_ask_and_score(client, item, EVALUATION_SCENARIO)[1] for item in items]
+    return sum(rewards) / len(rewards)
+
+
 def run_arm(
     client: ReefClient, arm: Arm, planned: list[task.Rollout], on_step: Callable[[StepRow], None]
 ) -> list[StepRow]:
@@ -104,9 +145,9 @@ def run_arm(
     return rows
 
 
-def _ask_and_score(client: ReefClient, rollout: task.Rollout) -> tuple[str, float]:
+def _ask_and_score(client: ReefClient, rollout: task.Rollout, scenario: str = SCENARIO) -> tuple[str, float]:
     messages = [{"role": "user", "content": rollout.prompt.text}]
-    reply = client.chat(SCENARIO, messages, temperature=1.0, seed=rollout.seed, max_tokens=task.MAX_TOKENS)
+    reply = client.chat(scenario, messages, temperature=1.0, seed=rollout.seed, max_tokens=task.MAX_TOKENS)
     if not reply.receipt:
         raise ApiError(200, "invalid_response", "the daemon sent no receipt (x-reef-agent-record-id)")
     return reply.receipt, task.score(rollout.prompt, reply.text)
