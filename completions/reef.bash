@@ -277,12 +277,14 @@ _reef() {
             case "$prev" in
                 --steps) return 0 ;;
                 --seed) return 0 ;;
+                --seeds) return 0 ;;
                 --group-size) return 0 ;;
+                --held-out) return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--compare --steps --seed --group-size --url --token --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--compare --steps --seed --seeds --group-size --held-out --url --token --help" -- "$cur"))
             fi
             ;;
     esac
