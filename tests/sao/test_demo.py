@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from recipes.sao.examples.toy import task
@@ -13,6 +14,7 @@ from reef_cli.demo_run import Arm, ArmRun, StepRow
 from reef_cli.render.demo import curve_line, sparkline, summary
 
 
+@pytest.mark.timeout(600)  # two daemons load the model and answer 16 held-out questions, on shared cores
 def test_the_demo_trains_both_arms_and_prints_their_tables(embedded_models: Path, tmp_path: Path) -> None:
     (tmp_path / "reef").mkdir()
     (tmp_path / "reef" / "models").symlink_to(embedded_models, target_is_directory=True)
