@@ -9,6 +9,7 @@ from __future__ import annotations
 from adapters import claude, codex, dsh, opencode, pi
 from adapters._agent import SESSION_ENV, AgentSide, Binding, checked_digest
 from adapters._base import Adapter, RenderRefused
+from adapters._locate import find_agent, not_found
 
 __all__ = [
     "ADAPTERS",
@@ -18,7 +19,9 @@ __all__ = [
     "Binding",
     "RenderRefused",
     "checked_digest",
+    "find_agent",
     "get_adapter",
+    "not_found",
 ]
 
 ADAPTERS: dict[str, Adapter] = {

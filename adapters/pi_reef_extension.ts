@@ -110,14 +110,16 @@ async function reefine(reef, text, ctx) {
 }
 
 function table(rows, installed) {
-  const lines = [["Version", "Release", "Result", "Status"]];
+  // The columns and words of `reef versions` and `reef-pi versions`.
+  const lines = [["version", "release", "operation", "result", "status"]];
   const notes = [];
   for (const row of [...rows].reverse()) {
     const status = [];
     if (row.release_id && row.release_id === installed) status.push("installed");
     if (row.current) status.push("current");
     if (row.pending) status.push("pending");
-    lines.push([row.version, (row.release_id || "").slice(0, 8), row.result, status.join(", ")]);
+    if (row.promoted_as) status.push(`promoted as ${row.promoted_as}`);
+    lines.push([row.version, (row.release_id || "").slice(0, 8) || "-", row.operation, row.result, status.join(", ")]);
     const request = row.request && row.request.text ? row.request.text : "";
     notes.push(request.length > REQUEST_WIDTH ? `${request.slice(0, REQUEST_WIDTH - 1)}…` : request);
   }

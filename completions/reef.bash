@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/evolve|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/evolve|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show import export score evolve versions promote rollback install tui completion scenarios demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show import export score evolve requests versions promote rollback install tui completion scenarios demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -46,15 +46,17 @@ _reef() {
                 --training.dis-high) return 0 ;;
                 --training.lambda-alpha) return 0 ;;
                 --training.checkpoint-every) return 0 ;;
-                --harness.adapter) return 0 ;;
+                --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
                 --harness.max-tokens) return 0 ;;
-                --harness.trial) return 0 ;;
-                --harness.sandbox) return 0 ;;
+                --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
+                --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
                 --harness.trial-timeout-s) return 0 ;;
+                --reports.score-min) return 0 ;;
+                --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -81,15 +83,17 @@ _reef() {
                 --training.dis-high) return 0 ;;
                 --training.lambda-alpha) return 0 ;;
                 --training.checkpoint-every) return 0 ;;
-                --harness.adapter) return 0 ;;
+                --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
                 --harness.max-tokens) return 0 ;;
-                --harness.trial) return 0 ;;
-                --harness.sandbox) return 0 ;;
+                --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
+                --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
                 --harness.trial-timeout-s) return 0 ;;
+                --reports.score-min) return 0 ;;
+                --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -178,6 +182,16 @@ _reef() {
                 COMPREPLY=($(compgen -W "--scenario -s --wait --timeout --json --url --token --help" -- "$cur"))
             fi
             ;;
+        reef/requests)
+            case "$prev" in
+                --timeout) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--wait --timeout --json --url --token --help" -- "$cur"))
+            fi
+            ;;
         reef/versions)
             case "$prev" in
                 --scenario|-s) return 0 ;;
@@ -210,7 +224,7 @@ _reef() {
             ;;
         reef/install)
             case "$prev" in
-                --adapter|-a) return 0 ;;
+                --adapter|-a) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
                 --scenario|-s) return 0 ;;
                 --root) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --release) return 0 ;;
@@ -246,7 +260,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--json --url --token --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "create archive" -- "$cur"))
+                COMPREPLY=($(compgen -W "create move archive" -- "$cur"))
             fi
             ;;
         reef/scenarios/create)
@@ -257,6 +271,15 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--training-mode --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/scenarios/move)
+            case "$prev" in
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--json --url --token --help" -- "$cur"))
             fi
             ;;
         reef/scenarios/archive)
@@ -279,12 +302,14 @@ _reef() {
             case "$prev" in
                 --steps) return 0 ;;
                 --seed) return 0 ;;
+                --seeds) return 0 ;;
                 --group-size) return 0 ;;
+                --held-out) return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--compare --steps --seed --group-size --url --token --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--compare --steps --seed --seeds --group-size --held-out --url --token --help" -- "$cur"))
             fi
             ;;
     esac

@@ -7,7 +7,20 @@ import sys
 import typer
 
 import reef_cli.commands.records_io as records_io
-from reef_cli.commands import completion, daemon, demo, evolve, install, records, scenarios, score, show, tui, versions
+from reef_cli.commands import (
+    completion,
+    daemon,
+    demo,
+    evolve,
+    install,
+    records,
+    requests,
+    scenarios,
+    score,
+    show,
+    tui,
+    versions,
+)
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import ServeCommand, serve_command
 from reef_cli.setting_options import SETTINGS_CONTEXT, SettingsCommand
@@ -46,6 +59,7 @@ app.command("import", epilog=records_io.IMPORT_EXAMPLE)(records_io.import_)
 app.command("export", epilog=records_io.EXPORT_EXAMPLE)(records_io.export)
 app.command("score", context_settings={"ignore_unknown_options": True}, epilog=score.EXAMPLE)(score.score)
 app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
+app.command("requests", epilog=requests.EXAMPLE)(requests.requests)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)

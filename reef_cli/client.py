@@ -7,6 +7,7 @@ Every failure is one of three exceptions, each carrying a sentence a person can 
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from reef_daemon.contract import (
     REQUEST_ROUTE,
     SCENARIO_HEADER,
     SCENARIO_ROUTE,
+    SCENARIO_UPDATE_ROUTE,
     SCENARIOS_ROUTE,
     STATUS_ROUTE,
     TRAIN_ROUTE,
@@ -189,6 +191,12 @@ class ReefClient:
         response = self._send("POST", SCENARIOS_ROUTE, json=body)
         info: ScenarioInfo = response.json()
         return info, response.status_code == 201
+
+    def move_scenario(self, name: str, recipe: str) -> ScenarioInfo:
+        """Bind a scenario made under another recipe to the daemon's recipe `recipe`; returns it as moved."""
+        path = SCENARIO_UPDATE_ROUTE.format(scenario=_segment(name))
+        info: ScenarioInfo = self._call("POST", path, json={"recipe": recipe})
+        return info
 
     def archive_scenario(self, name: str) -> str:
         """Archive a scenario (its records are kept under a new name); returns that name."""
@@ -410,6 +418,11 @@ def _segment(value: str) -> str:
 
 def _reason(exc: httpx.TransportError) -> str:
     if isinstance(exc, httpx.ConnectError):
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, socket.gaierror):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            return f"the host name does not resolve: {cause.strerror or cause}"
         return "connection refused"
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
-from reef_cli.discovery import SeveralDaemons, Target, find_daemon
+from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, Target, find_daemon
 from reef_cli.output import fail
 
 
@@ -25,6 +25,8 @@ def found_daemon(url: str | None = None, token: str | None = None) -> Target:
         return find_daemon(url, token)
     except SeveralDaemons as exc:
         fail(str(exc))
+    except BadDaemonUrl as exc:
+        fail(str(exc), 2)
 
 
 @contextmanager

@@ -6,7 +6,6 @@ The arm talks to its daemon only as a client would: chat completions through the
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -19,8 +18,10 @@ from recipes.sao.examples.toy import task
 from reef_cli.client import ApiError, ReefClient
 from reef_cli.daemon_process import start_daemon, stop_daemon
 from reef_cli.state import DaemonFiles
+from reef_daemon.runtimes.model_cache import user_model_cache
 
 SCENARIO = "toy"
+EVALUATION_SCENARIO = "toy-held-out"  # never scored, so never trained on
 MOVING_WINDOW = 10  # rollouts in the moving average of the reward
 STEP_TIMEOUT_S = 600.0
 POLL_S = 0.2
@@ -53,9 +54,8 @@ class StepRow:
 
 
 def model_cache() -> Path:
-    """Where the demo's daemons keep the embedded model's safetensors cache, shared across runs."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "reef" / "models"
+    """Where the demo's daemons keep the embedded model's safetensors cache: the user's, shared across runs."""
+    return user_model_cache()
 
 
 @contextmanager
@@ -75,6 +75,46 @@ def demo_daemon(arm: Arm) -> Iterator[str]:
             yield started.url
         finally:
             stop_daemon(started.pid)
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    """What one arm does for one seed: train on `rollouts`, and ask the held-out `items` before and after."""
+
+    arm: Arm
+    seed: int
+    rollouts: list[task.Rollout]
+    items: list[task.Rollout]
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm's run for one seed: its steps, and its mean held-out reward before and after training."""
+
+    arm: Arm
+    seed: int
+    rows: list[StepRow]
+    before: float
+    after: float
+
+
+def run_plan(
+    client: ReefClient, plan: ArmPlan, on_phase: Callable[[str], None], on_step: Callable[[StepRow], None]
+) -> ArmRun:
+    """Evaluate on the held-out items, train, evaluate again."""
+    on_phase("held-out questions, before")
+    before = evaluate(client, plan.items)
+    on_phase("training")
+    rows = run_arm(client, plan.arm, plan.rollouts, on_step)
+    on_phase("held-out questions, after")
+    after = evaluate(client, plan.items)
+    return ArmRun(plan.arm, plan.seed, rows, before, after)
+
+
+def evaluate(client: ReefClient, items: list[task.Rollout]) -> float:
+    """The mean reward of the current weights on the held-out `items` (sampled with their seeds, never scored)."""
+    rewards = [_ask_and_score(client, item, EVALUATION_SCENARIO)[1] for item in items]
+    return sum(rewards) / len(rewards)
 
 
 def run_arm(
@@ -105,9 +145,9 @@ def run_arm(
     return rows
 
 
-def _ask_and_score(client: ReefClient, rollout: task.Rollout) -> tuple[str, float]:
+def _ask_and_score(client: ReefClient, rollout: task.Rollout, scenario: str = SCENARIO) -> tuple[str, float]:
     messages = [{"role": "user", "content": rollout.prompt.text}]
-    reply = client.chat(SCENARIO, messages, temperature=1.0, seed=rollout.seed, max_tokens=task.MAX_TOKENS)
+    reply = client.chat(scenario, messages, temperature=1.0, seed=rollout.seed, max_tokens=task.MAX_TOKENS)
     if not reply.receipt:
         raise ApiError(200, "invalid_response", "the daemon sent no receipt (x-reef-agent-record-id)")
     return reply.receipt, task.score(rollout.prompt, reply.text)

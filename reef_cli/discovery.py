@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from reef_cli.state import running_here
 from reef_daemon.contract import DEFAULT_STATE_DIR, DEFAULT_URL, TOKEN_ENV, URL_ENV
@@ -17,6 +18,10 @@ class SeveralDaemons(Exception):
     """More than one daemon runs from this directory; the message names them and how to choose."""
 
 
+class BadDaemonUrl(Exception):
+    """The daemon's URL is not an http:// or https:// URL; the message names where it came from."""
+
+
 @dataclass(frozen=True)
 class Target:
     """A daemon to talk to, and where its address came from (said in error messages)."""
@@ -24,6 +29,18 @@ class Target:
     url: str
     token: str | None
     source: str
+
+
+def daemon_url(given: str, source: str) -> str:
+    """`given` as the daemon's base URL: `127.0.0.1:8900` means `http://127.0.0.1:8900`; any scheme but http and
+    https is refused (BadDaemonUrl, naming `source`)."""
+    text = given.strip().rstrip("/")
+    if "://" not in text:
+        text = f"http://{text}"
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadDaemonUrl(f"{source} must be an http:// or https:// URL such as {DEFAULT_URL}, not '{given}'")
+    return text
 
 
 def find_daemon(
@@ -37,9 +54,9 @@ def find_daemon(
     environ = os.environ if environ is None else environ
     token = token or environ.get(TOKEN_ENV) or None
     if url:
-        return Target(url.rstrip("/"), token, "--url")
+        return Target(daemon_url(url, "--url"), token, "--url")
     if environ.get(URL_ENV, "").strip():
-        return Target(environ[URL_ENV].strip().rstrip("/"), token, URL_ENV)
+        return Target(daemon_url(environ[URL_ENV], URL_ENV), token, URL_ENV)
     running = running_here(state_dir)
     if len(running) > 1:
         listed = ", ".join(f"{files.url()} ({files.state_dir})" for files in running)

@@ -49,6 +49,14 @@ def serve_command(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     files = DaemonFiles(settings.reef.state_dir)
+    running = files.running_pid()
+    if running is not None and running != os.getpid():
+        typer.echo(
+            f"{ServeCommand.error_prefix}: reef is already running from {settings.reef.state_dir} at "
+            f"{files.url() or '(starting)'} (pid {running}); `reef stop` stops it",
+            err=True,
+        )
+        raise typer.Exit(1)
     try:
         run(settings, reload, lambda url: _announce_here(files, url))
     except SettingsError as exc:
@@ -82,10 +90,13 @@ def settings_from_command_line(
 
 
 def print_settings(settings: Settings) -> None:
+    """Every setting, the value in use (a recipe may choose one, such as reefine's answer cap with the embedded
+    model) and where it came from."""
+    chosen = resolve_recipe(settings.recipe).chosen_settings(settings)
     table = Table(title="reef settings", show_lines=False)
     table.add_column("setting")
     table.add_column("value")
     table.add_column("from")
     for key, shown, source in settings.describe():
-        table.add_row(key, shown, source)
+        table.add_row(key, *chosen.get(key, (shown, source)))
     Console(width=120).print(table)

@@ -44,8 +44,20 @@ def _recipe_names() -> list[str]:
     return [name for name in BUILTIN_RECIPES if name not in RENAMED_RECIPES]
 
 
+def adapter_names() -> list[str]:
+    """The agents a harness can be rendered and installed for."""
+    from adapters import ADAPTERS
+
+    return list(ADAPTERS)
+
+
 # Values a shell offers for a setting; any other value may still be given (a recipe can be package.module:Class).
-_SUGGESTIONS: dict[str, Callable[[], list[str]]] = {"recipe": _recipe_names}
+_SUGGESTIONS: dict[str, Callable[[], list[str]]] = {
+    "recipe": _recipe_names,
+    "harness.adapter": adapter_names,
+    "harness.trial": lambda: ["auto", "off"],
+    "harness.sandbox": lambda: ["bwrap", "none"],
+}
 
 
 def _help(info: SettingInfo) -> str:

@@ -47,7 +47,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         runtime=runtime if runtime is not None else build_runtime(settings),
         recipe=recipe,
         gate=TokenGate(settings.accepted_tokens),
-        reports=ReportValidator(),
+        reports=ReportValidator(score_scale=(settings.reports.score_min, settings.reports.score_max)),
     )
     max_body = int(settings.reef.max_body_mb * 1024 * 1024)
     app = web.Application(

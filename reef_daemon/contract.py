@@ -463,12 +463,14 @@ class ScoreScale(TypedDict):
 
 
 class Status(DaemonState):
-    """`GET /reef/status`: version, the daemon's state, per-scenario counts, training and the store."""
+    """`GET /reef/status`: version, the daemon's state, per-scenario counts, training, the store and the score
+    scale."""
 
     version: str
     scenarios: dict[str, ScenarioCounts]
     training: Training
     store: StoreStatus
+    score_scale: ScoreScale
 
 
 class Health(TypedDict):

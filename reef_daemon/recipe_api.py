@@ -126,6 +126,18 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         # How many eligible units `step` receives at once.
         self.batch_size = 1
 
+    @classmethod
+    def chosen_settings(cls, settings: Settings) -> dict[str, tuple[str, str]]:
+        """Settings the recipe replaces when it runs, for `--print-config` to show the value in use.
+
+        Args:
+            settings: the daemon's settings, the recipe's profile applied.
+
+        Returns:
+            Setting key -> (the value in use, as shown; why the recipe chose it). Empty by default.
+        """
+        return {}
+
     @property
     def trains(self) -> bool:
         """Whether the recipe learns at all (it consumes some record type)."""

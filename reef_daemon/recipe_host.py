@@ -6,6 +6,7 @@ implements is `recipe_api.py`; the recipe worker (`recipe_worker.py`) drives it.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import re
 import sys
@@ -43,11 +44,14 @@ def load_serving_settings(
 
 
 def resolve_recipe(reference: str) -> type[Recipe]:
-    """The recipe class named by a built-in name or `package.module:Class`; SettingsError otherwise."""
-    target = BUILTIN_RECIPES.get(reference, reference)
+    """The recipe class named by a built-in name (any case) or `package.module:Class`; SettingsError otherwise,
+    suggesting the closest built-in name."""
+    target = BUILTIN_RECIPES.get(reference.strip().lower(), reference)
     if not _DOTTED.fullmatch(target):
+        close = difflib.get_close_matches(reference.strip().lower(), BUILTIN_RECIPES, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
         raise SettingsError(
-            f"unknown recipe '{reference}'; accepted: {', '.join(BUILTIN_RECIPES)}, or package.module:Class"
+            f"unknown recipe '{reference}'{hint}; accepted: {', '.join(BUILTIN_RECIPES)}, or package.module:Class"
         )
     module_name, _, class_name = target.partition(":")
     try:

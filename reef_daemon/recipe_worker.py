@@ -146,6 +146,11 @@ class RecipeWorkers:
             if scenario.recipe == self._recipe.name:
                 self.worker(scenario.name)
 
+    def adopt(self, scenario: str) -> None:
+        """A scenario just moved to this recipe: start its worker and let it read the records already there."""
+        if self._recipe.trains:
+            self.worker(scenario).wake()
+
     def worker(self, scenario: str) -> ScenarioWorker:
         worker = self._workers.get(scenario)
         if worker is None:

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import Settings, SettingsError, live_changes
 
 log = logging.getLogger("reef")
@@ -40,6 +42,8 @@ def run(
 async def _serve(
     settings: Settings, reload: Callable[[], Settings] | None, on_listening: Callable[[str], None] | None
 ) -> None:
+    # A busy port is reported before the model loads, not after (loading takes seconds, converting it more).
+    _check_port(settings.reef.host, settings.reef.port)
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S, handle_signals=False)
     await runner.setup()
@@ -48,10 +52,7 @@ async def _serve(
         await site.start()
     except OSError as exc:
         await runner.cleanup()
-        raise SettingsError(
-            f"cannot listen on {settings.reef.host}:{settings.reef.port}: {exc.strerror or exc};"
-            " choose another with --reef.port"
-        ) from None
+        raise _cannot_listen(settings.reef.host, settings.reef.port, exc) from None
     daemon = app[DAEMON]
     # Everything built so far lives as long as the daemon: keep the collector from rescanning it on every
     # full collection, which otherwise shows up as multi-millisecond stalls in the latency tail.
@@ -85,6 +86,27 @@ async def _serve(
         print("reef: stopped", file=sys.stderr, flush=True)
 
 
+def _check_port(host: str, port: int) -> None:
+    """SettingsError when `host:port` cannot be bound now (another process listens there)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise SettingsError(f"cannot listen on {host}:{port}: {exc.strerror}; check --reef.host") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise _cannot_listen(host, port, exc) from None
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> SettingsError:
+    return SettingsError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another with --reef.port")
+
+
 def _bound_port(runner: web.AppRunner, fallback: int) -> int:
     for address in runner.addresses:
         if isinstance(address, tuple) and len(address) >= 2:
@@ -105,6 +127,8 @@ def _announce(daemon: Daemon, port: int) -> None:
         f"  state dir: {settings.reef.state_dir.resolve()}",
         f"  auth:      {auth}",
     ]
+    recipes = {scenario.name: scenario.recipe for scenario in daemon.store.scenarios.all()}
+    lines += [f"  note:      {line}" for line in other_recipe_notice(daemon.recipe.name, recipes)]
     print("\n".join(lines), flush=True)
 
 

@@ -106,6 +106,18 @@ def _parse_positive_float(value: Any) -> float:
     return number
 
 
+def _parse_number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("expected a number") from None
+    if not math.isfinite(number):
+        raise ValueError("expected a finite number")
+    return number
+
+
 def _parse_fraction(value: Any) -> float:
     number = _parse_positive_float(value)
     if number >= 1:
@@ -166,6 +178,7 @@ OPTIONAL_TEXT = Kind("TEXT", _parse_optional_str)
 PORT = Kind("PORT", _parse_port)
 POSITIVE_INT = Kind("INTEGER", _parse_positive_int)
 COUNT = Kind("INTEGER", _parse_count)
+NUMBER = Kind("NUMBER", _parse_number)
 POSITIVE_NUMBER = Kind("NUMBER", _parse_positive_float)
 FRACTION = Kind("NUMBER", _parse_fraction)
 TOKENS = Kind("TOKENS", _parse_tokens)
@@ -281,11 +294,20 @@ class HarnessSection:
     )
 
 
+@dataclass(frozen=True)
+class ReportsSection:
+    """What a report may say: the one score scale every client uses (`reef score`, `--from`, the TUI's keys, HTTP)."""
+
+    score_min: float = _setting(0.0, NUMBER, help="the worst score a report may give")
+    score_max: float = _setting(1.0, NUMBER, help="the best score a report may give")
+
+
 SECTIONS: dict[str, type[Any]] = {
     "reef": ReefSection,
     "inference": InferenceSection,
     "training": TrainingSection,
     "harness": HarnessSection,
+    "reports": ReportsSection,
 }
 
 
@@ -297,6 +319,7 @@ class Settings:
     inference: InferenceSection = field(default_factory=InferenceSection)
     training: TrainingSection = field(default_factory=TrainingSection)
     harness: HarnessSection = field(default_factory=HarnessSection)
+    reports: ReportsSection = field(default_factory=ReportsSection)
     recipe: str = _setting("record", TEXT, help="recipe name or package.module:Class")
     sources: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
@@ -439,11 +462,17 @@ def load_settings(
         else:
             top[info.attr] = value
         sources[key] = source
+    reports = ReportsSection(**sections["reports"])
+    if reports.score_min >= reports.score_max:
+        raise SettingsError(
+            f"reports.score-min ({reports.score_min:g}) must be below reports.score-max ({reports.score_max:g})"
+        )
     return Settings(
         reef=ReefSection(**sections["reef"]),
         inference=InferenceSection(**sections["inference"]),
         training=TrainingSection(**sections["training"]),
         harness=HarnessSection(**sections["harness"]),
+        reports=reports,
         sources=sources,
         config_file=config_file,
         **top,

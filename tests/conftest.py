@@ -16,5 +16,6 @@ def embedded_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 
     state = tmp_path_factory.mktemp("embedded-cache")
+    (state / "models").mkdir()  # this session's own cache, not the user's
     load_model(resolve_source(None), state)
     return state / "models"

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
 import click
+import typer
 
+from adapters._locate import find_agent, not_found
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
 from reef_cli.commands import evolve as reef_evolve
+from reef_cli.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
 
-REQUEST_WIDTH = 60
 VERSION_TIMEOUT_S = 60
 
 
@@ -46,7 +47,8 @@ def evolve(installed: Installed, text: str, wait: bool, timeout: float) -> int:
     binding = installed.binding
     try:
         reef_evolve.evolve(text, binding.scenario, wait, timeout, False, binding.url, installed.token)
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
+        # reef's commands end with typer.Exit; here its status is the wrapper's, without a traceback.
         return int(exc.exit_code)
     if wait:
         print(f"install the served version with: {installed.wrapper} update")
@@ -71,24 +73,13 @@ def versions(installed: Installed, wanted: list[str] | None = None) -> int:
 
 
 def version_table(rows: list[ReleaseRow], installed: str) -> str:
-    """Version, release, result and status columns, oldest first, with each request's text under its row."""
-    table = [("Version", "Release", "Result", "Status")]
+    """The columns of `reef versions`, oldest first, with each request's text under its row."""
+    table = [HEADERS]
     notes = []
     for row in reversed(rows):
-        status = [
-            mark
-            for mark, on in (
-                ("installed", row["release_id"] == installed),
-                ("current", row.get("current")),
-                ("pending", row.get("pending")),
-            )
-            if on
-        ]
-        table.append((row["version"], (row["release_id"] or "")[:8], str(row["result"]), ", ".join(status)))
-        request = row.get("request")
-        text = (request["text"] or "") if request else ""
-        notes.append(text if len(text) <= REQUEST_WIDTH else text[: REQUEST_WIDTH - 1] + "…")
-    widths = [max(len(line[column]) for line in table) for column in range(4)]
+        table.append(version_cells(row, installed=row["release_id"] == installed))
+        notes.append(request_text(row))
+    widths = [max(len(line[column]) for line in table) for column in range(len(HEADERS))]
     lines = []
     for index, line in enumerate(table):
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
@@ -157,9 +148,9 @@ def doctor(installed: Installed) -> int:
 
 def _agent_version(installed: Installed) -> tuple[bool, str]:
     agent = installed.adapter
-    binary = os.environ.get(BINARY_ENV) or shutil.which(agent.binary)
+    binary = os.environ.get(BINARY_ENV) or find_agent(agent.binary)
     if not binary:
-        return False, f"{agent.binary} is not on PATH; install it ({agent.agent.package})"
+        return False, not_found(agent.binary, agent.agent.package)
     env = _with(agent.agent.env(installed.root, installed.binding))
     try:
         done = subprocess.run(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters._agent import SESSION_ENV
+from adapters._locate import find_agent, not_found
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
 from reef_cli.client import ReefClient
 from reef_daemon.contract import TOKEN_ENV
@@ -39,9 +39,9 @@ def run(installed: Installed, args: list[str]) -> int:
         )
         return EXIT_CHANGED
     agent = installed.adapter
-    binary = os.environ.get(BINARY_ENV) or shutil.which(agent.binary)
+    binary = os.environ.get(BINARY_ENV) or find_agent(agent.binary)
     if not binary:
-        print(f"{name}: {agent.binary} is not on PATH; install it ({agent.agent.package})", file=sys.stderr)
+        print(f"{name}: {not_found(agent.binary, agent.agent.package)}", file=sys.stderr)
         return EXIT_NO_AGENT
     binding = installed.binding
     session = uuid.uuid4().hex

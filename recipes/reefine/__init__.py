@@ -41,6 +41,11 @@ EMBEDDED_ANSWER_TOKENS = 512
 log = logging.getLogger("reef.reefine")
 
 
+def _embedded_caps_answers(settings: Settings) -> bool:
+    """The embedded model serves (no upstream) and nobody set harness.max-tokens."""
+    return settings.inference.upstream_url is None and "harness.max-tokens" not in settings.sources
+
+
 class ReefineRecipe(HarnessRecipe):
     name: ClassVar[str] = "reefine"
     default_training_mode: ClassVar[str] = "manual"
@@ -89,10 +94,16 @@ class ReefineRecipe(HarnessRecipe):
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)
 
+    @classmethod
+    def chosen_settings(cls, settings: Settings) -> dict[str, tuple[str, str]]:
+        if _embedded_caps_answers(settings):
+            return {"harness.max-tokens": (str(EMBEDDED_ANSWER_TOKENS), "recipe reefine, for the embedded model")}
+        return {}
+
     def _answer_tokens(self, runtime: Runtime) -> int:
         """`harness.max-tokens`; unless set, the embedded model (tens of tokens a second on a CPU) writes at most
         EMBEDDED_ANSWER_TOKENS, so a request settles in minutes rather than an hour."""
-        if runtime.describe().get("kind") == "embedded" and "harness.max-tokens" not in self.settings.sources:
+        if runtime.describe().get("kind") == "embedded" and _embedded_caps_answers(self.settings):
             log.info(
                 "reefine: the embedded model writes proposer answers of at most %d tokens; set harness.max-tokens "
                 "to change that",

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters import SESSION_ENV, Adapter, Binding
+from adapters import SESSION_ENV, Adapter, Binding, find_agent, not_found
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.install.files import bound_files
@@ -68,9 +68,9 @@ def trial_binary(adapter: Adapter, setting: str) -> tuple[str | None, str]:
     if setting == OFF:
         return None, "trials are off (harness.trial = off)"
     if setting == AUTO:
-        found = shutil.which(adapter.binary)
+        found = find_agent(adapter.binary)
         if found is None:
-            return None, f"{adapter.binary} is not installed on this host ({adapter.agent.package})"
+            return None, not_found(adapter.binary, adapter.agent.package)
         return found, ""
     return setting, ""
 

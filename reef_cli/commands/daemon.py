@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from reef_cli.client import ReefClient, ReefClientError
 from reef_cli.connect import daemon_client
 from reef_cli.daemon_process import StartFailed, is_reef_daemon, start_daemon, stop_daemon
 from reef_cli.options import JsonOption, TokenOption, UrlOption
@@ -18,6 +19,7 @@ from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DaemonFiles, running_here
 from reef_daemon.contract import DEFAULT_STATE_DIR
 from reef_daemon.recipe_host import resolve_recipe
+from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import SettingsError
 
 START_EXAMPLE = "Example: reef start --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
@@ -59,6 +61,19 @@ def start(
         except StartFailed as exc:
             fail(f"reef did not start: {exc}")
     typer.echo(f"reef started at {started.url} (pid {started.pid}); log: {files.log_file}")
+    for line in _other_recipe_lines(started.url, settings.reef.token):
+        typer.echo(f"note: {line}")
+
+
+def _other_recipe_lines(url: str, token: str | None) -> list[str]:
+    """What the started daemon says about scenarios made under another recipe (nothing if it cannot be asked)."""
+    try:
+        with ReefClient(url, token) as client:
+            status = client.status()
+    except ReefClientError:
+        return []
+    recipes = {name: counts["recipe"] for name, counts in status["scenarios"].items()}
+    return other_recipe_notice(status["recipe"]["name"], recipes)
 
 
 def stop(state_dir: StateDirOption = None) -> None:

@@ -41,7 +41,12 @@ def evolve(
             else:
                 console().print(f"request {request_id} queued; its progress: {filed['progress_path']}", soft_wrap=True)
             return
-        progress = _watch(client, request_id, timeout, quiet=json)
+        progress = watch(client, request_id, timeout, quiet=json)
+    settle(progress, json=json)
+
+
+def settle(progress: RequestProgress, *, json: bool) -> None:
+    """Print where the request stands and exit: 0 published, 1 rejected or skipped, 2 still running."""
     if json:
         print_json(progress)
     else:
@@ -52,7 +57,7 @@ def evolve(
         raise typer.Exit(1)
 
 
-def _watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> RequestProgress:
+def watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> RequestProgress:
     """Poll the request until it settles or the timeout passes; a spinner shows the phase and latest activity."""
     deadline = time.monotonic() + timeout
     progress = client.request_progress(request_id)
@@ -69,7 +74,10 @@ def _watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) 
 def _report(progress: RequestProgress) -> None:
     lines = []
     if progress["state"] != "settled":
-        lines.append(f"request {progress['id']} is still {progress['state']}; run the command again with --wait later")
+        lines.append(
+            f"request {progress['id']} is still {progress['state']}; wait for it with: reef requests {progress['id']}"
+            " --wait (filing it again would make a second request)"
+        )
     else:
         result = progress["result"]
         release_id = progress.get("release")

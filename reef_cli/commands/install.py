@@ -11,13 +11,21 @@ from reef_cli.commands.versions import resolve_version
 from reef_cli.connect import daemon_client, found_daemon
 from reef_cli.installs import run_install_script
 from reef_cli.options import TokenOption, UrlOption
+from reef_cli.setting_options import adapter_names
 
 EXAMPLE = "Example: reef install --adapter pi --scenario my-harness    (then run: reef-pi)"
 
 
 def install(
     adapter: Annotated[
-        str, typer.Option("--adapter", "-a", help="The agent: pi, codex, dsh, claude or opencode.", show_default=False)
+        str,
+        typer.Option(
+            "--adapter",
+            "-a",
+            help="The agent: pi, codex, dsh, claude or opencode.",
+            show_default=False,
+            autocompletion=adapter_names,
+        ),
     ],
     scenario: Annotated[
         str, typer.Option("--scenario", "-s", help="The scenario whose harness to install.", show_default=False)

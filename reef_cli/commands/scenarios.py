@@ -1,4 +1,5 @@
-"""`reef scenarios`: list the scenarios, create one, or archive one (its records are kept)."""
+"""`reef scenarios`: list the scenarios, create one, move one to the daemon's recipe, or archive one (its records
+are kept)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from reef_cli.render.status import scenarios_table
 LIST_EXAMPLE = "Example: reef scenarios --json"
 CREATE_EXAMPLE = "Example: reef scenarios create my-harness --training-mode manual"
 ARCHIVE_EXAMPLE = "Example: reef scenarios archive my-harness"
+MOVE_EXAMPLE = "Example: reef scenarios move demo"
 
 app = typer.Typer(
     name="scenarios",
-    help="List the scenarios with their record and report counts; create or archive one.",
+    help="List the scenarios with their record and report counts; create, move or archive one.",
     epilog=LIST_EXAMPLE,
     invoke_without_command=True,
     no_args_is_help=False,
@@ -53,7 +55,7 @@ def _inherited(ctx: typer.Context, url: str | None, token: str | None) -> tuple[
 def list_scenarios(
     ctx: typer.Context, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
 ) -> None:
-    """List the scenarios with their record and report counts; create or archive one."""
+    """List the scenarios with their record and report counts; create, move or archive one."""
     if ctx.invoked_subcommand is not None:
         # `reef scenarios --url U create NAME` means the same as `reef scenarios create NAME --url U`.
         ctx.obj = GroupOptions(url, token)
@@ -93,6 +95,29 @@ def create(
         return
     verb = "created" if created else "already exists:"
     typer.echo(f"{verb} scenario {row['scenario']} (recipe {row['recipe']}, training {row['training_mode']})")
+
+
+@app.command("move", epilog=MOVE_EXAMPLE)
+def move(
+    ctx: typer.Context, name: NameArgument, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
+) -> None:
+    """Move a scenario made under another recipe to the recipe the daemon runs.
+
+    A scenario keeps the recipe it was made under; after a move, the daemon's recipe trains it, reading its
+    records from the start, with the recipe's default training mode.
+    """
+    with daemon_client(*_inherited(ctx, url, token)) as client:
+        recipe = str(client.status()["recipe"]["name"])
+        before = next((row for row in client.scenarios() if row["scenario"] == name), None)
+        row = client.move_scenario(name, recipe)
+    if json:
+        print_json(dict(row))
+        return
+    if before is not None and before["recipe"] == recipe:
+        typer.echo(f"scenario {name} already has recipe {recipe}")
+        return
+    previous = f" from {before['recipe']}" if before is not None else ""
+    typer.echo(f"moved scenario {name}{previous} to recipe {recipe} (training {row['training_mode']})")
 
 
 @app.command("archive", epilog=ARCHIVE_EXAMPLE)

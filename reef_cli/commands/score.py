@@ -16,7 +16,7 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import fail, print_json
 
 EXAMPLE = (
-    "Examples: reef score 3f2a9c0d4e5b6a7980c1d2e3f4a5b6c7 1 --feedback 'right answer'  |  "
+    "Examples: reef score 3f2a9c0d4e5b6a7980c1d2e3f4a5b6c7 1 --feedback 'right answer' (1 is the best score)  |  "
     "ci-checks | reef score --from -  |  reef score --next --scenario demo"
 )
 USAGE = "give RECEIPT... SCORE, or --from FILE (- for stdin), or --next"
@@ -25,7 +25,12 @@ USAGE = "give RECEIPT... SCORE, or --from FILE (- for stdin), or --next"
 def score(
     values: Annotated[
         list[str] | None,
-        typer.Argument(metavar="RECEIPT... SCORE", help="Receipts, then the score.", show_default=False),
+        typer.Argument(
+            metavar="RECEIPT... SCORE",
+            help="Receipts, then the score: from 0 (worst) to 1 (best) unless the daemon's reports.score-min/max "
+            "say otherwise.",
+            show_default=False,
+        ),
     ] = None,
     feedback: Annotated[str | None, typer.Option("--feedback", "-m", help="What was right or wrong.")] = None,
     from_file: Annotated[

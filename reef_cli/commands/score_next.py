@@ -11,6 +11,7 @@ import typer
 from reef_cli.client import ReefClient
 from reef_cli.output import console
 from reef_cli.render.record import record_view
+from reef_daemon.contract import ScoreScale
 
 QUIT: Literal["quit"] = "quit"
 
@@ -20,6 +21,7 @@ def score_next(client: ReefClient, scenario: str | None) -> None:
     cursor = 0
     scored = skipped = 0
     out = console()
+    scale = client.status()["score_scale"]
     while True:
         page = client.records(scenario=scenario, unscored=True, after=cursor, limit=1)
         if not page["records"]:
@@ -29,7 +31,7 @@ def score_next(client: ReefClient, scenario: str | None) -> None:
         cursor = row["sequence"]
         out.rule(f"unscored record in {row['scenario']}")
         out.print(record_view(client.record(row["id"])))
-        answer = _ask_score()
+        answer = _ask_score(scale)
         if answer == QUIT:
             out.print(f"stopped (scored {scored}, skipped {skipped})")
             return
@@ -42,10 +44,11 @@ def score_next(client: ReefClient, scenario: str | None) -> None:
         out.print(f"scored {answer:g} (report {ack['agent_record_id']})")
 
 
-def _ask_score() -> float | Literal["quit"] | None:
-    """A finite score, None to skip, or QUIT."""
+def _ask_score(scale: ScoreScale) -> float | Literal["quit"] | None:
+    """A score on the deployment's scale, None to skip, or QUIT."""
+    low, high = scale["min"], scale["max"]
     while True:
-        text = _ask("score (Enter skips, q quits)")
+        text = _ask(f"score from {low:g} (worst) to {high:g} (best); Enter skips, q quits")
         if text is None or text.lower() in ("q", "quit"):
             return QUIT
         if text == "":
@@ -54,9 +57,12 @@ def _ask_score() -> float | Literal["quit"] | None:
             value = float(text)
         except ValueError:
             value = math.nan
-        if math.isfinite(value):
+        if low <= value <= high:
             return value
-        typer.echo(f"'{text}' is not a number; type a score such as 1, 0.5 or -1")
+        if math.isfinite(value):
+            typer.echo(f"{value:g} is outside the scale; type a score from {low:g} to {high:g}")
+        else:
+            typer.echo(f"'{text}' is not a number; type a score from {low:g} to {high:g}")
 
 
 def _ask(question: str) -> str | None:

@@ -9,7 +9,7 @@ import typer
 
 from reef_cli.client import ReefClient, ReefClientError
 from reef_cli.connect import found_daemon
-from reef_cli.discovery import SeveralDaemons, find_daemon
+from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, find_daemon
 from reef_cli.options import TokenOption, UrlOption
 
 EXAMPLE = "Example: reef tui --scenario demo   (inside: ? for help, ctrl+p for every action)"
@@ -43,7 +43,7 @@ def bare_reef_opens_tui() -> bool:
         return False
     try:
         target = find_daemon()
-    except SeveralDaemons:
+    except (SeveralDaemons, BadDaemonUrl):
         return False
     try:
         with ReefClient(target.url, target.token, timeout_s=PROBE_TIMEOUT_S) as client:

@@ -11,14 +11,14 @@ from rich.table import Table
 from reef_cli.client import ReleaseRow
 from reef_cli.commands.evolve import ScenarioOption
 from reef_cli.connect import daemon_client
-from reef_cli.installs import ShownRelease, mark_installed
+from reef_cli.installs import mark_installed
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
+from reef_cli.render.versions import HEADERS, request_text, version_cells
 
 VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness"
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4"
 ROLLBACK_EXAMPLE = "Example: reef rollback --scenario my-harness v2"
-REQUEST_WIDTH = 60
 
 VersionArgument = Annotated[str, typer.Argument(help="A version (v3) or a release id (or its first 8+ characters).")]
 
@@ -26,24 +26,21 @@ VersionArgument = Annotated[str, typer.Argument(help="A version (v3) or a releas
 def versions(
     scenario: ScenarioOption, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
 ) -> None:
-    """List a scenario's harness versions, oldest first: result, status (installed/current/pending), request."""
+    """List a scenario's harness versions, oldest first: release, operation, result, status, request.
+
+    Every step is numbered (vN), also one that published no release (rejected or skipped).
+    """
     with daemon_client(url, token) as client:
         rows = mark_installed(scenario, client.releases(scenario))
     if json:
         print_json({"scenario": scenario, "releases": rows})
         return
     table = Table(title=f"harness versions of {scenario}")
-    for column in ("version", "release", "result", "status", "request"):
-        table.add_column(column)
+    for column in HEADERS:
+        table.add_column(column, no_wrap=True)
+    table.add_column("request")  # the one column that wraps on a narrow terminal
     for row in reversed(rows):
-        request = (row.get("request") or {}).get("text") or ""
-        table.add_row(
-            row["version"],
-            (row["release_id"] or "")[:8],
-            _result(row),
-            ", ".join(_status(row)),
-            request if len(request) <= REQUEST_WIDTH else request[: REQUEST_WIDTH - 1] + "…",
-        )
+        table.add_row(*version_cells(row, installed=row["installed"]), request_text(row))
     console().print(table)
 
 
@@ -84,22 +81,3 @@ def resolve_version(rows: Sequence[ReleaseRow], wanted: str) -> ReleaseRow:
             return matches[0]
     known = ", ".join(row["version"] for row in reversed(rows))
     fail(f"no version '{wanted}' (known: {known}); name one as vN or by its release id")
-
-
-def _result(row: ShownRelease) -> str:
-    if row.get("promoted_as"):
-        return f"promoted at {row['promoted_as']}"
-    if row["operation"] in ("promote", "rollback", "creation"):
-        return str(row["operation"])
-    return str(row["result"])
-
-
-def _status(row: ShownRelease) -> list[str]:
-    marks = []
-    if row.get("installed"):
-        marks.append("installed")
-    if row.get("current"):
-        marks.append("current")
-    if row.get("pending"):
-        marks.append("pending")
-    return marks

@@ -1,10 +1,15 @@
-"""The tables `reef demo sao` prints: one row per training step, and a line per arm on how the reward moved."""
+"""What `reef demo sao` prints: one row per training step, each run's reward curve as a sparkline, and per arm the
+held-out reward before and after training with its spread over seeds."""
 
 from __future__ import annotations
 
+import statistics
+
 from rich.table import Table
 
-from reef_cli.demo_run import MOVING_WINDOW, Arm, StepRow
+from reef_cli.demo_run import MOVING_WINDOW, Arm, ArmRun, StepRow
+
+BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def step_line(arm: Arm, row: StepRow, steps: int) -> str:
@@ -34,14 +39,37 @@ def steps_table(arm: Arm, rows: list[StepRow]) -> Table:
     return table
 
 
-def summary(arm: Arm, rows: list[StepRow]) -> str:
-    """How the moving average moved from the first full window to the end."""
-    if not rows:
-        return f"{arm.label}: no steps"
-    first = next((row for row in rows if row.rollouts >= MOVING_WINDOW), rows[-1])
-    seconds = sum(row.seconds for row in rows)
+def sparkline(values: list[float]) -> str:
+    """Rewards from 0 to 1 as one block character each, low to high."""
+    top = len(BLOCKS) - 1
+    return "".join(BLOCKS[round(min(max(value, 0.0), 1.0) * top)] for value in values)
+
+
+def curve_line(run: ArmRun) -> str:
+    """The arm's reward curve (the moving average after each step) and its held-out reward before and after."""
+    curve = sparkline([row.moving_average for row in run.rows])
+    warm = sum(1 for row in run.rows if row.loss is None)
+    warm_up = f", the first {warm} critic warm-up" if warm else ""
     return (
-        f"{arm.label}: {rows[-1].rollouts} rollouts, {len(rows)} steps in {seconds:.0f} s; "
-        f"reward over the last {MOVING_WINDOW} rollouts {first.moving_average:.2f} (after {first.rollouts}) "
-        f"-> {rows[-1].moving_average:.2f} (after {rows[-1].rollouts})"
+        f"{run.arm.label:<4} seed {run.seed}  avg{MOVING_WINDOW} by step{warm_up}: {curve}  "
+        f"held-out {run.before:.2f} -> {run.after:.2f}"
     )
+
+
+def summary(runs: list[ArmRun]) -> str:
+    """The arm's held-out reward before and after training, with its spread over the seeds run."""
+    if not runs:
+        return "no runs"
+    label = runs[0].arm.label
+    gains = [run.after - run.before for run in runs]
+    before = statistics.fmean(run.before for run in runs)
+    after = statistics.fmean(run.after for run in runs)
+    rows = runs[0].rows
+    seconds = sum(row.seconds for run in runs for row in run.rows) / len(runs)
+    spread = (
+        f"{statistics.fmean(gains):+.2f} ± {statistics.stdev(gains):.2f} (mean ± sd over {len(runs)} seeds)"
+        if len(runs) > 1
+        else f"{gains[0]:+.2f} (one seed; --seeds 3 shows the spread)"
+    )
+    steps = f"{rows[-1].rollouts if rows else 0} rollouts, {len(rows)} steps in {seconds:.0f} s"
+    return f"{label}: {steps}; held-out reward {before:.2f} -> {after:.2f}, change {spread}"

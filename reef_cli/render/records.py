@@ -57,6 +57,9 @@ def records_table(rows: Iterable[RecordRow], *, width: int, header: bool = True)
         table.add_column(column.name, width=column.width, justify=justify, no_wrap=True, overflow="ellipsis")
     for row in rows:
         cells = record_cells(row)
+        if row["type"] != "inference":
+            # A report or request has no HTTP status: its type takes the status column, which every width keeps.
+            cells["status"] = Text(row["type"], style="cyan")
         table.add_row(*(cells[column.name] for column in columns))
     return table
 

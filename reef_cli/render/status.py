@@ -8,6 +8,7 @@ from rich.table import Table
 from reef_cli.client import ScenarioRow, Status
 from reef_cli.render.formats import MISSING, duration
 from reef_daemon.contract import Training
+from reef_daemon.scenario_recipes import other_recipe_notice
 
 
 def status_view(status: Status, url: str) -> RenderableType:
@@ -28,19 +29,26 @@ def status_view(status: Status, url: str) -> RenderableType:
     if runtime.get("weight_version") is not None:
         facts.add_row("weights", str(runtime["weight_version"]))
     facts.add_row("training", _training(training))
+    recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}
+    for line in other_recipe_notice(str(recipe.get("name", "")), recipes):
+        facts.add_row("note", f"[yellow]{line}[/yellow]")
     if recipe.get("trial"):
         facts.add_row("trials", str(recipe["trial"]))
     facts.add_row("auth", "on" if status.get("auth") else "off")
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
+    per_scenario = training.get("scenarios") or {}
     scenarios = Table(title="scenarios", title_justify="left", expand=False)
-    for column in ("scenario", "recipe", "mode", "records", "reports", "unscored"):
-        scenarios.add_column(column, justify="right" if column in ("records", "reports", "unscored") else "left")
+    for column in ("scenario", "recipe", "mode", "records", "reports", "unscored", "steps"):
+        scenarios.add_column(column, justify="left" if column in ("scenario", "recipe", "mode") else "right")
     for name, counts in sorted((status.get("scenarios") or {}).items()):
+        state = per_scenario.get(name)
+        steps = None if state is None else state.get("steps")
         scenarios.add_row(
             name, str(counts.get("recipe", MISSING)), str(counts.get("training_mode", MISSING)),
             str(counts.get("records", 0)), str(counts.get("reports", 0)), str(counts.get("unscored", 0)),
+            MISSING if steps is None else str(steps),
         )  # fmt: skip
     if not status.get("scenarios"):
         return Group(facts, "", "no scenarios yet: send a request with the x-reef-scenario header")
@@ -48,10 +56,18 @@ def status_view(status: Status, url: str) -> RenderableType:
 
 
 def _training(training: Training) -> str:
+    """On or off, and the newest step of any scenario (each scenario keeps its own step numbers)."""
     if not training.get("enabled"):
         return "off (this recipe records only)"
-    last = training.get("last_step")
-    return "on" + (f", last step {last}" if last else ", no step yet")
+    steps = [
+        (last["created_at"] or 0.0, last["step"], name)
+        for name, state in (training.get("scenarios") or {}).items()
+        if (last := state.get("last_step")) is not None
+    ]
+    if not steps:
+        return "on, no step yet"
+    _at, step, name = max(steps)
+    return f"on, last step {step} ({name})"
 
 
 def scenarios_table(rows: list[ScenarioRow]) -> Table:

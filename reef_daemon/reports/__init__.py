@@ -26,9 +26,12 @@ def load_schema(name: str = BASE_SCHEMA) -> dict[str, Any]:
 
 
 class ReportValidator:
-    """Checks a report body against the base schema and any schema the recipe adds."""
+    """Checks a report body against the base schema, the deployment's score scale and any schema the recipe adds."""
 
-    def __init__(self, extra_schemas: tuple[dict[str, Any], ...] = ()) -> None:
+    def __init__(
+        self, extra_schemas: tuple[dict[str, Any], ...] = (), *, score_scale: tuple[float, float] = (0.0, 1.0)
+    ) -> None:
+        self.score_scale = score_scale
         self._validators = [Draft202012Validator(load_schema())]
         self._validators += [Draft202012Validator(schema) for schema in extra_schemas]
 
@@ -45,8 +48,17 @@ class ReportValidator:
             if key in body:
                 content[key] = body[key]
         if "score" in content:
-            content["score"] = _finite_score(content["score"])
+            content["score"] = self._on_scale(_finite_score(content["score"]))
         return content
+
+    def _on_scale(self, score: float) -> float:
+        low, high = self.score_scale
+        if not low <= score <= high:
+            raise BadRequest(
+                f"score {score:g} is outside this deployment's scale: from {low:g} (worst) to {high:g} (best)",
+                type="score_out_of_scale",
+            )
+        return score
 
 
 def _finite_score(score: float) -> float:

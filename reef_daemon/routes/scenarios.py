@@ -1,4 +1,4 @@
-"""Scenarios: list, create, change training mode, archive."""
+"""Scenarios: list, create, change training mode or move to the deployment's recipe, archive."""
 
 from __future__ import annotations
 
@@ -71,17 +71,34 @@ async def create_scenario(request: web.Request) -> web.Response:
 
 @routes.post(SCENARIO_UPDATE_ROUTE)
 async def update_scenario(request: web.Request) -> web.Response:
+    """Change a scenario's training mode, or move it to the deployment's recipe (`{"recipe": NAME}`)."""
     daemon = request.app[DAEMON]
     name = check_scenario_name(request.match_info["scenario"])
-    daemon.store.scenarios.require(name)
+    current = daemon.store.scenarios.require(name)
     body = await read_json_object(request)
-    unknown = sorted(set(body) - {"training_mode"})
-    if unknown or "training_mode" not in body:
-        raise BadRequest('send {"training_mode": "auto|manual|hybrid"}', type="invalid_update")
-    mode = _training_mode(body, required=True)
-    assert mode is not None
-    scenario = await daemon.store.scenarios.set_training_mode(name, mode)
-    info: ScenarioInfo = scenario.to_json()
+    unknown = sorted(set(body) - {"training_mode", "recipe"})
+    if unknown or not body:
+        raise BadRequest(
+            'send {"training_mode": "auto|manual|hybrid"} or {"recipe": "<this daemon\'s recipe>"}',
+            type="invalid_update",
+        )
+    mode = _training_mode(body, required=False)
+    if "recipe" in body:
+        recipe = body["recipe"]
+        if recipe != daemon.recipe.name:
+            raise BadRequest(
+                f"this daemon runs recipe '{daemon.recipe.name}'; a scenario can move only to it",
+                type="invalid_recipe",
+            )
+        if current.recipe != recipe:
+            moved = await daemon.store.scenarios.move_to_recipe(
+                name, recipe, mode or daemon.recipe.default_training_mode
+            )
+            daemon.workers.adopt(name)
+            info: ScenarioInfo = moved.to_json()
+            return json_response(info)
+    scenario = current if mode is None else await daemon.store.scenarios.set_training_mode(name, mode)
+    info = scenario.to_json()
     return json_response(info)
 
 

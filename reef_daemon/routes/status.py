@@ -39,5 +39,6 @@ async def status(request: web.Request) -> web.Response:
         "scenarios": scenarios,
         "training": {"enabled": daemon.recipe.trains, "scenarios": await daemon.workers.status()},
         "store": {"path": str(daemon.store.path), "commits": writer.batches, "writes": writer.operations},
+        "score_scale": {"min": daemon.reports.score_scale[0], "max": daemon.reports.score_scale[1]},
     }
     return json_response(body)

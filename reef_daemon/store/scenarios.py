@@ -110,6 +110,21 @@ class ScenarioStore:
         self._active[name] = updated
         return updated
 
+    async def move_to_recipe(self, name: str, recipe: str, training_mode: str) -> Scenario:
+        """Bind a scenario made under another recipe to `recipe`; its records stay and the new recipe reads them."""
+        current = self.require(name)
+        updated = replace(current, recipe=recipe, training_mode=training_mode)
+
+        def write(ctx: WriteContext) -> None:
+            ctx.conn.execute(
+                "UPDATE scenarios SET recipe = ?, training_mode = ? WHERE name = ?", (recipe, training_mode, name)
+            )
+            _announce(ctx, "updated", {**updated.to_json(), "previous_recipe": current.recipe})
+
+        await self._writer.submit(write)
+        self._active[name] = updated
+        return updated
+
     async def archive(self, name: str) -> str:
         """Archive a scenario: its records stay, under a new name, and the name is free again."""
         current = self.require(name)

@@ -78,8 +78,8 @@ def test_pi_reefine_and_versions_inside_a_session(reefine: Reefine) -> None:
     assert reefine.call("GET", f"/reef/records/{train['id']}")["text"] == "answer every question with a haiku"
 
     listed = said(reefine.wrapper("pi", "-p", "/versions"))
-    lines = listed[listed.index("Version") :].splitlines()
-    assert lines[0].split() == ["Version", "Release", "Result", "Status"]
+    lines = listed[listed.index("version  ") :].splitlines()
+    assert lines[0].split() == ["version", "release", "operation", "result", "status"]
     assert lines[1].startswith("v0") and "installed" in lines[1] and lines[2].startswith("v1") and "current" in lines[2]
     assert "answer every question with a haiku" in listed
     assert "v1 of this harness is served" in listed  # the notice at session start

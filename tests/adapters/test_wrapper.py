@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.adapters_testing import MODEL, Reefine
+from tests.support.adapters_testing import MODEL, REPO, Reefine
 
 
 def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: Reefine) -> None:
@@ -155,3 +155,21 @@ def test_doctor_says_the_agent_reaches_only_reef_and_update_puts_a_tampered_inst
     assert doctor.returncode == 1 and f"!! {setting} no longer" in doctor.stdout
     assert reefine.wrapper(adapter, "update").returncode == 0
     assert target.read_text() == quiet and reefine.wrapper(adapter, **agent).returncode == 0
+
+
+def test_evolve_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: Reefine) -> None:
+    assert reefine.install("pi").returncode == 0
+    # The scripted proposer's default answer writes nothing usable, so the request is skipped.
+    skipped = reefine.wrapper("pi", "evolve", "something vague", "--wait")
+    assert skipped.returncode == 1, skipped.stdout + skipped.stderr
+    assert "skipped: v1" in skipped.stdout
+    assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
+
+
+def test_the_wrapper_finds_the_agent_scripts_setup_installed_when_path_lacks_it(reefine: Reefine) -> None:
+    installed = REPO / ".tools" / "node_modules" / ".bin" / "pi"
+    assert installed.exists(), "scripts/setup installs pi into .tools/node_modules/.bin"
+    assert reefine.install("pi").returncode == 0
+    path = ":".join([str(reefine.home / ".local" / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+    doctor = reefine.wrapper("pi", "doctor", PATH=path)
+    assert f"at {installed}" in doctor.stdout, doctor.stdout + doctor.stderr

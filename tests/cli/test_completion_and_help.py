@@ -45,12 +45,14 @@ def _bash_complete(*words: str) -> list[str]:
 def test_bash_completes_subcommands_options_and_values() -> None:
     assert _bash_complete("sc") == ["score", "scenarios"]
     assert set(_bash_complete("")) >= {"start", "stop", "status", "records", "show", "score", "scenarios"}
-    assert _bash_complete("scenarios", "") == ["create", "archive"]
+    assert _bash_complete("scenarios", "") == ["create", "move", "archive"]
     assert _bash_complete("records", "--f") == ["--follow"]
     assert _bash_complete("records", "--type", "") == ["inference", "report", "train"]
     assert _bash_complete("completion", "") == ["bash", "zsh", "fish"]
     assert "--inference.upstream-url" in _bash_complete("start", "--inf")
     assert _bash_complete("serve", "--recipe", "") == ["record", "reefine", "sao", "grpo"]
+    assert _bash_complete("start", "--harness.adapter", "") == ["pi", "codex", "dsh"]
+    assert _bash_complete("install", "--adapter", "") == ["pi", "codex", "dsh"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
@@ -68,7 +70,7 @@ def test_the_fish_script_parses_and_completes() -> None:
         ["fish", "-c", f"source '{script}'; complete -C 'reef scenarios '"], capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
-    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == ["archive", "create"]
+    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == ["archive", "create", "move"]
 
 
 def _command_paths() -> list[list[str]]:

@@ -31,6 +31,10 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
         assert again.returncode == 0
         assert "already running" in again.stdout and daemon.url in again.stdout
 
+        served_here = daemon.reef("serve", "--inference.upstream-url", upstream_url, "--reef.port", "0")
+        assert served_here.returncode == 1
+        assert f"reef is already running from .reef at {daemon.url} (pid {pid})" in served_here.stderr
+
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         taken = run_reef(
@@ -111,6 +115,17 @@ def test_an_unreachable_daemon_is_one_line_saying_how_to_start_it(tmp_path: Path
         assert result.returncode == 1, command
         assert result.stderr.startswith("reef: no daemon answers at http://127.0.0.1:9"), result.stderr
         assert result.stderr.count("\n") == 1 and "reef start" in result.stderr
+
+
+def test_a_url_without_scheme_is_taken_as_http_and_other_mistakes_are_named(tmp_path: Path) -> None:
+    assert find_daemon("127.0.0.1:9933/", environ={}).url == "http://127.0.0.1:9933"
+    assert find_daemon(environ={"REEF_URL": "localhost:9944"}).url == "http://localhost:9944"
+    no_scheme = run_reef(tmp_path, clean_env(), "records", "--url", "127.0.0.1:9")
+    assert no_scheme.stderr.startswith("reef: no daemon answers at http://127.0.0.1:9 (connection refused)")
+    wrong = run_reef(tmp_path, clean_env(), "records", "--url", "ftp://127.0.0.1:9")
+    assert wrong.returncode == 2 and "--url must be an http:// or https:// URL" in wrong.stderr
+    unknown_host = run_reef(tmp_path, clean_env(REEF_URL="http://no-such-host.invalid:8900"), "records")
+    assert unknown_host.returncode == 1 and "(the host name does not resolve:" in unknown_host.stderr
 
 
 def test_stop_without_a_daemon_clears_a_stale_pid_file(tmp_path: Path) -> None:

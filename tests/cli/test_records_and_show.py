@@ -55,6 +55,19 @@ def test_records_filters_by_type_unscored_and_limit(daemon: Daemon, cli: Cli) ->
     assert cli("records", "--type", "bogus").exit_code == 2
 
 
+def test_records_at_80_columns_name_the_type_of_a_report_row(daemon: Daemon, cli: Cli) -> None:
+    receipt = daemon.chat("narrow")
+    assert cli("score", receipt, "1").exit_code == 0
+    table = cli("records", "--scenario", "narrow", env={"COLUMNS": "80"})
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    rows = [line for line in lines[1:] if line.strip()]
+    assert len(rows) == 2
+    assert receipt in rows[0] and "200" in rows[0]
+    assert " report " in f"{rows[1]} " and "200" not in rows[1]
+
+
 def _reader(stream: IO[str], into: queue.Queue[str]) -> None:
     for line in stream:
         into.put(line)

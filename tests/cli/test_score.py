@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 from typer.testing import Result
 
 from tests.support.cli_testing import Daemon
@@ -15,12 +16,12 @@ Cli = Callable[..., Result]
 
 def test_score_by_argument_takes_the_scenario_from_the_records(daemon: Daemon, cli: Cli) -> None:
     first, second = daemon.chat("by-arg"), daemon.chat("by-arg")
-    result = cli("score", first, second, "-0.5", "--feedback", "both missed the point")
+    result = cli("score", first, second, "0.25", "--feedback", "both missed the point")
     assert result.exit_code == 0, result.output
-    assert "scored 2 records in by-arg: -0.5" in result.stdout
+    assert "scored 2 records in by-arg: 0.25" in result.stdout
     for receipt in (first, second):
         record = daemon.record(receipt)
-        assert record["score"] == -0.5
+        assert record["score"] == 0.25
         assert record["reports"][0]["feedback"] == "both missed the point"
 
     ack = json.loads(cli("score", first, "1", "--json").stdout)
@@ -59,7 +60,7 @@ def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
         json.dumps({"references": [other], "score": 0, "metadata": {"job": 7}}),
         json.dumps({"receipt": "0" * 32, "score": 1}),
         json.dumps({"receipt": other, "grade": 1}),
-        json.dumps({"receipt": other, "score": 2, "id": "build-7-good"}),
+        json.dumps({"receipt": other, "score": 0, "id": "build-7-good"}),
     ]
     scores = tmp_path / "scores.jsonl"
     scores.write_text("\n".join(lines) + "\n")
@@ -103,7 +104,27 @@ def test_score_next_walks_unscored_records_from_stdin(daemon: Daemon) -> None:
     assert daemon.record(receipts[1])["score"] is None
     assert daemon.record(receipts[2])["score"] is None
 
-    finished = daemon.reef("score", "--next", "--scenario", "walk", input="1\n\n-1\n\n")
+    # A score outside the scale is asked again, naming the scale.
+    finished = daemon.reef("score", "--next", "--scenario", "walk", input="1\n\n-1\n0\n\n")
     assert finished.returncode == 0, finished.stderr
+    assert "-1 is outside the scale; type a score from 0 to 1" in finished.stdout
     assert "no more unscored records (scored 2, skipped 0)" in finished.stdout
-    assert [daemon.record(r)["score"] for r in receipts] == [0.5, 1, -1]
+    assert [daemon.record(r)["score"] for r in receipts] == [0.5, 1, 0]
+
+
+def test_scores_outside_the_scale_are_refused_everywhere_with_the_scale_named(daemon: Daemon, cli: Cli) -> None:
+    receipt = daemon.chat("scale")
+    assert daemon.get("/reef/status")["score_scale"] == {"min": 0.0, "max": 1.0}
+    for value in ("7", "-1"):
+        refused = cli("score", receipt, value)
+        assert refused.exit_code == 1, refused.output
+        assert "outside this deployment's scale: from 0 (worst) to 1 (best)" in refused.stderr
+    lines = json.dumps({"receipt": receipt, "score": 7}) + "\n" + json.dumps({"receipt": receipt, "score": 0.25})
+    mixed = cli("score", "--from", "-", input=lines + "\n")
+    assert mixed.exit_code == 1
+    assert "line 1: score 7 is outside this deployment's scale" in mixed.stderr
+    answer = httpx.post(
+        f"{daemon.url}/reef/report", json={"score": 1.5, "references": [receipt]}, headers={"x-reef-scenario": "scale"}
+    )
+    assert answer.status_code == 400 and "from 0 (worst) to 1 (best)" in answer.json()["error"]["message"]
+    assert [report["score"] for report in daemon.reports("scale")] == [0.25]

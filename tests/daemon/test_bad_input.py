@@ -116,3 +116,15 @@ async def test_report_reference_rules(reef: Reef) -> None:
     error = await error_of(await reef.post("/reef/report", {"score": 1, "references": [report_id]}), 400)
     assert "not a receipt" in error["message"] or error["type"] == "bad_reference"
     assert len(await reef.records(type="report")) == 1
+
+
+async def test_the_score_scale_is_a_setting_shown_in_status_and_enforced(start_reef: StartReef) -> None:
+    reef = await start_reef(reports__score_min="1", reports__score_max="5")
+    status = await (await reef.get("/reef/status")).json()
+    assert status["score_scale"] == {"min": 1.0, "max": 5.0}
+    mine = await receipt(reef)
+    error = await error_of(await reef.post("/reef/report", {"score": 0, "references": [mine]}), 400)
+    assert error["type"] == "score_out_of_scale"
+    assert error["message"] == "score 0 is outside this deployment's scale: from 1 (worst) to 5 (best)"
+    accepted = await reef.post("/reef/report", {"score": 5, "references": [mine]})
+    assert accepted.status == 200

@@ -182,3 +182,22 @@ async def test_kill_9_under_load_loses_no_receipt(tmp_path: Path, upstream: str)
         stored = {row[0] for row in db.execute("SELECT id FROM records")}
     missing = [r for r in receipts if r not in stored]
     assert missing == [], f"{len(missing)} of {len(receipts)} acknowledged records were lost"
+
+
+def test_a_busy_port_is_reported_before_anything_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reef_daemon import serve
+    from reef_daemon.settings import SettingsError, load_settings
+
+    def loads_the_model(*_args: object) -> None:
+        raise AssertionError("the daemon was built although its port is taken")
+
+    monkeypatch.setattr(serve, "create_app", loads_the_model)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        settings = load_settings(overrides={"reef.port": port, "reef.state-dir": str(tmp_path)}, environ={})
+        with pytest.raises(
+            SettingsError, match=f"cannot listen on 127.0.0.1:{port}: .*choose another with --reef.port"
+        ):
+            serve.run(settings)

@@ -51,6 +51,8 @@ runner = CliRunner()
         (["--inference.upstream-url", "http://user:pw@x"], "REEF_UPSTREAM_API_KEY"),
         (["--reef.port"], "setting reef.port needs a value, as in --reef.port VALUE"),
         (["9200"], "unexpected argument '9200'; settings look like --reef.port 8900"),
+        (["--reports.score-max", "0"], "reports.score-min (0) must be below reports.score-max (0)"),
+        (["--reports.score-min", "nan"], "bad value for reports.score-min (from command line): expected a finite"),
     ],
 )
 def test_errors_name_the_setting(args: list[str], words: str) -> None:
@@ -111,6 +113,7 @@ def test_help_lists_every_setting_with_its_help(command: str) -> None:
     [
         (["--reef.port", "nope"], "reef.port"),
         (["--recipe", "sparkle"], "unknown recipe 'sparkle'; accepted: record"),
+        (["--recipe", "sao2"], "unknown recipe 'sao2' (did you mean sao?); accepted: record"),
         (["--recipe", "os:path"], "is not a recipe class"),
         (["--recipe", "no_such_pkg.mod:Cls"], "cannot import recipe module"),
         (["--bogus.key", "1"], "unknown setting"),
@@ -133,3 +136,23 @@ def test_a_recipe_profile_sits_below_everything_the_user_sets(tmp_path: Path) ->
     assert settings.reef.state_dir == Path(".reef/profiled")
     chosen = load_serving_settings(config_file=None, overrides={**overrides, "reef.port": "9000"}, environ={})
     assert chosen.reef.port == 9000 and chosen.reef.state_dir == Path(".reef/profiled")
+
+
+def test_a_built_in_recipe_is_named_in_any_case() -> None:
+    from reef_daemon.recipe_host import resolve_recipe
+
+    assert resolve_recipe("Record") is resolve_recipe("record")
+    result = runner.invoke(app, ["serve", "--recipe", "RECORD", "--print-config"], env={})
+    assert result.exit_code == 0, result.output
+
+
+def test_print_config_shows_the_answer_cap_reefine_uses_with_the_embedded_model() -> None:
+    embedded = runner.invoke(app, ["serve", "--recipe", "reefine", "--print-config"], env={})
+    assert embedded.exit_code == 0, embedded.output
+    row = next(line for line in embedded.output.splitlines() if "harness.max-tokens" in line)
+    assert "512" in row and "8192" not in row and "recipe reefine" in row
+    upstream = runner.invoke(
+        app, ["serve", "--recipe", "reefine", "--inference.upstream-url", "http://h:1", "--print-config"], env={}
+    )
+    row = next(line for line in upstream.output.splitlines() if "harness.max-tokens" in line)
+    assert "8192" in row and "default" in row

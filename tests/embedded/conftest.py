@@ -26,6 +26,7 @@ from tests.support.embedded_running import RunningReef
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The models folder of a state directory, after the one cold load of this session wrote its cache."""
     state = tmp_path_factory.mktemp("embedded-cache")
+    (state / "models").mkdir()  # this session's own cache, not the user's
     loaded = load_model(resolve_source(None), state)
     assert loaded.cold and (loaded.weights_dir / "model.safetensors").is_file()
     return state / "models"

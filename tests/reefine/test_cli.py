@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from reef_cli.app import app
+from reef_cli.commands.evolve import settle
+from reef_daemon.contract import RequestProgress
 from tests.support.fake_proposer_model import answer, skill
 from tests.support.reefine_testing import Reefine
 
@@ -47,6 +50,30 @@ async def test_evolve_without_wait_and_timeouts(reefine: Reefine) -> None:
     assert code == 1 and "rule instruction-override" in output
 
 
+async def test_requests_waits_on_a_request_already_filed(reefine: Reefine) -> None:
+    reefine.model.script("answer", "no", "no", "no")
+    code, output = await reef(reefine, "evolve", "something vague", "--scenario", "harness", "--json")
+    request_id = json.loads(output)["agent_record_id"]
+    code, output = await reef(reefine, "requests", request_id, "--wait")
+    assert code == 1 and "skipped: v1" in output and "why: the served model gave no usable answer" in output
+    code, output = await reef(reefine, "requests", request_id, "--json")
+    assert code == 1 and json.loads(output)["result"] == "skipped"
+    assert len([row for row in await reefine.releases() if row["result"] == "skipped"]) == 1  # nothing filed twice
+
+
+def test_a_wait_that_times_out_says_how_to_keep_waiting_without_filing_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    progress: RequestProgress = {
+        "id": "0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40", "scenario": "harness", "text": "x", "session": None,
+        "created_at": 0.0, "state": "proposing", "activity": [], "design": None,
+    }  # fmt: skip
+    with pytest.raises(typer.Exit) as stopped:
+        settle(progress, json=False)
+    assert stopped.value.exit_code == 2
+    assert "reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait" in capsys.readouterr().out
+
+
 async def test_versions_promote_and_rollback(reefine: Reefine, home: Path) -> None:
     reefine.model.script("answer", answer("One.\n\nHow to use: ask.", skill("one")))
     await reef(reefine, "evolve", "first change", "--scenario", "harness", "--wait")
@@ -61,7 +88,10 @@ async def test_versions_promote_and_rollback(reefine: Reefine, home: Path) -> No
     assert code == 0
     lines = [line for line in output.splitlines() if line.startswith("│ v")]
     assert [line.split("│")[1].strip() for line in lines] == ["v0", "v1", "v2"]
-    assert "installed, current" in lines[1] and "first change" in lines[1]
+    assert "installed, current" in lines[1] and "first" in lines[1]  # the request wraps at 80 columns
+    # The words of --json and of reef-pi versions: the operation that made each step, then its result.
+    assert "creation" in lines[0] and "selected" in lines[0]
+    assert "training" in lines[1] and "selected" in lines[1]
     assert "pending" in lines[2] and "ring a bell" in lines[2]
 
     code, output = await reef(reefine, "promote", "--scenario", "harness", "v2")

@@ -129,11 +129,15 @@ async def test_a_trial_is_not_run_without_the_agent(
     assert git is not None
     (bin_dir / "git").symlink_to(git)
     monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr("adapters._locate.setup_folders", lambda: [tmp_path / "tools"])
     reefine = await start_reefine(harness__trial="auto")
     progress = await request_a_skill(reefine)
     assert progress["result"] == "selected"
     trial = await last_trial(reefine)
-    assert trial["reason"] == "not run: pi is not installed on this host (npm install -g @mariozechner/pi-coding-agent)"
+    assert trial["reason"] == (
+        f"not run: pi is not installed: reef looked on PATH and in {tmp_path / 'tools'}; install it "
+        "(npm install -g @mariozechner/pi-coding-agent) or run scripts/setup"
+    )
     assert not trial["ran"] and trial["exit_code"] is None
     status = await reefine.ok("GET", "/reef/status")
     assert status["recipe"]["trial"] == trial["reason"]

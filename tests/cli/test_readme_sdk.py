@@ -1,0 +1,28 @@
+"""The README's SDK snippet runs as written against a daemon (fake upstream behind it), and every receipt it reads
+names a stored record of the route it called."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.cli_testing import Daemon
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+RECEIPT_LINE = re.compile(r"^(\s*)receipt = (.+)$", re.MULTILINE)
+
+
+def test_the_readme_sdk_snippet_reads_a_receipt_for_every_call(daemon: Daemon) -> None:
+    snippet = re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+    assert snippet is not None
+    code = snippet.group(1).replace("http://127.0.0.1:8900", daemon.url)
+    # Every receipt the snippet reads is kept and printed, instead of only the last.
+    code = "receipts = []\n" + RECEIPT_LINE.sub(r"\1receipts.append(\2)", code) + "print(*receipts)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    receipts = done.stdout.split()[-6:]
+    routes = [daemon.record(receipt)["route"] for receipt in receipts]
+    assert routes == ["/v1/chat/completions"] * 2 + ["/v1/responses"] * 2 + ["/v1/messages"] * 2
+    assert len(set(receipts)) == 6
