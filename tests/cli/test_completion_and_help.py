@@ -51,8 +51,8 @@ def test_bash_completes_subcommands_options_and_values() -> None:
     assert _bash_complete("completion", "") == ["bash", "zsh", "fish"]
     assert "--inference.upstream-url" in _bash_complete("start", "--inf")
     assert _bash_complete("serve", "--recipe", "") == ["record", "reefine", "sao", "grpo"]
-    assert _bash_complete("start", "--harness.adapter", "") == ["pi", "codex", "dsh"]
-    assert _bash_complete("install", "--adapter", "") == ["pi", "codex", "dsh"]
+    assert _bash_complete("start", "--harness.adapter", "") == ["pi", "codex", "dsh", "claude", "opencode"]
+    assert _bash_complete("install", "--adapter", "") == ["pi", "codex", "dsh", "claude", "opencode"]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
