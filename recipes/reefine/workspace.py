@@ -69,7 +69,9 @@ def lay_out(
     guide: str,
 ) -> None:
     """Write the workspace for `tree`; reserved/ is made read-only."""
-    workspace.mkdir(parents=True, exist_ok=True)
+    for kind, folder in FOLDERS.items():
+        if kind in adapter.renders:
+            (workspace / folder).mkdir(parents=True, exist_ok=True)
     for entry in tree:
         if entry.kind in FOLDERS:
             _write(workspace, *entry_file(entry))
