@@ -3,7 +3,9 @@ leaves is read back, admitted, reviewed and published, and the request's progres
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
 from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
+from tests.support.waiting import eventually
 
 BAD_SKILL = "printf '# Be brief\\nAnswer in one sentence.\\n' > 'skills/be brief!.md'"
 FIX_SKILL = (
@@ -19,6 +22,7 @@ FIX_SKILL = (
     " && harness-check"
 )
 TRIAL = "harness-trial 'What is the capital of France?' --expect Paris"
+EDIT_RESERVED = "echo '// changed' >> reserved/extensions/reef-requests.ts"
 
 
 @pytest.fixture
@@ -35,8 +39,6 @@ def texts(progress: dict[str, Any]) -> list[str]:
 
 
 async def settled(reefine: Reefine, request_id: str, seconds: float = 240) -> dict[str, Any]:
-    from tests.support.waiting import eventually
-
     progress: dict[str, Any] = await eventually(
         lambda: reefine.ok("GET", f"/reef/requests/{request_id}"),
         seconds,
@@ -51,18 +53,19 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
 ) -> None:
     reefine = await start_reefine(harness__proposer_agent="pi")
     assert reefine.agent is not None
-    reefine.agent.commands = ["cat context/request.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL]
+    reefine.agent.commands = ["cat context/request.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED]
 
     progress = await settled(reefine, await reefine.train("make answers brief"))
 
-    assert progress["result"] == "selected", "\n".join(texts(progress)) + "\n" + "\n=====".join(reefine.agent.results)
+    assert progress["result"] == "selected", texts(progress)
     lines = texts(progress)
     assert any(line.startswith("proposer: the agent proposer: pi") and "jail" in line for line in lines), lines
     # What the agent's tools printed came back to it: the refusal, then the admitted fix, then the trial.
-    refusal, admitted, tried = reefine.agent.results[2:5]
+    refusal, admitted, tried, reserved = reefine.agent.results[2:6]
     assert "refused: entry id 'be brief!' is not allowed" in refusal
     assert admitted.startswith("admitted:")
     assert "The capital of France is Paris." in tried and "expect /Paris/: matched" in tried
+    assert "Read-only file system" in reserved  # the jail keeps reef's own entries as they are
     # The progress lists each tool call, check and trial, in order.
     assert any(line.startswith("agent: bash") and "cat context/request.md" in line for line in lines)
     assert any(line.startswith("harness-check: refused") for line in lines)
@@ -75,8 +78,10 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert [m["id"] for m in metrics["mutations"]] == ["brief"]
     assert metrics["mutations"][0]["config"]["text"] == "# Be brief\nAnswer in one sentence.\n"
     assert metrics["agent"]["trials"][0]["matched"] is True
-    assert metrics["agent"]["model_calls"] >= 7  # six turns of the agent and the trial's own
+    assert metrics["agent"]["model_calls"] >= 8  # seven turns of the agent and the trial's own
     assert progress["how_to_use"] == "just ask."
+    status = await reefine.ok("GET", "/reef/status")
+    assert "200 model calls" in status["recipe"]["proposer"] and "10 trials" in status["recipe"]["proposer"]
 
     # The trial's model call went through reef, tagged with the request.
     listed = await reefine.ok("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
@@ -86,3 +91,103 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
         releases.add(record["tags"]["release"])
     assert f"trial-for-{progress['id']}" in releases and f"proposer-for-{progress['id']}" in releases
     assert SCENARIO not in releases
+
+
+def sleepers(marker: str) -> list[int]:
+    """Processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode("utf-8", "replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_a_session_that_never_stops_is_stopped_at_the_wall_bound_with_its_children(
+    start_reefine: StartReefine, pi: Path
+) -> None:
+    reefine = await start_reefine(harness__proposer_agent="pi", harness__proposer_wall_s=12)
+    assert reefine.agent is not None
+    reefine.agent.commands = ["sleep 987654"]
+
+    progress = await settled(reefine, await reefine.train("make answers brief"))
+
+    assert progress["result"] == "skipped"
+    assert progress["reason"] == "the agent was stopped at the wall bound before it changed any entry"
+    assert any("stopped at the wall bound of 12 s, with everything it started" in line for line in texts(progress))
+    await eventually(
+        lambda: asyncio.to_thread(sleepers, "987654"),
+        10,
+        "the agent's sleep to be gone",
+        satisfied=lambda pids: not pids,
+    )
+
+
+async def test_the_model_call_budget_is_enforced(start_reefine: StartReefine, pi: Path) -> None:
+    reefine = await start_reefine(harness__proposer_agent="pi", harness__proposer_model_calls=3)
+    assert reefine.agent is not None
+    reefine.agent.commands = ["true"] * 10
+
+    progress = await settled(reefine, await reefine.train("make answers brief"))
+
+    assert reefine.agent.calls == 3  # the fourth call was refused at the socket and never reached the model
+    assert any(line.endswith("3 model call(s), 0 trial(s)") for line in texts(progress)), texts(progress)
+    assert progress["result"] == "skipped"
+
+
+async def test_without_a_jail_an_edit_under_reserved_is_reported_and_not_applied(
+    start_reefine: StartReefine, pi: Path
+) -> None:
+    reefine = await start_reefine(harness__proposer_agent="pi", harness__sandbox="none")
+    assert reefine.agent is not None
+    reefine.agent.commands = [
+        "chmod u+w reserved/extensions/reef-requests.ts && " + EDIT_RESERVED,
+        "printf '# Be brief\\nAnswer in one sentence.' > skills/brief.md",
+    ]
+
+    progress = await settled(reefine, await reefine.train("make answers brief"))
+
+    lines = texts(progress)
+    assert any("WITHOUT a jail" in line for line in lines if line.startswith("proposer: the agent proposer"))
+    assert (
+        "not applied: reserved/extensions/reef-requests.ts: reef's own entries cannot be changed; the edit was "
+        "not applied" in lines
+    )
+    assert progress["result"] == "pending" or progress["result"] == "selected", lines
+    metrics = (await reefine.releases())[0]["metrics"]
+    assert [m["id"] for m in metrics["mutations"]] == ["brief"]
+    assert metrics["agent"]["reported"] == [
+        "reserved/extensions/reef-requests.ts: reef's own entries cannot be changed; the edit was not applied"
+    ]
+
+
+def only_git(folder: Path) -> str:
+    """A PATH folder with git alone (the daemon's releases need it)."""
+    folder.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (folder / "git").symlink_to(git)
+    return str(folder)
+
+
+async def test_without_the_agent_the_text_proposer_answers_and_says_why(
+    start_reefine: StartReefine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    reefine = await start_reefine(harness__proposer_agent="codex")
+    monkeypatch.setenv("PATH", only_git(tmp_path / "bin"))
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+    assert texts(progress)[1].startswith("proposer: the text proposer: codex is not installed on this host")
+    assert reefine.model.seen("plan")  # the text proposer asked for a plan
+
+
+async def test_without_the_jail_the_text_proposer_answers_and_says_why(
+    start_reefine: StartReefine, pi: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    reefine = await start_reefine(harness__proposer_agent="pi")
+    monkeypatch.setenv("PATH", os.pathsep.join([only_git(tmp_path / "bin"), str(pi.parent)]))  # no bubblewrap
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+    assert texts(progress)[1].startswith("proposer: the text proposer: bubblewrap is not installed on this host")
+    assert reefine.model.seen("plan")
