@@ -184,7 +184,12 @@ class AgentProposer:
         run = _Run(root, choice, self.bounds, note)
         try:
             lay_out(
-                run.workspace, tree, self._adapter, request, conversations, guide(self._adapter, self.bounds.describe())
+                run.workspace,
+                tree,
+                self._adapter,
+                request,
+                conversations,
+                guide(self._adapter, self.bounds.describe(), str(run.bin)),
             )
             budget = Budget(self.bounds.model_calls)
             with self._gate.lend(TRIAL_SCENARIO) as token:
@@ -260,10 +265,9 @@ class AgentProposer:
             **agent.env(home, binding),
             **agent.offline_env,
         }
-        argv = [
-            binary,
-            *agent.args(home, [*PROPOSER_ARGS.get(adapter.name, []), *agent.headless(agent_prompt(request))]),
-        ]
+        headless = agent.headless(agent_prompt(request))
+        headless[1:1] = PROPOSER_FLAGS.get(adapter.name, [])
+        argv = [binary, *agent.args(home, headless)]
         if not run.choice.jailed:
             return argv, env
         bwrap = shutil.which(BWRAP) or BWRAP
@@ -306,9 +310,9 @@ class AgentProposer:
         return Proposal(design, back.mutations, candidate, back.requires, review_json, 1, evidence=evidence)
 
 
-# What each proposing agent needs besides its headless mode to edit files without asking (its own sandbox off:
-# it runs in reef's jail).
-PROPOSER_ARGS: dict[str, list[str]] = {}
+# What a proposing agent needs after the first word of its headless mode to run commands and edit files without
+# asking: its own sandbox off, since it runs in reef's jail.
+PROPOSER_FLAGS: dict[str, list[str]] = {"codex": ["--dangerously-bypass-approvals-and-sandbox"]}
 
 
 class _Run:

@@ -33,7 +33,7 @@ Ids and names use letters, digits, '.', '_' and '-' and start with a letter or d
 most 64 KiB; no credentials or secrets in any entry (read them from the environment at run time); settings never
 choose or redirect the model; extensions write to the console only behind a UI check.
 
-# Your tools (shell commands)
+# Your tools (shell commands, in {tools}; use that path if a login shell does not find them)
 
 - harness-check: runs admission on the workspace exactly as reef will; prints each refusal. Run it after every
   change.
@@ -51,10 +51,10 @@ entry files, run harness-check and harness-trial until the behavior works, then 
 {request}"""
 
 
-def guide(adapter: Adapter, bounds: str) -> str:
-    """The workspace's AGENTS.md for a harness of `adapter`."""
+def guide(adapter: Adapter, bounds: str, tools: str) -> str:
+    """The workspace's AGENTS.md for a harness of `adapter`; the tools are in the folder `tools`."""
     kinds = ", ".join(adapter.renders)
-    return GUIDE.format(title=adapter.title, name=adapter.name, kinds=kinds, bounds=bounds)
+    return GUIDE.format(title=adapter.title, name=adapter.name, kinds=kinds, bounds=bounds, tools=tools)
 
 
 def agent_prompt(request: str) -> str:

@@ -191,3 +191,25 @@ async def test_without_the_jail_the_text_proposer_answers_and_says_why(
     progress = await reefine.settled(await reefine.train("make answers brief"))
     assert texts(progress)[1].startswith("proposer: the text proposer: bubblewrap is not installed on this host")
     assert reefine.model.seen("plan")
+
+
+async def test_codex_proposes_for_a_codex_harness(start_reefine: StartReefine, monkeypatch: pytest.MonkeyPatch) -> None:
+    codex = agent_binary("codex")
+    if codex is None:
+        pytest.skip("codex is not installed on this machine; scripts/setup installs it")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(codex.parent), os.environ["PATH"]]))
+    reefine = await start_reefine(harness__adapter="codex", harness__proposer_agent="codex")
+    assert reefine.agent is not None
+    reefine.agent.commands = ["cat context/request.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL]
+
+    progress = await settled(reefine, await reefine.train("make answers brief"))
+
+    lines = texts(progress)
+    assert progress["result"] == "selected", (lines, reefine.agent.results)
+    assert any(line.startswith("proposer: the agent proposer: codex") for line in lines), lines
+    refusal, admitted, tried = reefine.agent.results[2:5]
+    assert "refused: entry id 'be brief!' is not allowed" in refusal
+    assert "admitted:" in admitted
+    assert "expect /Paris/: matched" in tried
+    assert any(line.startswith("harness-trial: expect matched") for line in lines)
+    assert [m["id"] for m in (await reefine.releases())[0]["metrics"]["mutations"]] == ["brief"]

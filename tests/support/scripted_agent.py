@@ -64,9 +64,13 @@ class ScriptedAgent:
                 "content": [{"type": "output_text", "text": self.final, "annotations": []}],
             }  # fmt: skip
         else:
-            arguments = json.dumps({"command": ["bash", "-lc", command]})
-            item = {"id": f"fc_{len(outputs)}", "type": "function_call", "status": "completed", "name": "shell",
-                    "call_id": f"call_{len(outputs)}", "arguments": arguments}  # fmt: skip
+            offered = {tool.get("name") for tool in payload.get("tools", [])}
+            if "exec_command" in offered:  # codex's shell tool now; older ones offer `shell`
+                name, arguments = "exec_command", {"cmd": command, "login": False, "yield_time_ms": 30000}
+            else:
+                name, arguments = "shell", {"command": ["bash", "-lc", command]}
+            item = {"id": f"fc_{len(outputs)}", "type": "function_call", "status": "completed", "name": name,
+                    "call_id": f"call_{len(outputs)}", "arguments": json.dumps(arguments)}  # fmt: skip
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         response = {"id": "resp_1", "object": "response", "created_at": int(time.time()), "status": "completed",
                     "model": "m", "output": [item], "usage": usage}  # fmt: skip
