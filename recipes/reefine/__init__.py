@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from adapters import get_adapter
 from recipes.reefine.agent_proposer import AgentProposer, Bounds
+from recipes.reefine.conversations import LOW_SCORE
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
 from reef_daemon.contract import RecipeStatus, ReleaseRow
@@ -38,7 +39,6 @@ from reef_daemon.recipe_api import (
 
 __all__ = ["ReefineRecipe"]
 
-LOW_SCORE = 0.5
 EMBEDDED_ANSWER_TOKENS = 512
 log = logging.getLogger("reef.reefine")
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from recipes.reefine.agent_proposer import AgentProposer
+from recipes.reefine.conversations import low_scored
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import Trial, TrialRunner, not_run
@@ -55,7 +56,8 @@ class HarnessSteps:
         await note(f"proposer: {choice.describe()}")
         try:
             if choice.adapter is not None:
-                proposal = await self._agent.run(choice, request_id, text, tree, [], model, note)
+                conversations = await low_scored(self._harness.store, scenario)
+                proposal = await self._agent.run(choice, request_id, text, tree, conversations, model, note)
             else:
                 proposal = await propose_for_request(model, text, tree, self._harness.adapter, note)
         except ModelFailed as exc:

@@ -53,7 +53,13 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
 ) -> None:
     reefine = await start_reefine(harness__proposer_agent="pi")
     assert reefine.agent is not None
-    reefine.agent.commands = ["cat context/request.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED]
+    chat = {"model": "fake-proposer", "messages": [{"role": "user", "content": "what is the capital of Peru?"}]}
+    async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
+        receipt = sent.headers["x-reef-agent-record-id"]
+    await reefine.ok("POST", "/reef/report", {"score": 0.1, "references": [receipt]})
+    reefine.agent.commands = [
+        "cat context/request.md context/conversations.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED
+    ]  # fmt: skip
 
     progress = await settled(reefine, await reefine.train("make answers brief"))
 
@@ -61,7 +67,9 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     lines = texts(progress)
     assert any(line.startswith("proposer: the agent proposer: pi") and "jail" in line for line in lines), lines
     # What the agent's tools printed came back to it: the refusal, then the admitted fix, then the trial.
-    refusal, admitted, tried, reserved = reefine.agent.results[2:6]
+    context, refusal, admitted, tried, reserved = [reefine.agent.results[0], *reefine.agent.results[2:6]]
+    assert "make answers brief" in context and "[user]\nwhat is the capital of Peru?" in context
+    assert "score: 0.1" in context and "[answer]\nThe capital of France is Paris." in context
     assert "refused: entry id 'be brief!' is not allowed" in refusal
     assert admitted.startswith("admitted:")
     assert "The capital of France is Paris." in tried and "expect /Paris/: matched" in tried
