@@ -2,7 +2,7 @@
 wall time spent in trials; on the scripted model (pi driven through a fixed session) or on the embedded model.
 
     PYTHONPATH=$PWD .venv/bin/python bench/agent_proposer.py [--requests 3]
-    PYTHONPATH=$PWD .venv/bin/python bench/agent_proposer.py --embedded ~/.reef/models --wall-s 300
+    PYTHONPATH=$PWD .venv/bin/python bench/agent_proposer.py --embedded [MODELS] --requests 1 --wall-s 120
 
 Needs pi (scripts/setup installs it under .tools) and bubblewrap. Prints one JSON line per request and a summary.
 """
@@ -74,8 +74,9 @@ async def main(args: argparse.Namespace) -> int:
     overrides = {"recipe": "reefine", "reef.state-dir": str(state), "harness.proposer-wall-s": str(args.wall_s)}
     models = AgentUpstream()
     upstream = None
-    if args.embedded:
-        (state / "models").symlink_to(Path(args.embedded).expanduser(), target_is_directory=True)
+    if args.embedded is not None:
+        if args.embedded:
+            (state / "models").symlink_to(Path(args.embedded).expanduser(), target_is_directory=True)
         overrides["harness.max-tokens"] = "48"
     else:
         models.session.commands = SESSION
@@ -103,7 +104,7 @@ async def main(args: argparse.Namespace) -> int:
         models.close()
     shares = [row["trial_share"] for row in rows if row["trial_share"] is not None]
     summary = {
-        "model": "embedded" if args.embedded else "scripted",
+        "model": "scripted" if args.embedded is None else "embedded",
         "requests": len(rows),
         "agent_s_median": statistics.median(row["agent_s"] for row in rows),
         "model_calls_median": statistics.median(row["model_calls"] or 0 for row in rows),
@@ -118,5 +119,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=3)
     parser.add_argument("--wall-s", type=float, default=300)
-    parser.add_argument("--embedded", help="the embedded model's folder (the served model instead of the script)")
+    parser.add_argument(
+        "--embedded",
+        nargs="?",
+        const="",
+        help="serve the embedded model instead of the script (optionally: a models cache)",
+    )
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -33,6 +33,7 @@ REQUIRES = "requires.json"
 GUIDE = "AGENTS.md"
 FIXED = {GUIDE}  # written by reef, not part of the proposal
 FENCE = "~~~~~~~~"
+FILE_LIMIT = 256 * 1024  # bytes: no entry is larger (admission allows 64 KiB of text)
 
 
 @dataclass
@@ -88,21 +89,32 @@ def lay_out(
     (workspace / RESERVED).chmod(0o555)
 
 
-def snapshot(workspace: Path) -> dict[str, str]:
-    """Relative path -> text of every file in the workspace (undecodable bytes replaced)."""
+def snapshot(workspace: Path, skipped: list[str] | None = None) -> dict[str, str]:
+    """Relative path -> text of every plain file in the workspace (undecodable bytes replaced). Links (which could
+    lead outside it) and files over FILE_LIMIT are not read; they are added to `skipped` with the reason."""
     files: dict[str, str] = {}
     for path in sorted(workspace.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            files[path.relative_to(workspace).as_posix()] = path.read_text("utf-8", "replace")
+        relative = path.relative_to(workspace).as_posix()
+        if path.is_symlink():
+            _skip(skipped, f"{relative}: a link, not a file; not read")
+        elif path.is_file() and path.stat().st_size > FILE_LIMIT:
+            _skip(skipped, f"{relative}: larger than {FILE_LIMIT // 1024} KiB; not read")
+        elif path.is_file():
+            files[relative] = path.read_text("utf-8", "replace")
     return files
+
+
+def _skip(skipped: list[str] | None, line: str) -> None:
+    if skipped is not None:
+        skipped.append(line)
 
 
 def read_back(workspace: Path, tree: Sequence[Entry], adapter: Adapter) -> ReadBack:
     """The workspace as mutations against `tree`."""
-    files = snapshot(workspace)
+    reported: list[str] = []
+    files = snapshot(workspace, reported)
     laid = dict(entry_file(entry) for entry in tree if entry.kind in FOLDERS)
     reserved = {f"{RESERVED}/{entry_file(entry)[0]}": entry_file(entry)[1] for entry in adapter.agent.reef_entries}
-    reported: list[str] = []
     for path in sorted(set(reserved) | {p for p in files if p.startswith(RESERVED + "/")}):
         if files.get(path) != reserved.get(path):
             reported.append(f"{path}: reef's own entries cannot be changed; the edit was not applied")

@@ -76,11 +76,15 @@ def test_reserved_edits_and_unknown_files_are_reported_and_not_applied(workspace
     (workspace / "skills" / "deep").mkdir()
     (workspace / "skills" / "deep" / "x.md").write_text("nested")
     (workspace / "config" / "broken.json").write_text("{not json")
+    (workspace / "skills" / "leak.md").symlink_to("/etc/hostname")
+    (workspace / "skills" / "huge.md").write_text("x" * (300 * 1024))
 
     back = read_back(workspace, TREE, PI)
 
     assert back.mutations == []
-    assert len(back.reported) == 4
+    assert len(back.reported) == 6, back.reported
+    assert "skills/leak.md: a link, not a file; not read" in back.reported
+    assert "skills/huge.md: larger than 256 KiB; not read" in back.reported
     assert any(line.startswith("reserved/extensions/reef-requests.ts: reef's own") for line in back.reported)
     assert any(line.startswith("notes.txt: not an entry file") for line in back.reported)
     assert any(line.startswith("skills/deep/x.md: not an entry file") for line in back.reported)
