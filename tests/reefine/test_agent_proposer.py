@@ -58,7 +58,8 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
         receipt = sent.headers["x-reef-agent-record-id"]
     await reefine.ok("POST", "/reef/report", {"score": 0.1, "references": [receipt]})
     reefine.agent.commands = [
-        "cat context/request.md context/conversations.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED
+        "cat context/request.md context/conversations.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED,
+        "harness-notes 'a skill is enough: the request is about wording'",
     ]  # fmt: skip
 
     progress = await settled(reefine, await reefine.train("make answers brief"))
@@ -86,7 +87,11 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert [m["id"] for m in metrics["mutations"]] == ["brief"]
     assert metrics["mutations"][0]["config"]["text"] == "# Be brief\nAnswer in one sentence.\n"
     assert metrics["agent"]["trials"][0]["matched"] is True
-    assert metrics["agent"]["model_calls"] >= 8  # seven turns of the agent and the trial's own
+    assert metrics["agent"]["trials"][0]["prompt"] == "What is the capital of France?"
+    assert metrics["agent"]["notes"] == "a skill is enough: the request is about wording\n"
+    assert "harness-notes: a skill is enough: the request is about wording" in lines
+    assert "harness-check" in metrics["agent"]["transcript"]  # the agent's own session log, kept bounded
+    assert metrics["agent"]["model_calls"] >= 9  # eight turns of the agent and the trial's own
     assert progress["how_to_use"] == "just ask."
     status = await reefine.ok("GET", "/reef/status")
     assert "200 model calls" in status["recipe"]["proposer"] and "10 trials" in status["recipe"]["proposer"]
