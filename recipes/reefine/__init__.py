@@ -68,10 +68,11 @@ class ReefineRecipe(HarnessRecipe):
         self.agent = AgentProposer(
             self.adapter, harness.proposer_agent, harness.sandbox, bounds, hidden, self._trial_agent
         )
-        if harness.sandbox == NO_SANDBOX and harness.trial != "off":
+        if harness.sandbox == NO_SANDBOX and (harness.trial != "off" or harness.proposer_agent != "off"):
             log.warning(
-                "reefine: trial runs execute WITHOUT a jail (harness.sandbox = none): a candidate harness runs as "
-                "this user, with the network; use this only on a trusted machine"
+                "reefine: trial runs and the agent proposer execute WITHOUT a jail (harness.sandbox = none): a "
+                "candidate harness, and an agent fed the person's text, run as this user, with the network; use "
+                "this only on a trusted machine"
             )
         self._steps: HarnessSteps | None = None
         self.answer_tokens = settings.harness.max_tokens
