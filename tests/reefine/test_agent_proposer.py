@@ -226,3 +226,18 @@ async def test_codex_proposes_for_a_codex_harness(start_reefine: StartReefine, m
     assert "expect /Paris/: matched" in tried
     assert any(line.startswith("harness-trial: expect matched") for line in lines)
     assert [m["id"] for m in (await reefine.releases())[0]["metrics"]["mutations"]] == ["brief"]
+
+
+async def test_the_trials_bound_refuses_a_trial_past_it(start_reefine: StartReefine, pi: Path) -> None:
+    reefine = await start_reefine(harness__proposer_agent="pi", harness__proposer_trials=1)
+    assert reefine.agent is not None
+    write = "printf '# Be brief\\nAnswer in one sentence.' > skills/brief.md"
+    reefine.agent.commands = [write, "harness-trial 'hello'", "harness-trial 'hello again'"]
+
+    progress = await settled(reefine, await reefine.train("make answers brief"))
+
+    assert "final answer (exit 0" in reefine.agent.results[1]
+    assert reefine.agent.results[2].startswith("refused: this run may make 1 trials; all are spent.")
+    assert any(line.endswith("1 trial(s)") for line in texts(progress) if line.startswith("agent stopped")), texts(
+        progress
+    )
