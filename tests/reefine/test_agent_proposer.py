@@ -22,6 +22,7 @@ FIX_SKILL = (
     " && harness-check"
 )
 TRIAL = "harness-trial 'What is the capital of France?' --expect Paris"
+TOKEN = "agent-proposer-test-token-0123456789"
 EDIT_RESERVED = "echo '// changed' >> reserved/extensions/reef-requests.ts"
 
 
@@ -51,15 +52,16 @@ async def settled(reefine: Reefine, request_id: str, seconds: float = 240) -> di
 async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_published(
     start_reefine: StartReefine, pi: Path
 ) -> None:
-    reefine = await start_reefine(harness__proposer_agent="pi")
+    reefine = await start_reefine(harness__proposer_agent="pi", reef__token=TOKEN)  # the agent gets a lent token
     assert reefine.agent is not None
     chat = {"model": "fake-proposer", "messages": [{"role": "user", "content": "what is the capital of Peru?"}]}
-    async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=reefine.headers()) as sent:
+    headers = {**reefine.headers(), "Authorization": f"Bearer {TOKEN}"}
+    async with reefine.session.post(reefine.url + "/v1/chat/completions", json=chat, headers=headers) as sent:
         receipt = sent.headers["x-reef-agent-record-id"]
     await reefine.ok("POST", "/reef/report", {"score": 0.1, "references": [receipt]})
     reefine.agent.commands = [
         "cat context/request.md context/conversations.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED,
-        "harness-notes 'a skill is enough: the request is about wording'",
+        "harness-notes 'a skill is enough: the request is about wording'", f"env | grep -c {TOKEN} || true",
     ]  # fmt: skip
 
     progress = await settled(reefine, await reefine.train("make answers brief"))
@@ -75,6 +77,7 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert admitted.startswith("admitted:")
     assert "The capital of France is Paris." in tried and "expect /Paris/: matched" in tried
     assert "Read-only file system" in reserved  # the jail keeps reef's own entries as they are
+    assert reefine.agent.results[7].strip() == "0"  # the daemon's token never reaches the agent; a lent one does
     # The progress lists each tool call, check and trial, in order.
     assert any(line.startswith("agent: bash") and "cat context/request.md" in line for line in lines)
     assert any(line.startswith("harness-check: refused") for line in lines)
@@ -91,7 +94,7 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert metrics["agent"]["notes"] == "a skill is enough: the request is about wording\n"
     assert "harness-notes: a skill is enough: the request is about wording" in lines
     assert "harness-check" in metrics["agent"]["transcript"]  # the agent's own session log, kept bounded
-    assert metrics["agent"]["model_calls"] >= 9  # eight turns of the agent and the trial's own
+    assert metrics["agent"]["model_calls"] >= 10  # nine turns of the agent and the trial's own
     assert progress["how_to_use"] == "just ask."
     status = await reefine.ok("GET", "/reef/status")
     assert "200 model calls" in status["recipe"]["proposer"] and "10 trials" in status["recipe"]["proposer"]
