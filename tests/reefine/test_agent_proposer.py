@@ -35,6 +35,14 @@ def pi(monkeypatch: pytest.MonkeyPatch) -> Path:
     return found
 
 
+def probe(state: Path, port: int) -> str:
+    """A shell probe: how many files of the daemon's state it sees; a word for each escape that worked."""
+    return (
+        f"ls -A {state} 2>/dev/null | wc -l; touch /var/tmp/reef-probe-{port} 2>/dev/null && echo WROTE-OUTSIDE; "
+        f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo REACHED-DAEMON; true"
+    )
+
+
 def texts(progress: dict[str, Any]) -> list[str]:
     return [str(line["text"]) for line in progress["activity"]]
 
@@ -50,7 +58,7 @@ async def settled(reefine: Reefine, request_id: str, seconds: float = 240) -> di
 
 
 async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_published(
-    start_reefine: StartReefine, pi: Path
+    start_reefine: StartReefine, pi: Path, tmp_path: Path
 ) -> None:
     reefine = await start_reefine(harness__proposer_agent="pi", reef__token=TOKEN)  # the agent gets a lent token
     assert reefine.agent is not None
@@ -62,6 +70,7 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     reefine.agent.commands = [
         "cat context/request.md context/conversations.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL, EDIT_RESERVED,
         "harness-notes 'a skill is enough: the request is about wording'", f"env | grep -c {TOKEN} || true",
+        probe(tmp_path / "state", int(reefine.url.rsplit(":", 1)[1])),
     ]  # fmt: skip
 
     progress = await settled(reefine, await reefine.train("make answers brief"))
@@ -78,6 +87,7 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert "The capital of France is Paris." in tried and "expect /Paris/: matched" in tried
     assert "Read-only file system" in reserved  # the jail keeps reef's own entries as they are
     assert reefine.agent.results[7].strip() == "0"  # the daemon's token never reaches the agent; a lent one does
+    assert reefine.agent.results[8].split() == ["0"]  # no state, no writes outside, no daemon port
     # The progress lists each tool call, check and trial, in order.
     assert any(line.startswith("agent: bash") and "cat context/request.md" in line for line in lines)
     assert any(line.startswith("harness-check: refused") for line in lines)
