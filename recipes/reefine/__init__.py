@@ -14,7 +14,8 @@ import logging
 from typing import Any, ClassVar
 
 from adapters import get_adapter
-from recipes.reefine.agent_proposer import AgentProposer, Bounds
+from recipes.reefine.agent_proposer import AgentProposer
+from recipes.reefine.agent_run import Bounds
 from recipes.reefine.conversations import LOW_SCORE
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary

@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
-import signal
-import sys
 import tempfile
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +27,12 @@ from aiohttp import web
 
 from adapters import SESSION_ENV, Adapter, Binding, get_adapter
 from recipes.reefine import agent_tools
+from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
 from recipes.reefine.answers import Answer
 from recipes.reefine.guide import agent_prompt, guide
 from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Declined, Proposal, review_answer
-from recipes.reefine.transcripts import tool_calls, transcript
-from recipes.reefine.workspace import lay_out, make_writable, read_back, snapshot
+from recipes.reefine.workspace import lay_out, read_back
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.admission import Refused, admit
@@ -48,42 +43,7 @@ from reef_daemon.names import TRIAL_SCENARIO
 from reef_harness import Entry
 
 OFF = "off"
-LAUNCH = "import sys; from recipes.reefine.agent_tools import main; sys.exit(main(sys.argv[1:]))"
-TOOLS = {"harness-check": "check", "harness-trial": "trial", "harness-notes": "notes"}
-TRANSCRIPT_LIMIT = 32 * 1024
-FOLLOW_S = 0.5  # how often the run's logs are read for the progress
 PROBE_TIMEOUT_S = 20
-Note = Callable[[str], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Bounds:
-    wall_s: float
-    trial_s: float
-    model_calls: int
-    trials: int
-
-    def describe(self) -> str:
-        return (
-            f"at most {self.wall_s:g} s a run, {self.trial_s:g} s a trial, {self.model_calls} model calls and "
-            f"{self.trials} trials"
-        )
-
-
-@dataclass(frozen=True)
-class Choice:
-    """Which proposer answers a request: `agent` and its `binary`, or none and `why` the text proposer does."""
-
-    adapter: Adapter | None
-    binary: str | None
-    jailed: bool
-    why: str
-
-    def describe(self) -> str:
-        if self.adapter is None:
-            return f"the text proposer: {self.why}"
-        where = "in a bubblewrap jail" if self.jailed else "WITHOUT a jail (harness.sandbox = none)"
-        return f"the agent proposer: {self.adapter.name} ({self.binary}), {where}"
 
 
 class AgentProposer:
@@ -181,7 +141,7 @@ class AgentProposer:
         assert choice.adapter is not None and choice.binary is not None
         assert self._url is not None and self._gate is not None
         root = Path(tempfile.mkdtemp(prefix="reef-proposer-"))
-        run = _Run(root, choice, self.bounds, note)
+        run = AgentRun(root, choice, self.bounds, note)
         try:
             lay_out(
                 run.workspace,
@@ -205,7 +165,7 @@ class AgentProposer:
             )
             return await self._read(run, tree, request, model, evidence, note)
         finally:
-            await asyncio.to_thread(_remove, root)
+            await asyncio.to_thread(remove, root)
 
     @contextlib.asynccontextmanager
     async def _model_url(self, root: Path, jailed: bool, budget: Budget) -> AsyncIterator[str]:
@@ -224,7 +184,7 @@ class AgentProposer:
         finally:
             await runner.cleanup()
 
-    def _state(self, run: _Run, tree: list[Entry], model: str, request_id: str, url: str) -> dict[str, Any]:
+    def _state(self, run: AgentRun, tree: list[Entry], model: str, request_id: str, url: str) -> dict[str, Any]:
         return {
             "adapter": self._adapter.name,
             "tree": [entry.to_json() for entry in tree],
@@ -241,7 +201,7 @@ class AgentProposer:
         }
 
     def _command(
-        self, run: _Run, binding: Binding, token: str | None, request: str
+        self, run: AgentRun, binding: Binding, token: str | None, request: str
     ) -> tuple[list[str], dict[str, str]]:
         """The agent's argv and environment, wrapped in the jail where there is one."""
         adapter, binary = run.choice.adapter, run.choice.binary
@@ -280,7 +240,7 @@ class AgentProposer:
         }
 
     async def _read(
-        self, run: _Run, tree: list[Entry], request: str, model: ServedModel, evidence: dict[str, Any], note: Note
+        self, run: AgentRun, tree: list[Entry], request: str, model: ServedModel, evidence: dict[str, Any], note: Note
     ) -> Proposal | Declined:
         back = read_back(run.workspace, tree, self._adapter)
         evidence["reported"] = back.reported
@@ -313,105 +273,3 @@ class AgentProposer:
 # What a proposing agent needs after the first word of its headless mode to run commands and edit files without
 # asking: its own sandbox off, since it runs in reef's jail.
 PROPOSER_FLAGS: dict[str, list[str]] = {"codex": ["--dangerously-bypass-approvals-and-sandbox"]}
-
-
-class _Run:
-    """The files and the running agent of one proposer run."""
-
-    def __init__(self, root: Path, choice: Choice, bounds: Bounds, note: Note) -> None:
-        self.root = root
-        self.choice = choice
-        self.bounds = bounds
-        self.note = note
-        self.workspace = root / "workspace"
-        self.bin = root / "bin"
-        self.state_file = root / "state" / "run.json"
-        self.evidence_dir = root / "evidence"
-        self.trials = root / "trials"
-        for folder in (self.bin, self.state_file.parent, self.evidence_dir, self.trials, root / "home", root / "tmp"):
-            folder.mkdir(parents=True, exist_ok=True)
-        self.started = time.monotonic()
-        self.deadline = time.time() + bounds.wall_s
-        self.stopped_at_bound = False
-        self.output = ""
-        self._events_seen = 0
-        self._calls_seen = 0
-
-    def write_tools(self, facts: dict[str, Any]) -> None:
-        self.state_file.write_text(json.dumps(facts), encoding="utf-8")
-        source = Path(agent_tools.__file__).resolve().parents[2]
-        for name, tool in TOOLS.items():
-            script = self.bin / name
-            script.write_text(f'#!/bin/sh\nPYTHONPATH="{source}" exec "{sys.executable}" -c "{LAUNCH}" {tool} "$@"\n')
-            script.chmod(0o755)
-
-    async def follow(self, argv: list[str], env: dict[str, str]) -> str:
-        """Start the agent and report what it does until it stops or the wall bound stops it; how it stopped."""
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=self.workspace, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        except OSError as exc:
-            return f"it could not start: {exc.strerror or exc}"
-        assert process.stdout is not None
-        reading = asyncio.ensure_future(_read_all(process.stdout))
-        waiting = asyncio.ensure_future(process.wait())
-        try:
-            while not waiting.done():
-                left = self.deadline - time.time()
-                if left <= 0:
-                    self.stopped_at_bound = True
-                    break
-                await asyncio.wait([waiting], timeout=min(FOLLOW_S, left))
-                await self._report()
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-            self.output = await reading
-            await self._report()
-        if self.stopped_at_bound:
-            return f"stopped at the wall bound of {self.bounds.wall_s:g} s, with everything it started"
-        return f"it exited with status {process.returncode}"
-
-    async def _report(self) -> None:
-        """New tool calls of the agent and new tool runs, as progress lines."""
-        calls = tool_calls(self.root / "agent")
-        for call in calls[self._calls_seen :]:
-            await self.note(f"agent: {call}")
-        self._calls_seen = len(calls)
-        events = agent_tools.read_events(self.evidence_dir)
-        for line in events[self._events_seen :]:
-            await self.note(str(line.get("text", "")))
-        self._events_seen = len(events)
-
-    def evidence(self, stopped: str, model_calls: int) -> dict[str, Any]:
-        """What the step keeps of the run."""
-        events = agent_tools.read_events(self.evidence_dir)
-        notes_file = self.evidence_dir / agent_tools.NOTES
-        return {
-            "agent": self.choice.adapter.name if self.choice.adapter else None,
-            "jailed": self.choice.jailed,
-            "stopped": stopped,
-            "seconds": round(time.monotonic() - self.started, 2),
-            "model_calls": model_calls,
-            "checks": [line for line in events if line.get("tool") == "check"],
-            "trials": [line for line in events if line.get("tool") == "trial"],
-            "notes": notes_file.read_text("utf-8", "replace")[-TRANSCRIPT_LIMIT:] if notes_file.exists() else "",
-            "transcript": transcript(self.root / "agent", TRANSCRIPT_LIMIT) or self.output[-TRANSCRIPT_LIMIT:],
-            "workspace": sorted(snapshot(self.workspace)),
-        }
-
-
-async def _read_all(stream: asyncio.StreamReader) -> str:
-    kept = bytearray()
-    while chunk := await stream.read(16384):
-        kept += chunk
-        del kept[:-TRANSCRIPT_LIMIT]
-    return kept.decode("utf-8", "replace")
-
-
-def _remove(root: Path) -> None:
-    make_writable(root)
-    shutil.rmtree(root, ignore_errors=True)
