@@ -51,12 +51,17 @@ _reef() {
                 --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
                 --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
                 --harness.trial-timeout-s) return 0 ;;
+                --harness.proposer-agent) return 0 ;;
+                --harness.proposer-wall-s) return 0 ;;
+                --harness.proposer-trial-s) return 0 ;;
+                --harness.proposer-model-calls) return 0 ;;
+                --harness.proposer-trials) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -88,12 +93,17 @@ _reef() {
                 --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
                 --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
                 --harness.trial-timeout-s) return 0 ;;
+                --harness.proposer-agent) return 0 ;;
+                --harness.proposer-wall-s) return 0 ;;
+                --harness.proposer-trial-s) return 0 ;;
+                --harness.proposer-model-calls) return 0 ;;
+                --harness.proposer-trials) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

@@ -389,6 +389,7 @@ class RecipeStatus(TypedDict):
     adapter: NotRequired[str]
     answer_tokens: NotRequired[int]
     trial: NotRequired[str]
+    proposer: NotRequired[str]
     # sao and grpo
     scenario: NotRequired[str | None]
     head: NotRequired[str | None]

@@ -292,6 +292,20 @@ class HarnessSection:
     trial_timeout_s: float = _setting(
         180.0, POSITIVE_NUMBER, help="how long the trial run may take before it counts as failed"
     )
+    proposer_agent: str = _setting(
+        "pi",
+        TEXT,
+        help="the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer "
+        "answers where it is not installed or the jail does not start",
+    )
+    proposer_wall_s: float = _setting(900.0, POSITIVE_NUMBER, help="the most seconds one agent proposer run may take")
+    proposer_trial_s: float = _setting(
+        120.0, POSITIVE_NUMBER, help="the most seconds one harness-trial of the agent proposer may take"
+    )
+    proposer_model_calls: int = _setting(
+        200, POSITIVE_INT, help="the most model calls one agent proposer run may make, its trials included"
+    )
+    proposer_trials: int = _setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
 
 
 @dataclass(frozen=True)

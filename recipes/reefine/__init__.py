@@ -1,6 +1,7 @@
 """The `reefine` recipe (old name `harness-evolve`): change requests and low scores become harness releases.
 
-One step per unit, oldest first. A change request (`POST /reef/train`) goes to the text proposer; in `auto` and
+One step per unit, oldest first. A change request (`POST /reef/train`) goes to the agent proposer where its agent
+runs here (in the jail, or without one where `harness.sandbox = none`), else to the text proposer; in `auto` and
 `hybrid` mode a low-scored report becomes a failure-driven proposal of one skill. Every candidate passes admission
 and a render check, then (where the adapter's agent is installed on this host) a trial run that starts the agent
 on it with one health prompt; then it is published as a release (pending review when it touches an extension) or
@@ -13,8 +14,11 @@ import logging
 from typing import Any, ClassVar
 
 from adapters import get_adapter
+from recipes.reefine.agent_proposer import AgentProposer
+from recipes.reefine.agent_run import Bounds
+from recipes.reefine.conversations import LOW_SCORE
 from recipes.reefine.steps import HarnessSteps
-from recipes.reefine.trial import TrialRunner, check_trial_setting
+from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
 from reef_daemon.contract import RecipeStatus, ReleaseRow
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.jail import NONE as NO_SANDBOX
@@ -36,7 +40,6 @@ from reef_daemon.recipe_api import (
 
 __all__ = ["ReefineRecipe"]
 
-LOW_SCORE = 0.5
 EMBEDDED_ANSWER_TOKENS = 512
 log = logging.getLogger("reef.reefine")
 
@@ -65,14 +68,27 @@ class ReefineRecipe(HarnessRecipe):
         harness = settings.harness
         hidden = [settings.reef.state_dir.absolute()]
         self.trial = TrialRunner(self.adapter, harness.trial, harness.trial_timeout_s, harness.sandbox, hidden)
-        if harness.sandbox == NO_SANDBOX and harness.trial != "off":
+        bounds = Bounds(
+            harness.proposer_wall_s, harness.proposer_trial_s, harness.proposer_model_calls, harness.proposer_trials
+        )
+        self.agent = AgentProposer(
+            self.adapter, harness.proposer_agent, harness.sandbox, bounds, hidden, self._trial_agent
+        )
+        if harness.sandbox == NO_SANDBOX and (harness.trial != "off" or harness.proposer_agent != "off"):
             log.warning(
-                "reefine: trial runs execute WITHOUT a jail (harness.sandbox = none): a candidate harness runs as "
-                "this user, with the network; use this only on a trusted machine"
+                "reefine: trial runs and the agent proposer execute WITHOUT a jail (harness.sandbox = none): a "
+                "candidate harness, and an agent fed the person's text, run as this user, with the network; use "
+                "this only on a trusted machine"
             )
         self._steps: HarnessSteps | None = None
         self.answer_tokens = settings.harness.max_tokens
         self._progress: RequestProgress | None = None
+
+    def _trial_agent(self) -> str | None:
+        """The scenario's agent that harness-trial starts: the trial setting's, or the one on PATH."""
+        return trial_binary(
+            self.adapter, "auto" if self.settings.harness.trial == "off" else self.settings.harness.trial
+        )[0]
 
     @property
     def harness(self) -> HarnessHost:
@@ -89,7 +105,9 @@ class ReefineRecipe(HarnessRecipe):
         self._progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
-        self._steps = HarnessSteps(self.harness, self._progress, runtime, model, self.answer_tokens, self.trial)
+        self._steps = HarnessSteps(
+            self.harness, self._progress, runtime, model, self.answer_tokens, self.trial, self.agent
+        )
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:
                 await self.harness.served(scenario.name)
@@ -114,6 +132,7 @@ class ReefineRecipe(HarnessRecipe):
 
     def listening(self, url: str, gate: TokenGate) -> None:
         self.trial.listening(url, gate)
+        self.agent.listening(url, gate)
 
     async def close(self) -> None:
         self.harness.close()
@@ -164,4 +183,5 @@ class ReefineRecipe(HarnessRecipe):
             "adapter": self.adapter.name,
             "answer_tokens": self.answer_tokens,
             "trial": self.trial.describe(),
+            "proposer": self.agent.describe(),
         }

@@ -67,7 +67,7 @@ def parse_answer(text: str, tree: list[Entry]) -> Answer:
         if not isinstance(item, dict):
             raise Unusable(f"item {position} of the array is not an object")
         if "requires" in item and len(item) == 1:
-            requires = _requires(item["requires"])
+            requires = parse_requires(item["requires"])
             continue
         entry_id = item.get("id")
         if not isinstance(entry_id, str) or not entry_id:
@@ -83,7 +83,7 @@ def parse_answer(text: str, tree: list[Entry]) -> Answer:
     return Answer(design.strip(), mutations, requires)
 
 
-def _requires(value: Any) -> list[dict[str, str]]:
+def parse_requires(value: Any) -> list[dict[str, str]]:
     if not isinstance(value, list) or len(value) > MAX_REQUIRES:
         raise Unusable(f'"requires" must be a list of at most {MAX_REQUIRES} objects')
     items = []

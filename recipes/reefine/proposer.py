@@ -42,6 +42,7 @@ class Proposal:
     requires: list[dict[str, str]]
     review: dict[str, Any]
     attempts: int
+    evidence: dict[str, Any] = field(default_factory=dict)  # the agent proposer's run
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Declined:
     attempts: int
     design: str | None = None
     findings: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)  # the agent proposer's run
 
 
 async def propose_for_request(
@@ -87,7 +89,7 @@ async def propose_for_request(
             feedback = exc.reasons
             await note(f"attempt {attempt}: admission refused: {' '.join(exc.reasons)}")
             continue
-        review = await _review(model, request, answer, note)
+        review = await review_answer(model, request, answer, note)
         reviewed_any = True
         if review.delivers:
             await note(f"attempt {attempt}: the review says the entries deliver the request")
@@ -116,7 +118,7 @@ async def _plan(model: ServedModel, request: str, note: Note) -> str | None:
     return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, start=1))
 
 
-async def _review(model: ServedModel, request: str, answer: Answer, note: Note) -> Review:
+async def review_answer(model: ServedModel, request: str, answer: Answer, note: Note) -> Review:
     """The model's review of an admitted answer; asked once more if the first review is not valid JSON."""
     written = [mutation.entry for mutation in answer.mutations if mutation.entry is not None]
     removed = [mutation.id for mutation in answer.mutations if mutation.op == "remove"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from recipes.reefine.agent_proposer import AgentProposer
+from recipes.reefine.conversations import low_scored
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import Trial, TrialRunner, not_run
@@ -28,6 +30,7 @@ class HarnessSteps:
         model: str,
         max_tokens: int,
         trial: TrialRunner,
+        agent: AgentProposer,
     ) -> None:
         self._harness = harness
         self._progress = progress
@@ -35,6 +38,7 @@ class HarnessSteps:
         self._model = model
         self._max_tokens = max_tokens
         self._trial = trial
+        self._agent = agent
 
     async def for_request(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
         """One change request, start to end. Its progress is durable; the committed step settles it."""
@@ -48,8 +52,14 @@ class HarnessSteps:
         served = await self._harness.served(scenario)
         tree = await self._harness.tree(scenario, served.release_id)
         model = ServedModel(self._runtime, self._model, self._max_tokens)
+        choice = await self._agent.choose()
+        await note(f"proposer: {choice.describe()}")
         try:
-            proposal = await propose_for_request(model, text, tree, self._harness.adapter, note)
+            if choice.adapter is not None:
+                conversations = await low_scored(self._harness.store, scenario)
+                proposal = await self._agent.run(choice, request_id, text, tree, conversations, model, note)
+            else:
+                proposal = await propose_for_request(model, text, tree, self._harness.adapter, note)
         except ModelFailed as exc:
             proposal = Declined("skipped", str(exc), 0)
         if proposal.design:
@@ -62,6 +72,7 @@ class HarnessSteps:
         }
         outcome = await self._settle(scenario, served.release_id, tree, proposal, model, manifest, note)
         metrics = outcome.metrics
+        metrics["proposer"] = choice.describe()
         await self._progress.finish(
             request_id,
             {
@@ -106,6 +117,8 @@ class HarnessSteps:
     ) -> StepOutcome:
         """Check and publish a proposal, or turn a declined one into a rejected/skipped outcome."""
         metrics: dict[str, Any] = {**model.metrics(), "attempts": proposal.attempts}
+        if proposal.evidence:
+            metrics["agent"] = proposal.evidence
         design = proposal.design
         if design:
             metrics["design"] = design[:DESIGN_LIMIT]

@@ -34,6 +34,8 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("note", f"[yellow]{line}[/yellow]")
     if recipe.get("trial"):
         facts.add_row("trials", str(recipe["trial"]))
+    if recipe.get("proposer"):
+        facts.add_row("proposer", str(recipe["proposer"]))
     facts.add_row("auth", "on" if status.get("auth") else "off")
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from reef_daemon.harness.model_relay import relay_app
+from reef_daemon.harness.model_relay import Budget, relay_app
 
 BWRAP = "bwrap"
 NONE = "none"
@@ -47,10 +47,11 @@ def jail_argv(
     needed: Iterable[Path],
     env: Mapping[str, str],
     agent_argv: list[str],
+    readonly: Iterable[Path] = (),
 ) -> list[str]:
     """The bwrap command that runs `agent_argv` (behind the bridge) in the jail. `hidden` paths get an empty tmpfs;
     `needed` paths (the agent's and Python's installs) stay readable even when they lie under one, and a hidden
-    path inside a needed one is hidden again."""
+    path inside a needed one is hidden again. `readonly` paths inside the root stay read-only there."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/"]
     argv += ["--dev", "/dev", "--proc", "/proc"]
     # A home of `/` (a service account's) or one that does not exist hides nothing.
@@ -70,7 +71,10 @@ def jail_argv(
     for path in hidden:
         if any(parent in path.parents for parent in shown):
             argv += ["--tmpfs", str(path)]
-    argv += ["--bind", str(root), str(root), "--chdir", str(root / "workspace"), "--clearenv"]
+    argv += ["--bind", str(root), str(root)]
+    for path in readonly:
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--chdir", str(root / "workspace"), "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     bridge = [sys.executable, "-m", "reef_daemon.harness.jail_bridge", str(JAIL_PORT), str(root / SOCKET), "--"]
@@ -93,10 +97,10 @@ def needed_paths(binary: str) -> list[Path]:
 
 
 @contextlib.asynccontextmanager
-async def model_socket(root: Path, daemon_url: str, scenario: str) -> AsyncIterator[Path]:
+async def model_socket(root: Path, daemon_url: str, scenario: str, budget: Budget | None = None) -> AsyncIterator[Path]:
     """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon."""
     path = root / SOCKET
-    runner = web.AppRunner(relay_app(daemon_url, scenario), access_log=None, shutdown_timeout=5)
+    runner = web.AppRunner(relay_app(daemon_url, scenario, budget), access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:
         await web.UnixSite(runner, str(path)).start()

@@ -3,12 +3,14 @@ the trial's own scenario, and nothing else, whatever the daemon's auth setting.
 
 Each allowed request is relayed to the daemon as it came (body and answer streamed, bytes untouched), with the
 scenario header set to the trial's; a request for any other route, or naming another scenario, is answered here
-with a JSON error and never reaches the daemon, so it stores nothing.
+with a JSON error and never reaches the daemon, so it stores nothing. With a `Budget`, model calls past its limit
+are answered 429 here.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
@@ -24,7 +26,15 @@ _HOP_BY_HOP = (HOP_BY_HOP - {"content-length"}) | {"host"}
 _SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
-def relay_app(daemon_url: str, scenario: str) -> web.Application:
+@dataclass
+class Budget:
+    """How many model calls the socket relays (`limit`), and how many it has (`used`)."""
+
+    limit: int
+    used: int = 0
+
+
+def relay_app(daemon_url: str, scenario: str, budget: Budget | None = None) -> web.Application:
     """The socket's HTTP server: model calls of `scenario` relayed to the daemon at `daemon_url`."""
 
     async def relay(request: web.Request) -> web.StreamResponse:
@@ -36,6 +46,10 @@ def relay_app(daemon_url: str, scenario: str) -> web.Application:
         named = {value.strip() for value in request.headers.getall(SCENARIO_HEADER, [])}
         if named - {scenario}:
             return _refuse(403, "forbidden", f"the model socket serves model calls of scenario {scenario} only")
+        if budget is not None:
+            if budget.used >= budget.limit:
+                return _refuse(429, "budget_spent", f"this run may make {budget.limit} model calls; all are spent")
+            budget.used += 1
         headers = [(key, value) for key, value in request.headers.items() if _relayed(key)]
         headers = [(key, value) for key, value in headers if key.lower() != SCENARIO_HEADER]
         headers.append((SCENARIO_HEADER, scenario))

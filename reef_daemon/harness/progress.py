@@ -48,7 +48,7 @@ class RequestProgress:
                     f"INSERT INTO harness_requests ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",  # noqa: S608
                     (request_id, scenario, "proposing", None, "[]", None, now, now),
                 )
-            _append(ctx, request_id, "proposing", "started: asking the served model for a plan", now)
+            _append(ctx, request_id, "proposing", "started: choosing the proposer", now)
 
         await self._store.writer.submit(write)
 

@@ -35,6 +35,7 @@ async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
                 "inference.upstream-model": "fake-proposer",
                 "reef.state-dir": str(tmp_path / "state"),
                 "harness.trial": "off",
+                "harness.proposer-agent": "off",  # the text proposer, unless a test names an agent
                 **{key.replace("__", "."): value for key, value in overrides.items()},
             },
             environ={},
@@ -45,7 +46,7 @@ async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
         session = aiohttp.ClientSession()
         started.append((server, upstream, session))
         url = str(server.make_url("")).rstrip("/")
-        reefine = Reefine(url, server, model, session, overrides.get("reef__token"))
+        reefine = Reefine(url, server, model, session, overrides.get("reef__token"), models.session)
         await reefine.call("POST", "/reef/scenarios", {"name": SCENARIO})
         return reefine
 

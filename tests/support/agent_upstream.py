@@ -1,5 +1,6 @@
 """The model behind reef in adapter tests: agents' calls get the fake upstream's answers (chat completions,
-responses, messages); the reefine proposer's calls (a system prompt starting `Task:`) get the scripted model's."""
+responses, messages); the reefine proposer's calls (a system prompt starting `Task:`) get the scripted model's, and
+an agent proposer's calls (its instructions in the prompt) the scripted agent session's, when a test sets one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from aiohttp import web
 
 from tests.support.fake_proposer_model import FakeProposerModel
 from tests.support.fake_upstream import FakeUpstream
+from tests.support.scripted_agent import ScriptedAgent
 
 
 class AgentUpstream:
@@ -19,6 +21,7 @@ class AgentUpstream:
     def __init__(self) -> None:
         self.agents = FakeUpstream()
         self.proposer = FakeProposerModel()
+        self.session = ScriptedAgent()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.runner: web.AppRunner | None = None
@@ -27,7 +30,7 @@ class AgentUpstream:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_post("/v1/responses", self.agents._responses)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_post("/v1/messages", self.agents._messages)
         app.router.add_post("/v1/messages/count_tokens", self.agents._count_tokens)
         return app
@@ -36,7 +39,13 @@ class AgentUpstream:
         payload = await request.json()  # aiohttp keeps the body, so the chosen fake reads it again
         first = (payload.get("messages") or [{}])[0]
         from_proposer = first.get("role") == "system" and str(first.get("content", "")).startswith("Task:")
-        return await (self.proposer._chat if from_proposer else self.agents._chat)(request)
+        if from_proposer:
+            return await self.proposer._chat(request)
+        return await (self.session.chat if self.session.drives(payload) else self.agents._chat)(request)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        payload = await request.json()
+        return await (self.session.responses if self.session.drives(payload) else self.agents._responses)(request)
 
     def start(self) -> str:
         self.thread.start()

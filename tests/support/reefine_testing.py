@@ -10,6 +10,7 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 
 from tests.support.fake_proposer_model import FakeProposerModel
+from tests.support.scripted_agent import ScriptedAgent
 from tests.support.waiting import eventually
 
 SCENARIO = "harness"
@@ -22,6 +23,7 @@ class Reefine:
     model: FakeProposerModel
     session: aiohttp.ClientSession
     token: str | None = None
+    agent: ScriptedAgent | None = None
 
     def headers(self) -> dict[str, str]:
         return {"x-reef-scenario": SCENARIO}

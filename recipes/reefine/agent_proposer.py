@@ -1,0 +1,275 @@
+"""The agent proposer: the served model, as a coding agent (pi by default, or any adapter's agent with a headless
+mode), edits the served harness laid out as files, checks and tries what it changed, and stops; the workspace is
+then read back as mutations, admitted and reviewed like the text proposer's answer.
+
+The agent runs in the trial jail (`reef_daemon/harness/jail.py`): no network, the files read-only but its root
+(and there reef's own entries, its tools and their state stay read-only), the person's home and reef's state
+hidden, the model only through the socket, which relays model calls of `reef-trials` with a token lent for this
+run and refuses them past the run's budget. Its tools (`harness-check`, `harness-trial`, `harness-notes`,
+`agent_tools.py`) run inside the same jail; what they did is followed into the request's progress while it runs.
+With `harness.sandbox = none` the agent runs as a plain child, the model through a loopback relay instead.
+At the wall bound the agent and everything it started are stopped, and the workspace holds the proposal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from adapters import SESSION_ENV, Adapter, Binding, get_adapter
+from recipes.reefine import agent_tools
+from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
+from recipes.reefine.answers import Answer
+from recipes.reefine.guide import agent_prompt, guide
+from recipes.reefine.model import ServedModel
+from recipes.reefine.proposer import Declined, Proposal, review_answer
+from recipes.reefine.workspace import lay_out, read_back
+from reef_daemon.auth import TokenGate
+from reef_daemon.contract import TOKEN_ENV
+from reef_daemon.harness.admission import Refused, admit
+from reef_daemon.harness.install.files import bound_files
+from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
+from reef_daemon.harness.model_relay import Budget, relay_app
+from reef_daemon.names import TRIAL_SCENARIO
+from reef_harness import Entry
+
+OFF = "off"
+PROBE_TIMEOUT_S = 20
+
+
+class AgentProposer:
+    """Agent proposer runs for the scenario's adapter. `agent` names the proposing agent's adapter; `sandbox` is
+    bwrap or none; `hidden` are paths the jail hides besides the home; `trial_binary` finds the scenario's agent."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        agent: str,
+        sandbox: str,
+        bounds: Bounds,
+        hidden: list[Path],
+        trial_binary: Callable[[], str | None],
+    ) -> None:
+        self._adapter = adapter
+        self._agent = agent
+        self._sandbox = sandbox
+        self.bounds = bounds
+        self._hidden = hidden
+        self._trial_binary = trial_binary
+        self._url: str | None = None
+        self._gate: TokenGate | None = None
+        self._jail_problem: str | None = None
+        self._jail_probed = False
+
+    def listening(self, url: str, gate: TokenGate) -> None:
+        self._url = url
+        self._gate = gate
+
+    async def choose(self) -> Choice:
+        """The agent proposer where its agent is installed here and the jail starts; why not, otherwise."""
+        if self._agent == OFF:
+            return Choice(None, None, False, "the agent proposer is off (harness.proposer-agent = off)")
+        try:
+            adapter = get_adapter(self._agent)
+        except ValueError as exc:
+            return Choice(None, None, False, f"harness.proposer-agent: {exc}")
+        binary = shutil.which(adapter.binary)
+        if binary is None:
+            return Choice(
+                None, None, False, f"{adapter.binary} is not installed on this host ({adapter.agent.package})"
+            )
+        if self._url is None or self._gate is None:
+            return Choice(None, None, False, "the daemon is not listening yet, so the agent would have no model")
+        if self._sandbox != BWRAP:
+            return Choice(adapter, binary, False, "")
+        problem = await self._probe_jail()
+        if problem is not None:
+            return Choice(None, None, False, problem)
+        return Choice(adapter, binary, True, "")
+
+    def describe(self) -> str:
+        """One line for `reef status`."""
+        if self._agent == OFF:
+            return "the text proposer (harness.proposer-agent = off)"
+        where = "in a bubblewrap jail" if self._sandbox == BWRAP else "WITHOUT a jail (harness.sandbox = none)"
+        return f"{self._agent}, {where}, where installed (else the text proposer); {self.bounds.describe()}"
+
+    async def _probe_jail(self) -> str | None:
+        """Why the jail does not start on this host, or None; asked once."""
+        if self._jail_probed:
+            return self._jail_problem
+        bwrap = shutil.which(BWRAP)
+        if bwrap is None:
+            self._jail_problem = NO_BWRAP
+        else:
+            argv = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev"]
+            argv += ["--proc", "/proc", "true"]
+            probe = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+            )
+            try:
+                _, stderr = await asyncio.wait_for(probe.communicate(), PROBE_TIMEOUT_S)
+            except TimeoutError:
+                probe.kill()
+                stderr = b"it did not finish"
+            if probe.returncode != 0:
+                said = stderr.decode("utf-8", "replace").strip().splitlines()
+                self._jail_problem = f"the bubblewrap jail does not start on this host: {said[-1] if said else ''}"
+        self._jail_probed = True
+        return self._jail_problem
+
+    async def run(
+        self,
+        choice: Choice,
+        request_id: str,
+        request: str,
+        tree: list[Entry],
+        conversations: list[str],
+        model: ServedModel,
+        note: Note,
+    ) -> Proposal | Declined:
+        """One run of the agent on the request; the proposal is what its workspace holds when it stops."""
+        assert choice.adapter is not None and choice.binary is not None
+        assert self._url is not None and self._gate is not None
+        root = Path(tempfile.mkdtemp(prefix="reef-proposer-"))
+        run = AgentRun(root, choice, self.bounds, note)
+        try:
+            lay_out(
+                run.workspace,
+                tree,
+                self._adapter,
+                request,
+                conversations,
+                guide(self._adapter, self.bounds.describe(), str(run.bin)),
+            )
+            budget = Budget(self.bounds.model_calls)
+            with self._gate.lend(TRIAL_SCENARIO) as token:
+                async with self._model_url(root, choice.jailed, budget) as url:
+                    run.write_tools(self._state(run, tree, model.model, request_id, url))
+                    binding = Binding(url, TRIAL_SCENARIO, model.model, f"proposer-for-{request_id}")
+                    argv, env = self._command(run, binding, token, request)
+                    stopped = await run.follow(argv, env)
+            evidence = run.evidence(stopped, budget.used)
+            await note(
+                f"agent stopped after {evidence['seconds']:g} s ({stopped}): {budget.used} model call(s), "
+                f"{len(evidence['trials'])} trial(s)"
+            )
+            return await self._read(run, tree, request, model, evidence, note)
+        finally:
+            await asyncio.to_thread(remove, root)
+
+    @contextlib.asynccontextmanager
+    async def _model_url(self, root: Path, jailed: bool, budget: Budget) -> AsyncIterator[str]:
+        """Where the agent's binding points: the jail's bridge (behind the socket), or a loopback relay."""
+        assert self._url is not None
+        if jailed:
+            async with model_socket(root, self._url, TRIAL_SCENARIO, budget):
+                yield f"http://127.0.0.1:{JAIL_PORT}"
+            return
+        runner = web.AppRunner(relay_app(self._url, TRIAL_SCENARIO, budget), access_log=None, shutdown_timeout=5)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+        finally:
+            await runner.cleanup()
+
+    def _state(self, run: AgentRun, tree: list[Entry], model: str, request_id: str, url: str) -> dict[str, Any]:
+        return {
+            "adapter": self._adapter.name,
+            "tree": [entry.to_json() for entry in tree],
+            "model": model,
+            "label": f"trial-for-{request_id}",
+            "trial_agent": self._trial_binary() or "",
+            "model_url": url,
+            "deadline": run.deadline,
+            "trial_s": self.bounds.trial_s,
+            "trials_max": self.bounds.trials,
+            "workspace": str(run.workspace),
+            "evidence": str(run.evidence_dir),
+            "trials": str(run.trials),
+        }
+
+    def _command(
+        self, run: AgentRun, binding: Binding, token: str | None, request: str
+    ) -> tuple[list[str], dict[str, str]]:
+        """The agent's argv and environment, wrapped in the jail where there is one."""
+        adapter, binary = run.choice.adapter, run.choice.binary
+        assert adapter is not None and binary is not None
+        home = run.root / "agent"
+        for relative, text in bound_files(adapter, [], binding).items():
+            target = home / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        agent = adapter.agent
+        trial = self._trial_binary()
+        bins = [str(run.bin), str(Path(binary).parent), *([str(Path(trial).parent)] if trial else [])]
+        env = {
+            "PATH": os.pathsep.join([*bins, os.environ.get("PATH", os.defpath)]),
+            "HOME": str(run.root / "home"),
+            "TMPDIR": str(run.root / "tmp"),
+            "LANG": "C.UTF-8",
+            TOKEN_ENV: token or "none",
+            SESSION_ENV: uuid.uuid4().hex,
+            agent_tools.STATE_ENV: str(run.state_file),
+            **agent.env(home, binding),
+            **agent.offline_env,
+        }
+        headless = agent.headless(agent_prompt(request))
+        headless[1:1] = PROPOSER_FLAGS.get(adapter.name, [])
+        argv = [binary, *agent.args(home, headless)]
+        if not run.choice.jailed:
+            return argv, env
+        bwrap = shutil.which(BWRAP) or BWRAP
+        needed = needed_paths(binary) + (needed_paths(trial) if trial else [])
+        readonly = [run.bin, run.state_file.parent, run.workspace / "reserved"]
+        hidden = [Path.home(), *self._hidden]
+        return jail_argv(bwrap, run.root, hidden, needed, env, argv, readonly), {
+            "PATH": env["PATH"],
+            "LANG": env["LANG"],
+        }
+
+    async def _read(
+        self, run: AgentRun, tree: list[Entry], request: str, model: ServedModel, evidence: dict[str, Any], note: Note
+    ) -> Proposal | Declined:
+        back = read_back(run.workspace, tree, self._adapter)
+        evidence["reported"] = back.reported
+        for line in back.reported:
+            await note(f"not applied: {line}")
+        if run.stopped_at_bound and not back.mutations:
+            return Declined("skipped", "the agent was stopped at the wall bound before it changed any entry", 1,
+                            back.design or None, evidence=evidence)  # fmt: skip
+        if not back.mutations:
+            return Declined("skipped", "the agent changed no entry", 1, back.design or None, evidence=evidence)
+        design = back.design or "The agent wrote no design.\n\nHow to use: see the changed entries."
+        try:
+            candidate = admit(tree, back.mutations, self._adapter)
+        except Refused as exc:
+            await note("admission refused the workspace: " + " ".join(exc.reasons))
+            reason = "admission refused what the agent left in its workspace: " + " ".join(exc.reasons)
+            return Declined("rejected", reason, 1, design, exc.reasons, evidence=evidence)
+        answer = Answer(design, back.mutations, back.requires)
+        review = await review_answer(model, request, answer, note)
+        if not review.delivers:
+            findings = review.uncovered or ["the review found that the entries do not deliver the request"]
+            await note("the review found gaps: " + " ".join(findings))
+            reason = "the review found that the agent's change does not deliver the request: " + " ".join(findings)
+            return Declined("rejected", reason, 1, design, findings, evidence=evidence)
+        await note("the review says the entries deliver the request")
+        review_json = {"covered": review.covered, "uncovered": review.uncovered}
+        return Proposal(design, back.mutations, candidate, back.requires, review_json, 1, evidence=evidence)
+
+
+# What a proposing agent needs after the first word of its headless mode to run commands and edit files without
+# asking: its own sandbox off, since it runs in reef's jail.
+PROPOSER_FLAGS: dict[str, list[str]] = {"codex": ["--dangerously-bypass-approvals-and-sandbox"]}
