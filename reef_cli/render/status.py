@@ -28,6 +28,8 @@ def status_view(status: dict[str, Any], url: str) -> RenderableType:
     facts.add_row("model", str(runtime.get("model") or "(chosen by each client)"))
     if runtime.get("weight_version") is not None:
         facts.add_row("weights", str(runtime["weight_version"]))
+    if runtime.get("sampling"):
+        facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
     facts.add_row("training", _training(training))
     if recipe.get("trial"):
         facts.add_row("trials", str(recipe["trial"]))
@@ -46,6 +48,16 @@ def status_view(status: dict[str, Any], url: str) -> RenderableType:
     if not status.get("scenarios"):
         return Group(facts, "", "no scenarios yet: send a request with the x-reef-scenario header")
     return Group(facts, "", scenarios)
+
+
+def _sampling(defaults: dict[str, Any], recipe_note: Any) -> str:
+    """The embedded runtime's defaults for requests that set no sampling, and what the recipe says of them."""
+    values = [defaults.get(key) for key in ("temperature", "top_p", "max_tokens")]
+    if not all(isinstance(value, int | float) for value in values):
+        return MISSING
+    temperature, top_p, max_tokens = values
+    line = f"temperature {temperature:g}, top-p {top_p:g}, at most {max_tokens} tokens when a request sets none"
+    return f"{line} ({recipe_note})" if recipe_note else line
 
 
 def _training(training: dict[str, Any]) -> str:

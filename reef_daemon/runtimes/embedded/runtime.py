@@ -7,6 +7,7 @@ output ids, per-token log-probs and the weight version of every token; swaps wei
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from reef_daemon.runtimes.embedded.apis.base import GenerationRequest, Renderer
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel, load_model, resolve_source
 from reef_daemon.runtimes.embedded.response import GenerationAnswer, JsonAnswer
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults
 from reef_daemon.runtimes.embedded.templating import render_prompt
 from reef_daemon.runtimes.embedded.text import TextAssembler
 from reef_daemon.runtimes.embedded.worker import GenerationWorker
@@ -31,7 +33,7 @@ COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
 
 
 class Api(NamedTuple):
-    parse: Any  # (payload) -> GenerationRequest
+    parse: Any  # (payload, SamplingDefaults) -> GenerationRequest
     renderer: type[Renderer]
     error_body: Any  # (message) -> dict
 
@@ -49,6 +51,7 @@ class EmbeddedRuntime(Runtime):
     def __init__(self, settings: Settings) -> None:
         self._source = resolve_source(settings.inference.model_path)
         self._state_dir = settings.reef.state_dir
+        self._defaults = _sampling_defaults(settings)
         self._loaded: LoadedModel | None = None
         self._worker: GenerationWorker | None = None
         self._load_s: float | None = None
@@ -69,12 +72,22 @@ class EmbeddedRuntime(Runtime):
             await asyncio.to_thread(self._worker.close)
             self._worker = None
 
+    @property
+    def sampling_defaults(self) -> SamplingDefaults:
+        """What a request that sets no temperature, top_p or length limit gets."""
+        return self._defaults
+
     def reconfigure(self, settings: Settings) -> None:
         if settings.inference.upstream_url:
             log.warning("an upstream URL was configured; restart reef to serve it instead of the embedded model")
 
     def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"kind": self.kind, "model": self._source.name, "source": str(self._source.path)}
+        info: dict[str, Any] = {
+            "kind": self.kind,
+            "model": self._source.name,
+            "source": str(self._source.path),
+            "sampling": dataclasses.asdict(self._defaults),
+        }
         if self._loaded is not None and self._worker is not None:
             speed = self._worker.tokens_per_second()
             info.update(
@@ -116,7 +129,7 @@ class EmbeddedRuntime(Runtime):
         if api is None:
             return JsonAnswer(404, {"error": {"type": "not_found", "message": f"no route {route}"}})
         try:
-            request: GenerationRequest = api.parse(payload)
+            request: GenerationRequest = api.parse(payload, self._defaults)
             prompt_ids = await asyncio.to_thread(render_prompt, loaded.tokenizer, request.turns)
         except BadRequest as exc:
             return JsonAnswer(400, api.error_body(exc.message))
@@ -131,12 +144,19 @@ class EmbeddedRuntime(Runtime):
             admitted_version=str(worker.version),
         )
         worker.submit(job)
-        return GenerationAnswer(job, api.renderer(loaded.name, payload, len(prompt_ids)), request.stream)
+        return GenerationAnswer(
+            job, api.renderer(loaded.name, payload, request.params, len(prompt_ids)), request.stream
+        )
 
     def _running(self) -> tuple[LoadedModel, GenerationWorker]:
         if self._loaded is None or self._worker is None:
             raise RuntimeError("the embedded runtime is not started")
         return self._loaded, self._worker
+
+
+def _sampling_defaults(settings: Settings) -> SamplingDefaults:
+    inference = settings.inference
+    return SamplingDefaults(inference.temperature, inference.top_p, inference.max_tokens)
 
 
 def _end_ids(loaded: LoadedModel) -> frozenset[int]:
