@@ -94,6 +94,7 @@ class EmbeddedRuntime(Runtime):
                 parameters=self._loaded.parameters,
                 weight_version=self.weight_version,
                 tokens_per_second=round(speed, 1) if speed is not None else None,
+                peak_batch=self._worker.peak_batch,
                 context_length=self._loaded.context_length,
                 weights=str(self.weights_dir),
                 load_s=round(self._load_s or 0.0, 3),
