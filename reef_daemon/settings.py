@@ -255,11 +255,11 @@ class InferenceSection:
     )
     model_path: Path | None = _setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
     temperature: float = _setting(
-        0.2,
+        0.0,
         TEMPERATURE,
-        help="embedded runtime: sampling temperature of a request that sets none (0: greedy; measured in bench/)",
+        help="embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md)",
     )
-    top_p: float = _setting(0.9, TOP_P, help="embedded runtime: nucleus (top-p) mass of a request that sets none")
+    top_p: float = _setting(1.0, TOP_P, help="embedded runtime: nucleus (top-p) mass of a request that sets none")
     max_tokens: int = _setting(
         512, POSITIVE_INT, help="embedded runtime: the most tokens an answer gets when its request sets no limit"
     )
