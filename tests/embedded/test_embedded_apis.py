@@ -197,7 +197,7 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
     }  # fmt: skip
 
 
-def test_concurrent_streams_take_turns(reef: RunningReef, oai: openai.OpenAI) -> None:
+def test_a_late_stream_starts_before_an_early_one_ends(reef: RunningReef, oai: openai.OpenAI) -> None:
     """A request that arrives while another streams gets its first token before the first one ends."""
     counting: Any = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
     first_started = threading.Event()
