@@ -36,6 +36,9 @@ _reef() {
                 --inference.upstream-api-key) return 0 ;;
                 --inference.timeout-s) return 0 ;;
                 --inference.model-path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --inference.temperature) return 0 ;;
+                --inference.top-p) return 0 ;;
+                --inference.max-tokens) return 0 ;;
                 --training.batch-size) return 0 ;;
                 --training.learning-rate) return 0 ;;
                 --training.critic-learning-rate) return 0 ;;
@@ -61,7 +64,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -78,6 +81,9 @@ _reef() {
                 --inference.upstream-api-key) return 0 ;;
                 --inference.timeout-s) return 0 ;;
                 --inference.model-path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --inference.temperature) return 0 ;;
+                --inference.top-p) return 0 ;;
+                --inference.max-tokens) return 0 ;;
                 --training.batch-size) return 0 ;;
                 --training.learning-rate) return 0 ;;
                 --training.critic-learning-rate) return 0 ;;
@@ -103,7 +109,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

@@ -398,6 +398,15 @@ class RecipeStatus(TypedDict):
     trainable_parameters: NotRequired[int]
     last_swap_s: NotRequired[float | None]
     checkpoints: NotRequired[list[str]]
+    sampling: NotRequired[str]
+
+
+class SamplingDefaults(TypedDict):
+    """What the embedded model samples with when a request sets nothing."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
 
 
 class RuntimeStatus(TypedDict):
@@ -413,6 +422,8 @@ class RuntimeStatus(TypedDict):
     context_length: NotRequired[int]
     weights: NotRequired[str]
     load_s: NotRequired[float]
+    sampling: NotRequired[SamplingDefaults]
+    peak_batch: NotRequired[int]
 
 
 class DaemonState(TypedDict):

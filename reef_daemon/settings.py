@@ -95,13 +95,11 @@ def _parse_count(value: Any) -> int:
 
 
 def _parse_positive_float(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("expected a positive number")
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = _parse_number(value)
+    except ValueError:
         raise ValueError("expected a positive number") from None
-    if not math.isfinite(number) or number <= 0:
+    if number <= 0:
         raise ValueError("expected a positive number")
     return number
 
@@ -122,6 +120,20 @@ def _parse_fraction(value: Any) -> float:
     number = _parse_positive_float(value)
     if number >= 1:
         raise ValueError("expected a number between 0 and 1")
+    return number
+
+
+def _parse_temperature(value: Any) -> float:
+    number = _parse_number(value)
+    if not 0 <= number <= 2:
+        raise ValueError("expected a number from 0 (greedy) to 2")
+    return number
+
+
+def _parse_top_p(value: Any) -> float:
+    number = _parse_number(value)
+    if not 0 < number <= 1:
+        raise ValueError("expected a number above 0 and at most 1")
     return number
 
 
@@ -181,6 +193,8 @@ COUNT = Kind("INTEGER", _parse_count)
 NUMBER = Kind("NUMBER", _parse_number)
 POSITIVE_NUMBER = Kind("NUMBER", _parse_positive_float)
 FRACTION = Kind("NUMBER", _parse_fraction)
+TEMPERATURE = Kind("NUMBER", _parse_temperature)
+TOP_P = Kind("NUMBER", _parse_top_p)
 TOKENS = Kind("TOKENS", _parse_tokens)
 URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
@@ -241,6 +255,15 @@ class InferenceSection:
         300.0, POSITIVE_NUMBER, env="REEF_INFERENCE_TIMEOUT_S", live=True, help="upstream timeout"
     )
     model_path: Path | None = _setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
+    temperature: float = _setting(
+        0.0,
+        TEMPERATURE,
+        help="embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md)",
+    )
+    top_p: float = _setting(1.0, TOP_P, help="embedded runtime: nucleus (top-p) mass of a request that sets none")
+    max_tokens: int = _setting(
+        512, POSITIVE_INT, help="embedded runtime: the most tokens an answer gets when its request sets no limit"
+    )
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,9 @@ class SaoRecipe(Recipe):
     name: ClassVar[str] = "sao"
     consumes: ClassVar[tuple[str, ...]] = ("report",)
     advantage: ClassVar[str] = "gae"
+    # The trainer's ratios are exact for rollouts sampled at temperature 1 with top-p 1, so requests that set no
+    # sampling get those instead of the embedded runtime's usual defaults.
+    profile: ClassVar[dict[str, Any]] = {"inference.temperature": 1.0, "inference.top-p": 1.0}
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
@@ -193,7 +196,15 @@ class SaoRecipe(Recipe):
             "trainable_parameters": sum(p.numel() for p in trainer.trainable.values()) if trainer else 0,
             "last_swap_s": self._last_swap_s,
             "checkpoints": self._checkpoint_list,
+            "sampling": self._sampling(),
         }
+
+    def _sampling(self) -> str:
+        """What on-policy training needs of the defaults, and whether it has it."""
+        inference = self.settings.inference
+        if inference.temperature == 1.0 and inference.top_p == 1.0:
+            return f"{self.name} keeps temperature 1, top-p 1 for exact on-policy ratios"
+        return f"{self.name} needs temperature 1, top-p 1 for exact on-policy ratios; these were set by hand"
 
 
 class GrpoRecipe(SaoRecipe):

@@ -58,9 +58,7 @@ def judge_report(
     verdict = _staleness(tokens.get("versions") or [], current_version, max_staleness)
     if verdict is not None:
         return verdict, None
-    request = record.get("request") if isinstance(record.get("request"), dict) else {}
-    temperature = request.get("temperature", 1.0)
-    temperature = float(temperature) if isinstance(temperature, int | float) and temperature > 0 else 1.0
+    temperature = _sampled_temperature(record, tokens)
     rollout = Rollout(
         record_id=str(record["id"]),
         report_id=str(report["id"]),
@@ -73,6 +71,16 @@ def judge_report(
         group=",".join(str(t) for t in tokens["prompt_ids"]),
     )
     return Eligible(), rollout
+
+
+def _sampled_temperature(record: dict[str, Any], tokens: dict[str, Any]) -> float:
+    """The temperature the rollout was sampled at: as the runtime recorded it (a request that set none got the
+    runtime's default), else as the request asked. Greedy log-probs are the model's own, at temperature 1."""
+    sampling, request = tokens.get("sampling"), record.get("request")
+    temperature = request.get("temperature", 1.0) if isinstance(request, dict) else 1.0
+    if isinstance(sampling, dict):
+        temperature = sampling.get("temperature", temperature)
+    return float(temperature) if isinstance(temperature, int | float) and temperature > 0 else 1.0
 
 
 def _staleness(versions: list[str], current: str, max_staleness: int) -> Ineligible | None:

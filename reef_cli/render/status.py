@@ -7,7 +7,7 @@ from rich.table import Table
 
 from reef_cli.client import ScenarioRow, Status
 from reef_cli.render.formats import MISSING, duration
-from reef_daemon.contract import Training
+from reef_daemon.contract import SamplingDefaults, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 
 
@@ -28,6 +28,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     facts.add_row("model", str(runtime.get("model") or "(chosen by each client)"))
     if runtime.get("weight_version") is not None:
         facts.add_row("weights", str(runtime["weight_version"]))
+    if runtime.get("sampling"):
+        facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
     facts.add_row("training", _training(training))
     recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}
     for line in other_recipe_notice(str(recipe.get("name", "")), recipes):
@@ -55,6 +57,13 @@ def status_view(status: Status, url: str) -> RenderableType:
     if not status.get("scenarios"):
         return Group(facts, "", "no scenarios yet: send a request with the x-reef-scenario header")
     return Group(facts, "", scenarios)
+
+
+def _sampling(defaults: SamplingDefaults, recipe_note: str | None) -> str:
+    """The embedded runtime's defaults for requests that set no sampling, and what the recipe says of them."""
+    temperature, top_p, max_tokens = defaults["temperature"], defaults["top_p"], defaults["max_tokens"]
+    line = f"temperature {temperature:g}, top-p {top_p:g}, at most {max_tokens} tokens when a request sets none"
+    return f"{line} ({recipe_note})" if recipe_note else line
 
 
 def _training(training: Training) -> str:

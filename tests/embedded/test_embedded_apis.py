@@ -41,6 +41,25 @@ def check_record(reef: RunningReef, receipt: str, route: str) -> None:
     assert record["usage"] == {"input_tokens": len(tokens["prompt_ids"]), "output_tokens": len(tokens["output_ids"])}
 
 
+def test_the_readme_question_gets_a_short_right_answer_under_the_defaults(reef: RunningReef) -> None:
+    """README.md's first request sets no sampling and no limit: the defaults answer it briefly, and say so."""
+    readme = {"model": "smollm2", "messages": MESSAGES}
+    response = httpx.post(f"{reef.url}/v1/chat/completions", headers=HEADERS, json=readme, timeout=120)
+    assert response.status_code == 200, response.text
+    choice = response.json()["choices"][0]
+    assert "Paris" in choice["message"]["content"] and choice["finish_reason"] == "stop"
+    assert response.json()["usage"]["completion_tokens"] < 40
+    defaults = reef.runtime.sampling_defaults
+    sampling = reef.record(response.headers["x-reef-agent-record-id"])["tokens"]["sampling"]
+    assert sampling == {
+        "temperature": defaults.temperature,
+        "top_p": defaults.top_p,
+        "max_tokens": defaults.max_tokens,
+        "seed": None,
+        "defaulted": ["temperature", "top_p", "max_tokens"],
+    }
+
+
 def test_chat_completion(reef: RunningReef, oai: openai.OpenAI) -> None:
     raw = oai.chat.completions.with_raw_response.create(
         model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, **GREEDY
@@ -172,9 +191,13 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
     assert runtime["parameters"] > 100_000_000
     assert runtime["weight_version"].endswith(":0")
     assert runtime["tokens_per_second"] > 0
+    defaults = reef.runtime.sampling_defaults
+    assert runtime["sampling"] == {
+        "temperature": defaults.temperature, "top_p": defaults.top_p, "max_tokens": defaults.max_tokens
+    }  # fmt: skip
 
 
-def test_concurrent_streams_take_turns(reef: RunningReef, oai: openai.OpenAI) -> None:
+def test_a_late_stream_starts_before_an_early_one_ends(reef: RunningReef, oai: openai.OpenAI) -> None:
     """A request that arrives while another streams gets its first token before the first one ends."""
     counting: Any = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
     first_started = threading.Event()

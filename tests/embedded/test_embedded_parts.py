@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
 
 from reef_daemon.errors import BadRequest
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
-from reef_daemon.runtimes.embedded.sampling import SamplingParams, new_generator, pick_token
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingParams, new_generator, pick_token
 from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content
 from reef_daemon.runtimes.embedded.text import TextAssembler
+
+DEFAULTS = SamplingDefaults(temperature=0.3, top_p=0.8, max_tokens=99)
 
 
 class CharTokenizer:
@@ -45,7 +48,8 @@ def test_chat_request_reads_roles_tools_and_sampling() -> None:
             "max_tokens": 5,
             "temperature": 0,
             "stop": "\n",
-        }
+        },
+        DEFAULTS,
     )
     assert request.turns == [
         ChatTurn("system", "Be brief."),
@@ -53,9 +57,31 @@ def test_chat_request_reads_roles_tools_and_sampling() -> None:
         ChatTurn("assistant", "[tool call] w({})"),
         ChatTurn("user", "[tool result] sunny"),
     ]
-    assert request.params == SamplingParams(max_tokens=5, temperature=0.0, stop=("\n",))
+    assert request.params == SamplingParams(
+        max_tokens=5, temperature=0.0, top_p=0.8, stop=("\n",), defaulted=("top_p",)
+    )
     with pytest.raises(BadRequest, match="n must be 1"):
-        chat.parse({"messages": [{"role": "user", "content": "x"}], "n": 2})
+        chat.parse({"messages": [{"role": "user", "content": "x"}], "n": 2}, DEFAULTS)
+
+
+@pytest.mark.parametrize(
+    ("api", "payload"),
+    [
+        (chat, {"messages": [{"role": "user", "content": "x"}]}),
+        (responses, {"input": "x"}),
+        (messages, {"messages": [{"role": "user", "content": "x"}]}),
+    ],
+)
+def test_unset_sampling_takes_the_defaults_and_says_so(api: Any, payload: dict[str, Any]) -> None:
+    params = api.parse(payload, DEFAULTS).params
+    assert (params.temperature, params.top_p, params.max_tokens) == (0.3, 0.8, 99)
+    assert params.used()["defaulted"] == ["temperature", "top_p", "max_tokens"]
+    explicit = api.parse({**payload, "temperature": 1, "top_p": 1, _limit(api): 7}, DEFAULTS).params
+    assert (explicit.temperature, explicit.top_p, explicit.max_tokens, explicit.defaulted) == (1.0, 1.0, 7, ())
+
+
+def _limit(api: Any) -> str:
+    return {chat: "max_completion_tokens", responses: "max_output_tokens", messages: "max_tokens"}[api]
 
 
 def test_responses_request_reads_instructions_and_items() -> None:
@@ -69,11 +95,12 @@ def test_responses_request_reads_instructions_and_items() -> None:
                 {"type": "function_call_output", "call_id": "c", "output": "a.txt"},
             ],
             "max_output_tokens": 7,
-        }
+        },
+        DEFAULTS,
     )
     assert [turn.role for turn in request.turns] == ["system", "user", "assistant", "user"]
     assert request.turns[2].content == '[tool call] shell({"cmd": "ls"})'
-    assert request.params.max_tokens == 7 and request.params.temperature == 1.0
+    assert request.params.max_tokens == 7 and request.params.temperature == DEFAULTS.temperature
 
 
 def test_messages_request_reads_system_blocks_and_tool_results() -> None:
@@ -91,7 +118,7 @@ def test_messages_request_reads_system_blocks_and_tool_results() -> None:
     assert turns[2] == ChatTurn("assistant", '[tool call] w({"q": 1})')
     assert turns[3] == ChatTurn("user", "[tool result] ok")
     with pytest.raises(BadRequest, match="max_tokens"):
-        messages.parse({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})
+        messages.parse({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, DEFAULTS)
 
 
 def test_greedy_pick_reports_the_model_log_prob() -> None:

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from reef_daemon.app import create_app
-from reef_daemon.settings import load_settings
+from reef_daemon.recipe_host import load_serving_settings
 from tests.support.weight_testing import StartWeightReef, WeightReef
 
 
@@ -23,7 +23,8 @@ async def start_weight_reef(embedded_models: Path, tmp_path: Path) -> AsyncItera
     running: list[tuple[TestServer, httpx.AsyncClient]] = []
 
     async def start(**overrides: str) -> WeightReef:
-        settings = load_settings(
+        settings = load_serving_settings(
+            config_file=None,
             overrides={
                 "reef.state-dir": str(state),
                 "recipe": "sao",

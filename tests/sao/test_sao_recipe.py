@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from recipes.sao.recipe import SaoRecipe
 from recipes.sao.rollout import Rollout, judge_report
+from reef_cli.render.status import status_view
 from tests.support.waiting import eventually
 from tests.support.weight_testing import StartWeightReef, WeightReef
 
@@ -38,6 +40,20 @@ def policy_logprob(reef: WeightReef, rollout: Rollout) -> float:
     recipe = reef.daemon.recipe
     assert isinstance(recipe, SaoRecipe) and recipe.trainer is not None
     return sum(recipe.trainer.logprobs(rollout))
+
+
+async def test_requests_that_set_no_sampling_are_sampled_on_policy(start_weight_reef: StartWeightReef) -> None:
+    """The sao profile's defaults are temperature 1, top-p 1 (what exact ratios need), recorded and shown."""
+    reef = await start_weight_reef()
+    _, record = await reef.ask(QUESTION)
+    sampling = record["tokens"]["sampling"]
+    assert (sampling["temperature"], sampling["top_p"]) == (1.0, 1.0)
+    assert sampling["defaulted"] == ["temperature", "top_p"]  # ask() sets max_tokens
+    status = (await reef.client.get("/reef/status")).json()
+    console = Console(record=True, width=200)
+    console.print(status_view(status, "http://reef"))
+    line = next(line for line in console.export_text().splitlines() if line.startswith("sampling"))
+    assert "temperature 1, top-p 1," in line and "sao keeps temperature 1, top-p 1 for exact on-policy" in line
 
 
 @pytest.mark.parametrize("score", [1.0, -1.0])

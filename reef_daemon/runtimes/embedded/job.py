@@ -70,6 +70,7 @@ class Job:
             "output_ids": list(self.output_ids),
             "logprobs": list(self.logprobs),
             "versions": list(self.versions),
+            "sampling": self.params.used(),
         }
 
     @property

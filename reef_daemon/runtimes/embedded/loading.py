@@ -107,7 +107,9 @@ def resolve_source(model_path: Path | None) -> ModelSource:
 
 
 def load_model(source: ModelSource, state_dir: Path) -> LoadedModel:
-    """Load the model for serving (fp32, with fp16 copies for decoding); a GGUF is dequantised and cached first."""
+    """Load the model for serving (fp32, with fp16 copies for decoding, attending row by row when decoding a batch);
+    a GGUF is dequantised and cached first."""
+    from reef_daemon.runtimes.embedded.batch import use_row_attention
     from reef_daemon.runtimes.embedded.precision import add_decode_copies
 
     _offline()
@@ -121,6 +123,7 @@ def load_model(source: ModelSource, state_dir: Path) -> LoadedModel:
             _write_cache(source.path, folder)
     model, tokenizer = _load_folder(folder)
     add_decode_copies(model)
+    use_row_attention(model)
     return LoadedModel(source.name, model, tokenizer, source.path, folder, cold)
 
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DECODE_ROWS = 4  # inputs with at most this many positions use the fp16 copy
+DECODE_ROWS = 4  # inputs with at most this many positions per sequence use the fp16 copy
 
 
 class DecodeLinear(nn.Module):
@@ -30,7 +30,8 @@ class DecodeLinear(nn.Module):
         self.register_buffer("half_weight", linear.weight.detach().to(torch.float16), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[:-1].numel() > DECODE_ROWS:
+        positions = x.shape[-2] if x.dim() > 2 else x.shape[0]  # [batch, positions, features] or [positions, ...]
+        if positions > DECODE_ROWS:
             return F.linear(x, self.weight, self.bias)
         out = F.linear(x.to(torch.float16), self.half_weight).to(x.dtype)
         return out if self.bias is None else out + self.bias

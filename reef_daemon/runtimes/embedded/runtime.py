@@ -21,6 +21,7 @@ from reef_daemon.runtimes.embedded.apis.base import GenerationRequest, Renderer
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel, load_model, resolve_source
 from reef_daemon.runtimes.embedded.response import GenerationAnswer, JsonAnswer
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults
 from reef_daemon.runtimes.embedded.templating import render_prompt
 from reef_daemon.runtimes.embedded.text import TextAssembler
 from reef_daemon.runtimes.embedded.worker import GenerationWorker
@@ -32,7 +33,7 @@ COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
 
 
 class Api(NamedTuple):
-    parse: Any  # (payload) -> GenerationRequest
+    parse: Any  # (payload, SamplingDefaults) -> GenerationRequest
     renderer: type[Renderer]
     error_body: Any  # (message) -> dict
 
@@ -50,6 +51,7 @@ class EmbeddedRuntime(WeightSwappable):
     def __init__(self, settings: Settings) -> None:
         self._source = resolve_source(settings.inference.model_path)
         self._state_dir = settings.reef.state_dir
+        self._defaults = _sampling_defaults(settings)
         self._loaded: LoadedModel | None = None
         self._worker: GenerationWorker | None = None
         self._load_s: float | None = None
@@ -70,12 +72,26 @@ class EmbeddedRuntime(WeightSwappable):
             await asyncio.to_thread(self._worker.close)
             self._worker = None
 
+    @property
+    def sampling_defaults(self) -> SamplingDefaults:
+        """What a request that sets no temperature, top_p or length limit gets."""
+        return self._defaults
+
     def reconfigure(self, settings: Settings) -> None:
         if settings.inference.upstream_url:
             log.warning("an upstream URL was configured; restart reef to serve it instead of the embedded model")
 
     def describe(self) -> RuntimeStatus:
-        info: RuntimeStatus = {"kind": self.kind, "model": self._source.name, "source": str(self._source.path)}
+        info: RuntimeStatus = {
+            "kind": self.kind,
+            "model": self._source.name,
+            "source": str(self._source.path),
+            "sampling": {
+                "temperature": self._defaults.temperature,
+                "top_p": self._defaults.top_p,
+                "max_tokens": self._defaults.max_tokens,
+            },
+        }
         if self._loaded is not None and self._worker is not None:
             speed = self._worker.tokens_per_second()
             info.update(
@@ -83,6 +99,7 @@ class EmbeddedRuntime(WeightSwappable):
                     "parameters": self._loaded.parameters,
                     "weight_version": self.weight_version,
                     "tokens_per_second": round(speed, 1) if speed is not None else None,
+                    "peak_batch": self._worker.peak_batch,
                     "context_length": self._loaded.context_length,
                     "weights": str(self.weights_dir),
                     "load_s": round(self._load_s or 0.0, 3),
@@ -119,7 +136,7 @@ class EmbeddedRuntime(WeightSwappable):
         if api is None:
             return JsonAnswer(404, {"error": {"type": "not_found", "message": f"no route {route}"}})
         try:
-            request: GenerationRequest = api.parse(payload)
+            request: GenerationRequest = api.parse(payload, self._defaults)
             prompt_ids = await asyncio.to_thread(render_prompt, loaded.tokenizer, request.turns)
         except BadRequest as exc:
             return JsonAnswer(400, api.error_body(exc.message))
@@ -134,12 +151,19 @@ class EmbeddedRuntime(WeightSwappable):
             admitted_version=str(worker.version),
         )
         worker.submit(job)
-        return GenerationAnswer(job, api.renderer(loaded.name, payload, len(prompt_ids)), request.stream)
+        return GenerationAnswer(
+            job, api.renderer(loaded.name, payload, request.params, len(prompt_ids)), request.stream
+        )
 
     def _running(self) -> tuple[LoadedModel, GenerationWorker]:
         if self._loaded is None or self._worker is None:
             raise RuntimeError("the embedded runtime is not started")
         return self._loaded, self._worker
+
+
+def _sampling_defaults(settings: Settings) -> SamplingDefaults:
+    inference = settings.inference
+    return SamplingDefaults(inference.temperature, inference.top_p, inference.max_tokens)
 
 
 def _end_ids(loaded: LoadedModel) -> frozenset[int]:

@@ -1,4 +1,4 @@
-"""Choosing the next token, and the log-prob the record keeps for it.
+"""Choosing the next token, the log-prob the record keeps for it, and what a request that sets no sampling gets.
 
 The log-prob is taken after temperature and before top-p filtering, the quantity a policy-gradient trainer
 compares against. Temperature 0 means greedy decoding; its log-prob is then the model's own (temperature 1).
@@ -7,6 +7,7 @@ compares against. Temperature 0 means greedy decoding; its log-prob is then the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -14,14 +15,56 @@ from reef_daemon.errors import BadRequest
 
 
 @dataclass(frozen=True)
+class SamplingDefaults:
+    """What decoding uses where a request sets nothing (`inference.temperature`, `.top-p`, `.max-tokens`)."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+
+
+@dataclass(frozen=True)
 class SamplingParams:
-    """What a request asks of decoding."""
+    """What a request asks of decoding; `defaulted` names the fields it left to the defaults."""
 
     max_tokens: int
     temperature: float = 1.0
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    defaulted: tuple[str, ...] = ()
+
+    @classmethod
+    def resolve(
+        cls,
+        defaults: SamplingDefaults,
+        *,
+        temperature: float | None,
+        top_p: float | None,
+        max_tokens: int | None,
+        stop: tuple[str, ...] = (),
+        seed: int | None = None,
+    ) -> SamplingParams:
+        """The request's own values where it set them, the defaults elsewhere."""
+        given = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        return cls(
+            max_tokens=defaults.max_tokens if max_tokens is None else max_tokens,
+            temperature=defaults.temperature if temperature is None else temperature,
+            top_p=defaults.top_p if top_p is None else top_p,
+            stop=stop,
+            seed=seed,
+            defaulted=tuple(name for name, value in given.items() if value is None),
+        )
+
+    def used(self) -> dict[str, Any]:
+        """The sampling as recorded with the answer."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "defaulted": list(self.defaulted),
+        }
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:

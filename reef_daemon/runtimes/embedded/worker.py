@@ -1,9 +1,11 @@
 """The generation thread: the only place the model runs, so the event loop never waits on it.
 
-Requests take turns one step each (a token, or a chunk of a long prompt), so concurrent streams all advance.
-Weight swaps are applied between steps: every token is produced by exactly one weight set, and a request that
-straddles a swap re-reads its context under the new weights before its next token. A prompt that starts like the
-last long one read starts from its cache (see `prefix.py`).
+The sequences being decoded advance together: one forward pass gives every one of them its next token, each with
+its own keys and values (`batch.py`), sampling, stop rules and length limit. A new request's prompt is read in
+chunks, one chunk between two decoding steps, so a long prompt does not stall the others; once read, its first
+token is picked and it joins the batch. Weight swaps are applied between steps: every token is produced by exactly
+one weight set, and the sequences that straddle a swap re-read their context under the new weights before their
+next token. A prompt that starts like the last long one read starts from its cache (see `prefix.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 
 import torch
 
+from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.job import Finished, Job, TextDelta
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
@@ -27,13 +30,13 @@ from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights
 log = logging.getLogger("reef.embedded")
 
 PREFILL_CHUNK = 256  # prompt tokens per turn, so one long prompt does not stall the other streams
-SPEED_WINDOW = 64  # decode steps the tokens/s figure is measured over
+SPEED_WINDOW = 64  # decoding steps the tokens/s figure is measured over
 
 _Swap = tuple[Mapping[str, torch.Tensor], "concurrent.futures.Future[str]"]
 
 
 class GenerationWorker:
-    """Runs every request's decoding on one thread, fairly, and applies weight swaps between tokens."""
+    """Runs every request's decoding on one thread, batched, and applies weight swaps between tokens."""
 
     def __init__(self, loaded: LoadedModel, end_ids: frozenset[int]) -> None:
         self._loaded = loaded
@@ -43,8 +46,14 @@ class GenerationWorker:
         self._incoming: deque[Job] = deque()
         self._swaps: deque[_Swap] = deque()
         self._closed = False
-        self._steps: deque[tuple[float, float]] = deque(maxlen=SPEED_WINDOW)  # (start, end) of decode steps
+        self._steps: deque[tuple[float, int]] = deque(maxlen=SPEED_WINDOW)  # (seconds, tokens) of decoding steps
         self._prefix = PrefixCache()
+        # Owned by the generation thread: prompts being read (taking turns), and the batch being decoded, whose
+        # rows are the jobs of `_decoding` in order.
+        self._reading: deque[Job] = deque()
+        self._decoding: list[Job] = []
+        self._batch = BatchCache()
+        self.peak_batch = 0  # the most sequences one decoding step has advanced
         self._thread = threading.Thread(target=self._run, name="reef-generation", daemon=True)
 
     def start(self) -> None:
@@ -74,38 +83,36 @@ class GenerationWorker:
         return future
 
     def tokens_per_second(self) -> float | None:
-        """Decode speed over the last steps, or None before any token was generated."""
+        """Decoding speed over the last steps, all sequences together, or None before any step."""
         steps = list(self._steps)
-        busy = sum(end - start for start, end in steps)
-        return len(steps) / busy if steps and busy > 0 else None
+        busy = sum(seconds for seconds, _ in steps)
+        return sum(tokens for _, tokens in steps) / busy if steps and busy > 0 else None
 
     def _run(self) -> None:
-        active: deque[Job] = deque()
         with torch.inference_mode():
             while True:
                 with self._lock:
-                    while not (self._closed or self._incoming or self._swaps or active):
+                    while not (self._closed or self._incoming or self._swaps or self._reading or self._decoding):
                         self._lock.wait()
                     if self._closed:
                         break
-                    active.extend(self._incoming)
+                    self._reading.extend(self._incoming)
                     self._incoming.clear()
                     swaps = list(self._swaps)
                     self._swaps.clear()
                 for state, future in swaps:
-                    self._apply_swap(state, future, active)
-                if active:
-                    job = active.popleft()
-                    if self._advance(job):
-                        active.append(job)
-        for job in [*active, *self._incoming]:
+                    self._apply_swap(state, future)
+                self._drop_cancelled()
+                if self._reading:
+                    self._read_turn()
+                if self._decoding:
+                    self._decode_step()
+        for job in [*self._reading, *self._decoding, *self._incoming]:
             job.post(Finished("error", error="the embedded runtime is shutting down"))
         for _state, future in self._swaps:
             future.set_exception(RuntimeError("the embedded runtime is shutting down"))
 
-    def _apply_swap(
-        self, state: Mapping[str, torch.Tensor], future: concurrent.futures.Future[str], active: deque[Job]
-    ) -> None:
+    def _apply_swap(self, state: Mapping[str, torch.Tensor], future: concurrent.futures.Future[str]) -> None:
         try:
             copy_weights(self._loaded.model, state)
             refresh_decode_copies(self._loaded.model, state.keys())
@@ -114,28 +121,52 @@ class GenerationWorker:
             return
         version = self.version.bump()
         self._prefix.clear()
-        for job in active:
-            job.cache = None  # its context was read by the old weights
+        # Every context was read by the old weights: each sequence re-reads its own before its next token.
+        for job in self._reading:
+            job.cache = None
+        self._reading.extend(self._decoding)
+        self._decoding.clear()
+        self._batch = BatchCache()
         log.info("weights swapped in: version %s", version)
         future.set_result(version)
 
-    def _advance(self, job: Job) -> bool:
-        """One turn for one request; False once it is finished."""
-        if job.cancelled:
-            job.post(Finished("cancelled"))
+    def _drop_cancelled(self) -> None:
+        for job in [job for job in self._reading if job.cancelled]:
+            self._reading.remove(job)
             job.cache = None
-            return False
+            job.post(Finished("cancelled"))
+        rows = [row for row, job in enumerate(self._decoding) if job.cancelled]
+        for row in rows:
+            self._decoding[row].post(Finished("cancelled"))
+        self._leave(rows)
+
+    def _leave(self, rows: list[int]) -> None:
+        """Take these rows out of the batch (their sequences ended)."""
+        self._batch.remove(rows)
+        self._decoding = [job for row, job in enumerate(self._decoding) if row not in set(rows)]
+
+    def _read_turn(self) -> None:
+        """One chunk of one prompt, the reading requests taking turns; a prompt read to its end gives its first
+        token and joins the batch."""
+        job = self._reading.popleft()
         try:
-            going = self._step(job)
+            token = self._read(job)
+            going = token is None or self._take(job, token)
         except Exception as exc:
             log.exception("generation failed")
             job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
-            going = False
+            job.cache, going, token = None, False, None
         if not going:
             job.cache = None  # free the KV cache now, not when the response object goes
-        return going
+        elif token is None:
+            self._reading.append(job)
+        else:
+            self._batch.add(job.cache)
+            job.cache = None
+            self._decoding.append(job)
 
-    def _step(self, job: Job) -> bool:
+    def _read(self, job: Job) -> int | None:
+        """Feed the next chunk of the job's context; the token it picks once the context is all read."""
         from transformers import DynamicCache
 
         model = self._loaded.model
@@ -147,18 +178,54 @@ class GenerationWorker:
         if len(job.pending) > PREFILL_CHUNK:
             chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
             model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
-            return True
-        decoding = len(job.pending) == 1
-        began = time.perf_counter()
+            return None
         out = model(input_ids=torch.tensor([job.pending]), cache=job.cache, use_cache=True, logits_to_keep=1)
         token, logprob = pick_token(out.logits[0, -1], job.params, job.generator)
-        if decoding:
-            self._steps.append((began, time.perf_counter()))
-        elif not job.output_ids:
+        if not job.output_ids:
             self._prefix.keep(job.prompt_ids, job.cache)  # the cache holds exactly the prompt now
         job.record(token, logprob, str(self.version))
-        job.pending = [token]
-        return self._emit(job, token)
+        return token
+
+    def _decode_step(self) -> None:
+        """One token for every decoding sequence, in one forward pass."""
+        began = time.perf_counter()
+        version = str(self.version)
+        try:
+            positions, mask = self._batch.step_inputs()
+            inputs = torch.tensor([[job.output_ids[-1]] for job in self._decoding])
+            out = self._loaded.model(
+                input_ids=inputs,
+                position_ids=positions,
+                attention_mask=mask,
+                cache=self._batch,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            self._batch.advance()
+        except Exception as exc:
+            log.exception("generation failed")
+            for job in self._decoding:
+                job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
+            self._leave(list(range(len(self._decoding))))
+            return
+        ended = []
+        for row, job in enumerate(self._decoding):
+            token, logprob = pick_token(out.logits[row, -1], job.params, job.generator)
+            job.record(token, logprob, version)
+            if not self._take(job, token):
+                ended.append(row)
+        self._steps.append((time.perf_counter() - began, len(self._decoding)))
+        self.peak_batch = max(self.peak_batch, len(self._decoding))
+        self._leave(ended)
+
+    def _take(self, job: Job, token: int) -> bool:
+        """Send a new token's text; False once the job is finished."""
+        try:
+            return self._emit(job, token)
+        except Exception as exc:
+            log.exception("generation failed")
+            job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
+            return False
 
     def _emit(self, job: Job, token: int) -> bool:
         """Send the token's text; finish the job at an end-of-turn id, a stop sequence or the length limit."""

@@ -12,11 +12,8 @@ from typing import Any
 
 from reef_daemon.errors import BadRequest
 from reef_daemon.runtimes.embedded.job import Finished
-from reef_daemon.runtimes.embedded.sampling import SamplingParams
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingParams
 from reef_daemon.runtimes.embedded.templating import ChatTurn
-
-# When a request sets no limit: enough for any answer this model gives, short of letting a loop run for minutes.
-DEFAULT_MAX_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -41,9 +38,10 @@ class Answer:
 class Renderer(ABC):
     """One response in one API's shape; stream renderers keep ids and counters across frames."""
 
-    def __init__(self, model: str, payload: dict[str, Any], input_tokens: int) -> None:
+    def __init__(self, model: str, payload: dict[str, Any], params: SamplingParams, input_tokens: int) -> None:
         self.model = model
         self.payload = payload
+        self.params = params
         self.input_tokens = input_tokens
         self.created = int(time.time())
 
@@ -86,17 +84,35 @@ def stream_flag(payload: dict[str, Any]) -> bool:
     return stream
 
 
-def number(payload: dict[str, Any], key: str, default: float) -> float:
+def sampling(
+    payload: dict[str, Any],
+    defaults: SamplingDefaults,
+    max_keys: tuple[str, ...],
+    stop: tuple[str, ...] = (),
+    seed: int | None = None,
+) -> SamplingParams:
+    """The request's temperature, top_p and length limit (the first of `max_keys` set), over the defaults."""
+    return SamplingParams.resolve(
+        defaults,
+        temperature=number(payload, "temperature"),
+        top_p=number(payload, "top_p"),
+        max_tokens=max_tokens(payload, *max_keys),
+        stop=stop,
+        seed=seed,
+    )
+
+
+def number(payload: dict[str, Any], key: str) -> float | None:
     value = payload.get(key)
     if value is None:
-        return default
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise BadRequest(f"{key} must be a number")
     return float(value)
 
 
-def max_tokens(payload: dict[str, Any], *keys: str) -> int:
-    """The first of `keys` that is set, as a positive whole number; the default when none is."""
+def max_tokens(payload: dict[str, Any], *keys: str) -> int | None:
+    """The first of `keys` that is set, as a positive whole number; None when none is."""
     for key in keys:
         value = payload.get(key)
         if value is None:
@@ -104,7 +120,7 @@ def max_tokens(payload: dict[str, Any], *keys: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise BadRequest(f"{key} must be a whole number of at least 1")
         return value
-    return DEFAULT_MAX_TOKENS
+    return None
 
 
 def seed(payload: dict[str, Any]) -> int | None:

@@ -10,28 +10,27 @@ from reef_daemon.runtimes.embedded.apis.base import (
     GenerationRequest,
     Renderer,
     dump,
-    max_tokens,
     message_list,
     new_id,
-    number,
+    sampling,
     seed,
     stop_sequences,
     stream_flag,
 )
-from reef_daemon.runtimes.embedded.sampling import SamplingParams
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingParams
 from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content, merge_turns, tool_call_text
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "user"}
 
 
-def parse(payload: dict[str, Any]) -> GenerationRequest:
+def parse(payload: dict[str, Any], defaults: SamplingDefaults) -> GenerationRequest:
     if payload.get("n") not in (None, 1):
         raise BadRequest("n must be 1: the embedded model gives one choice per request")
     turns = [_turn(message, f"messages[{i}]") for i, message in enumerate(message_list(payload, "messages"))]
-    params = SamplingParams(
-        max_tokens=max_tokens(payload, "max_completion_tokens", "max_tokens"),
-        temperature=number(payload, "temperature", 1.0),
-        top_p=number(payload, "top_p", 1.0),
+    params = sampling(
+        payload,
+        defaults,
+        ("max_completion_tokens", "max_tokens"),
         stop=stop_sequences(payload.get("stop"), "stop"),
         seed=seed(payload),
     )
@@ -64,8 +63,8 @@ def _finish_reason(answer: Answer) -> str:
 class ChatRenderer(Renderer):
     """A `chat.completion` object, or `chat.completion.chunk` frames ending in `data: [DONE]`."""
 
-    def __init__(self, model: str, payload: dict[str, Any], input_tokens: int) -> None:
-        super().__init__(model, payload, input_tokens)
+    def __init__(self, model: str, payload: dict[str, Any], params: SamplingParams, input_tokens: int) -> None:
+        super().__init__(model, payload, params, input_tokens)
         self.id = new_id("chatcmpl-")
         options = payload.get("stream_options")
         self.include_usage = isinstance(options, dict) and options.get("include_usage") is True

@@ -10,14 +10,13 @@ from reef_daemon.runtimes.embedded.apis.base import (
     GenerationRequest,
     Renderer,
     event_frame,
-    max_tokens,
     message_list,
     new_id,
-    number,
+    sampling,
     stop_sequences,
     stream_flag,
 )
-from reef_daemon.runtimes.embedded.sampling import SamplingParams
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingParams
 from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content, merge_turns
 
 
@@ -32,12 +31,9 @@ def conversation(payload: dict[str, Any]) -> list[ChatTurn]:
     return merge_turns(turns)
 
 
-def parse(payload: dict[str, Any]) -> GenerationRequest:
-    params = SamplingParams(
-        max_tokens=max_tokens(payload, "max_tokens"),
-        temperature=number(payload, "temperature", 1.0),
-        top_p=number(payload, "top_p", 1.0),
-        stop=stop_sequences(payload.get("stop_sequences"), "stop_sequences"),
+def parse(payload: dict[str, Any], defaults: SamplingDefaults) -> GenerationRequest:
+    params = sampling(
+        payload, defaults, ("max_tokens",), stop=stop_sequences(payload.get("stop_sequences"), "stop_sequences")
     )
     return GenerationRequest(conversation(payload), params, stream_flag(payload))
 
@@ -55,8 +51,8 @@ def _stop_reason(answer: Answer) -> str:
 class MessagesRenderer(Renderer):
     """A `message` object, or the event stream from `message_start` to `message_stop`."""
 
-    def __init__(self, model: str, payload: dict[str, Any], input_tokens: int) -> None:
-        super().__init__(model, payload, input_tokens)
+    def __init__(self, model: str, payload: dict[str, Any], params: SamplingParams, input_tokens: int) -> None:
+        super().__init__(model, payload, params, input_tokens)
         self.id = new_id("msg_")
 
     def _message(self, content: list[dict[str, Any]], answer: Answer | None) -> dict[str, Any]:

@@ -14,12 +14,11 @@ from reef_daemon.runtimes.embedded.apis.base import (
     GenerationRequest,
     Renderer,
     event_frame,
-    max_tokens,
     new_id,
-    number,
+    sampling,
     stream_flag,
 )
-from reef_daemon.runtimes.embedded.sampling import SamplingParams
+from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingParams
 from reef_daemon.runtimes.embedded.templating import (
     ChatTurn,
     flatten_content,
@@ -31,7 +30,7 @@ from reef_daemon.runtimes.embedded.templating import (
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
 
-def parse(payload: dict[str, Any]) -> GenerationRequest:
+def parse(payload: dict[str, Any], defaults: SamplingDefaults) -> GenerationRequest:
     turns = [ChatTurn("system", flatten_content(payload.get("instructions"), "instructions"))]
     items = payload.get("input")
     if isinstance(items, str):
@@ -40,11 +39,7 @@ def parse(payload: dict[str, Any]) -> GenerationRequest:
         turns.extend(_item_turn(item, f"input[{i}]") for i, item in enumerate(items))
     else:
         raise BadRequest("input must be a string or a non-empty list of input items")
-    params = SamplingParams(
-        max_tokens=max_tokens(payload, "max_output_tokens"),
-        temperature=number(payload, "temperature", 1.0),
-        top_p=number(payload, "top_p", 1.0),
-    )
+    params = sampling(payload, defaults, ("max_output_tokens",))
     return GenerationRequest(merge_turns(turns), params, stream_flag(payload))
 
 
@@ -72,8 +67,8 @@ def error_body(message: str) -> dict[str, Any]:
 class ResponsesRenderer(Renderer):
     """A `response` object, or the event stream from `response.created` to `response.completed`."""
 
-    def __init__(self, model: str, payload: dict[str, Any], input_tokens: int) -> None:
-        super().__init__(model, payload, input_tokens)
+    def __init__(self, model: str, payload: dict[str, Any], params: SamplingParams, input_tokens: int) -> None:
+        super().__init__(model, payload, params, input_tokens)
         self.id = new_id("resp_")
         self.item_id = new_id("msg_")
         self.sequence = 0
@@ -98,18 +93,18 @@ class ResponsesRenderer(Renderer):
             "error": None,
             "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
             "instructions": self.payload.get("instructions"),
-            "max_output_tokens": self.payload.get("max_output_tokens"),
+            "max_output_tokens": self.params.max_tokens,
             "model": self.model,
             "output": output,
             "parallel_tool_calls": False,
             "previous_response_id": None,
             "reasoning": {"effort": None, "summary": None},
             "store": False,
-            "temperature": self.payload.get("temperature", 1.0),
+            "temperature": self.params.temperature,
             "text": {"format": {"type": "text"}},
             "tool_choice": "none",
             "tools": [],
-            "top_p": self.payload.get("top_p", 1.0),
+            "top_p": self.params.top_p,
             "truncation": "disabled",
             "usage": usage,
             "metadata": {},
