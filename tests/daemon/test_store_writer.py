@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.errors import StoreError
 from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 from tests.support.waiting import eventually
 
@@ -110,7 +111,7 @@ async def test_a_refused_operation_rolls_back_alone_and_its_neighbours_commit(wr
     )
     first, refused, conflict, last = outcomes
     assert refused is refusal
-    assert isinstance(conflict, sqlite3.IntegrityError)
+    assert isinstance(conflict, StoreError)  # the database refused it: a 503 for its caller alone
     assert (first, last) == (1, 2)  # the sequences the refused ones took are given out again
     assert writing.writer.batches == batches + 2  # the holding batch, then all four together
     assert writing.stored() == [(1, "a"), (2, "c")]

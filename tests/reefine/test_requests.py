@@ -51,7 +51,8 @@ async def test_unknown_request_and_adapters(reefine: Reefine) -> None:
     status, _ = await reefine.call("GET", "/reef/requests/" + "0" * 32)
     assert status == 404
     adapters = (await reefine.ok("GET", "/reef/harness/adapters"))["adapters"]
-    assert [(row["name"], row["serving"]) for row in adapters] == [("pi", True), ("codex", False), ("dsh", False)]
+    serving = [(row["name"], row["serving"]) for row in adapters]
+    assert serving == [("pi", True), ("codex", False), ("dsh", False), ("claude", False), ("opencode", False)]
     assert "extension" not in adapters[1]["renders"]
 
 
