@@ -120,8 +120,8 @@ async def test_a_version_is_installed_from_the_versions_screen(
             lambda: isinstance(app.screen, InstallScreen) and app.screen, 60, "the dialog", pause=pilot.pause
         )
         adapters = dialog.query_one(OptionList)
-        await eventually(lambda: adapters.option_count == 3, 60, "the three adapters", pause=pilot.pause)
-        adapters.highlighted = next(i for i in range(3) if adapters.get_option_at_index(i).id == "pi")
+        await eventually(lambda: adapters.option_count == 5, 60, "the five adapters", pause=pilot.pause)
+        adapters.highlighted = next(i for i in range(5) if adapters.get_option_at_index(i).id == "pi")
         await pilot.press("enter")
         log = dialog.query_one("#install-log", Static)
         said = await eventually(
