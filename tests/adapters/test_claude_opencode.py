@@ -6,6 +6,7 @@ the agents' own command files."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,7 +126,9 @@ def test_reefine_and_versions_run_as_the_agents_own_commands(reefine: Reefine, a
 
     assert reefine.wrapper(adapter, *command("versions", "")).returncode == 0
     listed = last_prompt(reefine)
-    assert "Version" in listed and "answer every question with a haiku" in listed
+    # The versions table (version, release, operation, result, status) with v1, published for the request.
+    assert re.search(r"v1\b.*\btraining\b.*\bselected\b", listed), listed[-2000:]
+    assert "answer every question with a haiku" in listed
 
     installed = reefine.wrapper(adapter, *command("versions", "v1 install"))
     assert installed.returncode == 0, installed.stdout + installed.stderr
