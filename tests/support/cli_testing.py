@@ -110,9 +110,11 @@ class Daemon:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any REEF_ variable, plus `extra`."""
+    """This process's environment without any REEF_ variable, plus `extra`; the checkout is importable, so a daemon
+    started with it can load a recipe from `tests.support`."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("REEF_")}
-    env.update(COLUMNS="200", **extra)
+    checkout = str(Path(__file__).resolve().parents[2])
+    env.update(COLUMNS="200", PYTHONPATH=os.pathsep.join(filter(None, [checkout, env.get("PYTHONPATH")])), **extra)
     return env
 
 
