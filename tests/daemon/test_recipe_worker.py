@@ -37,8 +37,9 @@ async def test_batches_steps_and_ineligible_reasons(start_reef: StartReef) -> No
     state = await eventually(
         lambda: training(reef),
         60,
-        "one unit waiting for a step",
-        satisfied=lambda s: s.get("waiting_units") == 1,
+        "one unit waiting for a step and the two refusals stored",
+        # A unit waits as soon as it is judged; the refusals judged beside it are stored a moment later.
+        satisfied=lambda s: s.get("waiting_units") == 1 and sum(s.get("ineligible", {}).values()) == 2,
     )
     assert state["steps"] == 0
     assert state["ineligible"] == {"the report has no score": 1, "the report must reference exactly one receipt": 1}
@@ -58,8 +59,9 @@ async def test_batches_steps_and_ineligible_reasons(start_reef: StartReef) -> No
     await eventually(
         lambda: training(reef),
         60,
-        "one unit waiting for a step",
-        satisfied=lambda s: s.get("waiting_units") == 1,
+        "one unit waiting for a step and the two refusals stored",
+        # A unit waits as soon as it is judged; the refusals judged beside it are stored a moment later.
+        satisfied=lambda s: s.get("waiting_units") == 1 and sum(s.get("ineligible", {}).values()) == 2,
     )
 
 

@@ -77,14 +77,14 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 
 def test_scored_proxy_records_survive_export_and_import(daemon: Daemon, other_daemon: Daemon, tmp_path: Path) -> None:
     receipts = make_records(daemon)
-    for receipt, score in zip(receipts, (1.0, 0.25, -1.0), strict=True):
+    for receipt, score in zip(receipts, (1.0, 0.25, 0.0), strict=True):
         daemon.post("/reef/report", {"score": score, "references": [receipt]}, scenario=SCENARIO)
     exported = tmp_path / "train.jsonl"
     done = daemon.reef("export", "--scenario", SCENARIO, "-o", str(exported))
     assert done.returncode == 0, done.stderr
     assert "exported 3 lines" in done.stderr
     lines = lines_of(exported)
-    assert [line["score"] for line in lines] == [1.0, 0.25, -1.0]
+    assert [line["score"] for line in lines] == [1.0, 0.25, 0.0]
     chat_line = lines[0]
     assert chat_line["messages"][2]["tool_calls"][0]["function"] == {"name": "weather", "arguments": '{"city":"Paris"}'}
     assert chat_line["messages"][3] == {"role": "tool", "content": "sunny", "tool_call_id": "call_1"}
@@ -109,7 +109,7 @@ def test_scored_proxy_records_survive_export_and_import(daemon: Daemon, other_da
     assert lines_of(again) == lines
 
     rows = other_daemon.get("/reef/records", scenario=SCENARIO, type="inference")["records"]
-    assert sorted(row["score"] for row in rows) == [-1.0, 0.25, 1.0]
+    assert sorted(row["score"] for row in rows) == [0.0, 0.25, 1.0]
     record = other_daemon.record(rows[0]["id"])
     assert record["tags"]["imported"] == "openai" and record["reports"][0]["score"] == rows[0]["score"]
     shown = other_daemon.reef("show", rows[0]["id"])
