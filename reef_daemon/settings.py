@@ -329,6 +329,11 @@ class HarnessSection:
         200, POSITIVE_INT, help="the most model calls one agent proposer run may make, its trials included"
     )
     proposer_trials: int = _setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
+    replays: int = _setting(
+        3,
+        COUNT,
+        help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
+    )
 
 
 @dataclass(frozen=True)
