@@ -102,12 +102,19 @@ BAD_TASKS: list[tuple[str, dict[str, Any]]] = [
     ("fixture", {"prompt": "p", "fixture": {"a.txt": "x" * 600_000, "b.txt": "y" * 600_000}}),
     ("regex", {"prompt": "p", "regex": "(unclosed"}),
     ("regex", {"prompt": "p", "regex": ""}),
+    ("regex", {"prompt": "p", "regex": "a{4294967296}"}),
+    ("regex", {"prompt": "p", "regex": "(" * 4000 + ")" * 4000}),
     ("regex", {"prompt": "p", "regex": ["a"]}),
     ("judge", {"prompt": "p", "judge": 3}),
     ("judge", {"prompt": "p", "regex": "ok", "judge": "and also a judge"}),
     ("protected", {"prompt": "p", "protected": "yes"}),
     ("protected", {"prompt": "p", "protected": 1}),
     ("check", {"prompt": "p", "check": "unknown field"}),
+    ("prompt", {"prompt": "lone \ud800 surrogate"}),
+    ("regex", {"prompt": "p", "regex": "\udc00"}),
+    ("judge", {"prompt": "p", "judge": "\udfff?"}),
+    ("fixture", {"prompt": "p", "fixture": {"a.txt": "\ud800"}}),
+    ("fixture", {"prompt": "p", "fixture": {"\ud800.txt": ""}}),
 ]
 
 
