@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/evolve|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/evolve|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show import export score evolve requests versions promote rollback install tui completion scenarios demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show import export score evolve requests versions promote rollback install tui completion scenarios tasks demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -59,12 +59,13 @@ _reef() {
                 --harness.proposer-trial-s) return 0 ;;
                 --harness.proposer-model-calls) return 0 ;;
                 --harness.proposer-trials) return 0 ;;
+                --harness.replays) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.replays --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -104,12 +105,13 @@ _reef() {
                 --harness.proposer-trial-s) return 0 ;;
                 --harness.proposer-model-calls) return 0 ;;
                 --harness.proposer-trials) return 0 ;;
+                --harness.replays) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.replays --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -305,6 +307,66 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/tasks)
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "add list remove promote dismiss" -- "$cur"))
+            fi
+            ;;
+        reef/tasks/add)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --regex) return 0 ;;
+                --judge) return 0 ;;
+                --fixture) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --regex --judge --fixture --protected --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/tasks/list)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/tasks/remove)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/tasks/promote)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/tasks/dismiss)
+            case "$prev" in
+                --scenario|-s) return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --json --url --token --help" -- "$cur"))
             fi
             ;;
         reef/demo)
