@@ -58,7 +58,43 @@ async def read_body(request: web.Request) -> bytes:
 
 
 async def read_json_object(request: web.Request) -> dict[str, Any]:
-    return parse_json_object(await read_body(request))
+    """A control route's body: a JSON object whose text is all Unicode (it is stored as UTF-8)."""
+    body = await read_body(request)
+    value = parse_json_object(body)
+    if b"\\ud" in body.lower():  # a lone surrogate can only arrive escaped
+        where = _lone_surrogate(value, "")
+        if where is not None:
+            raise BadRequest(
+                f"{where or 'the request body'} holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text",
+                type="invalid_json",
+            )
+    return value
+
+
+def _lone_surrogate(value: Any, path: str) -> str | None:
+    """The path (`feedback`, `records[2].text`) of the first text that cannot be encoded as UTF-8, or None."""
+    if isinstance(value, str):
+        return None if _is_unicode(value) else path
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if (found := _lone_surrogate(item, f"{path}[{index}]")) is not None:
+                return found
+    if isinstance(value, dict):
+        for key, item in value.items():
+            step = f"{path}.{key}" if path else str(key)
+            if not _is_unicode(key):
+                return f"a field name in {path or 'the request body'}"
+            if (found := _lone_surrogate(item, step)) is not None:
+                return found
+    return None
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:

@@ -128,3 +128,16 @@ async def test_the_score_scale_is_a_setting_shown_in_status_and_enforced(start_r
     assert error["message"] == "score 0 is outside this deployment's scale: from 1 (worst) to 5 (best)"
     accepted = await reef.post("/reef/report", {"score": 5, "references": [mine]})
     assert accepted.status == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (b'{"record_id": "x", "score": 1, "feedback": "bad \\ud800 text"}', "feedback holds a lone surrogate"),
+        (b'{"record_id": "x", "score": 1, "tags": {"k": ["ok", "\\udfff"]}}', "tags.k[1] holds a lone surrogate"),
+    ],
+)
+async def test_a_lone_surrogate_in_a_report_is_refused_with_its_field(reef: Reef, body: bytes, where: str) -> None:
+    error = await error_of(await reef.post("/reef/report", data=body), 400)
+    assert error["type"] == "invalid_json" and where in error["message"]
+    await nothing_stored(reef)
