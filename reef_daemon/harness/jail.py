@@ -97,10 +97,14 @@ def needed_paths(binary: str) -> list[Path]:
 
 
 @contextlib.asynccontextmanager
-async def model_socket(root: Path, daemon_url: str, scenario: str, budget: Budget | None = None) -> AsyncIterator[Path]:
-    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon."""
+async def model_socket(
+    root: Path, daemon_url: str, scenario: str, budget: Budget | None = None, routes: Iterable[web.RouteDef] = ()
+) -> AsyncIterator[Path]:
+    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon, and
+    `routes` (see `relay_app`)."""
     path = root / SOCKET
-    runner = web.AppRunner(relay_app(daemon_url, scenario, budget), access_log=None, shutdown_timeout=5)
+    app = relay_app(daemon_url, scenario, budget, routes)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:
         await web.UnixSite(runner, str(path)).start()

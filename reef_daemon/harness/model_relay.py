@@ -4,12 +4,13 @@ the trial's own scenario, and nothing else, whatever the daemon's auth setting.
 Each allowed request is relayed to the daemon as it came (body and answer streamed, bytes untouched), with the
 scenario header set to the trial's; a request for any other route, or naming another scenario, is answered here
 with a JSON error and never reaches the daemon, so it stores nothing. With a `Budget`, model calls past its limit
-are answered 429 here.
+are answered 429 here. `routes` are served by the socket itself before any relaying (the agent proposer's step tools,
+which the daemon runs outside the jail).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 import aiohttp
@@ -34,8 +35,10 @@ class Budget:
     used: int = 0
 
 
-def relay_app(daemon_url: str, scenario: str, budget: Budget | None = None) -> web.Application:
-    """The socket's HTTP server: model calls of `scenario` relayed to the daemon at `daemon_url`."""
+def relay_app(
+    daemon_url: str, scenario: str, budget: Budget | None = None, routes: Iterable[web.RouteDef] = ()
+) -> web.Application:
+    """The socket's HTTP server: `routes`, and model calls of `scenario` relayed to the daemon at `daemon_url`."""
 
     async def relay(request: web.Request) -> web.StreamResponse:
         if request.path not in INFERENCE_ROUTES:
@@ -70,6 +73,7 @@ def relay_app(daemon_url: str, scenario: str, budget: Budget | None = None) -> w
             yield
 
     app = web.Application()
+    app.router.add_routes(routes)
     app.router.add_route("*", "/{path:.*}", relay)
     app.cleanup_ctx.append(session)
     return app
