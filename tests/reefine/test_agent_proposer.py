@@ -77,7 +77,11 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert metrics["agent"]["trials"][0]["prompt"] == "What is the capital of France?"
     assert metrics["agent"]["notes"] == "a skill is enough: the request is about wording\n"
     assert "harness-notes: a skill is enough: the request is about wording" in lines
-    assert "harness-check" in metrics["agent"]["transcript"]  # the agent's own session log, kept bounded
+    # The agent's own session log, read as a transcript and kept bounded.
+    transcript = metrics["agent"]["transcript"]
+    assert '[tool call] bash {"command": "harness-check"}' in transcript
+    assert "[tool result] refused: entry id 'be brief!' is not allowed" in transcript
+    assert transcript.endswith("[assistant] Done: the change is in the workspace.")
     assert metrics["agent"]["model_calls"] >= 10  # nine turns of the agent and the trial's own
     assert progress["how_to_use"] == "just ask."
     status = await reefine.ok("GET", "/reef/status")
@@ -167,4 +171,12 @@ async def test_codex_proposes_for_a_codex_harness(start_reefine: StartReefine, m
     assert "admitted:" in admitted
     assert "expect /Paris/: matched" in tried
     assert any(line.startswith("harness-trial: expect matched") for line in lines)
-    assert [m["id"] for m in (await reefine.releases())[0]["metrics"]["mutations"]] == ["brief"]
+    assert any(line.startswith('agent: exec_command {"cmd": "cat context/request.md"') for line in lines), lines
+    metrics = (await reefine.releases())[0]["metrics"]
+    assert [m["id"] for m in metrics["mutations"]] == ["brief"]
+    # codex's rollout log, read as a transcript: its calls, what they printed, its last word.
+    transcript = metrics["agent"]["transcript"]
+    assert '[tool call] exec_command {"cmd": "harness-check"' in transcript
+    assert "refused: entry id 'be brief!' is not allowed" in transcript
+    assert "[tool result] " in transcript and "expect /Paris/: matched" in transcript
+    assert transcript.endswith("[assistant] Done: the change is in the workspace.")
