@@ -4,13 +4,14 @@ then read back as mutations, admitted and reviewed like the text proposer's answ
 
 The agent runs in the trial jail (`reef_daemon/harness/jail.py`): no network, the files read-only but its root
 (and there reef's own entries and its tool commands stay read-only), the person's home and reef's state hidden,
-the model only through the socket, which relays model calls of `reef-trials` with a token lent for this run and
-refuses them past the run's budget. Its tools (`harness-check`, `harness-trial`, `harness-notes`) are commands
-that ask the daemon through the same socket with a token lent for this run; the daemon runs them
-(`step_tools.py`), each trial in a fresh jail of its own, and counts trials, model calls and time itself, so no
-code in the jail can get past a bound. What they did is followed into the request's progress while it runs.
-With `harness.sandbox = none` the agent runs as a plain child, the model and its tools behind a loopback relay.
-At the wall bound the agent and everything it started are stopped, and the workspace holds the proposal.
+the model only through the socket, which relays model calls of `reef-trials` under a token lent for this run (the
+relay presents it; the agent never holds it) and refuses them past the run's budget. Its tools (`harness-check`,
+`harness-trial`, `harness-notes`) are commands that ask the daemon through the same socket with a step token
+minted for this run; the daemon runs them (`step_tools.py`), each trial in a fresh jail of its own, and counts
+trials, model calls and time itself, so no code in the jail can get past a bound. What they did is followed into
+the request's progress while it runs. With `harness.sandbox = none` the agent runs as a plain child, the model
+and its tools behind a loopback relay. At the wall bound the agent and everything it started are stopped, and the
+workspace holds the proposal.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from adapters import SESSION_ENV, Adapter, Binding, get_adapter
 from recipes.reefine import agent_tools
 from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
-from recipes.reefine.agent_trial import TrialAgent, TrialRun, model_url, run_trial
+from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, TrialRun, model_url, run_trial
 from recipes.reefine.answers import Answer
 from recipes.reefine.guide import agent_prompt, guide
 from recipes.reefine.model import ServedModel
@@ -157,10 +158,10 @@ class AgentProposer:
             with self._gate.lend(TRIAL_SCENARIO) as token:
                 tools = self._tools(run, tree, model.model, request_id, token, budget)
                 bwrap = (shutil.which(BWRAP) or BWRAP) if choice.jailed else None
-                async with model_url(root, self._url, bwrap, budget, tools.routes()) as url:
+                async with model_url(root, self._url, bwrap, budget, token, tools.routes()) as url:
                     run.write_tools()
                     binding = Binding(url, TRIAL_SCENARIO, model.model, f"proposer-for-{request_id}")
-                    argv, env = self._command(run, binding, token, request, tools.token)
+                    argv, env = self._command(run, binding, request, tools.token)
                     stopped = await run.follow(argv, env, tools)
             evidence = run.evidence(stopped, budget.used, tools)
             await note(
@@ -192,9 +193,10 @@ class AgentProposer:
         return StepTools(self._adapter, tree, run.workspace, limits, start, no_trial, secrets.token_urlsafe(32))
 
     def _command(
-        self, run: AgentRun, binding: Binding, token: str | None, request: str, step_token: str
+        self, run: AgentRun, binding: Binding, request: str, step_token: str
     ) -> tuple[list[str], dict[str, str]]:
-        """The agent's argv and environment, wrapped in the jail where there is one."""
+        """The agent's argv and environment, wrapped in the jail where there is one. It holds no daemon token: its
+        relay presents the one lent for this run."""
         adapter, binary = run.choice.adapter, run.choice.binary
         assert adapter is not None and binary is not None
         home = run.root / "agent"
@@ -209,7 +211,7 @@ class AgentProposer:
             "HOME": str(run.root / "home"),
             "TMPDIR": str(run.root / "tmp"),
             "LANG": "C.UTF-8",
-            TOKEN_ENV: token or "none",
+            TOKEN_ENV: NO_TOKEN,
             SESSION_ENV: uuid.uuid4().hex,
             agent_tools.STEP_URL_ENV: binding.url,
             agent_tools.STEP_TOKEN_ENV: step_token,

@@ -38,15 +38,21 @@ OUTPUT_LIMIT = 64 * 1024  # bytes kept from the end of what the trial agent prin
 
 @contextlib.asynccontextmanager
 async def model_url(
-    root: Path, daemon_url: str, bwrap: str | None, budget: Budget, routes: Iterable[web.RouteDef] = ()
+    root: Path,
+    daemon_url: str,
+    bwrap: str | None,
+    budget: Budget,
+    token: str | None,
+    routes: Iterable[web.RouteDef] = (),
 ) -> AsyncIterator[str]:
     """Where an agent run from `root` finds the model (and `routes`): the jail's bridge, behind `root`'s socket,
-    where `bwrap` is given; else a loopback relay. Either way its model calls count against `budget`."""
+    where `bwrap` is given; else a loopback relay. Either way its model calls count against `budget`, and the relay,
+    not the agent, presents the lent `token` to the daemon."""
     if bwrap is not None:
-        async with model_socket(root, daemon_url, TRIAL_SCENARIO, budget, routes):
+        async with model_socket(root, daemon_url, TRIAL_SCENARIO, budget, routes, token):
             yield f"http://127.0.0.1:{JAIL_PORT}"
         return
-    app = relay_app(daemon_url, TRIAL_SCENARIO, budget, routes)
+    app = relay_app(daemon_url, TRIAL_SCENARIO, budget, routes, token)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:
@@ -91,7 +97,7 @@ async def run_trial(
     """Run the agent on `entries` with `prompt`, in a project holding the `project` files; stop it at `timeout_s`."""
     root = Path(tempfile.mkdtemp(prefix="reef-agent-trial-"))
     try:
-        async with model_url(root, agent.daemon_url, agent.bwrap, agent.budget) as url:
+        async with model_url(root, agent.daemon_url, agent.bwrap, agent.budget, agent.token) as url:
             binding = Binding(url, TRIAL_SCENARIO, agent.model, agent.label)
             _lay_out(root, agent.adapter, entries, binding, project)
             return await _run(agent, root, binding, prompt, timeout_s)
@@ -116,7 +122,7 @@ def _write(target: Path, text: str) -> None:
 async def _run(agent: TrialAgent, root: Path, binding: Binding, prompt: str, timeout_s: float) -> TrialRun:
     side = agent.adapter.agent
     session = uuid.uuid4().hex
-    token = agent.token or NO_TOKEN
+    token = NO_TOKEN  # the relay presents the lent token; the agent holds none
     env = {
         "PATH": os.pathsep.join([str(Path(agent.binary).parent), os.environ.get("PATH", os.defpath)]),
         "HOME": str(root / "home"),

@@ -98,12 +98,17 @@ def needed_paths(binary: str) -> list[Path]:
 
 @contextlib.asynccontextmanager
 async def model_socket(
-    root: Path, daemon_url: str, scenario: str, budget: Budget | None = None, routes: Iterable[web.RouteDef] = ()
+    root: Path,
+    daemon_url: str,
+    scenario: str,
+    budget: Budget | None = None,
+    routes: Iterable[web.RouteDef] = (),
+    token: str | None = None,
 ) -> AsyncIterator[Path]:
     """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon, and
-    `routes` (see `relay_app`)."""
+    `routes` (see `relay_app`, also for `token`)."""
     path = root / SOCKET
-    app = relay_app(daemon_url, scenario, budget, routes)
+    app = relay_app(daemon_url, scenario, budget, routes, token)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:

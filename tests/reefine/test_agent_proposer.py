@@ -100,15 +100,19 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
 async def test_without_a_jail_an_edit_under_reserved_is_reported_and_not_applied(
     start_reefine: StartReefine, pi: Path
 ) -> None:
-    reefine = await start_reefine(harness__proposer_agent="pi", harness__sandbox="none")
+    reefine = await start_reefine(harness__proposer_agent="pi", harness__sandbox="none", reef__token=TOKEN)
     assert reefine.agent is not None
     reefine.agent.commands = [
         "chmod u+w reserved/extensions/reef-requests.ts && " + EDIT_RESERVED,
         "printf '# Be brief\\nAnswer in one sentence.' > skills/brief.md",
+        direct_model_call(reefine.url),
     ]
 
     progress = await reefine.settled(await reefine.train("make answers brief"), AGENT_SETTLES_S)
 
+    # Without a jail the daemon's port is in reach, but the agent holds no token it would take: its relay, which
+    # counts the run's model calls, presents the lent one.
+    assert reefine.agent.results[2].strip() == "401"
     lines = activity(progress)
     assert any("WITHOUT a jail" in line for line in lines if line.startswith("proposer: the agent proposer"))
     assert (
@@ -121,6 +125,16 @@ async def test_without_a_jail_an_edit_under_reserved_is_reported_and_not_applied
     assert metrics["agent"]["reported"] == [
         "reserved/extensions/reef-requests.ts: reef's own entries cannot be changed; the edit was not applied"
     ]
+
+
+def direct_model_call(url: str) -> str:
+    """A shell command: the HTTP status of a model call straight to the daemon with the token in the agent's env."""
+    body = '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    return (
+        f"curl -s -o /dev/null -w '%{{http_code}}' -H \"Authorization: Bearer $REEF_TOKEN\" "
+        f"-H 'x-reef-scenario: {TRIAL_SCENARIO}' -H 'Content-Type: application/json' -d '{body}' "
+        f"{url}/v1/chat/completions"
+    )
 
 
 def only_git(folder: Path) -> str:
