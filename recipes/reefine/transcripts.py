@@ -1,11 +1,12 @@
 """Reading what an agent did from the session logs it wrote (JSON lines under its home): the tool calls it made,
 and its session as a readable transcript.
 
-Agents spell a tool call differently (pi `toolCall`, codex `function_call`, Claude Code `tool_use`); any JSON
-object of one of those types with a `name` counts. Arguments are shortened for showing. The transcript reads pi's
-session entries (`message` lines: user, assistant and toolResult messages) and codex's rollout (`response_item`
-lines: messages, function calls and their outputs), one `[who] text` block each; the rest of a log (settings,
-token counts) is left out. A log in neither shape is kept as its raw end.
+Agents spell a tool call differently (pi `toolCall`, codex `function_call`, or `custom_tool_call` for its
+apply_patch, Claude Code `tool_use`); any JSON object of one of those types with a `name` counts. Arguments are
+shortened for showing. The transcript reads pi's session entries (`message` lines: user, assistant and toolResult
+messages) and codex's rollout (`response_item` lines: messages, function calls and their outputs), one
+`[who] text` block each; the rest of a log (settings, token counts) is left out. A log in neither shape is kept as
+its raw end.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-CALL_TYPES = frozenset({"toolCall", "tool_call", "function_call", "tool_use", "local_shell_call"})
+CALL_TYPES = frozenset({"toolCall", "tool_call", "function_call", "custom_tool_call", "tool_use", "local_shell_call"})
 ARGS_LIMIT = 300
 LOG_LIMIT = 256 * 1024  # bytes read from the end of each log
 BLOCK_LIMIT = 2000  # characters of one message, call or result in the transcript
@@ -77,7 +78,7 @@ def _codex_item(item: dict[str, Any]) -> list[str]:
     if kind == "message":
         texts = [str(part.get("text", "")) for part in _list(item.get("content")) if isinstance(part, dict)]
         return [_block(str(item.get("role", "?")), "".join(texts))]
-    if kind in CALL_TYPES or kind == "custom_tool_call":
+    if kind in CALL_TYPES:
         arguments = item.get("arguments", item.get("input", item.get("action", "")))
         return [_block("tool call", f"{item.get('name', kind)} {_compact(arguments)}")]
     if kind in ("function_call_output", "custom_tool_call_output"):
