@@ -3,8 +3,9 @@ person's home and the daemon's state hidden, the trial's throwaway root the only
 environment.
 
 The model is reached only through a Unix socket reef serves in the root (`model.sock`), which relays the trial's
-model calls to this daemon and nothing else (`model_relay`); inside, `jail_bridge` serves it on the jail's own
-loopback, where the agent's binding points.
+model calls to this daemon and nothing else (`model_relay`; for the agent proposer it also serves the run's own
+tools, which reef runs outside the jail); inside, `jail_bridge` serves it on the jail's own loopback, where the
+agent's binding points.
 `harness.sandbox = none` (`REEF_PROPOSER_SANDBOX=none`) runs trials as plain children instead, for a trusted
 machine without bubblewrap.
 """
