@@ -17,19 +17,20 @@ workspace holds the proposal.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from adapters import SESSION_ENV, Adapter, Binding, get_adapter
 from recipes.reefine import agent_tools
 from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
-from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, TrialRun, model_url, run_trial
+from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, model_url, run_trial
 from recipes.reefine.answers import Answer
 from recipes.reefine.guide import agent_prompt, guide
 from recipes.reefine.model import ServedModel
@@ -184,9 +185,7 @@ class AgentProposer:
             bwrap = (shutil.which(BWRAP) or BWRAP) if run.choice.jailed else None
             label = f"trial-for-{request_id}"
             agent = TrialAgent(self._adapter, binary, bwrap, self._hidden, self._url, model, label, token, budget)
-
-            async def start(entries: list[Entry], prompt: str, project: Mapping[str, str], limit: float) -> TrialRun:
-                return await run_trial(agent, entries, prompt, project, limit)
+            start = functools.partial(run_trial, agent)
 
         no_trial = f"{self._adapter.binary} is not installed on this host ({self._adapter.agent.package})"
         limits = (self.bounds.trials, self.bounds.trial_s, run.deadline)
