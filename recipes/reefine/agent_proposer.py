@@ -3,42 +3,46 @@ mode), edits the served harness laid out as files, checks and tries what it chan
 then read back as mutations, admitted and reviewed like the text proposer's answer.
 
 The agent runs in the trial jail (`reef_daemon/harness/jail.py`): no network, the files read-only but its root
-(and there reef's own entries, its tools and their state stay read-only), the person's home and reef's state
-hidden, the model only through the socket, which relays model calls of `reef-trials` with a token lent for this
-run and refuses them past the run's budget. Its tools (`harness-check`, `harness-trial`, `harness-notes`,
-`agent_tools.py`) run inside the same jail; what they did is followed into the request's progress while it runs.
-With `harness.sandbox = none` the agent runs as a plain child, the model through a loopback relay instead.
-At the wall bound the agent and everything it started are stopped, and the workspace holds the proposal.
+(and there reef's own entries and its tool commands stay read-only), the person's home and reef's state hidden,
+the model only through the socket, which relays model calls of `reef-trials` under a token lent for this run (the
+relay presents it; the agent never holds it) and refuses them past the run's budget. Its tools (`harness-check`,
+`harness-trial`, `harness-notes`) are commands that ask the daemon through the same socket with a step token
+minted for this run; the daemon runs them (`step_tools.py`), each trial in a fresh jail of its own, and counts
+trials, model calls and time itself, so no code in the jail can get past a bound. What they did is followed into
+the request's progress while it runs. With `harness.sandbox = none` the agent runs as a plain child, the model
+and its tools behind a loopback relay. At the wall bound the agent and everything it started are stopped, and the
+workspace holds the proposal.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import os
+import secrets
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from aiohttp import web
 
 from adapters import SESSION_ENV, Adapter, Binding, get_adapter
 from recipes.reefine import agent_tools
 from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
+from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, model_url, run_trial
 from recipes.reefine.answers import Answer
 from recipes.reefine.guide import agent_prompt, guide
 from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Declined, Proposal, review_answer
+from recipes.reefine.step_tools import StartTrial, StepTools
 from recipes.reefine.workspace import lay_out, read_back
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.admission import Refused, admit
 from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
-from reef_daemon.harness.model_relay import Budget, relay_app
+from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, needed_paths
+from reef_daemon.harness.model_relay import Budget
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_harness import Entry
 
@@ -153,12 +157,14 @@ class AgentProposer:
             )
             budget = Budget(self.bounds.model_calls)
             with self._gate.lend(TRIAL_SCENARIO) as token:
-                async with self._model_url(root, choice.jailed, budget) as url:
-                    run.write_tools(self._state(run, tree, model.model, request_id, url))
+                tools = self._tools(run, tree, model.model, request_id, token, budget)
+                bwrap = (shutil.which(BWRAP) or BWRAP) if choice.jailed else None
+                async with model_url(root, self._url, bwrap, budget, token, tools.routes()) as url:
+                    run.write_tools()
                     binding = Binding(url, TRIAL_SCENARIO, model.model, f"proposer-for-{request_id}")
-                    argv, env = self._command(run, binding, token, request)
-                    stopped = await run.follow(argv, env)
-            evidence = run.evidence(stopped, budget.used)
+                    argv, env = self._command(run, binding, request, tools.token)
+                    stopped = await run.follow(argv, env, tools)
+            evidence = run.evidence(stopped, budget.used, tools)
             await note(
                 f"agent stopped after {evidence['seconds']:g} s ({stopped}): {budget.used} model call(s), "
                 f"{len(evidence['trials'])} trial(s)"
@@ -167,43 +173,29 @@ class AgentProposer:
         finally:
             await asyncio.to_thread(remove, root)
 
-    @contextlib.asynccontextmanager
-    async def _model_url(self, root: Path, jailed: bool, budget: Budget) -> AsyncIterator[str]:
-        """Where the agent's binding points: the jail's bridge (behind the socket), or a loopback relay."""
+    def _tools(
+        self, run: AgentRun, tree: list[Entry], model: str, request_id: str, token: str | None, budget: Budget
+    ) -> StepTools:
+        """The run's step tools; its trials start the scenario's agent in a jail of their own where the agent has
+        one, their model calls counted against the run's `budget`."""
         assert self._url is not None
-        if jailed:
-            async with model_socket(root, self._url, TRIAL_SCENARIO, budget):
-                yield f"http://127.0.0.1:{JAIL_PORT}"
-            return
-        runner = web.AppRunner(relay_app(self._url, TRIAL_SCENARIO, budget), access_log=None, shutdown_timeout=5)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-        finally:
-            await runner.cleanup()
+        binary = self._trial_binary()
+        start: StartTrial | None = None
+        if binary is not None:
+            bwrap = (shutil.which(BWRAP) or BWRAP) if run.choice.jailed else None
+            label = f"trial-for-{request_id}"
+            agent = TrialAgent(self._adapter, binary, bwrap, self._hidden, self._url, model, label, token, budget)
+            start = functools.partial(run_trial, agent)
 
-    def _state(self, run: AgentRun, tree: list[Entry], model: str, request_id: str, url: str) -> dict[str, Any]:
-        return {
-            "adapter": self._adapter.name,
-            "tree": [entry.to_json() for entry in tree],
-            "model": model,
-            "label": f"trial-for-{request_id}",
-            "trial_agent": self._trial_binary() or "",
-            "model_url": url,
-            "deadline": run.deadline,
-            "trial_s": self.bounds.trial_s,
-            "trials_max": self.bounds.trials,
-            "workspace": str(run.workspace),
-            "evidence": str(run.evidence_dir),
-            "trials": str(run.trials),
-        }
+        no_trial = f"{self._adapter.binary} is not installed on this host ({self._adapter.agent.package})"
+        limits = (self.bounds.trials, self.bounds.trial_s, run.deadline)
+        return StepTools(self._adapter, tree, run.workspace, limits, start, no_trial, secrets.token_urlsafe(32))
 
     def _command(
-        self, run: AgentRun, binding: Binding, token: str | None, request: str
+        self, run: AgentRun, binding: Binding, request: str, step_token: str
     ) -> tuple[list[str], dict[str, str]]:
-        """The agent's argv and environment, wrapped in the jail where there is one."""
+        """The agent's argv and environment, wrapped in the jail where there is one. It holds no daemon token: its
+        relay presents the one lent for this run."""
         adapter, binary = run.choice.adapter, run.choice.binary
         assert adapter is not None and binary is not None
         home = run.root / "agent"
@@ -212,16 +204,16 @@ class AgentProposer:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         agent = adapter.agent
-        trial = self._trial_binary()
-        bins = [str(run.bin), str(Path(binary).parent), *([str(Path(trial).parent)] if trial else [])]
+        bins = [str(run.bin), str(Path(binary).parent)]
         env = {
             "PATH": os.pathsep.join([*bins, os.environ.get("PATH", os.defpath)]),
             "HOME": str(run.root / "home"),
             "TMPDIR": str(run.root / "tmp"),
             "LANG": "C.UTF-8",
-            TOKEN_ENV: token or "none",
+            TOKEN_ENV: NO_TOKEN,
             SESSION_ENV: uuid.uuid4().hex,
-            agent_tools.STATE_ENV: str(run.state_file),
+            agent_tools.STEP_URL_ENV: binding.url,
+            agent_tools.STEP_TOKEN_ENV: step_token,
             **agent.env(home, binding),
             **agent.offline_env,
         }
@@ -231,10 +223,9 @@ class AgentProposer:
         if not run.choice.jailed:
             return argv, env
         bwrap = shutil.which(BWRAP) or BWRAP
-        needed = needed_paths(binary) + (needed_paths(trial) if trial else [])
-        readonly = [run.bin, run.state_file.parent, run.workspace / "reserved"]
+        readonly = [run.bin, run.workspace / "reserved"]
         hidden = [Path.home(), *self._hidden]
-        return jail_argv(bwrap, run.root, hidden, needed, env, argv, readonly), {
+        return jail_argv(bwrap, run.root, hidden, needed_paths(binary), env, argv, readonly), {
             "PATH": env["PATH"],
             "LANG": env["LANG"],
         }

@@ -1,12 +1,11 @@
-"""One run of the proposing agent: its root (workspace, tools, their state, evidence, trials), the agent started
-and followed until it stops or the wall bound stops it with everything it started, and the evidence the step
-keeps (its checks, trials and notes, and the end of its session log)."""
+"""One run of the proposing agent: its root (workspace, tool commands, home), the agent started and followed until
+it stops or the wall bound stops it with everything it started, and the evidence the step keeps (its checks,
+trials and notes, as the daemon's step tools saw them, and the end of its session log)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -19,10 +18,10 @@ from typing import Any
 
 from adapters import Adapter
 from recipes.reefine import agent_tools
+from recipes.reefine.step_tools import StepTools
 from recipes.reefine.transcripts import tool_calls, transcript
 from recipes.reefine.workspace import make_writable, snapshot
 
-LAUNCH = "import sys; from recipes.reefine.agent_tools import main; sys.exit(main(sys.argv[1:]))"
 TOOLS = {"harness-check": "check", "harness-trial": "trial", "harness-notes": "notes"}
 TRANSCRIPT_LIMIT = 32 * 1024
 FOLLOW_S = 0.5  # how often the run's logs are read for the progress
@@ -60,7 +59,7 @@ class Choice:
 
 
 class AgentRun:
-    """The files and the running agent of one proposer run."""
+    """The files and the running agent of one proposer run; `tools` are the daemon's step tools it may call."""
 
     def __init__(self, root: Path, choice: Choice, bounds: Bounds, note: Note) -> None:
         self.root = root
@@ -69,10 +68,7 @@ class AgentRun:
         self.note = note
         self.workspace = root / "workspace"
         self.bin = root / "bin"
-        self.state_file = root / "state" / "run.json"
-        self.evidence_dir = root / "evidence"
-        self.trials = root / "trials"
-        for folder in (self.bin, self.state_file.parent, self.evidence_dir, self.trials, root / "home", root / "tmp"):
+        for folder in (self.bin, root / "home", root / "tmp"):
             folder.mkdir(parents=True, exist_ok=True)
         self.started = time.monotonic()
         self.deadline = time.time() + bounds.wall_s
@@ -81,16 +77,17 @@ class AgentRun:
         self._events_seen = 0
         self._calls_seen = 0
 
-    def write_tools(self, facts: dict[str, Any]) -> None:
-        self.state_file.write_text(json.dumps(facts), encoding="utf-8")
-        source = Path(agent_tools.__file__).resolve().parents[2]
+    def write_tools(self) -> None:
+        """The tool commands on the agent's PATH: each runs agent_tools.py, which asks the daemon."""
+        client = Path(agent_tools.__file__).resolve()
         for name, tool in TOOLS.items():
             script = self.bin / name
-            script.write_text(f'#!/bin/sh\nPYTHONPATH="{source}" exec "{sys.executable}" -c "{LAUNCH}" {tool} "$@"\n')
+            script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I "{client}" {tool} "$@"\n')
             script.chmod(0o755)
 
-    async def follow(self, argv: list[str], env: dict[str, str]) -> str:
-        """Start the agent and report what it does until it stops or the wall bound stops it; how it stopped."""
+    async def follow(self, argv: list[str], env: dict[str, str], tools: StepTools) -> str:
+        """Start the agent and report what it and its tools do until it stops or the wall bound stops it; how it
+        stopped."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv, cwd=self.workspace, env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -108,41 +105,39 @@ class AgentRun:
                     self.stopped_at_bound = True
                     break
                 await asyncio.wait([waiting], timeout=min(FOLLOW_S, left))
-                await self._report()
+                await self._report(tools)
         finally:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
             self.output = await reading
-            await self._report()
+            await self._report(tools)
         if self.stopped_at_bound:
             return f"stopped at the wall bound of {self.bounds.wall_s:g} s, with everything it started"
         return f"it exited with status {process.returncode}"
 
-    async def _report(self) -> None:
+    async def _report(self, tools: StepTools) -> None:
         """New tool calls of the agent and new tool runs, as progress lines."""
         calls = tool_calls(self.root / "agent")
         for call in calls[self._calls_seen :]:
             await self.note(f"agent: {call}")
         self._calls_seen = len(calls)
-        events = agent_tools.read_events(self.evidence_dir)
-        for line in events[self._events_seen :]:
-            await self.note(str(line.get("text", "")))
-        self._events_seen = len(events)
+        events = tools.events[self._events_seen :]
+        self._events_seen += len(events)
+        for line in events:
+            await self.note(str(line["text"]))
 
-    def evidence(self, stopped: str, model_calls: int) -> dict[str, Any]:
+    def evidence(self, stopped: str, model_calls: int, tools: StepTools) -> dict[str, Any]:
         """What the step keeps of the run."""
-        events = agent_tools.read_events(self.evidence_dir)
-        notes_file = self.evidence_dir / agent_tools.NOTES
         return {
             "agent": self.choice.adapter.name if self.choice.adapter else None,
             "jailed": self.choice.jailed,
             "stopped": stopped,
             "seconds": round(time.monotonic() - self.started, 2),
             "model_calls": model_calls,
-            "checks": [line for line in events if line.get("tool") == "check"],
-            "trials": [line for line in events if line.get("tool") == "trial"],
-            "notes": notes_file.read_text("utf-8", "replace")[-TRANSCRIPT_LIMIT:] if notes_file.exists() else "",
+            "checks": [line for line in tools.events if line["tool"] == "check"],
+            "trials": tools.trials,
+            "notes": tools.notes,
             "transcript": transcript(self.root / "agent", TRANSCRIPT_LIMIT) or self.output[-TRANSCRIPT_LIMIT:],
             "workspace": sorted(snapshot(self.workspace)),
         }

@@ -14,6 +14,7 @@ other change is reported and not applied.
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ GUIDE = "AGENTS.md"
 FIXED = {GUIDE}  # written by reef, not part of the proposal
 FENCE = "~~~~~~~~"
 FILE_LIMIT = 256 * 1024  # bytes: no entry is larger (admission allows 64 KiB of text)
+DEPTH_LIMIT = 16
 
 
 @dataclass
@@ -91,17 +93,65 @@ def lay_out(
 
 def snapshot(workspace: Path, skipped: list[str] | None = None) -> dict[str, str]:
     """Relative path -> text of every plain file in the workspace (undecodable bytes replaced). Links (which could
-    lead outside it) and files over FILE_LIMIT are not read; they are added to `skipped` with the reason."""
+    lead outside it), files over FILE_LIMIT and folders deeper than DEPTH_LIMIT are not read; they are added to
+    `skipped` with the reason. Safe while the agent still runs: each folder and file is opened relative to its
+    parent without following links, so a file swapped for a link meanwhile is not read either."""
     files: dict[str, str] = {}
-    for path in sorted(workspace.rglob("*")):
-        relative = path.relative_to(workspace).as_posix()
-        if path.is_symlink():
+    try:
+        top = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return files
+    try:
+        _walk(top, "", files, skipped)
+    finally:
+        os.close(top)
+    return dict(sorted(files.items(), key=lambda item: item[0].split("/")))
+
+
+def _walk(folder: int, prefix: str, files: dict[str, str], skipped: list[str] | None) -> None:
+    for name in sorted(os.listdir(folder)):
+        relative = prefix + name
+        try:
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
             _skip(skipped, f"{relative}: a link, not a file; not read")
-        elif path.is_file() and path.stat().st_size > FILE_LIMIT:
+        elif stat.S_ISDIR(info.st_mode):
+            if relative.count("/") >= DEPTH_LIMIT:
+                _skip(skipped, f"{relative}: deeper than {DEPTH_LIMIT} folders; not read")
+                continue
+            try:
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            except OSError:
+                _skip(skipped, f"{relative}: a folder that could not be opened; not read")
+                continue
+            try:
+                _walk(inner, relative + "/", files, skipped)
+            finally:
+                os.close(inner)
+        elif stat.S_ISREG(info.st_mode) and info.st_size > FILE_LIMIT:
             _skip(skipped, f"{relative}: larger than {FILE_LIMIT // 1024} KiB; not read")
-        elif path.is_file():
-            files[relative] = path.read_text("utf-8", "replace")
-    return files
+        elif stat.S_ISREG(info.st_mode):
+            text = _read(folder, name)
+            if text is None:
+                _skip(skipped, f"{relative}: changed while it was read; not read")
+            else:
+                files[relative] = text
+
+
+def _read(folder: int, name: str) -> str | None:
+    """The file's text, or None where it is not a plain file (any more) or is larger than FILE_LIMIT."""
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return None
+    with os.fdopen(handle, "rb") as opened:
+        info = os.fstat(opened.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > FILE_LIMIT:
+            return None
+        data = opened.read(FILE_LIMIT + 1)
+    return None if len(data) > FILE_LIMIT else data.decode("utf-8", "replace")
 
 
 def _skip(skipped: list[str] | None, line: str) -> None:

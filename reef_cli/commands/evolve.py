@@ -6,6 +6,7 @@ import time
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from reef_cli.client import ReefClient, RequestProgress
 from reef_cli.connect import daemon_client
@@ -58,17 +59,24 @@ def settle(progress: RequestProgress, *, json: bool) -> None:
 
 
 def watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> RequestProgress:
-    """Poll the request until it settles or the timeout passes; a spinner shows the phase and latest activity."""
+    """Poll the request until it settles or the timeout passes. Each activity line (for the agent proposer each
+    tool call, check and trial) is printed on stderr as it comes; a spinner shows the phase and the latest one."""
     deadline = time.monotonic() + timeout
-    progress = client.request_progress(request_id)
-    with error_console().status("queued", spinner="dots") as spinner:
-        while progress["state"] != "settled" and time.monotonic() < deadline:
-            if not quiet:
-                latest = progress["activity"][-1]["text"] if progress["activity"] else ""
-                spinner.update(f"{progress['state']}: {latest}"[:160])
-            time.sleep(POLL_S)
+    shown = 0
+    out = error_console()
+    with out.status("queued", spinner="dots") as spinner:
+        while True:
             progress = client.request_progress(request_id)
-    return progress
+            if not quiet:
+                activity = progress["activity"]
+                for entry in activity[shown:]:
+                    out.print(f"· {entry['text']}", soft_wrap=True, markup=False)
+                shown = len(activity)
+                latest = activity[-1]["text"] if activity else ""
+                spinner.update(Text(f"{progress['state']}: {latest}"[:160]))
+            if progress["state"] == "settled" or time.monotonic() >= deadline:
+                return progress
+            time.sleep(POLL_S)
 
 
 def _report(progress: RequestProgress) -> None:

@@ -3,8 +3,9 @@ person's home and the daemon's state hidden, the trial's throwaway root the only
 environment.
 
 The model is reached only through a Unix socket reef serves in the root (`model.sock`), which relays the trial's
-model calls to this daemon and nothing else (`model_relay`); inside, `jail_bridge` serves it on the jail's own
-loopback, where the agent's binding points.
+model calls to this daemon and nothing else (`model_relay`; for the agent proposer it also serves the run's own
+tools, which reef runs outside the jail); inside, `jail_bridge` serves it on the jail's own loopback, where the
+agent's binding points.
 `harness.sandbox = none` (`REEF_PROPOSER_SANDBOX=none`) runs trials as plain children instead, for a trusted
 machine without bubblewrap.
 """
@@ -97,10 +98,19 @@ def needed_paths(binary: str) -> list[Path]:
 
 
 @contextlib.asynccontextmanager
-async def model_socket(root: Path, daemon_url: str, scenario: str, budget: Budget | None = None) -> AsyncIterator[Path]:
-    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon."""
+async def model_socket(
+    root: Path,
+    daemon_url: str,
+    scenario: str,
+    budget: Budget | None = None,
+    routes: Iterable[web.RouteDef] = (),
+    token: str | None = None,
+) -> AsyncIterator[Path]:
+    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon, and
+    `routes` (see `relay_app`, also for `token`)."""
     path = root / SOCKET
-    runner = web.AppRunner(relay_app(daemon_url, scenario, budget), access_log=None, shutdown_timeout=5)
+    app = relay_app(daemon_url, scenario, budget, routes, token)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:
         await web.UnixSite(runner, str(path)).start()

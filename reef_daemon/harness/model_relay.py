@@ -4,12 +4,15 @@ the trial's own scenario, and nothing else, whatever the daemon's auth setting.
 Each allowed request is relayed to the daemon as it came (body and answer streamed, bytes untouched), with the
 scenario header set to the trial's; a request for any other route, or naming another scenario, is answered here
 with a JSON error and never reaches the daemon, so it stores nothing. With a `Budget`, model calls past its limit
-are answered 429 here.
+are answered 429 here. With a `token`, the relay presents it to the daemon itself, in place of whatever credential the
+agent sent, so the agent needs none (and holds none it could use at the daemon's port). `routes` are served by the
+socket itself before any relaying (the agent proposer's step tools,
+which the daemon runs outside the jail).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 import aiohttp
@@ -23,6 +26,7 @@ CHUNK = 65536
 # Headers about one hop of the connection, not the request (the proxy's set, less the length, which a relayed
 # body keeps, plus the host); the relay's own connections set their own.
 _HOP_BY_HOP = (HOP_BY_HOP - {"content-length"}) | {"host"}
+_CREDENTIALS = ("authorization", "x-api-key")
 _SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
@@ -34,8 +38,14 @@ class Budget:
     used: int = 0
 
 
-def relay_app(daemon_url: str, scenario: str, budget: Budget | None = None) -> web.Application:
-    """The socket's HTTP server: model calls of `scenario` relayed to the daemon at `daemon_url`."""
+def relay_app(
+    daemon_url: str,
+    scenario: str,
+    budget: Budget | None = None,
+    routes: Iterable[web.RouteDef] = (),
+    token: str | None = None,
+) -> web.Application:
+    """The socket's HTTP server: `routes`, and model calls of `scenario` relayed to the daemon at `daemon_url`."""
 
     async def relay(request: web.Request) -> web.StreamResponse:
         if request.path not in INFERENCE_ROUTES:
@@ -53,6 +63,9 @@ def relay_app(daemon_url: str, scenario: str, budget: Budget | None = None) -> w
         headers = [(key, value) for key, value in request.headers.items() if _relayed(key)]
         headers = [(key, value) for key, value in headers if key.lower() != SCENARIO_HEADER]
         headers.append((SCENARIO_HEADER, scenario))
+        if token is not None:
+            headers = [(key, value) for key, value in headers if key.lower() not in _CREDENTIALS]
+            headers.append(("Authorization", f"Bearer {token}"))
         try:
             answer = await request.app[_SESSION].post(request.path, headers=headers, data=request.content)
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -70,6 +83,7 @@ def relay_app(daemon_url: str, scenario: str, budget: Budget | None = None) -> w
             yield
 
     app = web.Application()
+    app.router.add_routes(routes)
     app.router.add_route("*", "/{path:.*}", relay)
     app.cleanup_ctx.append(session)
     return app

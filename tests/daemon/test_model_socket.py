@@ -67,3 +67,19 @@ async def test_everything_else_is_refused_at_the_socket_and_stores_nothing(
     assert (await listed.json())["records"] == []
     scenarios = await reef.get("/reef/scenarios", headers=owner)
     assert (await scenarios.json())["scenarios"] == []
+
+
+async def test_with_a_token_the_socket_presents_it_in_place_of_the_agents(
+    start_reef: StartReef, tmp_path: Path
+) -> None:
+    reef = await start_reef(environ={"REEF_TOKEN": "socket-test-token"})
+    async with (
+        model_socket(tmp_path, reef.url, TRIAL_SCENARIO, token="socket-test-token") as path,
+        aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path))) as jail,
+    ):
+        for credential in ({}, {"Authorization": "Bearer forged"}, {"x-api-key": "forged"}):
+            async with jail.post(f"{JAIL}/v1/chat/completions", json=CHAT, headers=credential) as answer:
+                assert answer.status == 200, credential
+    owner = {"Authorization": "Bearer socket-test-token"}
+    listed = await reef.get(f"/reef/records?scenario={TRIAL_SCENARIO}", headers=owner)
+    assert len((await listed.json())["records"]) == 3

@@ -3,6 +3,7 @@ restartable on the same state directory. Trial runs are off unless a test sets `
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from aiohttp.test_utils import TestServer
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON
 from reef_daemon.settings import load_settings
+from tests.support.adapters_testing import agent_binary
 from tests.support.agent_upstream import AgentUpstream
 from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
 
@@ -61,3 +63,13 @@ async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
 @pytest.fixture
 async def reefine(start_reefine: StartReefine) -> Reefine:
     return await start_reefine()
+
+
+@pytest.fixture
+def pi(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pi, on the PATH the daemon finds agents on; the test is skipped where it is not installed."""
+    found = agent_binary("pi")
+    if found is None:
+        pytest.skip("pi is not installed on this machine; scripts/setup installs it")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(found.parent), os.environ["PATH"]]))
+    return found

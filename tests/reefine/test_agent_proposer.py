@@ -3,18 +3,15 @@ leaves is read back, admitted, reviewed and published, and the request's progres
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
-from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
-from tests.support.waiting import eventually
+from tests.support.reefine_testing import AGENT_SETTLES_S, SCENARIO, StartReefine, activity
 
 BAD_SKILL = "printf '# Be brief\\nAnswer in one sentence.\\n' > 'skills/be brief!.md'"
 FIX_SKILL = (
@@ -26,35 +23,12 @@ TOKEN = "agent-proposer-test-token-0123456789"
 EDIT_RESERVED = "echo '// changed' >> reserved/extensions/reef-requests.ts"
 
 
-@pytest.fixture
-def pi(monkeypatch: pytest.MonkeyPatch) -> Path:
-    found = agent_binary("pi")
-    if found is None:
-        pytest.skip("pi is not installed on this machine; scripts/setup installs it")
-    monkeypatch.setenv("PATH", os.pathsep.join([str(found.parent), os.environ["PATH"]]))
-    return found
-
-
 def probe(state: Path, port: int) -> str:
     """A shell probe: how many files of the daemon's state it sees; a word for each escape that worked."""
     return (
         f"ls -A {state} 2>/dev/null | wc -l; touch /var/tmp/reef-probe-{port} 2>/dev/null && echo WROTE-OUTSIDE; "
         f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo REACHED-DAEMON; true"
     )
-
-
-def texts(progress: dict[str, Any]) -> list[str]:
-    return [str(line["text"]) for line in progress["activity"]]
-
-
-async def settled(reefine: Reefine, request_id: str, seconds: float = 240) -> dict[str, Any]:
-    progress: dict[str, Any] = await eventually(
-        lambda: reefine.ok("GET", f"/reef/requests/{request_id}"),
-        seconds,
-        f"request {request_id} to settle",
-        satisfied=lambda request: request["state"] == "settled",
-    )
-    return progress
 
 
 async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_published(
@@ -73,10 +47,10 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
         probe(tmp_path / "state", int(reefine.url.rsplit(":", 1)[1])),
     ]  # fmt: skip
 
-    progress = await settled(reefine, await reefine.train("make answers brief"))
+    progress = await reefine.settled(await reefine.train("make answers brief"), AGENT_SETTLES_S)
 
-    assert progress["result"] == "selected", texts(progress)
-    lines = texts(progress)
+    assert progress["result"] == "selected", activity(progress)
+    lines = activity(progress)
     assert any(line.startswith("proposer: the agent proposer: pi") and "jail" in line for line in lines), lines
     # What the agent's tools printed came back to it: the refusal, then the admitted fix, then the trial.
     context, refusal, admitted, tried, reserved = [reefine.agent.results[0], *reefine.agent.results[2:6]]
@@ -103,7 +77,11 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert metrics["agent"]["trials"][0]["prompt"] == "What is the capital of France?"
     assert metrics["agent"]["notes"] == "a skill is enough: the request is about wording\n"
     assert "harness-notes: a skill is enough: the request is about wording" in lines
-    assert "harness-check" in metrics["agent"]["transcript"]  # the agent's own session log, kept bounded
+    # The agent's own session log, read as a transcript and kept bounded.
+    transcript = metrics["agent"]["transcript"]
+    assert '[tool call] bash {"command": "harness-check"}' in transcript
+    assert "[tool result] refused: entry id 'be brief!' is not allowed" in transcript
+    assert transcript.endswith("[assistant] Done: the change is in the workspace.")
     assert metrics["agent"]["model_calls"] >= 10  # nine turns of the agent and the trial's own
     assert progress["how_to_use"] == "just ask."
     status = await reefine.ok("GET", "/reef/status")
@@ -119,64 +97,23 @@ async def test_pi_edits_checks_and_tries_the_harness_in_the_jail_and_it_is_publi
     assert SCENARIO not in releases
 
 
-def sleepers(marker: str) -> list[int]:
-    """Processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "cmdline").read_bytes().decode("utf-8", "replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-async def test_a_session_that_never_stops_is_stopped_at_the_wall_bound_with_its_children(
-    start_reefine: StartReefine, pi: Path
-) -> None:
-    reefine = await start_reefine(harness__proposer_agent="pi", harness__proposer_wall_s=12)
-    assert reefine.agent is not None
-    reefine.agent.commands = ["sleep 987654"]
-
-    progress = await settled(reefine, await reefine.train("make answers brief"))
-
-    assert progress["result"] == "skipped"
-    assert progress["reason"] == "the agent was stopped at the wall bound before it changed any entry"
-    assert any("stopped at the wall bound of 12 s, with everything it started" in line for line in texts(progress))
-    await eventually(
-        lambda: asyncio.to_thread(sleepers, "987654"),
-        10,
-        "the agent's sleep to be gone",
-        satisfied=lambda pids: not pids,
-    )
-
-
-async def test_the_model_call_budget_is_enforced(start_reefine: StartReefine, pi: Path) -> None:
-    reefine = await start_reefine(harness__proposer_agent="pi", harness__proposer_model_calls=3)
-    assert reefine.agent is not None
-    reefine.agent.commands = ["true"] * 10
-
-    progress = await settled(reefine, await reefine.train("make answers brief"))
-
-    assert reefine.agent.calls == 3  # the fourth call was refused at the socket and never reached the model
-    assert any(line.endswith("3 model call(s), 0 trial(s)") for line in texts(progress)), texts(progress)
-    assert progress["result"] == "skipped"
-
-
 async def test_without_a_jail_an_edit_under_reserved_is_reported_and_not_applied(
     start_reefine: StartReefine, pi: Path
 ) -> None:
-    reefine = await start_reefine(harness__proposer_agent="pi", harness__sandbox="none")
+    reefine = await start_reefine(harness__proposer_agent="pi", harness__sandbox="none", reef__token=TOKEN)
     assert reefine.agent is not None
     reefine.agent.commands = [
         "chmod u+w reserved/extensions/reef-requests.ts && " + EDIT_RESERVED,
         "printf '# Be brief\\nAnswer in one sentence.' > skills/brief.md",
+        direct_model_call(reefine.url),
     ]
 
-    progress = await settled(reefine, await reefine.train("make answers brief"))
+    progress = await reefine.settled(await reefine.train("make answers brief"), AGENT_SETTLES_S)
 
-    lines = texts(progress)
+    # Without a jail the daemon's port is in reach, but the agent holds no token it would take: its relay, which
+    # counts the run's model calls, presents the lent one.
+    assert reefine.agent.results[2].strip() == "401"
+    lines = activity(progress)
     assert any("WITHOUT a jail" in line for line in lines if line.startswith("proposer: the agent proposer"))
     assert (
         "not applied: reserved/extensions/reef-requests.ts: reef's own entries cannot be changed; the edit was "
@@ -188,6 +125,16 @@ async def test_without_a_jail_an_edit_under_reserved_is_reported_and_not_applied
     assert metrics["agent"]["reported"] == [
         "reserved/extensions/reef-requests.ts: reef's own entries cannot be changed; the edit was not applied"
     ]
+
+
+def direct_model_call(url: str) -> str:
+    """A shell command: the HTTP status of a model call straight to the daemon with the token in the agent's env."""
+    body = '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    return (
+        f"curl -s -o /dev/null -w '%{{http_code}}' -H \"Authorization: Bearer $REEF_TOKEN\" "
+        f"-H 'x-reef-scenario: {TRIAL_SCENARIO}' -H 'Content-Type: application/json' -d '{body}' "
+        f"{url}/v1/chat/completions"
+    )
 
 
 def only_git(folder: Path) -> str:
@@ -205,7 +152,7 @@ async def test_without_the_agent_the_text_proposer_answers_and_says_why(
     reefine = await start_reefine(harness__proposer_agent="codex")
     monkeypatch.setenv("PATH", only_git(tmp_path / "bin"))
     progress = await reefine.settled(await reefine.train("make answers brief"))
-    assert texts(progress)[1].startswith("proposer: the text proposer: codex is not installed on this host")
+    assert activity(progress)[1].startswith("proposer: the text proposer: codex is not installed on this host")
     assert reefine.model.seen("plan")  # the text proposer asked for a plan
 
 
@@ -215,7 +162,7 @@ async def test_without_the_jail_the_text_proposer_answers_and_says_why(
     reefine = await start_reefine(harness__proposer_agent="pi")
     monkeypatch.setenv("PATH", os.pathsep.join([only_git(tmp_path / "bin"), str(pi.parent)]))  # no bubblewrap
     progress = await reefine.settled(await reefine.train("make answers brief"))
-    assert texts(progress)[1].startswith("proposer: the text proposer: bubblewrap is not installed on this host")
+    assert activity(progress)[1].startswith("proposer: the text proposer: bubblewrap is not installed on this host")
     assert reefine.model.seen("plan")
 
 
@@ -228,9 +175,9 @@ async def test_codex_proposes_for_a_codex_harness(start_reefine: StartReefine, m
     assert reefine.agent is not None
     reefine.agent.commands = ["cat context/request.md", BAD_SKILL, "harness-check", FIX_SKILL, TRIAL]
 
-    progress = await settled(reefine, await reefine.train("make answers brief"))
+    progress = await reefine.settled(await reefine.train("make answers brief"), AGENT_SETTLES_S)
 
-    lines = texts(progress)
+    lines = activity(progress)
     assert progress["result"] == "selected", (lines, reefine.agent.results)
     assert any(line.startswith("proposer: the agent proposer: codex") for line in lines), lines
     refusal, admitted, tried = reefine.agent.results[2:5]
@@ -238,19 +185,12 @@ async def test_codex_proposes_for_a_codex_harness(start_reefine: StartReefine, m
     assert "admitted:" in admitted
     assert "expect /Paris/: matched" in tried
     assert any(line.startswith("harness-trial: expect matched") for line in lines)
-    assert [m["id"] for m in (await reefine.releases())[0]["metrics"]["mutations"]] == ["brief"]
-
-
-async def test_the_trials_bound_refuses_a_trial_past_it(start_reefine: StartReefine, pi: Path) -> None:
-    reefine = await start_reefine(harness__proposer_agent="pi", harness__proposer_trials=1)
-    assert reefine.agent is not None
-    write = "printf '# Be brief\\nAnswer in one sentence.' > skills/brief.md"
-    reefine.agent.commands = [write, "harness-trial 'hello'", "harness-trial 'hello again'"]
-
-    progress = await settled(reefine, await reefine.train("make answers brief"))
-
-    assert "final answer (exit 0" in reefine.agent.results[1]
-    assert reefine.agent.results[2].startswith("refused: this run may make 1 trials; all are spent.")
-    assert any(line.endswith("1 trial(s)") for line in texts(progress) if line.startswith("agent stopped")), texts(
-        progress
-    )
+    assert any(line.startswith('agent: exec_command {"cmd": "cat context/request.md"') for line in lines), lines
+    metrics = (await reefine.releases())[0]["metrics"]
+    assert [m["id"] for m in metrics["mutations"]] == ["brief"]
+    # codex's rollout log, read as a transcript: its calls, what they printed, its last word.
+    transcript = metrics["agent"]["transcript"]
+    assert '[tool call] exec_command {"cmd": "harness-check"' in transcript
+    assert "refused: entry id 'be brief!' is not allowed" in transcript
+    assert "[tool result] " in transcript and "expect /Paris/: matched" in transcript
+    assert transcript.endswith("[assistant] Done: the change is in the workspace.")

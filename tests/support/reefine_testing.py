@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -14,6 +15,7 @@ from tests.support.scripted_agent import ScriptedAgent
 from tests.support.waiting import eventually
 
 SCENARIO = "harness"
+AGENT_SETTLES_S = 240  # a request the agent proposer answers: a whole agent session, with trials
 
 
 @dataclass
@@ -45,11 +47,11 @@ class Reefine:
         assert status == 202, answer
         return str(answer["agent_record_id"])
 
-    async def settled(self, request_id: str) -> dict[str, Any]:
+    async def settled(self, request_id: str, seconds: float = 60) -> dict[str, Any]:
         """The request's progress once it has settled."""
         progress: dict[str, Any] = await eventually(
             lambda: self.ok("GET", f"/reef/requests/{request_id}"),
-            60,
+            seconds,
             f"request {request_id} to settle",
             satisfied=lambda request: request["state"] == "settled",
         )
@@ -60,3 +62,21 @@ class Reefine:
 
 
 StartReefine = Callable[..., Awaitable[Reefine]]
+
+
+def activity(progress: dict[str, Any]) -> list[str]:
+    """The lines of a request's progress."""
+    return [str(line["text"]) for line in progress["activity"]]
+
+
+def processes_with(marker: str) -> list[int]:
+    """Processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode("utf-8", "replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

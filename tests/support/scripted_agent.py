@@ -3,11 +3,13 @@ completions (what pi asks for) or the Responses API (what codex asks for).
 
 The turn is the number of the agent's tool results in the conversation so far: turn n answers with the n-th
 command as a call of the agent's shell tool, and past the last command with `final`. Each tool result the agent
-sends back is kept in `results`, so a test can see what the agent's tools printed.
+sends back is kept in `results`, so a test can see what the agent's tools printed. With `hold` set, the final turn
+waits for that event, so a test can look at the session while the agent is still running.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ class ScriptedAgent:
     final: str = "Done: the change is in the workspace."
     results: list[str] = field(default_factory=list)
     calls: int = 0
+    hold: asyncio.Event | None = None
 
     def drives(self, payload: dict[str, Any]) -> bool:
         """Is this call from the agent this script drives (its instructions are in the prompt)?"""
@@ -38,6 +41,8 @@ class ScriptedAgent:
         payload = await request.json()
         outputs = [_text(m.get("content")) for m in payload.get("messages", []) if m.get("role") == "tool"]
         command = self._turn(outputs)
+        if command is None and self.hold is not None:
+            await self.hold.wait()
         base = {"id": "chatcmpl-agent", "object": "chat.completion.chunk", "created": int(time.time()), "model": "m"}
         if command is None:
             delta: dict[str, Any] = {"role": "assistant", "content": self.final}
