@@ -14,31 +14,29 @@ At the wall bound the agent and everything it started are stopped, and the works
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from aiohttp import web
 
 from adapters import SESSION_ENV, Adapter, Binding, get_adapter
 from recipes.reefine import agent_tools
 from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
 from recipes.reefine.answers import Answer
+from recipes.reefine.behaviour import plan_check
 from recipes.reefine.guide import agent_prompt, guide
 from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Declined, Proposal, review_answer
-from recipes.reefine.workspace import lay_out, read_back
+from recipes.reefine.workspace import CHECK, lay_out, read_back
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.admission import Refused, admit
 from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
-from reef_daemon.harness.model_relay import Budget, relay_app
+from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, model_endpoint, needed_paths
+from reef_daemon.harness.model_relay import Budget
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_harness import Entry
 
@@ -153,7 +151,7 @@ class AgentProposer:
             )
             budget = Budget(self.bounds.model_calls)
             with self._gate.lend(TRIAL_SCENARIO) as token:
-                async with self._model_url(root, choice.jailed, budget) as url:
+                async with model_endpoint(root, self._url, TRIAL_SCENARIO, choice.jailed, budget) as url:
                     run.write_tools(self._state(run, tree, model.model, request_id, url))
                     binding = Binding(url, TRIAL_SCENARIO, model.model, f"proposer-for-{request_id}")
                     argv, env = self._command(run, binding, token, request)
@@ -166,23 +164,6 @@ class AgentProposer:
             return await self._read(run, tree, request, model, evidence, note)
         finally:
             await asyncio.to_thread(remove, root)
-
-    @contextlib.asynccontextmanager
-    async def _model_url(self, root: Path, jailed: bool, budget: Budget) -> AsyncIterator[str]:
-        """Where the agent's binding points: the jail's bridge (behind the socket), or a loopback relay."""
-        assert self._url is not None
-        if jailed:
-            async with model_socket(root, self._url, TRIAL_SCENARIO, budget):
-                yield f"http://127.0.0.1:{JAIL_PORT}"
-            return
-        runner = web.AppRunner(relay_app(self._url, TRIAL_SCENARIO, budget), access_log=None, shutdown_timeout=5)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-        finally:
-            await runner.cleanup()
 
     def _state(self, run: AgentRun, tree: list[Entry], model: str, request_id: str, url: str) -> dict[str, Any]:
         return {
@@ -267,7 +248,12 @@ class AgentProposer:
             return Declined("rejected", reason, 1, design, findings, evidence=evidence)
         await note("the review says the entries deliver the request")
         review_json = {"covered": review.covered, "uncovered": review.uncovered}
-        return Proposal(design, back.mutations, candidate, back.requires, review_json, 1, evidence=evidence)
+        checked = plan_check(back.check, CHECK)
+        if checked.problem is not None:
+            await note(f"no usable behaviour check: {checked.problem}")
+        return Proposal(
+            design, back.mutations, candidate, back.requires, review_json, 1, evidence=evidence, checked=checked
+        )
 
 
 # What a proposing agent needs after the first word of its headless mode to run commands and edit files without

@@ -97,10 +97,16 @@ def needed_paths(binary: str) -> list[Path]:
 
 
 @contextlib.asynccontextmanager
-async def model_socket(root: Path, daemon_url: str, scenario: str, budget: Budget | None = None) -> AsyncIterator[Path]:
+async def model_socket(
+    root: Path,
+    daemon_url: str,
+    scenario: str,
+    budget: Budget | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> AsyncIterator[Path]:
     """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon."""
     path = root / SOCKET
-    runner = web.AppRunner(relay_app(daemon_url, scenario, budget), access_log=None, shutdown_timeout=5)
+    runner = web.AppRunner(relay_app(daemon_url, scenario, budget, tags), access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:
         await web.UnixSite(runner, str(path)).start()
@@ -109,6 +115,31 @@ async def model_socket(root: Path, daemon_url: str, scenario: str, budget: Budge
         await runner.cleanup()
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+@contextlib.asynccontextmanager
+async def model_endpoint(
+    root: Path,
+    daemon_url: str,
+    scenario: str,
+    jailed: bool,
+    budget: Budget | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> AsyncIterator[str]:
+    """The URL an agent's binding points at while the block runs: the jail's bridge behind `root/model.sock`, or
+    (without a jail) a loopback relay; either way the same relay, its budget and its tags."""
+    if jailed:
+        async with model_socket(root, daemon_url, scenario, budget, tags):
+            yield f"http://127.0.0.1:{JAIL_PORT}"
+        return
+    runner = web.AppRunner(relay_app(daemon_url, scenario, budget, tags), access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:
