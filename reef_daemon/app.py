@@ -11,6 +11,7 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.contract import ScoreScale
 from reef_daemon.events import EventBus
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
@@ -37,7 +38,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     """The daemon as an aiohttp application. Its parts open on start-up and close, writes finished, on cleanup."""
     recipe_class = resolve_recipe(settings.recipe)
     bus = EventBus()
-    store = Store(settings.reef.state_dir, summarize, bus.publish)
+    scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
+    store = Store(settings.reef.state_dir, summarize, bus.publish, score_scale=scale)
     recipe = recipe_class(settings)
     daemon = Daemon(
         workers=RecipeWorkers(recipe, store, bus),

@@ -538,6 +538,63 @@ class BatchAck(TypedDict):
     refused: int
 
 
+def low_score_below(scale: ScoreScale) -> float:
+    """Scores below this are low: the middle of the deployment's scale (reports.score-min/max). Low-scored
+    conversations are what reefine learns from and what replay tasks are made of."""
+    return (scale["min"] + scale["max"]) / 2
+
+
+# --- evaluation tasks: /reef/scenarios/{s}/tasks ---------------------------------------------------------------
+TASKS_ROUTE: Final = "/reef/scenarios/{scenario}/tasks"
+TASK_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}"
+# Make a replay a protected task; hide a replay for good.
+TASK_PROMOTE_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}/promote"
+TASK_DISMISS_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}/dismiss"
+# A task's id is "t-<hex>"; a replay's is "r-<the id of the record it replays>".
+TASK_ID_PREFIX: Final = "t-"
+REPLAY_ID_PREFIX: Final = "r-"
+# What `POST /reef/scenarios/{s}/tasks` accepts at most.
+MAX_TASK_PROMPT_CHARS: Final = 100_000
+MAX_TASK_CHECK_CHARS: Final = 10_000  # a regex or a judge instruction
+MAX_FIXTURE_FILES: Final = 200
+MAX_FIXTURE_CHARS: Final = 1_000_000  # all files' text together
+MAX_FIXTURE_PATH_CHARS: Final = 255
+
+
+class EvalTask(TypedDict):
+    """A scenario's evaluation task: a prompt, the files of its workspace (relative path to text; `{}` for none) and
+    at most one check of the final answer (a regular expression, or an instruction to a judge). A replay is the
+    opening user turn of a recent low-scored conversation (`source_record`), offered until promoted or dismissed;
+    protected tasks guard against regressions."""
+
+    id: str
+    scenario: str
+    kind: Literal["task", "replay"]
+    prompt: str
+    fixture: dict[str, str]
+    regex: str | None
+    judge: str | None
+    protected: bool
+    source_record: str | None
+    created_at: float
+
+
+class TaskList(TypedDict):
+    """`GET /reef/scenarios/{s}/tasks`: the stored tasks (oldest first) and the current replays (newest first)."""
+
+    scenario: str
+    tasks: list[EvalTask]
+    replays: list[EvalTask]
+
+
+class ReplayDismissed(TypedDict):
+    """`POST /reef/scenarios/{s}/tasks/{id}/dismiss`: the replay no longer offered."""
+
+    scenario: str
+    id: str
+    dismissed: bool
+
+
 # --- the evaluation gate: its evidence in step metrics, release manifests and GET /reef/requests/{id} ------------
 class EvidenceRow(TypedDict):
     """One task the served version and the candidate both ran: what each did (`served`, `candidate`: the outcome in

@@ -15,17 +15,14 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from reef_daemon.store.tasks import gate_tasks
-
 from adapters import get_adapter
 from recipes.reefine.agent_proposer import AgentProposer
 from recipes.reefine.agent_run import Bounds
-from recipes.reefine.conversations import LOW_SCORE
 from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
-from reef_daemon.contract import RecipeStatus, ReleaseRow
+from reef_daemon.contract import RecipeStatus, ReleaseRow, low_score_below
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.jail import NONE as NO_SANDBOX
 from reef_daemon.harness.jail import check_sandbox_setting
@@ -43,6 +40,7 @@ from reef_daemon.recipe_api import (
     TokenGate,
     Verdict,
 )
+from reef_daemon.store.tasks import gate_tasks
 
 __all__ = ["ReefineRecipe"]
 
@@ -157,8 +155,9 @@ class ReefineRecipe(HarnessRecipe):
         score = record.get("score")
         if score is None:
             return Ineligible("the report has no score")
-        if score >= LOW_SCORE:
-            return Ineligible(f"score {LOW_SCORE:g} or more: nothing to fix")
+        below = low_score_below({"min": self.settings.reports.score_min, "max": self.settings.reports.score_max})
+        if score >= below:
+            return Ineligible(f"score {below:g} or more: nothing to fix")
         fresh = [row for row in record.get("referenced", []) if row.get("type") == "inference"]
         if not fresh or any(row.get("consumed_by") is not None for row in fresh):
             return Ineligible("the report's conversations were already used by a step")

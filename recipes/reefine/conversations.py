@@ -6,19 +6,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reef_daemon.contract import low_score_below
 from reef_daemon.store import Store
 from reef_daemon.store.records import RecordQuery
 
-LOW_SCORE = 0.5
 SHOWN = 3  # conversations
 SCANNED = 200  # newest inference records looked at
 TEXT_LIMIT = 4000  # characters of one message
 
 
 async def low_scored(store: Store, scenario: str) -> list[str]:
-    """Up to SHOWN of the scenario's newest inference records that scored below LOW_SCORE, as text."""
+    """Up to SHOWN of the scenario's newest inference records that scored low (contract.low_score_below), as text."""
+    below = low_score_below(store.score_scale)
     page = await store.records.list(RecordQuery(scenario=scenario, type="inference", limit=SCANNED))
-    low = [row for row in page["records"] if row["score"] is not None and row["score"] < LOW_SCORE][:SHOWN]
+    low = [row for row in page["records"] if row["score"] is not None and row["score"] < below][:SHOWN]
     shown = []
     for row in low:
         record: Any = await store.records.get(row["id"])

@@ -1,5 +1,6 @@
-"""The first words of an exchange, for lists (`preview` in `GET /reef/records`): the last message the user wrote
-and the start of the answer, each flattened to one line. Derived once, when the writer records the exchange."""
+"""The words of an exchange. For lists (`preview` in `GET /reef/records`): the last message the user wrote and the
+start of the answer, each flattened to one line, derived once when the writer records the exchange. For replay tasks:
+the opening user turn in full."""
 
 from __future__ import annotations
 
@@ -21,25 +22,38 @@ def preview(route: str, request: bytes | str | None, answer: Answer | None) -> R
 
 def _asked(route: str, request: bytes | str | None) -> str | None:
     """The text of the last user message that has text (a message carrying only tool results is skipped)."""
+    for text in reversed(_user_texts(route, request)):
+        line = _line(text)
+        if line:
+            return line
+    return None
+
+
+def opening_turn(route: str, request: bytes | str | None) -> str | None:
+    """The full text of the first user message that has text: the turn a conversation opened with (replays run it
+    again). None where there is none (a request of tool results only, an import without a user turn)."""
+    for text in _user_texts(route, request):
+        if text.strip():
+            return text.strip()
+    return None
+
+
+def _user_texts(route: str, request: bytes | str | None) -> list[str]:
+    """The text of each user message of a stored request, in order (empty for one without text)."""
     try:
         body = json.loads(request or b"")
     except ValueError:
-        return None
+        return []
     if not isinstance(body, dict):
-        return None
+        return []
     if route == RESPONSES_ROUTE:
         items = body.get("input")
         if isinstance(items, str):
-            return _line(items)
+            return [items]
         messages = [i for i in _list(items) if isinstance(i, dict) and i.get("type", "message") == "message"]
     else:
         messages = [m for m in _list(body.get("messages")) if isinstance(m, dict)]
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            text = _line(_content_text(message.get("content")))
-            if text:
-                return text
-    return None
+    return [_content_text(m.get("content")) for m in messages if m.get("role") == "user"]
 
 
 def _answered(answer: Answer | None) -> str | None:
@@ -59,7 +73,7 @@ def _content_text(content: Any) -> str:
         return content
     texts = [str(block.get("text", "")) for block in _list(content) if isinstance(block, dict)
              and block.get("type") in _TEXT_BLOCKS]  # fmt: skip
-    return " ".join(texts)
+    return "\n".join(texts)
 
 
 def _line(text: str) -> str | None:

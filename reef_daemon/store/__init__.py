@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from reef_daemon.contract import ScoreScale
 from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
@@ -22,6 +23,7 @@ from reef_daemon.store.records import (
 )
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.steps import StepCommit, StepStore
+from reef_daemon.store.tasks import TaskDraft, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
@@ -43,6 +45,9 @@ __all__ = [
     "StepStore",
     "Store",
     "Summarizer",
+    "TaskDraft",
+    "TaskStore",
+    "gate_tasks",
 ]
 
 DATABASE_NAME = "reef.sqlite3"
@@ -51,13 +56,21 @@ DATABASE_NAME = "reef.sqlite3"
 class Store:
     """Opens the database under the state directory and wires its parts together."""
 
-    def __init__(self, state_dir: Path, summarize: Summarizer, on_events: Callable[[list[Event]], None]) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        summarize: Summarizer,
+        on_events: Callable[[list[Event]], None],
+        *,
+        score_scale: ScoreScale,
+    ) -> None:
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / DATABASE_NAME
         self.writer = GroupCommitWriter(str(self.path), on_events)
         self._checkpointer = Checkpointer(str(self.path))
         self._reader: Reader | None = None
         self._summarize = summarize
+        self.score_scale = score_scale  # the reports' scale, which says what a low score is
         self.scenarios = ScenarioStore(self.writer)
 
     @property
@@ -75,6 +88,7 @@ class Store:
         self.exports = ExportReader(self._reader)
         self.events = EventLog(self._reader)
         self.steps = StepStore(self.writer, self._reader)
+        self.tasks = TaskStore(self.writer, self._reader, self.score_scale)
         self._reader.run_blocking(self.scenarios.load)
 
     def close(self) -> None:

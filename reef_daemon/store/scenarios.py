@@ -18,6 +18,10 @@ from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
 T = TypeVar("T")
 
 TRAINING_MODES = ("auto", "manual", "hybrid")
+# Tables whose rows belong to a scenario and follow it when it is archived (records too, above them).
+_SCENARIO_TABLES = (
+    "events", "steps", "consumed_records", "ineligible_records", "recipe_cursors", "eval_tasks", "replay_decisions",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ class ScenarioStore:
                 (archived_as, now, name, name),
             )
             ctx.conn.execute("UPDATE records SET scenario = ? WHERE scenario = ?", (archived_as, name))
-            for table in ("events", "steps", "consumed_records", "ineligible_records", "recipe_cursors"):
+            for table in _SCENARIO_TABLES:
                 ctx.conn.execute(f"UPDATE {table} SET scenario = ? WHERE scenario = ?", (archived_as, name))  # noqa: S608
             _announce(ctx, "archived", {**current.to_json(), "archived_as": archived_as}, scenario=name)
 

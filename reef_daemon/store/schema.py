@@ -175,6 +175,29 @@ MIGRATIONS: tuple[Migration, ...] = (
     _keep_answers,
     # 5: each inference record keeps the first words of its exchange.
     _keep_previews,
+    # 6: evaluation tasks, and what was decided about replays (a record dismissed, or promoted to a task).
+    """
+    CREATE TABLE eval_tasks (
+        id TEXT PRIMARY KEY,
+        scenario TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        fixture TEXT NOT NULL,
+        regex TEXT,
+        judge TEXT,
+        protected INTEGER NOT NULL,
+        source_record TEXT,
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX eval_tasks_by_scenario ON eval_tasks (scenario, created_at);
+    CREATE TABLE replay_decisions (
+        record_id TEXT PRIMARY KEY,
+        scenario TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        created_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX replay_decisions_by_scenario ON replay_decisions (scenario);
+    """,
 )
 
 
