@@ -18,6 +18,7 @@ from reef_cli.commands import (
     scenarios,
     score,
     show,
+    tasks,
     tui,
     versions,
 )
@@ -63,6 +64,7 @@ app.command("requests", epilog=requests.EXAMPLE)(requests.requests)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
+app.add_typer(tasks.app)
 app.command("install", epilog=install.EXAMPLE)(install.install)
 app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
 app.add_typer(demo.app)

@@ -40,11 +40,16 @@ from reef_daemon.contract import (
     SCENARIO_UPDATE_ROUTE,
     SCENARIOS_ROUTE,
     STATUS_ROUTE,
+    TASK_DISMISS_ROUTE,
+    TASK_PROMOTE_ROUTE,
+    TASK_ROUTE,
+    TASKS_ROUTE,
     TRAIN_ROUTE,
     AdapterList,
     AdapterRow,
     ArchiveAck,
     BatchAck,
+    EvalTask,
     HarnessFiles,
     Health,
     ImportConversation,
@@ -54,6 +59,7 @@ from reef_daemon.contract import (
     RecordRow,
     ReleaseList,
     ReleaseRow,
+    ReplayDismissed,
     ReportAck,
     RequestProgress,
     ScenarioInfo,
@@ -61,6 +67,7 @@ from reef_daemon.contract import (
     ScenarioRow,
     Status,
     StoredRecord,
+    TaskList,
     TrainAck,
 )
 
@@ -70,6 +77,7 @@ __all__ = [
     "BatchAck",
     "ChatReply",
     "DaemonUnreachable",
+    "EvalTask",
     "Event",
     "ExportStream",
     "HarnessFiles",
@@ -86,6 +94,7 @@ __all__ = [
     "ScenarioRow",
     "Status",
     "StoredRecord",
+    "TaskList",
     "TrainAck",
     "Unauthorized",
 ]
@@ -369,6 +378,52 @@ class ReefClient:
         except httpx.TransportError as exc:
             raise DaemonUnreachable(self.url, _reason(exc)) from None
 
+    # --- evaluation tasks -----------------------------------------------------------------------------------
+
+    def tasks(self, scenario: str) -> TaskList:
+        """A scenario's stored tasks (oldest first) and its current replays (newest first)."""
+        body: TaskList = self._call("GET", TASKS_ROUTE.format(scenario=_segment(scenario)))
+        return body
+
+    def add_task(
+        self,
+        scenario: str,
+        prompt: str,
+        *,
+        fixture: Mapping[str, str] | None = None,
+        regex: str | None = None,
+        judge: str | None = None,
+        protected: bool = False,
+    ) -> EvalTask:
+        """Store an evaluation task; returns it with its id. A bad field is an ApiError that names it."""
+        body: dict[str, Any] = {"prompt": prompt, "fixture": dict(fixture or {}), "protected": protected}
+        if regex is not None:
+            body["regex"] = regex
+        if judge is not None:
+            body["judge"] = judge
+        task: EvalTask = self._call("POST", TASKS_ROUTE.format(scenario=_segment(scenario)), json=body)
+        return task
+
+    def task(self, scenario: str, task_id: str) -> EvalTask:
+        """One stored task, or a replay still offered."""
+        task: EvalTask = self._call("GET", _task_path(TASK_ROUTE, scenario, task_id))
+        return task
+
+    def remove_task(self, scenario: str, task_id: str) -> EvalTask:
+        """Delete a stored task; returns what it was."""
+        task: EvalTask = self._call("DELETE", _task_path(TASK_ROUTE, scenario, task_id))
+        return task
+
+    def promote_replay(self, scenario: str, replay_id: str) -> EvalTask:
+        """Make a replay a protected task; returns the new task."""
+        task: EvalTask = self._call("POST", _task_path(TASK_PROMOTE_ROUTE, scenario, replay_id))
+        return task
+
+    def dismiss_replay(self, scenario: str, replay_id: str) -> ReplayDismissed:
+        """Stop offering a replay (and other conversations that opened with the same words)."""
+        ack: ReplayDismissed = self._call("POST", _task_path(TASK_DISMISS_ROUTE, scenario, replay_id))
+        return ack
+
     # --- plumbing -------------------------------------------------------------------------------------------
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -409,6 +464,10 @@ def _error_of(response: httpx.Response) -> tuple[str, str]:
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return str(error.get("type") or "error"), error["message"]
     return "http_error", f"the daemon answered {response.status_code} {response.reason_phrase}"
+
+
+def _task_path(route: str, scenario: str, task_id: str) -> str:
+    return route.format(scenario=_segment(scenario), task=_segment(task_id))
 
 
 def _segment(value: str) -> str:

@@ -19,7 +19,19 @@ from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
-from reef_daemon.routes import events, harness, install, records, releases, reports, requests, scenarios, status, train
+from reef_daemon.routes import (
+    events,
+    harness,
+    install,
+    records,
+    releases,
+    reports,
+    requests,
+    scenarios,
+    status,
+    tasks,
+    train,
+)
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings
@@ -63,6 +75,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
+    app.router.add_routes(tasks.routes)
     app.on_response_prepare.append(remember_started)
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_streams)

@@ -338,6 +338,11 @@ class HarnessSection:
     eval_model_calls: int = _setting(
         200, POSITIVE_INT, help="the most model calls the evaluation gate may make for one candidate (agents and judge)"
     )
+    replays: int = _setting(
+        3,
+        COUNT,
+        help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
+    )
 
 
 @dataclass(frozen=True)

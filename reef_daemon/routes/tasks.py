@@ -1,0 +1,76 @@
+"""A scenario's evaluation tasks: add, list (with the current replays), show, remove; promote or dismiss a replay."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.contract import (
+    TASK_DISMISS_ROUTE,
+    TASK_PROMOTE_ROUTE,
+    TASK_ROUTE,
+    TASKS_ROUTE,
+    EvalTask,
+    ReplayDismissed,
+    TaskList,
+)
+from reef_daemon.jsonbody import json_response, read_json_object
+from reef_daemon.names import check_scenario_name
+from reef_daemon.task_input import checked_task
+
+routes = web.RouteTableDef()
+
+
+def _scenario(request: web.Request) -> tuple[Daemon, str]:
+    """The daemon and the scenario named in the path; 404 when there is no such scenario."""
+    daemon = request.app[DAEMON]
+    return daemon, daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"])).name
+
+
+@routes.get(TASKS_ROUTE)
+async def list_tasks(request: web.Request) -> web.Response:
+    daemon, scenario = _scenario(request)
+    body: TaskList = {
+        "scenario": scenario,
+        "tasks": await daemon.store.tasks.list(scenario),
+        "replays": await daemon.store.tasks.replays(scenario, daemon.settings.harness.replays),
+    }
+    return json_response(body)
+
+
+@routes.post(TASKS_ROUTE)
+async def add_task(request: web.Request) -> web.Response:
+    daemon, scenario = _scenario(request)
+    draft = checked_task(scenario, await read_json_object(request))
+    task: EvalTask = await daemon.store.tasks.add(draft)
+    return json_response(task, status=201)
+
+
+@routes.get(TASK_ROUTE)
+async def show_task(request: web.Request) -> web.Response:
+    daemon, scenario = _scenario(request)
+    task: EvalTask = await daemon.store.tasks.get(scenario, request.match_info["task"])
+    return json_response(task)
+
+
+@routes.delete(TASK_ROUTE)
+async def remove_task(request: web.Request) -> web.Response:
+    daemon, scenario = _scenario(request)
+    task: EvalTask = await daemon.store.tasks.remove(scenario, request.match_info["task"])
+    return json_response(task)
+
+
+@routes.post(TASK_PROMOTE_ROUTE)
+async def promote_replay(request: web.Request) -> web.Response:
+    daemon, scenario = _scenario(request)
+    task: EvalTask = await daemon.store.tasks.promote(scenario, request.match_info["task"])
+    return json_response(task, status=201)
+
+
+@routes.post(TASK_DISMISS_ROUTE)
+async def dismiss_replay(request: web.Request) -> web.Response:
+    daemon, scenario = _scenario(request)
+    replay_id = request.match_info["task"]
+    await daemon.store.tasks.dismiss(scenario, replay_id)
+    body: ReplayDismissed = {"scenario": scenario, "id": replay_id, "dismissed": True}
+    return json_response(body)
