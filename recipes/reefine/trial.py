@@ -174,7 +174,8 @@ class TrialRunner:
             _write_fixture(root / "workspace", fixture or {})
             with self._gate.lend(TRIAL_SCENARIO) as token:
                 jailed = bwrap is not None
-                async with model_endpoint(root, self._url, TRIAL_SCENARIO, jailed, budget, tags) as url:
+                tagged = {"release": release, **(tags or {})}  # whatever the agent itself sends
+                async with model_endpoint(root, self._url, TRIAL_SCENARIO, jailed, budget, tagged) as url:
                     binding = Binding(url, TRIAL_SCENARIO, model, release)
                     limit = self._timeout_s if timeout_s is None else min(timeout_s, self._timeout_s)
                     return await self._run_in(root, binary, entries, binding, token, bwrap, prompt, limit)
