@@ -77,6 +77,8 @@ def plan_check(text: str | None, where: str) -> Checked:
         return Checked(None, f"{where} held no valid JSON")
     if isinstance(value, dict) and "check" in value:
         value = value["check"]
+    elif (isinstance(value, dict) and "steps" in value) or isinstance(value, list):
+        return Checked(None, f'{where} held no "check" object')
     try:
         return Checked(parse_check(value), None)
     except Unusable as exc:
