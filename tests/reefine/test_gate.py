@@ -7,10 +7,14 @@ rule `REEF-SAY[text]`, so a candidate's rule changes what the agent answers.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from reef_cli.app import app
 from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
 from tests.support.fake_proposer_model import answer, plan, prefers
@@ -26,6 +30,13 @@ async def start_with_pi(start_reefine: StartReefine, **settings: Any) -> Reefine
     if pi is None:
         pytest.skip("pi is not installed on this machine; scripts/setup installs it")
     return await start_reefine(harness__trial=str(pi), **settings)
+
+
+async def reef(reefine: Reefine, *args: str) -> tuple[int, str]:
+    """Run the CLI in a thread: it blocks on HTTP while this loop serves the daemon."""
+    runner = CliRunner(env={"COLUMNS": "240"})  # wide enough for the evidence table on one line a row
+    result = await asyncio.to_thread(runner.invoke, app, [*args, "--url", reefine.url])
+    return result.exit_code, result.output
 
 
 async def request_saying(reefine: Reefine, text: str, check: dict[str, Any]) -> dict[str, Any]:
@@ -100,9 +111,15 @@ async def test_a_candidate_that_fixes_a_replayed_failure_is_published_with_the_e
     assert first.index("Paris") < first.index("four") and second.index("four") < second.index("Paris")
     assert "What is two plus two?" in first
 
-    # The release keeps the table: in its step's metrics and its manifest.
+    # The release keeps the table: in its step's metrics, and `reef versions vN` shows it.
     rows = await reefine.releases()
     assert rows[0]["metrics"]["evidence"] == evidence
+    code, output = await reef(reefine, "versions", "--scenario", SCENARIO, "v1")
+    assert code == 0, output
+    assert output.startswith("v1 (selected): gate passed: the behaviour check passed;")
+    assert "evidence for v1 of harness" in output and "replay" in output and "it answers four" in output
+    code, output = await reef(reefine, "versions", "--scenario", SCENARIO, "v1", "--json")
+    assert code == 0 and json.loads(output)["evidence"] == evidence
 
 
 async def test_the_judge_must_agree_in_both_orders(start_reefine: StartReefine) -> None:
