@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import pytest
@@ -164,3 +165,26 @@ async def test_evaluation_bounds_are_enforced(start_reefine: StartReefine, setti
     listed = await reefine.ok("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
     tags = [(await reefine.ok("GET", f"/reef/records/{row['id']}"))["tags"] for row in listed["records"]]
     assert len([tag for tag in tags if tag.get("task") == "behaviour"]) <= 1  # the socket refused the rest
+
+
+async def test_the_agent_proposers_check_json_is_its_behaviour_check(
+    start_reefine: StartReefine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reefine = await start_with_pi(start_reefine, harness__proposer_agent="pi")
+    pi = agent_binary("pi")
+    assert pi is not None and reefine.agent is not None
+    monkeypatch.setenv("PATH", os.pathsep.join([str(pi.parent), os.environ["PATH"]]))
+    reefine.agent.commands = [
+        "printf 'Always answer exactly: REEF-SAY[four]\\n' > rules/say.md",
+        "printf 'Say four.\\n\\nHow to use: ask.' > design.md",
+        """printf '{"prompt": "What is two plus two?", "regex": "^four$"}' > check.json""",
+    ]
+    progress = await reefine.settled(await reefine.train("always say four"))
+
+    assert progress["result"] == "selected", progress
+    behaviour = progress["evidence"]["rows"][0]
+    assert (behaviour["task"], behaviour["prompt"], behaviour["verdict"]) == (
+        "behaviour",
+        "What is two plus two?",
+        "better",
+    )
