@@ -120,7 +120,12 @@ class Evaluation:
             return None
         self.budget.used += 2  # both orders
         answer_served, answer_candidate = served.answer() or "", candidate.answer() or ""
-        return await pairwise(self._judge, task, answer_served, answer_candidate)
+        try:
+            return await asyncio.wait_for(
+                pairwise(self._judge, task, answer_served, answer_candidate), self._deadline - time.monotonic()
+            )
+        except TimeoutError:
+            return None
 
 
 def _passes(task: EvalTask, candidate: Finished, judgement: Judgement) -> bool:
