@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from reef_daemon.store import Store
 
 TASK_COLUMNS = "id, scenario, prompt, fixture, regex, judge, protected, source_record, created_at"
-REPLAY_PAGE = 100  # low-scored records read at a time while looking for replays
-REPLAY_SCAN = 1000  # the most low-scored records looked at for one list of replays
+REPLAY_PAGE = 50  # low-scored records read at a time while looking for replays
+REPLAY_SCAN = 200  # the most low-scored records looked at for one list of replays (their requests are parsed)
 Tasks = list[EvalTask]  # (TaskStore.list shadows `list` in the class body)
 
 

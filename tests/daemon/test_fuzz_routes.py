@@ -35,6 +35,7 @@ JSON_ROUTES = [
     "/reef/scenarios/demo/promote",
     "/reef/scenarios/demo/rollback",
     "/reef/train",
+    "/reef/scenarios/demo/tasks",
 ]
 # 5xx answers that are the meaning of a route, not a failure: a recipe without releases or a harness says so.
 DESIGNED_5XX = {"no_releases", "no_harness"}
@@ -54,13 +55,14 @@ class ThreadedReef:
     database: Path
     client: httpx.Client
 
-    def counts(self) -> tuple[int, int, int]:
-        """Records, scenarios and stored events: what a refused request must not add to."""
+    def counts(self) -> tuple[int, int, int, int]:
+        """Records, scenarios, stored events and tasks: what a refused request must not add to."""
         with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True) as conn:
             records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
             scenarios = conn.execute("SELECT count(*) FROM scenarios").fetchone()[0]
             events = conn.execute("SELECT count(*) FROM events").fetchone()[0]
-        return int(records), int(scenarios), int(events)
+            tasks = conn.execute("SELECT count(*) FROM eval_tasks").fetchone()[0]
+        return int(records), int(scenarios), int(events), int(tasks)
 
     def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         before = self.counts()
@@ -134,6 +136,7 @@ VALUES = st.recursive(
 KNOWN_KEYS = [
     "model", "messages", "stream", "input", "max_tokens", "score", "feedback", "references", "metadata",
     "agent_record_id", "name", "training_mode", "release_id", "text", "session", "client",
+    "prompt", "fixture", "regex", "judge", "protected",
 ]  # fmt: skip
 OBJECTS = st.dictionaries(st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=20)), VALUES, max_size=8)
 
