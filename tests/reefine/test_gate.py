@@ -16,6 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
+from reef_daemon.context import DAEMON
+from reef_daemon.harness.access import harness_recipe
 from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
 from tests.support.fake_proposer_model import answer, plan, prefers
@@ -112,7 +114,9 @@ async def test_a_candidate_that_fixes_a_replayed_failure_is_published_with_the_e
     assert first.index("Paris") < first.index("four") and second.index("four") < second.index("Paris")
     assert "What is two plus two?" in first
 
-    # The release keeps the table: in its step's metrics, and `reef versions vN` shows it.
+    # The release keeps the table: in its manifest and its step's metrics, and `reef versions vN` shows it.
+    release = await harness_recipe(reefine.server.app[DAEMON]).harness.read(SCENARIO, progress["release"])
+    assert release.manifest["evidence"] == evidence
     rows = await reefine.releases()
     assert rows[0]["metrics"]["evidence"] == evidence
     code, output = await reef(reefine, "versions", "--scenario", SCENARIO, "v1")
