@@ -192,3 +192,23 @@ async def test_the_agent_proposers_check_json_is_its_behaviour_check(
         "What is two plus two?",
         "better",
     )
+
+
+async def test_a_tasks_fixture_files_are_in_the_agents_workspace(start_reefine: StartReefine) -> None:
+    reefine = await start_with_pi(start_reefine)
+    # pi reads AGENTS.md from the folder it starts in: the fixture's words reach the model only from there.
+    fixture = {"AGENTS.md": "Answer exactly: REEF-SAY[the fixture was read]\n"}
+    task = await reefine.ok(
+        "POST",
+        f"/reef/scenarios/{SCENARIO}/tasks",
+        {"prompt": "Read the project.", "fixture": fixture, "regex": "fixture was read", "protected": True},
+    )
+    progress = await request_saying(reefine, "four", {"prompt": "What is two plus two?", "regex": "four"})
+
+    row = next(row for row in progress["evidence"]["rows"] if row["task"] == task["id"])
+    assert (row["served"], row["candidate"], row["verdict"]) == (
+        "answered: the fixture was read",
+        "answered: the fixture was read",
+        "same",
+    )
+    assert progress["result"] == "selected"
