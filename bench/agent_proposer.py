@@ -35,6 +35,7 @@ SESSION = [
     "printf '# Be brief (%s)\\nAnswer in one sentence.\\n' \"$(date +%N)\" > skills/brief.md",
     "printf 'A brief skill.\\n\\nHow to use: just ask.' > design.md && harness-check",
     "harness-trial 'What is the capital of France?' --expect Paris",
+    """printf '{"prompt": "What is the capital of France?", "regex": "Paris"}' > check.json""",
 ]
 
 

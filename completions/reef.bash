@@ -59,13 +59,16 @@ _reef() {
                 --harness.proposer-trial-s) return 0 ;;
                 --harness.proposer-model-calls) return 0 ;;
                 --harness.proposer-trials) return 0 ;;
+                --harness.gate-max-worse) return 0 ;;
+                --harness.eval-wall-s) return 0 ;;
+                --harness.eval-model-calls) return 0 ;;
                 --harness.replays) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.replays --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.replays --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -105,13 +108,16 @@ _reef() {
                 --harness.proposer-trial-s) return 0 ;;
                 --harness.proposer-model-calls) return 0 ;;
                 --harness.proposer-trials) return 0 ;;
+                --harness.gate-max-worse) return 0 ;;
+                --harness.eval-wall-s) return 0 ;;
+                --harness.eval-model-calls) return 0 ;;
                 --harness.replays) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.replays --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.replays --reports.score-min --reports.score-max --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

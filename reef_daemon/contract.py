@@ -343,6 +343,7 @@ class RequestProgress(TypedDict):
     release: NotRequired[str | None]
     version: NotRequired[str]
     how_to_use: NotRequired[str | None]
+    evidence: NotRequired[Evidence | None]  # the evaluation gate's, once settled
 
 
 # --- harness: GET /reef/harness, GET /reef/harness/adapters ----------------------------------------------------
@@ -592,3 +593,31 @@ class ReplayDismissed(TypedDict):
     scenario: str
     id: str
     dismissed: bool
+
+
+# --- the evaluation gate: its evidence in step metrics, release manifests and GET /reef/requests/{id} ------------
+class EvidenceRow(TypedDict):
+    """One task the served version and the candidate both ran: what each did (`served`, `candidate`: the outcome in
+    a few words, or why it did not run), and the verdict on the candidate (better | same | worse | not run)."""
+
+    task: str
+    kind: Literal["behaviour", "task", "replay"]
+    protected: bool
+    prompt: str
+    served: str
+    candidate: str
+    verdict: Literal["better", "same", "worse", "not run"]
+    reason: str
+
+
+class Evidence(TypedDict):
+    """The gate's decision on a candidate (`passed`; `reason` names the task that failed), what it compared
+    (`served`: the served release id), what it spent, and one row per task."""
+
+    passed: bool
+    ran: bool
+    reason: str
+    served: str | None
+    seconds: float
+    model_calls: int
+    rows: list[EvidenceRow]

@@ -329,6 +329,15 @@ class HarnessSection:
         200, POSITIVE_INT, help="the most model calls one agent proposer run may make, its trials included"
     )
     proposer_trials: int = _setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
+    gate_max_worse: int = _setting(
+        0, COUNT, help="the evaluation gate publishes a candidate only if at most this many protected tasks got worse"
+    )
+    eval_wall_s: float = _setting(
+        900.0, POSITIVE_NUMBER, help="the most seconds the evaluation gate spends on one candidate, all runs together"
+    )
+    eval_model_calls: int = _setting(
+        200, POSITIVE_INT, help="the most model calls the evaluation gate may make for one candidate (agents and judge)"
+    )
     replays: int = _setting(
         3,
         COUNT,

@@ -4,8 +4,10 @@ One step per unit, oldest first. A change request (`POST /reef/train`) goes to t
 runs here (in the jail, or without one where `harness.sandbox = none`), else to the text proposer; in `auto` and
 `hybrid` mode a low-scored report becomes a failure-driven proposal of one skill. Every candidate passes admission
 and a render check, then (where the adapter's agent is installed on this host) a trial run that starts the agent
-on it with one health prompt; then it is published as a release (pending review when it touches an extension) or
-recorded as a rejected or skipped step with the reason.
+on it with one health prompt, and the evaluation gate (`gate.py`): the served version and the candidate run the
+request's behaviour check, the protected tasks and the replays, and a judge compares them; then it is published as
+a release (pending review when it touches an extension), its evidence table in the manifest, or recorded as a
+rejected or skipped step with the reason.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any, ClassVar
 from adapters import get_adapter
 from recipes.reefine.agent_proposer import AgentProposer
 from recipes.reefine.agent_run import Bounds
+from recipes.reefine.evaluation import EvalBounds
+from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
 from reef_daemon.contract import RecipeStatus, ReleaseRow, low_score_below
@@ -36,6 +40,7 @@ from reef_daemon.recipe_api import (
     TokenGate,
     Verdict,
 )
+from reef_daemon.store.tasks import gate_tasks
 
 __all__ = ["ReefineRecipe"]
 
@@ -104,8 +109,13 @@ class ReefineRecipe(HarnessRecipe):
         self._progress = RequestProgress(store)
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
+        harness = self.settings.harness
+        rules = GateRules(
+            harness.gate_max_worse, harness.replays, EvalBounds(harness.eval_wall_s, harness.eval_model_calls)
+        )
+        gate = Gate(self.trial, model, rules, gate_tasks)
         self._steps = HarnessSteps(
-            self.harness, self._progress, runtime, model, self.answer_tokens, self.trial, self.agent
+            self.harness, self._progress, runtime, model, self.answer_tokens, self.trial, self.agent, gate
         )
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name:

@@ -30,18 +30,19 @@ from typing import Any
 from adapters import SESSION_ENV, Adapter, Binding, get_adapter
 from recipes.reefine import agent_tools
 from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
-from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, model_url, run_trial
+from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, run_trial
 from recipes.reefine.answers import Answer
+from recipes.reefine.behaviour import plan_check
 from recipes.reefine.guide import agent_prompt, guide
 from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Declined, Proposal, review_answer
 from recipes.reefine.step_tools import StartTrial, StepTools
-from recipes.reefine.workspace import lay_out, read_back
+from recipes.reefine.workspace import CHECK, lay_out, read_back
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.admission import Refused, admit
 from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, needed_paths
+from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, model_endpoint, needed_paths
 from reef_daemon.harness.model_relay import Budget
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_harness import Entry
@@ -158,8 +159,9 @@ class AgentProposer:
             budget = Budget(self.bounds.model_calls)
             with self._gate.lend(TRIAL_SCENARIO) as token:
                 tools = self._tools(run, tree, model.model, request_id, token, budget)
-                bwrap = (shutil.which(BWRAP) or BWRAP) if choice.jailed else None
-                async with model_url(root, self._url, bwrap, budget, token, tools.routes()) as url:
+                async with model_endpoint(
+                    root, self._url, TRIAL_SCENARIO, choice.jailed, budget, routes=tools.routes(), token=token
+                ) as url:
                     run.write_tools()
                     binding = Binding(url, TRIAL_SCENARIO, model.model, f"proposer-for-{request_id}")
                     argv, env = self._command(run, binding, request, tools.token)
@@ -258,7 +260,12 @@ class AgentProposer:
             return Declined("rejected", reason, 1, design, findings, evidence=evidence)
         await note("the review says the entries deliver the request")
         review_json = {"covered": review.covered, "uncovered": review.uncovered}
-        return Proposal(design, back.mutations, candidate, back.requires, review_json, 1, evidence=evidence)
+        checked = plan_check(back.check, CHECK)
+        if checked.problem is not None:
+            await note(f"no usable behaviour check: {checked.problem}")
+        return Proposal(
+            design, back.mutations, candidate, back.requires, review_json, 1, evidence=evidence, checked=checked
+        )
 
 
 # What a proposing agent needs after the first word of its headless mode to run commands and edit files without

@@ -3,8 +3,6 @@ as an install into a fresh throwaway root, the scenario's agent started on it he
 in a fresh jail of its own (or as a plain child with `harness.sandbox = none`), its model calls relayed through a
 socket of its own that counts them against the step's budget, and it and everything it started stopped at its
 time bound.
-
-`model_url` is also where the proposing agent's own model calls (and its tools' requests) go.
 """
 
 from __future__ import annotations
@@ -17,50 +15,21 @@ import signal
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from aiohttp import web
 
 from adapters import SESSION_ENV, Adapter, Binding
 from recipes.reefine.transcripts import tool_calls
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import JAIL_PORT, jail_argv, model_socket, needed_paths
-from reef_daemon.harness.model_relay import Budget, relay_app
+from reef_daemon.harness.jail import jail_argv, model_endpoint, needed_paths
+from reef_daemon.harness.model_relay import Budget
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_harness import Entry
 
 NO_TOKEN = "none"  # noqa: S105 - agents want some key; a daemon without auth ignores it
 OUTPUT_LIMIT = 64 * 1024  # bytes kept from the end of what the trial agent printed
-
-
-@contextlib.asynccontextmanager
-async def model_url(
-    root: Path,
-    daemon_url: str,
-    bwrap: str | None,
-    budget: Budget,
-    token: str | None,
-    routes: Iterable[web.RouteDef] = (),
-) -> AsyncIterator[str]:
-    """Where an agent run from `root` finds the model (and `routes`): the jail's bridge, behind `root`'s socket,
-    where `bwrap` is given; else a loopback relay. Either way its model calls count against `budget`, and the relay,
-    not the agent, presents the lent `token` to the daemon."""
-    if bwrap is not None:
-        async with model_socket(root, daemon_url, TRIAL_SCENARIO, budget, routes, token):
-            yield f"http://127.0.0.1:{JAIL_PORT}"
-        return
-    app = relay_app(daemon_url, TRIAL_SCENARIO, budget, routes, token)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
 
 
 @dataclass(frozen=True)
@@ -97,7 +66,9 @@ async def run_trial(
     """Run the agent on `entries` with `prompt`, in a project holding the `project` files; stop it at `timeout_s`."""
     root = Path(tempfile.mkdtemp(prefix="reef-agent-trial-"))
     try:
-        async with model_url(root, agent.daemon_url, agent.bwrap, agent.budget, agent.token) as url:
+        async with model_endpoint(
+            root, agent.daemon_url, TRIAL_SCENARIO, agent.bwrap is not None, agent.budget, token=agent.token
+        ) as url:
             binding = Binding(url, TRIAL_SCENARIO, agent.model, agent.label)
             _lay_out(root, agent.adapter, entries, binding, project)
             return await _run(agent, root, binding, prompt, timeout_s)

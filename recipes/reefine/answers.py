@@ -104,10 +104,13 @@ def parse_requires(value: Any) -> list[dict[str, str]]:
 
 
 def parse_plan(text: str) -> list[str]:
-    """The steps of a plan answer: `[{"step": ..., "needs_tool": ...}]`."""
+    """The steps of a plan answer: `{"steps": [{"step": ..., "needs_tool": ...}], "check": ...}` (or the array of
+    steps alone; the check is read by `behaviour.plan_check`)."""
     value = first_json(text)
+    if isinstance(value, dict):
+        value = value.get("steps")
     if not isinstance(value, list):
-        raise Unusable("the plan must be a JSON array")
+        raise Unusable('the plan must be a JSON object with "steps", a JSON array')
     steps = []
     for item in value[:20]:
         if isinstance(item, dict) and isinstance(item.get("step"), str):

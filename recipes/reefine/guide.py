@@ -24,6 +24,10 @@ One file is one entry of the harness; the file name (without its suffix) is the 
   {{"name": ..., "kind": "env" or "program", "prompt": ...}}.
 - design.md: write it first: what you change, why it delivers the request, and a last paragraph starting
   "How to use:" that tells the user how to use it.
+- check.json: the behaviour check reef runs on the served harness and on yours before publishing:
+  {{"prompt": "a prompt whose answer shows the requested behaviour", "regex": "what the final answer matches only
+  then"}} (or "judge": "what a judge looks for", instead of "regex"), optionally "files": {{"path": "text"}} for
+  the workspace. Without a usable check the change is not published.
 Adding a file creates an entry, editing one updates it, deleting one removes it. reserved/ holds reef's own
 entries: read them, never change them (changes there are not applied). {name} can load: {kinds}.
 

@@ -22,6 +22,7 @@ from recipes.reefine.answers import (
     parse_review,
     parse_skill,
 )
+from recipes.reefine.behaviour import NO_REQUEST, Checked, plan_check
 from recipes.reefine.model import ServedModel
 from reef_daemon.harness.admission import Refused, admit
 from reef_harness import Entry, Mutation
@@ -43,6 +44,7 @@ class Proposal:
     review: dict[str, Any]
     attempts: int
     evidence: dict[str, Any] = field(default_factory=dict)  # the agent proposer's run
+    checked: Checked = NO_REQUEST  # the request's behaviour check, for the gate
 
 
 @dataclass
@@ -59,7 +61,7 @@ async def propose_for_request(
     model: ServedModel, request: str, tree: list[Entry], adapter: Adapter, note: Note
 ) -> Proposal | Declined:
     """Plan, then up to three answers, each admitted and reviewed, for one change request."""
-    plan = await _plan(model, request, note)
+    plan, checked = await _plan(model, request, note)
     feedback: list[str] = []
     reviewed_any = refused_any = False
     design: str | None = None
@@ -94,7 +96,7 @@ async def propose_for_request(
         if review.delivers:
             await note(f"attempt {attempt}: the review says the entries deliver the request")
             review_json = {"covered": review.covered, "uncovered": review.uncovered}
-            return Proposal(design, answer.mutations, candidate, answer.requires, review_json, attempt)
+            return Proposal(design, answer.mutations, candidate, answer.requires, review_json, attempt, checked=checked)
         feedback = review.uncovered or ["the review found that the entries do not deliver the request"]
         await note(f"attempt {attempt}: the review found gaps: {' '.join(feedback)}")
     if reviewed_any:
@@ -106,16 +108,20 @@ async def propose_for_request(
     return Declined("skipped", "the served model gave no usable answer: " + " ".join(feedback), ATTEMPTS, design)
 
 
-async def _plan(model: ServedModel, request: str, note: Note) -> str | None:
-    """A list of steps, as text for the answer prompt; None when the model gave no usable plan (not fatal)."""
+async def _plan(model: ServedModel, request: str, note: Note) -> tuple[str | None, Checked]:
+    """A list of steps, as text for the answer prompt (None when the model gave no usable plan: not fatal), and
+    the behaviour check the plan wrote (or why there is none: the gate then rejects the candidate)."""
     text = await model.ask(prompts.PLAN_SYSTEM, prompts.plan_prompt(request), max_tokens=PLAN_TOKENS)
+    checked = plan_check(text, "the plan")
+    if checked.problem is not None:
+        await note(f"plan: no usable behaviour check ({checked.problem})")
     try:
         steps = parse_plan(text)
     except Unusable as exc:
         await note(f"plan: unusable ({exc}); continuing without one")
-        return None
+        return None, checked
     await note(f"plan: {len(steps)} step(s)")
-    return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, start=1))
+    return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, start=1)), checked
 
 
 async def review_answer(model: ServedModel, request: str, answer: Answer, note: Note) -> Review:

@@ -7,9 +7,11 @@ from typing import Any
 
 from recipes.reefine.agent_proposer import AgentProposer
 from recipes.reefine.conversations import low_scored
+from recipes.reefine.gate import Gate, not_evaluated
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import Trial, TrialRunner, not_run
+from reef_daemon.contract import Evidence
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.recipe_api import StepOutcome
@@ -31,6 +33,7 @@ class HarnessSteps:
         max_tokens: int,
         trial: TrialRunner,
         agent: AgentProposer,
+        gate: Gate,
     ) -> None:
         self._harness = harness
         self._progress = progress
@@ -39,6 +42,7 @@ class HarnessSteps:
         self._max_tokens = max_tokens
         self._trial = trial
         self._agent = agent
+        self._gate = gate
 
     async def for_request(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
         """One change request, start to end. Its progress is durable; the committed step settles it."""
@@ -80,6 +84,7 @@ class HarnessSteps:
                 "reason": metrics.get("reason"),
                 "release_id": outcome.release_id,
                 "how_to_use": metrics.get("how_to_use"),
+                "evidence": metrics.get("evidence"),
             },
             f"decided: {outcome.result}" + (f" ({metrics['reason']})" if metrics.get("reason") else ""),
         )
@@ -134,8 +139,15 @@ class HarnessSteps:
         if refusal is not None:
             result, metrics["reason"] = refusal
             return StepOutcome(result, metrics)
+        evidence = await self._evaluate(scenario, parent, tree, proposal, pending, note)
+        metrics["evidence"] = evidence
+        if not evidence["passed"]:
+            metrics["reason"] = f"the evaluation gate rejected it: {evidence['reason']}"
+            await note(f"gate: rejected: {evidence['reason']}")
+            return StepOutcome("rejected", metrics)
         manifest = {
             **manifest,
+            "evidence": evidence,
             "design": design,
             "requires": proposal.requires,
             "review": proposal.review,
@@ -149,6 +161,22 @@ class HarnessSteps:
         self._harness.remember_head(scenario, release_id)
         await note("published")
         return StepOutcome("selected", metrics, release_id)
+
+    async def _evaluate(
+        self, scenario: str, parent: str, served: list[Entry], proposal: Proposal, pending: bool, note: Any
+    ) -> Evidence:
+        """The evaluation gate's evidence on the candidate; not evaluated where no agent can run it here."""
+        if pending and not self._trial.jailed:
+            return not_evaluated("not evaluated: it changes an extension, and there is no jail to run it in", parent)
+        binary, _bwrap, why = self._trial.plan()
+        if binary is None:
+            return not_evaluated(f"not evaluated: {why}", parent)
+        judge = ServedModel(self._runtime, self._model, self._max_tokens)
+        evidence = await self._gate.evaluate(
+            self._harness.store, scenario, parent, served, proposal.candidate, proposal.checked, judge, note
+        )
+        await note(f"gate: {'passed' if evidence['passed'] else 'failed'}: {evidence['reason']}")
+        return evidence
 
     async def _check(
         self, scenario: str, served: list[Entry], candidate: list[Entry], pending: bool, note: Any

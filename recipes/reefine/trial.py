@@ -7,7 +7,8 @@ The candidate is rendered with reef's own entries and a model binding into a thr
 model through a socket), or with `harness.sandbox = none` as a plain child in its own session. Either way its
 environment is minimal: PATH, the agent's own variables, and a token lent by the gate that is good only for model
 calls and only while the trial runs; the daemon's tokens never reach it. Its model calls are recorded under the
-`reef-trials` scenario, tagged with what was tried.
+`reef-trials` scenario, tagged with what was tried. `execute` is the general run the evaluation gate uses: any
+prompt, an optional fixture workspace, tags, a model-call budget and a time limit; it returns the final answer.
 
 A trial proves only that the tree still works (the agent starts, loads it and answers); it says nothing about
 whether the change does what was asked: that is the review's and the person's call.
@@ -23,6 +24,7 @@ import signal
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,8 @@ from adapters import SESSION_ENV, Adapter, Binding, find_agent, not_found
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import BWRAP, JAIL_PORT, NO_BWRAP, jail_argv, model_socket, needed_paths
+from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, model_endpoint, needed_paths
+from reef_daemon.harness.model_relay import Budget
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_harness import Entry
 
@@ -42,6 +45,7 @@ AUTO = "auto"
 NO_TOKEN = "none"  # noqa: S105 - agents want some key; a daemon without auth ignores it
 OUTPUT_LIMIT = 64 * 1024  # bytes kept from the end of each of the agent's streams
 SHOWN_LIMIT = 600  # characters of the agent's own words a reason quotes
+ANSWER_LIMIT = 8000  # characters of a final answer kept for checks and the judge
 
 
 @dataclass(frozen=True)
@@ -127,33 +131,74 @@ class TrialRunner:
 
     async def run(self, entries: list[Entry], model: str, label: str) -> Trial:
         """Start the agent on `entries` with the health prompt; `label` tags its model calls (the release tag)."""
+        finished = await self.execute(entries, model, HEALTH_PROMPT, release=label)
+        name = self._adapter.binary
+        if not finished.started:
+            return Trial(ran=False, passed=False, reason=finished.reason)
+        if finished.exit_code is None:
+            return Trial(True, False, finished.reason, finished.seconds)
+        seconds, code = finished.seconds, finished.exit_code
+        answer = _last_line(finished.stdout)
+        if code != 0:
+            said = _shown(finished.stderr) or _shown(finished.stdout) or "it printed nothing"
+            return Trial(True, False, f"{name} exited with status {code}: {said}", seconds, code, answer)
+        if answer is None:
+            return Trial(True, False, f"{name} exited without printing an answer", seconds, code)
+        replied = "reef-ok" if answer == HEALTHY_ANSWER else f"{answer[:120]!r} (not reef-ok; the model chose)"
+        return Trial(
+            True, True, f"{name} started on it and answered in {seconds:g} s: {replied}", seconds, code, answer
+        )
+
+    async def execute(
+        self,
+        entries: list[Entry],
+        model: str,
+        prompt: str,
+        *,
+        release: str,
+        fixture: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+        budget: Budget | None = None,
+        timeout_s: float | None = None,
+    ) -> Finished:
+        """Start the agent on `entries` with `prompt`, `fixture` (relative path to text) written into its workspace;
+        its model calls carry `release` and `tags`, and past `budget` are refused. At most `timeout_s` (default: the
+        trial timeout)."""
         binary, bwrap, why = self.plan()
         if binary is None:
-            return not_run(why)
+            return Finished(False, f"not run: {why}")
         if self._url is None or self._gate is None:
-            return not_run("the daemon is not listening yet, so the agent would have no model to call")
+            return Finished(False, "not run: the daemon is not listening yet, so the agent would have no model to call")
         root = Path(tempfile.mkdtemp(prefix="reef-trial-"))
         try:
+            _write_fixture(root / "workspace", fixture or {})
             with self._gate.lend(TRIAL_SCENARIO) as token:
-                if bwrap is None:
-                    binding = Binding(self._url, TRIAL_SCENARIO, model, label)
-                    return await self._run_in(root, binary, entries, binding, token, None)
-                async with model_socket(root, self._url, TRIAL_SCENARIO):
-                    binding = Binding(f"http://127.0.0.1:{JAIL_PORT}", TRIAL_SCENARIO, model, label)
-                    return await self._run_in(root, binary, entries, binding, token, bwrap)
+                jailed = bwrap is not None
+                tagged = {"release": release, **(tags or {})}  # whatever the agent itself sends
+                async with model_endpoint(root, self._url, TRIAL_SCENARIO, jailed, budget, tagged) as url:
+                    binding = Binding(url, TRIAL_SCENARIO, model, release)
+                    limit = self._timeout_s if timeout_s is None else min(timeout_s, self._timeout_s)
+                    return await self._run_in(root, binary, entries, binding, token, bwrap, prompt, limit)
         finally:
             await asyncio.to_thread(shutil.rmtree, root, True)
 
     async def _run_in(
-        self, root: Path, binary: str, entries: list[Entry], binding: Binding, token: str | None, bwrap: str | None
-    ) -> Trial:
-        name = self._adapter.binary
+        self,
+        root: Path,
+        binary: str,
+        entries: list[Entry],
+        binding: Binding,
+        token: str | None,
+        bwrap: str | None,
+        prompt: str,
+        timeout_s: float,
+    ) -> Finished:
         for relative, text in bound_files(self._adapter, entries, binding).items():  # admission made sure it installs
             target = root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         for folder in ("home", "workspace", "tmp"):
-            (root / folder).mkdir()
+            (root / folder).mkdir(exist_ok=True)
         agent = self._adapter.agent
         session = uuid.uuid4().hex
         env = {
@@ -167,7 +212,7 @@ class TrialRunner:
             **agent.env(root, binding),
             **agent.offline_env,
         }
-        argv = [binary, *agent.args(root, agent.headless(HEALTH_PROMPT))]
+        argv = [binary, *agent.args(root, agent.headless(prompt))]
         if bwrap is not None:
             hidden = [Path.home(), *self._hidden]
             argv = jail_argv(bwrap, root, hidden, needed_paths(binary), env, argv)
@@ -184,28 +229,59 @@ class TrialRunner:
                 start_new_session=True,
             )
         except OSError as exc:
-            return Trial(ran=False, passed=False, reason=f"not run: {binary} could not start: {exc.strerror or exc}")
+            return Finished(False, f"not run: {binary} could not start: {exc.strerror or exc}")
         assert process.stdout is not None and process.stderr is not None
         try:
             stdout, stderr, code = await asyncio.wait_for(
-                asyncio.gather(_tail(process.stdout), _tail(process.stderr), process.wait()), self._timeout_s
+                asyncio.gather(_tail(process.stdout), _tail(process.stderr), process.wait()), timeout_s
             )
         except TimeoutError:
-            return Trial(True, False, f"{name} did not answer within {self._timeout_s:g} s", self._timeout_s)
+            return Finished(True, f"{self._adapter.binary} did not answer within {timeout_s:g} s", timeout_s)
         finally:
             _end_group(process)
             await process.wait()
-        seconds = round(time.monotonic() - started, 2)
-        answer = _last_line(stdout)
-        if code != 0:
-            said = _shown(stderr) or _shown(stdout) or "it printed nothing"
-            return Trial(True, False, f"{name} exited with status {code}: {said}", seconds, code, answer)
-        if answer is None:
-            return Trial(True, False, f"{name} exited without printing an answer", seconds, code)
-        replied = "reef-ok" if answer == HEALTHY_ANSWER else f"{answer[:120]!r} (not reef-ok; the model chose)"
-        return Trial(
-            True, True, f"{name} started on it and answered in {seconds:g} s: {replied}", seconds, code, answer
-        )
+        return Finished(True, "", round(time.monotonic() - started, 2), code, stdout, stderr)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How one agent run ended: not `started` (and `reason` says why), stopped at its time limit (`exit_code` None,
+    `reason` says so), or exited with its streams' ends."""
+
+    started: bool
+    reason: str
+    seconds: float | None = None
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+    def answer(self) -> str | None:
+        """The agent's final answer: what it printed, bounded to its last ANSWER_LIMIT characters."""
+        text = self.stdout.strip()
+        if not text:
+            return None
+        return text if len(text) <= ANSWER_LIMIT else "…" + text[-ANSWER_LIMIT:]
+
+    def failure(self) -> str | None:
+        """Why the run gave no answer to judge, or None when it answered."""
+        if not self.started or self.exit_code is None:
+            return self.reason
+        if self.exit_code != 0:
+            said = _shown(self.stderr) or _shown(self.stdout) or "it printed nothing"
+            return f"exited with status {self.exit_code}: {said}"
+        return None if self.answer() else "exited without printing an answer"
+
+
+def _write_fixture(workspace: Path, fixture: Mapping[str, str]) -> None:
+    """The task's files in the agent's workspace; a path that leads outside it is not written."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    base = workspace.resolve()
+    for relative, text in fixture.items():
+        target = (workspace / relative).resolve()
+        if base not in target.parents:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
 
 async def _tail(stream: asyncio.StreamReader) -> str:

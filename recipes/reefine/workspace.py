@@ -2,7 +2,7 @@
 
 Layout (relative to the workspace):
   skills/<id>.md, rules/<id>.md, commands/<id>.md, extensions/<id>.<ext>, config/<id>.json  - the entries
-  requires.json (a JSON array), design.md                                                    - the proposal
+  requires.json (a JSON array), design.md, check.json (the behaviour check)                  - the proposal
   reserved/                      - reef's own entries, read-only; edits there are reported, never applied
   context/request.md, context/conversations.md - the request and recent low-scored conversations (data)
   AGENTS.md                      - the agent's instructions (its job, admission rules, its tools)
@@ -31,6 +31,7 @@ RESERVED = "reserved"
 CONTEXT = "context"
 DESIGN = "design.md"
 REQUIRES = "requires.json"
+CHECK = "check.json"
 GUIDE = "AGENTS.md"
 FIXED = {GUIDE}  # written by reef, not part of the proposal
 FENCE = "~~~~~~~~"
@@ -46,6 +47,7 @@ class ReadBack:
     design: str
     requires: list[dict[str, str]]
     reported: list[str] = field(default_factory=list)
+    check: str | None = None  # check.json as written, read by behaviour.plan_check
 
 
 def fenced(title: str, text: str) -> str:
@@ -173,7 +175,7 @@ def read_back(workspace: Path, tree: Sequence[Entry], adapter: Adapter) -> ReadB
     seen: dict[str, str] = {}
     for path, text in files.items():
         folder, _, rest = path.partition("/")
-        if path in (DESIGN, REQUIRES) or path in FIXED or folder in (RESERVED, CONTEXT):
+        if path in (DESIGN, REQUIRES, CHECK) or path in FIXED or folder in (RESERVED, CONTEXT):
             continue
         kind = KIND_OF.get(folder)
         if kind is None or not rest or "/" in rest:
@@ -196,7 +198,8 @@ def read_back(workspace: Path, tree: Sequence[Entry], adapter: Adapter) -> ReadB
     for entry_id, entry in by_id.items():
         if entry.kind in FOLDERS and entry_file(entry)[0] not in files and entry_id not in seen:
             mutations.append(Mutation("remove", entry_id))
-    return ReadBack(mutations, files.get(DESIGN, "").strip(), _read_requires(files.get(REQUIRES), reported), reported)
+    requires = _read_requires(files.get(REQUIRES), reported)
+    return ReadBack(mutations, files.get(DESIGN, "").strip(), requires, reported, files.get(CHECK))
 
 
 def _entry(kind: str, entry_id: str, text: str, existing: Entry | None) -> Entry:

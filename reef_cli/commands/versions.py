@@ -14,9 +14,10 @@ from reef_cli.connect import daemon_client
 from reef_cli.installs import mark_installed
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
+from reef_cli.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_cli.render.versions import HEADERS, request_text, version_cells
 
-VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness"
+VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence)"
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4"
 ROLLBACK_EXAMPLE = "Example: reef rollback --scenario my-harness v2"
 
@@ -24,14 +25,24 @@ VersionArgument = Annotated[str, typer.Argument(help="A version (v3) or a releas
 
 
 def versions(
-    scenario: ScenarioOption, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
+    scenario: ScenarioOption,
+    version: Annotated[
+        str | None, typer.Argument(help="Show this version's evidence (v3, or a release id) instead of the list.")
+    ] = None,
+    json: JsonOption = False,
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
     """List a scenario's harness versions, oldest first: release, operation, result, status, request.
 
-    Every step is numbered (vN), also one that published no release (rejected or skipped).
+    Every step is numbered (vN), also one that published no release (rejected or skipped). With a version: its
+    evidence table, what the evaluation gate compared (task, kind, served, candidate, verdict, judge's reason).
     """
     with daemon_client(url, token) as client:
         rows = mark_installed(scenario, client.releases(scenario))
+    if version is not None:
+        _evidence(scenario, resolve_version(rows, version), json)
+        return
     if json:
         print_json({"scenario": scenario, "releases": rows})
         return
@@ -41,6 +52,22 @@ def versions(
     table.add_column("request")  # the one column that wraps on a narrow terminal
     for row in reversed(rows):
         table.add_row(*version_cells(row, installed=row["installed"]), request_text(row))
+    console().print(table)
+
+
+def _evidence(scenario: str, row: ReleaseRow, json: bool) -> None:
+    evidence = evidence_of(row["metrics"])
+    if json:
+        print_json({"scenario": scenario, "version": row["version"], "release": row, "evidence": evidence})
+        return
+    console().print(f"{row['version']} ({row['result']}): {evidence_summary(evidence)}")
+    if evidence is None or not evidence["rows"]:
+        return
+    table = Table(title=f"evidence for {row['version']} of {scenario}")
+    for column in EVIDENCE_HEADERS:
+        table.add_column(column, no_wrap=column in ("kind", "verdict"))
+    for evidence_row in evidence["rows"]:
+        table.add_row(*evidence_cells(evidence_row))
     console().print(table)
 
 

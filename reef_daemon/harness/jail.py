@@ -105,11 +105,12 @@ async def model_socket(
     budget: Budget | None = None,
     routes: Iterable[web.RouteDef] = (),
     token: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Path]:
-    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario`, relayed to the daemon, and
-    `routes` (see `relay_app`, also for `token`)."""
+    """Serve `root/model.sock` while the block runs: model calls recorded in `scenario` (tagged with `tags`), relayed
+    to the daemon, and `routes` (see `relay_app`, also for `token`)."""
     path = root / SOCKET
-    app = relay_app(daemon_url, scenario, budget, routes, token)
+    app = relay_app(daemon_url, scenario, budget, routes, token, tags)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
     await runner.setup()
     try:
@@ -119,6 +120,35 @@ async def model_socket(
         await runner.cleanup()
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+@contextlib.asynccontextmanager
+async def model_endpoint(
+    root: Path,
+    daemon_url: str,
+    scenario: str,
+    jailed: bool,
+    budget: Budget | None = None,
+    tags: Mapping[str, str] | None = None,
+    routes: Iterable[web.RouteDef] = (),
+    token: str | None = None,
+) -> AsyncIterator[str]:
+    """The URL an agent's binding points at while the block runs: the jail's bridge behind `root/model.sock`, or
+    (without a jail) a loopback relay; either way the same relay, its budget, tags, `routes` and lent `token` (see
+    `relay_app`)."""
+    if jailed:
+        async with model_socket(root, daemon_url, scenario, budget, routes, token, tags):
+            yield f"http://127.0.0.1:{JAIL_PORT}"
+        return
+    app = relay_app(daemon_url, scenario, budget, routes, token, tags)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:

@@ -2,7 +2,8 @@
 the trial's own scenario, and nothing else, whatever the daemon's auth setting.
 
 Each allowed request is relayed to the daemon as it came (body and answer streamed, bytes untouched), with the
-scenario header set to the trial's; a request for any other route, or naming another scenario, is answered here
+scenario header set to the trial's (and the run's own tags, as `x-reef-tag-*` headers); a request for any other
+route, or naming another scenario, is answered here
 with a JSON error and never reaches the daemon, so it stores nothing. With a `Budget`, model calls past its limit
 are answered 429 here. With a `token`, the relay presents it to the daemon itself, in place of whatever credential the
 agent sent, so the agent needs none (and holds none it could use at the daemon's port). `routes` are served by the
@@ -12,13 +13,13 @@ which the daemon runs outside the jail).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
 
-from reef_daemon.contract import INFERENCE_ROUTES, SCENARIO_HEADER
+from reef_daemon.contract import INFERENCE_ROUTES, SCENARIO_HEADER, TAG_HEADER_PREFIX
 from reef_daemon.jsonbody import json_response
 from reef_daemon.proxy.headers import HOP_BY_HOP
 
@@ -44,8 +45,12 @@ def relay_app(
     budget: Budget | None = None,
     routes: Iterable[web.RouteDef] = (),
     token: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> web.Application:
-    """The socket's HTTP server: `routes`, and model calls of `scenario` relayed to the daemon at `daemon_url`."""
+    """The socket's HTTP server: `routes`, and model calls of `scenario` relayed to the daemon at `daemon_url`, each
+    tagged with `tags` (name to value) over whatever tags of those names the agent sent."""
+    forced = {f"{TAG_HEADER_PREFIX}{name}": value for name, value in (tags or {}).items()}
+    forced[SCENARIO_HEADER] = scenario
 
     async def relay(request: web.Request) -> web.StreamResponse:
         if request.path not in INFERENCE_ROUTES:
@@ -61,8 +66,8 @@ def relay_app(
                 return _refuse(429, "budget_spent", f"this run may make {budget.limit} model calls; all are spent")
             budget.used += 1
         headers = [(key, value) for key, value in request.headers.items() if _relayed(key)]
-        headers = [(key, value) for key, value in headers if key.lower() != SCENARIO_HEADER]
-        headers.append((SCENARIO_HEADER, scenario))
+        headers = [(key, value) for key, value in headers if key.lower() not in forced]
+        headers += list(forced.items())
         if token is not None:
             headers = [(key, value) for key, value in headers if key.lower() not in _CREDENTIALS]
             headers.append(("Authorization", f"Bearer {token}"))

@@ -1,4 +1,5 @@
-"""`GET /reef/requests/{id}`: where a change request stands. The committed step that consumed it settles it."""
+"""`GET /reef/requests/{id}`: where a change request stands. The committed step that consumed it settles it; a
+settled one carries the evaluation gate's evidence (None when its step ran no gate)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ async def get_request(request: web.Request) -> web.Response:
                 "release": step["release_id"],
                 "version": step["version"],
                 "how_to_use": metrics.get("how_to_use") or outcome.get("how_to_use"),
+                "evidence": metrics.get("evidence"),
             }
         )
     return json_response(body)

@@ -1,5 +1,6 @@
 """A scenario's versions, newest first: result, current and pending flags, the request that led to each; the
-files changed against the parent; promote, roll back and install, each behind a confirmation."""
+evaluation gate's evidence above the files changed against the parent; promote, roll back and install, each behind
+a confirmation."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from reef_tui.diffing import files_diff
 from reef_tui.screens.confirm import ConfirmScreen
 from reef_tui.screens.install import InstallScreen
 from reef_tui.screens.scenario_screen import ScenarioScreen
+from reef_tui.widgets.evidence_table import evidence_view
 
 COLUMNS = ("version", "operation", "result", "state", "when", "request")
 
@@ -69,6 +71,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         table.add_columns(*COLUMNS)
         yield table
         with VerticalScroll(id="version-scroll"):
+            yield Static(id="version-evidence")
             yield Static(id="version-view")
 
     def _view(self, renderable: Any) -> None:
@@ -123,13 +126,20 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
     def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
         release = self.releases.get(str(message.row_key.value))
         if release is not None:
+            self._show_evidence(release)
             self._view(self._summary(release))
+
+    def _show_evidence(self, release: ShownRelease) -> None:
+        shown = evidence_view(release.get("metrics") or {})
+        panel = self.query_one("#version-evidence", Static)
+        panel.display = shown is not None
+        panel.update(shown if shown is not None else "")
 
     def _summary(self, release: ShownRelease) -> Any:
         lines = [f"{release.get('version')}  {release.get('operation')}  {release.get('result')}  {state_of(release)}"]
         if request_text(release):
             lines.append(f"asked: {request_text(release)}")
-        metrics = release.get("metrics") or {}
+        metrics = {key: value for key, value in (release.get("metrics") or {}).items() if key != "evidence"}
         if metrics:
             lines.append(json.dumps(metrics, indent=2, ensure_ascii=False, default=str))
         lines.append("d shows the files changed against its parent")

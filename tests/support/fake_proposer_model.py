@@ -2,7 +2,9 @@
 calls from per-task queues, and keeps every prompt it saw.
 
 The task is read from the first line of the system prompt (`Task: answer`). An empty queue falls back to a
-plan of one step, a review that says the entries deliver, and an answer that writes nothing usable.
+plan of one step whose behaviour check asks the capital of France and expects "Paris" (what the fake upstream
+answers an agent), a review that says the entries deliver, a judge that finds no difference, and an answer that
+writes nothing usable.
 """
 
 from __future__ import annotations
@@ -13,8 +15,21 @@ from typing import Any
 
 from aiohttp import web
 
-PLAN = json.dumps([{"step": "write a skill", "needs_tool": False}])
 DELIVERS = json.dumps({"delivers": True, "covered": ["all of it"], "uncovered": []})
+SAME = json.dumps({"better": "same", "reason": "both answers do the task alike"})
+
+
+def plan(check: Any) -> str:
+    """A plan of one step with `check` as its behaviour check."""
+    return json.dumps({"steps": [{"step": "write a skill", "needs_tool": False}], "check": check})
+
+
+def prefers(letter: str, reason: str = "it does the task") -> str:
+    """A judge's answer preferring answer A or B (or "same")."""
+    return json.dumps({"better": letter, "reason": reason})
+
+
+PLAN = plan({"prompt": "What is the capital of France?", "regex": "Paris"})
 
 
 def answer(design: str, *entries: dict[str, Any]) -> str:
@@ -54,9 +69,8 @@ class FakeProposerModel:
         task = system.splitlines()[0].removeprefix("Task: ").strip() if system else "chat"
         self.prompts.append((task, user))
         queue = self.scripts.get(task, [])
-        reply = (
-            queue.pop(0) if queue else {"plan": PLAN, "review": DELIVERS, "chat": "Paris."}.get(task, "no JSON here")
-        )
+        defaults = {"plan": PLAN, "review": DELIVERS, "judge": SAME, "chat": "Paris."}
+        reply = queue.pop(0) if queue else defaults.get(task, "no JSON here")
         return web.json_response(
             {
                 "id": "chatcmpl-fake",

@@ -6,12 +6,15 @@ Faults are chosen per request with the `x-fake-fault` header (or the `fault` att
 `x-fake-encoding: gzip|deflate` (or the `encoding` attribute) compresses every answer whatever the client accepts,
 as some providers do. While `hold` is set, answers wait until it is cleared (`hold.set()` releases them).
 Everything it receives is kept in `received` so tests can check what reef forwarded.
+A chat completion whose request holds `REEF-SAY[text]` (a harness rule, say) answers `text` instead (the last
+such marker), so a test can give two harnesses different answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +23,12 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 ANSWER_WORDS = ["The", " capital", " of", " France", " is", " Paris", "."]
+_SAY = re.compile(r"REEF-SAY\[([^\]\\]*)\]")
+
+
+def _words(payload: dict[str, Any]) -> list[str]:
+    said = _SAY.findall(json.dumps(payload))
+    return [said[-1]] if said else ANSWER_WORDS
 
 
 @dataclass
@@ -99,6 +108,7 @@ class FakeUpstream:
         payload, fault, delay_ms = await self._begin(request)
         model = payload.get("model", "fake-model")
         created = int(time.time())
+        words = _words(payload)
         if not payload.get("stream"):
             return web.json_response(
                 {
@@ -110,25 +120,25 @@ class FakeUpstream:
                         {
                             "index": 0,
                             "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": "".join(ANSWER_WORDS)},
+                            "message": {"role": "assistant", "content": "".join(words)},
                         }
                     ],
                     "usage": {
                         "prompt_tokens": 12,
-                        "completion_tokens": len(ANSWER_WORDS),
+                        "completion_tokens": len(words),
                         "total_tokens": 19,
                     },
                 }
             )
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": created, "model": model}
         frames = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'role': 'assistant'}}]})}\n\n"]
-        for word in ANSWER_WORDS:
+        for word in words:
             chunk = {**base, "choices": [{"index": 0, "delta": {"content": word}}]}
             frames.append(f"data: {json.dumps(chunk)}\n\n")
         final = {
             **base,
             "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 12, "completion_tokens": len(ANSWER_WORDS), "total_tokens": 19},
+            "usage": {"prompt_tokens": 12, "completion_tokens": len(words), "total_tokens": 19},
         }
         frames.append(f"data: {json.dumps(final)}\n\n")
         frames.append("data: [DONE]\n\n")

@@ -76,6 +76,23 @@ def detail(n: int) -> dict[str, Any]:
     }
 
 
+EVIDENCE = {
+    "passed": True, "ran": True, "served": "r1", "seconds": 41.5, "model_calls": 9,
+    "reason": "the behaviour check passed; 1 protected task(s), none worse beyond 0; 1 task(s) better; 1 replay(s) run",
+    "rows": [
+        {"task": "behaviour", "kind": "behaviour", "protected": True, "prompt": "Run a long task, then stop.",
+         "served": "answered: Done.", "candidate": "answered: Done. (notified)", "verdict": "better",
+         "reason": "/notified/ matches the candidate's answer, not the served version's"},
+        {"task": "t-1a2b", "kind": "task", "protected": True, "prompt": "What is the capital of France?",
+         "served": "answered: Paris.", "candidate": "answered: Paris.", "verdict": "same",
+         "reason": "/Paris/ matches both answers"},
+        {"task": "r-0c9d", "kind": "replay", "protected": False, "prompt": "tell me when the build ends",
+         "served": "answered: I cannot.", "candidate": "answered: I will notify you.", "verdict": "better",
+         "reason": "it notifies as asked"},
+    ],
+}  # fmt: skip
+
+
 def releases(recipe: str) -> list[dict[str, Any]]:
     if recipe == "sao":
         return [
@@ -89,7 +106,8 @@ def releases(recipe: str) -> list[dict[str, Any]]:
     request = {"id": receipt(500), "text": "notify me when a task is done", "session": None}
     return [
         {"version": "v2", "operation": "training", "result": "pending", "release_id": "r2", "parent_release_id": "r1",
-         "created_at": T0 + 7200, "metrics": {"attempts": 1}, "current": False, "pending": True, "request": request},
+         "created_at": T0 + 7200, "metrics": {"attempts": 1, "evidence": EVIDENCE}, "current": False,
+         "pending": True, "request": request},
         {"version": "v1", "operation": "training", "result": "selected", "release_id": "r1",
          "parent_release_id": "r0", "created_at": T0 + 3600, "metrics": {"attempts": 2}, "current": True,
          "request": {"id": receipt(400), "text": "answer briefly", "session": None}},

@@ -1,0 +1,120 @@
+"""The evaluation gate: before a candidate is published, the served version and the candidate each run the request's
+behaviour check, every protected task of the scenario and its replays (`evaluation.py`), and the candidate is
+published only if:
+
+- the behaviour check passes: the candidate's answer matches its regex, or the judge prefers the candidate's
+  answer in both orders. A change request whose proposal carries no usable behaviour check is rejected (the
+  reason says what was wrong with it); a failure-driven proposal has no request, so no behaviour check, and is
+  gated on its tasks alone;
+- at most `harness.gate-max-worse` protected tasks got worse (default 0), and every protected task ran within the
+  evaluation's bounds.
+
+Replays (and unprotected tasks) are evidence only: they show what the candidate fixes, they do not block it.
+Where no evaluation can run (trials off, the agent not installed here, no jail for an extension change) the gate
+says why and does not block: the step publishes as before, and its evidence says it was not evaluated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from recipes.reefine.behaviour import Checked
+from recipes.reefine.evaluation import Compared, EvalBounds, Evaluation
+from recipes.reefine.model import ServedModel
+from recipes.reefine.proposer import Note
+from recipes.reefine.trial import TrialRunner
+from reef_daemon.contract import EvalTask, Evidence, EvidenceRow
+from reef_daemon.store import Store
+from reef_harness import Entry
+
+TaskSource = Callable[[Store, str, int], Awaitable[list[EvalTask]]]
+
+
+@dataclass(frozen=True)
+class GateRules:
+    max_worse: int  # protected tasks that may get worse
+    replays: int  # how many replays run
+    bounds: EvalBounds
+
+
+def not_evaluated(reason: str, served: str) -> Evidence:
+    """Evidence for a candidate no evaluation could run on."""
+    return {"passed": True, "ran": False, "reason": reason, "served": served, "seconds": 0.0, "model_calls": 0,
+            "rows": []}  # fmt: skip
+
+
+class Gate:
+    """The gate for one adapter's candidates: its runs are the trial's; its tasks come from `tasks`."""
+
+    def __init__(self, trial: TrialRunner, model: str, rules: GateRules, tasks: TaskSource) -> None:
+        self._trial = trial
+        self._model = model
+        self.rules = rules
+        self._tasks = tasks
+
+    async def evaluate(
+        self,
+        store: Store,
+        scenario: str,
+        served_release: str,
+        served: list[Entry],
+        candidate: list[Entry],
+        checked: Checked,
+        judge: ServedModel,
+        note: Note,
+    ) -> Evidence:
+        """Run the gate's tasks on both trees; the evidence says whether the candidate passed and why not."""
+        tasks = await self._tasks(store, scenario, self.rules.replays)
+        evaluation = Evaluation(self._trial, self._model, judge, served_release, self.rules.bounds)
+        rows: list[EvidenceRow] = []
+        behaviour: Compared | None = None
+        if checked.check is not None:
+            await note(f"gate: the behaviour check, on the served version and the candidate: {checked.check.prompt}")
+            behaviour = await evaluation.compare(
+                served, candidate, checked.check.task(scenario, time.time()), "behaviour"
+            )
+            rows.append(behaviour.row)
+            await note(f"gate: behaviour check: {behaviour.row['verdict']} ({behaviour.row['reason']})")
+        for task in tasks:
+            await note(f"gate: {task['kind']} {task['id']}{' (protected)' if task['protected'] else ''}")
+            compared = await evaluation.compare(served, candidate, task, task["kind"])
+            rows.append(compared.row)
+            await note(f"gate: {task['id']}: {compared.row['verdict']} ({compared.row['reason']})")
+        passed, reason = decide(checked, behaviour, rows, self.rules.max_worse)
+        return {
+            "passed": passed,
+            "ran": True,
+            "reason": reason,
+            "served": served_release,
+            "seconds": evaluation.seconds,
+            "model_calls": evaluation.budget.used,
+            "rows": rows,
+        }
+
+
+def decide(checked: Checked, behaviour: Compared | None, rows: list[EvidenceRow], max_worse: int) -> tuple[bool, str]:
+    """(passed, reason): the behaviour check passes and no more than `max_worse` protected tasks got worse."""
+    if checked.problem is not None:
+        return False, f"no usable behaviour check was written at plan time: {checked.problem}"
+    if behaviour is not None:
+        row = behaviour.row
+        if row["verdict"] == "not run":
+            return False, f"the behaviour check did not finish: {row['reason']}"
+        if not behaviour.candidate_passed:
+            return False, f"the behaviour check failed on the candidate: {row['reason']}"
+    protected = [row for row in rows if row["protected"] and row["kind"] != "behaviour"]
+    unfinished = [row for row in protected if row["verdict"] == "not run"]
+    if unfinished:
+        return False, f"protected task {unfinished[0]['task']} did not finish: {unfinished[0]['reason']}"
+    worse = [row for row in protected if row["verdict"] == "worse"]
+    if len(worse) > max_worse:
+        return False, f"protected task {worse[0]['task']} got worse: {worse[0]['reason']}"
+    replays = sum(1 for row in rows if row["kind"] == "replay")
+    better = sum(1 for row in rows if row["verdict"] == "better" and row["kind"] != "behaviour")
+    opening = "the behaviour check passed" if behaviour is not None else "no behaviour check (no request)"
+    return True, (
+        f"{opening}; {len(protected)} protected task(s), none worse beyond {max_worse}; "
+        f"{better} task(s) better; {replays} replay(s) run"
+    )
