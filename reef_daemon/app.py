@@ -12,13 +12,26 @@ import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.events import EventBus
+from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
 from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
-from reef_daemon.routes import events, harness, install, records, releases, reports, requests, scenarios, status, train
+from reef_daemon.routes import (
+    events,
+    harness,
+    install,
+    live,
+    records,
+    releases,
+    reports,
+    requests,
+    scenarios,
+    status,
+    train,
+)
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings
@@ -58,7 +71,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
+    for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install, live):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
     app.on_response_prepare.append(remember_started)
@@ -88,7 +101,10 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await daemon.runtime.start()
     await daemon.recipe.start(daemon.store, daemon.runtime)
     daemon.workers.start()
+    canaries = CanaryWatch(daemon)
+    canaries.start()
     yield
+    await canaries.stop()
     await daemon.workers.stop()
     await daemon.recipe.close()
     await daemon.runtime.close()

@@ -329,6 +329,12 @@ class HarnessSection:
         200, POSITIVE_INT, help="the most model calls one agent proposer run may make, its trials included"
     )
     proposer_trials: int = _setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
+    canary_min_scored: int = _setting(
+        20,
+        POSITIVE_INT,
+        help="scored records a canary and the served version each need before a canary whose 95% score interval "
+        "lies wholly below the served one's is rolled back automatically",
+    )
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,12 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.imports import ImportDraft, ImportStore
+from reef_daemon.store.live_scores import LiveScoreReader, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import (
     RECORD_TYPES,
@@ -27,6 +29,7 @@ from reef_daemon.store.writer import Event, GroupCommitWriter
 __all__ = [
     "RECORD_TYPES",
     "TRAINING_MODES",
+    "CanaryStore",
     "ClientRecordDraft",
     "Event",
     "EventLog",
@@ -35,8 +38,10 @@ __all__ = [
     "ImportStore",
     "InferenceDraft",
     "InferenceSummary",
+    "LiveScoreReader",
     "RecordQuery",
     "RecordStore",
+    "ReleaseTally",
     "Scenario",
     "ScenarioStore",
     "StepCommit",
@@ -75,6 +80,8 @@ class Store:
         self.exports = ExportReader(self._reader)
         self.events = EventLog(self._reader)
         self.steps = StepStore(self.writer, self._reader)
+        self.live_scores = LiveScoreReader(self._reader)
+        self.canaries = CanaryStore(self.writer, self._reader)
         self._reader.run_blocking(self.scenarios.load)
 
     def close(self) -> None:

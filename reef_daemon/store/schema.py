@@ -175,6 +175,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     _keep_answers,
     # 5: each inference record keeps the first words of its exchange.
     _keep_previews,
+    # 6: live scores group a scenario's inference records by the harness release they were tagged with (the
+    # `release` tag an installed harness sends); a scenario's running canary, which survives a restart.
+    """
+    CREATE INDEX records_by_harness_release ON records (scenario, json_extract(tags, '$.release'), score)
+        WHERE type = 'inference';
+    CREATE TABLE canaries (
+        scenario TEXT PRIMARY KEY,
+        release_id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        share REAL NOT NULL,
+        served_release_id TEXT NOT NULL,
+        started_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 
