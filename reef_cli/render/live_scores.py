@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich import box
 from rich.table import Table
 
 from reef_cli.client import CanaryState, ReleaseRow, VersionScore, VersionScores
@@ -68,6 +69,9 @@ def live_rows(scores: VersionScores, rows: Sequence[ReleaseRow]) -> list[tuple[s
 def live_table(scores: VersionScores, rows: Sequence[ReleaseRow]) -> Table:
     """The live scores of each version real sessions ran, with the canary marked and the score's trend."""
     table = Table(
+        box=box.SIMPLE_HEAD,  # no column rules and one space between columns: seven columns fit 80 characters
+        collapse_padding=True,
+        pad_edge=False,
         title="live scores of tagged sessions",
         caption=f"95% intervals ({scores['method']}); low = below {scores['low_below']:g} "
         f"on {scores['score_min']:g}..{scores['score_max']:g}",
@@ -77,7 +81,7 @@ def live_table(scores: VersionScores, rows: Sequence[ReleaseRow]) -> Table:
     for version, score in live_rows(scores, rows):
         mark = canary_mark(score["release_id"], scores["canary"])
         trend = sparkline(score["trend"], scores["score_min"], scores["score_max"])
-        table.add_row(f"{version} ({mark})" if mark else version, *live_cells(score), trend)
+        table.add_row(f"{version} {mark}" if mark else version, *live_cells(score), trend)
     if not scores["versions"]:
         table.add_row("none yet", *live_cells(None), "")
     return table

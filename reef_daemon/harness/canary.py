@@ -39,9 +39,12 @@ def _summary(tally: ReleaseTally | None) -> ScoreSummary:
     return summarize(tally.scored, tally.total, tally.squares, tally.low)
 
 
-def version_score(tally: ReleaseTally) -> VersionScore:
+def version_score(tally: ReleaseTally, score_min: float, score_max: float) -> VersionScore:
+    """A release's live scores; its interval clipped to the score scale (a mean cannot leave it)."""
     summary = _summary(tally)
     interval = summary.interval
+    if interval is not None:
+        interval = (max(score_min, interval[0]), min(score_max, interval[1]))
     return {
         "release_id": tally.release_id,
         "sessions": tally.sessions,
@@ -68,7 +71,7 @@ async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
         "low_below": low_below,
         "confidence": CONFIDENCE,
         "method": METHOD,
-        "versions": [version_score(tally) for tally in tallies],
+        "versions": [version_score(tally, scale.score_min, scale.score_max) for tally in tallies],
         "canary": await daemon.store.canaries.get(scenario),
     }
 
