@@ -104,7 +104,7 @@ async def test_a_canary_that_scores_clearly_worse_is_rolled_back_and_noise_is_no
     for index in range(16):
         await session_call(reefine, v2, f"canary-low-{index}", [0.1, 0.0, 0.2][index % 3])
     await eventually(
-        lambda: reefine.ok("GET", CANARY), 30, "the canary to be rolled back", satisfied=lambda shown: not shown["canary"]
+        lambda: reefine.ok("GET", CANARY), 30, "the rolled back canary", satisfied=lambda shown: not shown["canary"]
     )
     events = await daemon.store.events.after(0, SCENARIO)
     rolled = [event.data for event in events if event.type == CANARY_EVENT and event.data["action"] == "rolled_back"]
