@@ -14,10 +14,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from reef_cli.client import ReefClientError, VersionScores
+from reef_cli.client import Event, ReefClientError, VersionScores
 from reef_cli.installs import ShownRelease, mark_installed
 from reef_cli.render import formats
 from reef_cli.render.live_scores import canary_mark
+from reef_daemon.contract import CANARY_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
 from reef_tui.screens.confirm import ConfirmScreen
@@ -74,6 +75,11 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         yield table
         with VerticalScroll(id="version-scroll"):
             yield Static(id="version-view")
+
+    def _on_event(self, event: Event) -> None:
+        super()._on_event(event)
+        if event.scenario == self.scenario and event.type == CANARY_EVENT:  # started, ended or rolled back
+            self.reload()
 
     def _view(self, renderable: Any) -> None:
         self.query_one("#version-view", Static).update(renderable)
