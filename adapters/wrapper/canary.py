@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from adapters.wrapper.installed import Installed
-from reef_cli.client import ReefClient, ReefClientError
+from reef_cli.client import CanaryState, ReefClient, ReefClientError
 
 
 def in_canary(session: str, share: float) -> bool:
@@ -35,3 +35,17 @@ def session_install(installed: Installed, client: ReefClient, session: str) -> t
     if in_canary(session, share):
         return canary, f"this session runs the canary {canary.sidecar['version']} ({share:g}% of sessions)"
     return installed, None
+
+
+def canary_line(installed: Installed, running: CanaryState | None) -> tuple[bool, str] | None:
+    """`doctor`'s line on the canary: whether the install holds the one the daemon runs; None when neither has one."""
+    canary = installed.canary
+    if running is None:
+        if canary is None:
+            return None
+        version = canary.sidecar["version"]
+        return True, f"the installed canary {version} no longer runs; every session runs the served tree"
+    if canary is None or canary.binding.release_id != running["release_id"]:
+        update = f"{installed.wrapper} update installs it beside the served version"
+        return False, f"a canary of {running['version']} runs; {update}"
+    return True, f"canary {running['version']} installed: {running['share']:g}% of new sessions run it"

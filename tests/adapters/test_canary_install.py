@@ -67,11 +67,16 @@ def test_the_wrapper_runs_the_canary_for_its_share_of_sessions(reefine: Reefine)
     assert {release for release, _dir in picked} == {served, canary}  # 12 sessions at 50%: both ran
     canary_runs = [run for run in runs if "this session runs the canary v2 (50% of sessions)" in run.stderr]
     assert len(canary_runs) == sum(session["canary"] for session in kept)
+    doctor = reefine.wrapper("pi", "doctor", REEF_HARNESS_BINARY=str(agent))
+    assert "ok canary v2 installed: 50% of new sessions run it" in doctor.stdout
+    assert "ok installed files unchanged" in doctor.stdout
 
     # Ended on the daemon: the next sessions run the served tree, though the install still holds the canary.
     reefine.call("DELETE", f"/reef/scenarios/{SCENARIO}/canary")
     seen.unlink()
     assert all(reefine.wrapper("pi", REEF_HARNESS_BINARY=str(agent)).returncode == 0 for _ in range(4))
     assert {line.split()[0] for line in seen.read_text().splitlines()} == {served}
+    doctor = reefine.wrapper("pi", "doctor", REEF_HARNESS_BINARY=str(agent))
+    assert "ok the installed canary v2 no longer runs; every session runs the served tree" in doctor.stdout
     assert reefine.wrapper("pi", "update").returncode == 0
     assert not (root / CANARY_DIR).exists() and "canary_release_id" not in (root / INSTALL_SIDECAR).read_text()
