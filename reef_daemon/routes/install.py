@@ -56,7 +56,7 @@ async def _script(request: web.Request) -> str:
     release = await harness.read(scenario.name, release_id)
     version = (await harness.versions(scenario.name)).get(release.release_id, "unpublished")
     binding = Binding(_base_url(request), scenario.name, _served_model(daemon), release.release_id)
-    canary = None if "release_id" in request.query else await _canary(daemon, scenario.name, binding)
+    canary = None if request.query.get("release_id") else await _canary(daemon, scenario.name, binding)
     install = install_files(adapter, entries_from_json(release.manifest["entries"]), binding, version, canary)
     return install_script(
         adapter.name,

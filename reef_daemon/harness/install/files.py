@@ -19,6 +19,7 @@ from reef_harness import Entry
 
 # Paths reach a shell script unquoted in loops: keep them to characters that need no quoting.
 _PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
+CANARY_PREFIX = f"{CANARY_DIR}/"
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def install_files(
         raise BadRequest(f"this release cannot be installed for {adapter.name}: {exc}", type="render_refused") from None
     checksum = framed_checksum(files)
     digests = {
-        path: checked_digest(text.encode(), adapter.agent.state_keys.get(path.removeprefix(f"{CANARY_DIR}/")))
+        path: checked_digest(text.encode(), adapter.agent.state_keys.get(path.removeprefix(CANARY_PREFIX)))
         for path, text in sorted(files.items())
     }
     extra = {}
@@ -92,9 +93,9 @@ def install_files(
 
 
 def _canary_files(adapter: Adapter, canary: CanaryTree, served: dict[str, str]) -> dict[str, str]:
-    if any(path.split("/")[0] == CANARY_DIR for path in served):
+    if any(path.startswith(CANARY_PREFIX) for path in served):
         raise RenderRefused(f"the served tree writes under {CANARY_DIR}, where an install keeps a canary")
-    return {f"{CANARY_DIR}/{path}": text for path, text in bound_files(adapter, canary.entries, canary.binding).items()}
+    return {CANARY_PREFIX + path: text for path, text in bound_files(adapter, canary.entries, canary.binding).items()}
 
 
 def framed_checksum(files: dict[str, str]) -> str:
