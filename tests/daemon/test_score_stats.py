@@ -72,3 +72,18 @@ def test_noise_does_not_roll_a_canary_back() -> None:
         canary = summarize_scores([rng.random() for _ in range(25)], 0.5)
         fired += clearly_worse(canary, served, min_scored=20)
     assert fired <= 3  # non-overlapping 95% intervals of equal means happen well under 1% of the time
+
+
+def test_noise_checked_after_every_report_rarely_rolls_a_canary_back() -> None:
+    """The daemon checks after each report: 40 looks per canary, still well under 2% of equal canaries roll back."""
+    rng = random.Random(3)
+    fired = 0
+    for _ in range(400):
+        served = summarize_scores([rng.random() for _ in range(60)], 0.5)
+        canary: list[float] = []
+        for _look in range(60):
+            canary.append(rng.random())
+            if clearly_worse(summarize_scores(canary, 0.5), served, min_scored=20):
+                fired += 1
+                break
+    assert fired / 400 < 0.02
