@@ -20,6 +20,7 @@ from httpx_sse import SSEError, connect_sse
 
 from reef_cli.events import Event, event_of
 from reef_daemon.contract import (
+    CANARY_ROUTE,
     CHAT_ROUTE,
     EVENTS_ROUTE,
     EXPORT_ROUTE,
@@ -45,10 +46,14 @@ from reef_daemon.contract import (
     TASK_ROUTE,
     TASKS_ROUTE,
     TRAIN_ROUTE,
+    VERSION_SCORES_ROUTE,
     AdapterList,
     AdapterRow,
     ArchiveAck,
     BatchAck,
+    CanaryAnswer,
+    CanaryEnded,
+    CanaryState,
     EvalTask,
     HarnessFiles,
     Health,
@@ -69,12 +74,16 @@ from reef_daemon.contract import (
     StoredRecord,
     TaskList,
     TrainAck,
+    VersionScore,
+    VersionScores,
 )
 
 __all__ = [
     "AdapterRow",
     "ApiError",
     "BatchAck",
+    "CanaryEnded",
+    "CanaryState",
     "ChatReply",
     "DaemonUnreachable",
     "EvalTask",
@@ -97,6 +106,8 @@ __all__ = [
     "TaskList",
     "TrainAck",
     "Unauthorized",
+    "VersionScore",
+    "VersionScores",
 ]
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -346,6 +357,31 @@ class ReefClient:
         params = {"adapter": adapter, **({"release_id": release_id} if release_id else {})}
         response = self._send("GET", INSTALL_ROUTE, params=params, headers={SCENARIO_HEADER: scenario})
         return response.text
+
+    # --- live evidence: per-version scores and canaries ---------------------------------------------------
+
+    def version_scores(self, scenario: str) -> VersionScores:
+        """Per harness release, how the real sessions it served scored, and the running canary."""
+        body: VersionScores = self._call("GET", VERSION_SCORES_ROUTE.format(scenario=_segment(scenario)))
+        return body
+
+    def canary(self, scenario: str) -> CanaryState | None:
+        """The scenario's running canary, None when none runs."""
+        body: CanaryAnswer = self._call("GET", CANARY_ROUTE.format(scenario=_segment(scenario)))
+        return body["canary"]
+
+    def start_canary(self, scenario: str, release_id: str, share: float) -> CanaryState:
+        """Serve `release_id` to `share` percent of new sessions, beside the served release."""
+        path = CANARY_ROUTE.format(scenario=_segment(scenario))
+        body: CanaryAnswer = self._call("POST", path, json={"release_id": release_id, "share": share})
+        if body["canary"] is None:
+            raise ApiError(500, "invalid_response", "the daemon started no canary")
+        return body["canary"]
+
+    def end_canary(self, scenario: str) -> CanaryEnded:
+        """End the scenario's canary: every new session runs the served release again."""
+        ended: CanaryEnded = self._call("DELETE", CANARY_ROUTE.format(scenario=_segment(scenario)))
+        return ended
 
     # --- records in and out --------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from reef_daemon.contract import RecordRow
 
 @dataclass(frozen=True)
 class Event:
-    """One committed event: `record`, `report`, `scenario`, `step`, `release` or `request`.
+    """One committed event: `record`, `report`, `scenario`, `step`, `release`, `request` or `canary`.
 
     `data` is the whole JSON payload; for `record` and `report` events `data["record"]` is the record row.
     """

@@ -13,6 +13,7 @@ from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import ScoreScale
 from reef_daemon.events import EventBus
+from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
 from reef_daemon.proxy.summary import summarize
@@ -23,6 +24,7 @@ from reef_daemon.routes import (
     events,
     harness,
     install,
+    live,
     records,
     releases,
     reports,
@@ -72,7 +74,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install):
+    for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install, live):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
     app.router.add_routes(tasks.routes)
@@ -103,7 +105,10 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await daemon.runtime.start()
     await daemon.recipe.start(daemon.store, daemon.runtime)
     daemon.workers.start()
+    canaries = CanaryWatch(daemon)
+    canaries.start()
     yield
+    await canaries.stop()
     await daemon.workers.stop()
     await daemon.recipe.close()
     await daemon.runtime.close()

@@ -621,3 +621,76 @@ class Evidence(TypedDict):
     seconds: float
     model_calls: int
     rows: list[EvidenceRow]
+
+
+# --- live evidence: per-version scores of real sessions, and canaries ------------------------------------------
+VERSION_SCORES_ROUTE: Final = "/reef/scenarios/{scenario}/versions/scores"
+CANARY_ROUTE: Final = "/reef/scenarios/{scenario}/canary"
+# Where an install keeps the canary's tree, beside the served one (relative to the install root).
+CANARY_DIR: Final = ".reef-canary"
+# The kind of the event that says a canary started or ended (and why).
+CANARY_EVENT: Final = "canary"
+
+
+class ScoreInterval(TypedDict):
+    """A 95% confidence interval of a mean (Student's t with n-1 degrees of freedom)."""
+
+    low: float
+    high: float
+
+
+class VersionScore(TypedDict):
+    """How the real sessions one harness release served went: counted over the inference records tagged with it.
+    `mean`, `interval` and `low_share` are over the scored records (None when there are none; the interval needs
+    two). `trend` is the mean score in each of the scenario's equal time windows, None where none was scored."""
+
+    release_id: str
+    sessions: int
+    records: int
+    scored: int
+    mean: float | None
+    interval: ScoreInterval | None
+    low_share: float | None
+    first_at: float | None
+    last_at: float | None
+    trend: list[float | None]
+
+
+class CanaryState(TypedDict):
+    """A canary: `share` percent of new sessions run `release_id` (`version`) instead of the served release."""
+
+    scenario: str
+    release_id: str
+    version: str
+    share: float
+    served_release_id: str
+    started_at: float
+
+
+class VersionScores(TypedDict):
+    """`GET /reef/scenarios/{s}/versions/scores`: per served release, the live scores; the scale and where `low`
+    starts (scores below the middle of the scale); the running canary, if any."""
+
+    scenario: str
+    score_min: float
+    score_max: float
+    low_below: float
+    confidence: float
+    method: str
+    versions: list[VersionScore]
+    canary: CanaryState | None
+
+
+class CanaryEnded(TypedDict):
+    """`DELETE /reef/scenarios/{s}/canary`: the canary that ended (None: none ran) and why."""
+
+    scenario: str
+    ended: CanaryState | None
+    reason: str
+
+
+class CanaryAnswer(TypedDict):
+    """`GET /reef/scenarios/{s}/canary` (and what `POST` starts): the scenario's canary, None when none runs."""
+
+    scenario: str
+    canary: CanaryState | None

@@ -343,6 +343,12 @@ class HarnessSection:
         COUNT,
         help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
     )
+    canary_min_scored: int = _setting(
+        20,
+        POSITIVE_INT,
+        help="scored records a canary and the served version each need before a canary whose 95% score interval "
+        "lies wholly below the served one's is rolled back automatically",
+    )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import click
 import typer
 
 from adapters._locate import find_agent, not_found
+from adapters.wrapper.canary import canary_line
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
@@ -130,6 +131,9 @@ def doctor(installed: Installed) -> int:
             else:
                 served = f"{current['version']} is served: {installed.wrapper} update"
                 checks.append((False, f"installed {installed.sidecar['version']}; {served}"))
+            canary = canary_line(installed, client.canary(binding.scenario))
+            if canary is not None:
+                checks.append(canary)
         except DaemonUnreachable as exc:
             checks.append((False, str(exc)))
         except Unauthorized:

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from adapters import Adapter, Binding, checked_digest, get_adapter
-from reef_daemon.contract import INSTALL_SIDECAR, TOKEN_ENV
+from reef_daemon.contract import CANARY_DIR, INSTALL_SIDECAR, TOKEN_ENV
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name
 NOT_INSTALLED = " (not installed by reef)"
+CANARY_PREFIX = f"{CANARY_DIR}/"
 
 
 class NotInstalled(Exception):
@@ -37,6 +38,21 @@ class Installed:
     def wrapper(self) -> str:
         return f"reef-{self.adapter.name}"
 
+    @property
+    def canary(self) -> Installed | None:
+        """The canary's tree installed beside this one (under CANARY_DIR), as an install of its own; None when the
+        install holds no canary."""
+        s = self.sidecar
+        if not s.get("canary_release_id"):
+            return None
+        files = {
+            path.removeprefix(CANARY_PREFIX): digest
+            for path, digest in s["files"].items()
+            if path.startswith(CANARY_PREFIX)
+        }
+        sidecar = {**s, "release_id": s["canary_release_id"], "version": s["canary_version"], "files": files}
+        return Installed(self.root / CANARY_DIR, self.adapter, sidecar, self.token)
+
     def changed_files(self) -> list[str]:
         """Installed files whose content differs from what the install wrote (the agent's own state aside), then
         the files the install did not write where the agent loads instructions, code or settings from."""
@@ -47,7 +63,7 @@ class Installed:
             except OSError:
                 changed.append(f"{path} (missing)")
                 continue
-            if checked_digest(data, self.adapter.agent.state_keys.get(path)) != expected:
+            if checked_digest(data, self.adapter.agent.state_keys.get(path.removeprefix(CANARY_PREFIX))) != expected:
                 changed.append(path)
         return changed + [path + NOT_INSTALLED for path in self._added_files()]
 

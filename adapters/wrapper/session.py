@@ -14,9 +14,10 @@ from typing import Any
 
 from adapters._agent import SESSION_ENV
 from adapters._locate import find_agent, not_found
+from adapters.wrapper.canary import session_install
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
 from reef_cli.client import ReefClient
-from reef_daemon.contract import TOKEN_ENV
+from reef_daemon.contract import CANARY_DIR, TOKEN_ENV
 
 SESSIONS = ".reef-sessions"
 BINARY_ENV = "REEF_HARNESS_BINARY"
@@ -29,7 +30,10 @@ PAGE = 500
 def run(installed: Installed, args: list[str]) -> int:
     """Start the agent on the install; the agent's exit status, or 3 when the installed files changed."""
     name = installed.wrapper
+    canary = installed.canary
     changed = installed.changed_files()
+    if canary is not None:  # the canary's digests were checked above; here what was added where it loads from
+        changed += [f"{CANARY_DIR}/{path}" for path in canary.changed_files() if path.endswith(NOT_INSTALLED)]
     if changed:
         added = " and remove the files reef did not install" if any(c.endswith(NOT_INSTALLED) for c in changed) else ""
         print(
@@ -43,14 +47,18 @@ def run(installed: Installed, args: list[str]) -> int:
     if not binary:
         print(f"{name}: {not_found(agent.binary, agent.agent.package)}", file=sys.stderr)
         return EXIT_NO_AGENT
-    binding = installed.binding
     session = uuid.uuid4().hex
-    with ReefClient(binding.url, installed.token) as client:
+    with ReefClient(installed.binding.url, installed.token) as client:
+        # The tree this session runs, chosen once: its binding tags every model call with its release.
+        chosen, why = session_install(installed, client, session)
+        if why:
+            print(f"{name}: {why}", file=sys.stderr)
+        binding = chosen.binding
         newest = client.records(scenario=binding.scenario, limit=1)["records"]
         start = newest[0]["sequence"] if newest else 0
         env = {
             **os.environ,
-            **agent.agent.env(installed.root, binding),
+            **agent.agent.env(chosen.root, binding),
             TOKEN_ENV: installed.token or NO_TOKEN,
             SESSION_ENV: session,
             **agent.agent.session_env(binding, session, installed.token or NO_TOKEN),
@@ -61,9 +69,9 @@ def run(installed: Installed, args: list[str]) -> int:
             "REEF_HARNESS_RELEASE": binding.release_id,
         }
         started = time.time()
-        code = _run_agent([binary, *agent.agent.args(installed.root, args)], env)
+        code = _run_agent([binary, *agent.agent.args(chosen.root, args)], env)
         receipts = session_receipts(client, binding.scenario, session, start)
-    _save(installed.root, session, started, code, receipts, installed.sidecar)
+    _save(installed.root, session, started, code, receipts, chosen.sidecar, canary=chosen is not installed)
     if receipts:
         print(
             f"{name}: {len(receipts)} model call(s) of this session are recorded in reef; score them with "
@@ -96,7 +104,10 @@ def session_receipts(client: ReefClient, scenario: str, session: str, after: int
     return receipts
 
 
-def _save(root: Path, session: str, started: float, code: int, receipts: list[str], sidecar: dict[str, Any]) -> None:
+def _save(
+    root: Path, session: str, started: float, code: int, receipts: list[str], sidecar: dict[str, Any], *, canary: bool
+) -> None:
+    """Keep the session: its receipts, and the release (served or canary) that ran it."""
     folder = root / SESSIONS
     folder.mkdir(exist_ok=True)
     record = {
@@ -106,6 +117,7 @@ def _save(root: Path, session: str, started: float, code: int, receipts: list[st
         "exit_code": code,
         "release_id": sidecar["release_id"],
         "version": sidecar["version"],
+        "canary": canary,
         "receipts": receipts,
     }
     target = folder / f"{int(started * 1000):015d}-{session}.json"

@@ -8,20 +8,35 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from reef_cli.client import ReleaseRow
+from reef_cli.client import ApiError, ReefClient, ReleaseRow, VersionScores
 from reef_cli.commands.evolve import ScenarioOption
 from reef_cli.connect import daemon_client
 from reef_cli.installs import mark_installed
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
 from reef_cli.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
+from reef_cli.render.live_scores import canary_mark, live_table
 from reef_cli.render.versions import HEADERS, request_text, version_cells
 
 VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence)"
-PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4"
+PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4   (or --canary 20 v4)"
 ROLLBACK_EXAMPLE = "Example: reef rollback --scenario my-harness v2"
 
 VersionArgument = Annotated[str, typer.Argument(help="A version (v3) or a release id (or its first 8+ characters).")]
+OptionalVersionArgument = Annotated[
+    str | None,
+    typer.Argument(help="A version (v3) or a release id (or its first 8+ characters); none: end the canary."),
+]
+CanaryOption = Annotated[
+    float | None,
+    typer.Option(
+        "--canary",
+        min=0.1,
+        max=99.9,
+        help="Serve the version to this percentage of new sessions beside the served one, instead of promoting it.",
+        show_default=False,
+    ),
+]
 
 
 def versions(
@@ -40,19 +55,37 @@ def versions(
     """
     with daemon_client(url, token) as client:
         rows = mark_installed(scenario, client.releases(scenario))
+        scores = _live_scores(client, scenario) if version is None else None
     if version is not None:
         _evidence(scenario, resolve_version(rows, version), json)
         return
+    by_release = {score["release_id"]: score for score in scores["versions"]} if scores else {}
+    canary = scores["canary"] if scores else None
     if json:
-        print_json({"scenario": scenario, "releases": rows})
+        shown = [{**row, "live": by_release.get(row["release_id"] or "")} for row in rows]
+        print_json({"scenario": scenario, "releases": shown, **({"live": scores} if scores else {})})
         return
     table = Table(title=f"harness versions of {scenario}")
     for column in HEADERS:
         table.add_column(column, no_wrap=True)
     table.add_column("request")  # the one column that wraps on a narrow terminal
     for row in reversed(rows):
-        table.add_row(*version_cells(row, installed=row["installed"]), request_text(row))
+        *cells, status = version_cells(row, installed=row["installed"])
+        status = ", ".join(mark for mark in (status, canary_mark(row["release_id"], canary)) if mark)
+        table.add_row(*cells, status, request_text(row))
     console().print(table)
+    if scores:
+        console().print(live_table(scores, rows))
+
+
+def _live_scores(client: ReefClient, scenario: str) -> VersionScores | None:
+    """The per-version live scores; None from a daemon that keeps none (the table then shows releases alone)."""
+    try:
+        return client.version_scores(scenario)
+    except ApiError as exc:
+        if exc.status in (404, 405, 501):
+            return None
+        raise
 
 
 def _evidence(scenario: str, row: ReleaseRow, json: bool) -> None:
@@ -72,17 +105,44 @@ def _evidence(scenario: str, row: ReleaseRow, json: bool) -> None:
 
 
 def promote(
-    scenario: ScenarioOption, version: VersionArgument, url: UrlOption = None, token: TokenOption = None
+    scenario: ScenarioOption,
+    version: VersionArgument,
+    canary: CanaryOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
-    """Serve a pending version (one that changes an extension): republished as a new version."""
-    _change(scenario, version, "promote", url, token)
+    """Serve a pending version (one that changes an extension): republished as a new version; this ends a canary.
+
+    With --canary N the version is instead served to N% of new sessions beside the served version (installs hold
+    both; `reef-<agent> update` brings them up to date). It is rolled back on its own if it scores clearly worse.
+    """
+    if canary is None:
+        _change(scenario, version, "promote", url, token)
+        return
+    with daemon_client(url, token) as client:
+        target = resolve_version(client.releases(scenario), version)
+        if target["release_id"] is None:
+            fail(f"{target['version']} published no release; choose a version that did")
+        state = client.start_canary(scenario, target["release_id"], canary)
+    console().print(
+        f"canary: {state['version']} serves {state['share']:g}% of new sessions beside the served version; "
+        f"`reef promote {state['version']}` serves it to all, `reef rollback` ends it"
+    )
 
 
 def rollback(
-    scenario: ScenarioOption, version: VersionArgument, url: UrlOption = None, token: TokenOption = None
+    scenario: ScenarioOption, version: OptionalVersionArgument = None, url: UrlOption = None, token: TokenOption = None
 ) -> None:
-    """Serve an earlier version again: republished as a new version (history is never rewritten)."""
-    _change(scenario, version, "rollback", url, token)
+    """Serve an earlier version again: republished as a new version (history is never rewritten); this ends a
+    canary. Without a version, end the running canary only."""
+    if version is not None:
+        _change(scenario, version, "rollback", url, token)
+        return
+    with daemon_client(url, token) as client:
+        ended = client.end_canary(scenario)["ended"]
+    if ended is None:
+        fail(f"no canary runs in {scenario}; name a version to roll back to", code=2)
+    console().print(f"ended the canary of {ended['version']}: every new session runs the served version")
 
 
 def _change(scenario: str, version: str, operation: str, url: str | None, token: str | None) -> None:

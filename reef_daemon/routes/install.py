@@ -15,7 +15,7 @@ from adapters import Binding, get_adapter
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.errors import BadRequest, ReefError
 from reef_daemon.harness.access import harness_recipe
-from reef_daemon.harness.install import failure_script, install_files, install_script
+from reef_daemon.harness.install import CanaryTree, failure_script, install_files, install_script
 from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
 from reef_harness import entries_from_json
 
@@ -56,7 +56,8 @@ async def _script(request: web.Request) -> str:
     release = await harness.read(scenario.name, release_id)
     version = (await harness.versions(scenario.name)).get(release.release_id, "unpublished")
     binding = Binding(_base_url(request), scenario.name, _served_model(daemon), release.release_id)
-    install = install_files(adapter, entries_from_json(release.manifest["entries"]), binding, version)
+    canary = None if request.query.get("release_id") else await _canary(daemon, scenario.name, binding)
+    install = install_files(adapter, entries_from_json(release.manifest["entries"]), binding, version, canary)
     return install_script(
         adapter.name,
         f"reef-{adapter.name}",
@@ -67,6 +68,16 @@ async def _script(request: web.Request) -> str:
         auth=daemon.gate.enabled,
         sandbox_writes_tmp=adapter.name in SANDBOX_WRITES_TMP,
     )
+
+
+async def _canary(daemon: Daemon, scenario: str, served: Binding) -> CanaryTree | None:
+    """The running canary's tree, installed beside the served one so the wrapper can pick per session."""
+    state = await daemon.store.canaries.get(scenario)
+    if state is None or state["release_id"] == served.release_id:
+        return None
+    release = await harness_recipe(daemon).harness.read(scenario, state["release_id"])
+    binding = Binding(served.url, served.scenario, served.model, release.release_id)
+    return CanaryTree(entries_from_json(release.manifest["entries"]), binding, state["version"], state["share"])
 
 
 def _base_url(request: web.Request) -> str:

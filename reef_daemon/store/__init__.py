@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reef_daemon.contract import ScoreScale
+from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.imports import ImportDraft, ImportStore
+from reef_daemon.store.live_scores import LiveScoreReader, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import (
     RECORD_TYPES,
@@ -29,6 +31,7 @@ from reef_daemon.store.writer import Event, GroupCommitWriter
 __all__ = [
     "RECORD_TYPES",
     "TRAINING_MODES",
+    "CanaryStore",
     "ClientRecordDraft",
     "Event",
     "EventLog",
@@ -37,8 +40,10 @@ __all__ = [
     "ImportStore",
     "InferenceDraft",
     "InferenceSummary",
+    "LiveScoreReader",
     "RecordQuery",
     "RecordStore",
+    "ReleaseTally",
     "Scenario",
     "ScenarioStore",
     "StepCommit",
@@ -89,6 +94,8 @@ class Store:
         self.events = EventLog(self._reader)
         self.steps = StepStore(self.writer, self._reader)
         self.tasks = TaskStore(self.writer, self._reader, self.score_scale)
+        self.live_scores = LiveScoreReader(self._reader)
+        self.canaries = CanaryStore(self.writer, self._reader)
         self._reader.run_blocking(self.scenarios.load)
 
     def close(self) -> None:

@@ -198,6 +198,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX replay_decisions_by_scenario ON replay_decisions (scenario);
     """,
+    # 7: live scores group a scenario's inference records by the harness release they were tagged with (the
+    # `release` tag an installed harness sends); a scenario's running canary, which survives a restart.
+    """
+    CREATE INDEX records_by_harness_release ON records (scenario, json_extract(tags, '$.release'), score)
+        WHERE type = 'inference';
+    CREATE TABLE canaries (
+        scenario TEXT PRIMARY KEY,
+        release_id TEXT NOT NULL,
+        version TEXT NOT NULL,
+        share REAL NOT NULL,
+        served_release_id TEXT NOT NULL,
+        started_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 

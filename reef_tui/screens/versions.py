@@ -1,6 +1,6 @@
-"""A scenario's versions, newest first: result, current and pending flags, the request that led to each; the
-evaluation gate's evidence above the files changed against the parent; promote, roll back and install, each behind
-a confirmation."""
+"""A scenario's versions, newest first: result, current, pending and canary flags, the live score of the sessions
+each served (mean and trend), the request that led to each; the evaluation gate's evidence above the files changed
+against the parent; promote, roll back and install, each behind a confirmation."""
 
 from __future__ import annotations
 
@@ -14,17 +14,20 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from reef_cli.client import ReefClientError
+from reef_cli.client import Event, ReefClientError, VersionScores
 from reef_cli.installs import ShownRelease, mark_installed
 from reef_cli.render import formats
+from reef_cli.render.live_scores import canary_mark
+from reef_daemon.contract import CANARY_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
 from reef_tui.screens.confirm import ConfirmScreen
 from reef_tui.screens.install import InstallScreen
 from reef_tui.screens.scenario_screen import ScenarioScreen
+from reef_tui.version_scores import live_cell, live_summary
 from reef_tui.widgets.evidence_table import evidence_view
 
-COLUMNS = ("version", "operation", "result", "state", "when", "request")
+COLUMNS = ("version", "operation", "result", "state", "when", "live score", "request")
 
 
 def state_of(release: ShownRelease) -> str:
@@ -65,6 +68,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
     def __init__(self) -> None:
         super().__init__()
         self.releases: dict[str, ShownRelease] = {}
+        self.live: VersionScores | None = None
 
     def compose_scenario(self) -> ComposeResult:
         table: DataTable[str] = DataTable(id="versions-table", cursor_type="row")
@@ -73,6 +77,11 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         with VerticalScroll(id="version-scroll"):
             yield Static(id="version-evidence")
             yield Static(id="version-view")
+
+    def _on_event(self, event: Event) -> None:
+        super()._on_event(event)
+        if event.scenario == self.scenario and event.type == CANARY_EVENT:  # started, ended or rolled back
+            self.reload()
 
     def _view(self, renderable: Any) -> None:
         self.query_one("#version-view", Static).update(renderable)
@@ -86,7 +95,13 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         self._view(Text("versions appear once a scenario exists; s picks a scenario", style="dim"))
 
     def fetch(self, scenario: str) -> list[ShownRelease]:
-        return mark_installed(scenario, self.reef.client.releases(scenario))
+        releases = mark_installed(scenario, self.reef.client.releases(scenario))
+        try:
+            live = self.reef.client.version_scores(scenario)
+        except ReefClientError:
+            live = None  # a daemon that keeps no live scores: the versions alone
+        self.app.call_from_thread(setattr, self, "live", live)  # before show_loaded, which reads it
+        return releases
 
     def show_error(self, message: str) -> None:
         self._view(Text(message, style="red"))
@@ -103,8 +118,9 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
                 str(release.get("version")),
                 str(release.get("operation")),
                 str(release.get("result")),
-                state_of(release),
+                self._state(release),
                 formats.clock(release.get("created_at")),
+                live_cell(self.live, release["release_id"]),
                 request_text(release),
                 key=key,
             )
@@ -135,10 +151,18 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         panel.display = shown is not None
         panel.update(shown if shown is not None else "")
 
+    def _state(self, release: ShownRelease) -> str:
+        canary = canary_mark(release["release_id"], self.live["canary"] if self.live else None)
+        return ", ".join(mark for mark in (state_of(release), canary) if mark)
+
     def _summary(self, release: ShownRelease) -> Any:
-        lines = [f"{release.get('version')}  {release.get('operation')}  {release.get('result')}  {state_of(release)}"]
+        made = f"{release.get('version')}  {release.get('operation')}  {release.get('result')}"
+        lines = [f"{made}  {self._state(release)}"]
         if request_text(release):
             lines.append(f"asked: {request_text(release)}")
+        live = live_summary(self.live, release["release_id"])
+        if live:
+            lines.append(live)
         metrics = {key: value for key, value in (release.get("metrics") or {}).items() if key != "evidence"}
         if metrics:
             lines.append(json.dumps(metrics, indent=2, ensure_ascii=False, default=str))

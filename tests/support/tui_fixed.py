@@ -139,6 +139,25 @@ PROGRESS = {
 }  # fmt: skip
 
 
+def live_score(release_id: str, sessions: int, scored: int, mean: float, trend: list[float | None]) -> dict[str, Any]:
+    return {"release_id": release_id, "sessions": sessions, "records": scored + 2, "scored": scored, "mean": mean,
+            "interval": {"low": mean - 0.08, "high": mean + 0.08}, "low_share": round(1 - mean, 2),
+            "first_at": T0, "last_at": T0 + 7200, "trend": trend}  # fmt: skip
+
+
+def version_scores(recipe: str) -> dict[str, Any]:
+    """v0 served early sessions, v1 serves most now and rises, v2 runs as a 20% canary since the last windows."""
+    versions = [] if recipe == "sao" else [
+        live_score("r0", 4, 9, 0.48, [0.4, 0.5, 0.55, 0.45, None, None, None, None, None, None, None, None]),
+        live_score("r1", 21, 48, 0.71, [None, None, None, None, 0.6, 0.65, 0.7, 0.7, 0.75, 0.8, 0.78, 0.82]),
+        live_score("r2", 5, 11, 0.58, [None, None, None, None, None, None, None, None, None, 0.5, 0.62, 0.6]),
+    ]  # fmt: skip
+    canary = None if recipe == "sao" else {"scenario": "demo", "release_id": "r2", "version": "v2", "share": 20.0,
+                                           "served_release_id": "r1", "started_at": T0 + 7300}  # fmt: skip
+    return {"scenario": "demo", "score_min": 0.0, "score_max": 1.0, "low_below": 0.5, "confidence": 0.95,
+            "method": "student-t", "versions": versions, "canary": canary}  # fmt: skip
+
+
 class FixedClient(ReefClient):
     """Answers every call the app makes from the tables above; `records` pages like the daemon does."""
 
@@ -181,6 +200,9 @@ class FixedClient(ReefClient):
 
     def releases(self, scenario: str) -> list[dict[str, Any]]:
         return releases(self.recipe)
+
+    def version_scores(self, scenario: str) -> dict[str, Any]:
+        return version_scores(self.recipe)
 
     def request_progress(self, request_id: str) -> dict[str, Any]:
         return PROGRESS[request_id]

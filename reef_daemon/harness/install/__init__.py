@@ -3,7 +3,7 @@ them. Each adapter's binding and in-session entries live with the adapter (`adap
 
 from __future__ import annotations
 
-from reef_daemon.harness.install.files import InstallFiles, framed_checksum, install_files
+from reef_daemon.harness.install.files import CanaryTree, InstallFiles, framed_checksum, install_files
 from reef_daemon.harness.install.script import failure_script, install_script
 
-__all__ = ["InstallFiles", "failure_script", "framed_checksum", "install_files", "install_script"]
+__all__ = ["CanaryTree", "InstallFiles", "failure_script", "framed_checksum", "install_files", "install_script"]
