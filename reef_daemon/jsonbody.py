@@ -65,7 +65,7 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
         where = _lone_surrogate(value, "")
         if where is not None:
             raise BadRequest(
-                f"{where or 'the request body'} holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text",
+                f"{where or 'the request body'}: holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text",
                 type="invalid_json",
             )
     return value
@@ -83,7 +83,7 @@ def _lone_surrogate(value: Any, path: str) -> str | None:
         for key, item in value.items():
             step = f"{path}.{key}" if path else str(key)
             if not _is_unicode(key):
-                return f"a field name in {path or 'the request body'}"
+                return f"{path or 'the request body'} (a field name)"
             if (found := _lone_surrogate(item, step)) is not None:
                 return found
     return None

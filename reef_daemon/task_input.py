@@ -52,7 +52,6 @@ def _prompt(value: Any) -> str:
         _refuse("prompt", "must be a non-empty string: what the agent is asked")
     if len(value) > MAX_TASK_PROMPT_CHARS:
         _refuse("prompt", f"is longer than {MAX_TASK_PROMPT_CHARS} characters")
-    _check_unicode("prompt", value)
     return value
 
 
@@ -64,7 +63,6 @@ def _optional_text(body: dict[str, Any], name: str) -> str | None:
         _refuse(name, "must be a non-empty string, or null for none")
     if len(value) > MAX_TASK_CHECK_CHARS:
         _refuse(name, f"is longer than {MAX_TASK_CHECK_CHARS} characters")
-    _check_unicode(name, value)
     return value
 
 
@@ -78,7 +76,6 @@ def _fixture(value: Any) -> dict[str, str]:
         _check_path(path)
         if not isinstance(text, str):
             _refuse("fixture", f"the file '{path}' must be text (a string)")
-        _check_unicode("fixture", text, f"the file '{path}'")
         total += len(text)
     if total > MAX_FIXTURE_CHARS:
         _refuse("fixture", f"holds {total} characters of files; at most {MAX_FIXTURE_CHARS}")
@@ -100,14 +97,6 @@ def _check_path(path: str) -> None:
         _refuse("fixture", f"the path '{shown}' may not have empty, '.' or '..' parts")
     if not path.isprintable():
         _refuse("fixture", f"the path {shown!r} has characters that cannot be shown")
-
-
-def _check_unicode(field: str, text: str, what: str = "") -> None:
-    """JSON can carry a lone surrogate (\\ud800), which is no character and cannot be stored as UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        _refuse(field, f"{what + ' ' if what else ''}holds a lone surrogate, which is not Unicode text")
 
 
 def _refuse(field: str, problem: str) -> NoReturn:

@@ -133,8 +133,8 @@ async def test_the_score_scale_is_a_setting_shown_in_status_and_enforced(start_r
 @pytest.mark.parametrize(
     ("body", "where"),
     [
-        (b'{"record_id": "x", "score": 1, "feedback": "bad \\ud800 text"}', "feedback holds a lone surrogate"),
-        (b'{"record_id": "x", "score": 1, "tags": {"k": ["ok", "\\udfff"]}}', "tags.k[1] holds a lone surrogate"),
+        (b'{"record_id": "x", "score": 1, "feedback": "bad \\ud800 text"}', "feedback: holds a lone surrogate"),
+        (b'{"record_id": "x", "score": 1, "tags": {"k": ["ok", "\\udfff"]}}', "tags.k[1]: holds a lone surrogate"),
     ],
 )
 async def test_a_lone_surrogate_in_a_report_is_refused_with_its_field(reef: Reef, body: bytes, where: str) -> None:
