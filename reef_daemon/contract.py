@@ -424,6 +424,7 @@ class RuntimeStatus(TypedDict):
     load_s: NotRequired[float]
     sampling: NotRequired[SamplingDefaults]
     peak_batch: NotRequired[int]
+    engine: NotRequired[str]
 
 
 class DaemonState(TypedDict):
