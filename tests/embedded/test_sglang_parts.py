@@ -4,6 +4,9 @@ launch command, refusals at start, and the checkpoint folder a swap writes."""
 from __future__ import annotations
 
 import itertools
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +108,31 @@ def test_a_swap_folder_replaces_only_the_named_tensors(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="no weights named c"):
         write_updated(current, {"c": torch.ones(1)}, tmp_path / "v3")
     assert not (tmp_path / "v2").exists() and not (tmp_path / "v3").exists()
+
+
+def test_reef_serve_refuses_a_missing_sglang_with_what_to_install_and_no_traceback(tmp_path: Path) -> None:
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    args = ["--embedded.engine", "sglang", "--inference.model-path", str(tmp_path / "model")]
+    result = serve(tmp_path, *args)
+    assert result.returncode == 2
+    assert "needs SGLang, which is not installed; install the GPU extra" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_reef_serve_refuses_an_unreachable_sglang_server_without_a_traceback(tmp_path: Path) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    args = ["--embedded.engine", "sglang", "--embedded.sglang-url", f"http://127.0.0.1:{port}"]
+    result = serve(tmp_path, *args, "--embedded.sglang-start-timeout-s", "0.5")
+    assert result.returncode == 2, result.stderr
+    assert f"the sglang engine did not start: the SGLang server at http://127.0.0.1:{port} was not healthy" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+def serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "reef_cli", "serve", "--reef.port", "0", "--reef.state-dir", str(tmp_path / "s")]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120, check=False)

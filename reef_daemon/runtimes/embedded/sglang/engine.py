@@ -63,7 +63,17 @@ class SglangEngine(Engine):
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
+        """Launch or reach the server and read the model; SettingsError (after stopping what it started) when the
+        server does not come up or cannot be read."""
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=self._timeout_s))
+        try:
+            await self._connect()
+        except (RuntimeError, aiohttp.ClientError, OSError, ValueError) as exc:
+            await self.close()
+            raise SettingsError(f"the sglang engine did not start: {exc}") from None
+
+    async def _connect(self) -> None:
+        assert self._session is not None
         if self._plan is not None:
             log.info("starting SGLang: %s", " ".join(self._plan.argv))
             self._process = launch.start_server(self._plan)
