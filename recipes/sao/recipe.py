@@ -133,7 +133,13 @@ class SaoRecipe(Recipe):
         metrics = dict(result.metrics)
         parent = self._head
         if metrics["policy_updated"]:
-            metrics["weight_version"] = await self._swap(result.weights)
+            try:
+                metrics["weight_version"] = await self._swap(result.weights)
+            except RuntimeError as exc:  # the engine refused them: the old weights keep serving
+                metrics.update(
+                    {"reason": f"the new weights did not reach the engine: {exc}", "weight_version": self._version()}
+                )
+                return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
             metrics["swap_s"] = round(self._last_swap_s or 0.0, 4)
             self._head = metrics["weight_version"]
         else:
