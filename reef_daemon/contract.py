@@ -536,3 +536,7 @@ class BatchAck(TypedDict):
     imported: int
     duplicate: int
     refused: int
+
+
+# Where reef hands eligible rollouts to a Slime job (training.trainer = slime), set in the job's environment.
+SLIME_SPOOL_ENV: Final = "REEF_SLIME_SPOOL"

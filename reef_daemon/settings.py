@@ -331,6 +331,7 @@ class SlimeSection:
     path: Path | None = _setting(None, OPTIONAL_PATH, help="the Slime checkout holding train.py")
     actor_gpus: int = _setting(1, POSITIVE_INT, help="GPUs of the Megatron actor (the critic shares them)")
     rollout_gpus: int = _setting(1, POSITIVE_INT, help="GPUs of the SGLang engines Slime starts")
+    num_rollout: int = _setting(1000, POSITIVE_INT, help="training steps the Slime job runs before it ends")
     ray_port: int = _setting(6379, PORT, help="port of the Ray head reef starts")
     ray_dashboard_port: int = _setting(8265, PORT, help="port of the Ray dashboard (jobs are submitted through it)")
     model_args: tuple[str, ...] = _setting(

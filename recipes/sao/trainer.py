@@ -56,8 +56,8 @@ class Trainer:
         self.training = training
         self.advantage = advantage
         self.device = training_device(training.device)
-        self.model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, local_files_only=True)
-        self.model.to(self.device)
+        model: Any = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, local_files_only=True)
+        self.model = model.to(self.device)
         self.model.train(False)  # no dropout; gradients still flow
         for parameter in self.model.parameters():
             parameter.requires_grad_(False)

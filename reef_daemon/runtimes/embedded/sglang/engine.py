@@ -49,10 +49,17 @@ class SglangEngine(Engine):
         self._incarnation = uuid.uuid4().hex
         self._model_path = settings.inference.model_path
         self._plan: launch.LaunchPlan | None = None
-        if embedded.sglang_url is None:
+        # Under a Slime run, Slime starts the engines and their router once reef's recipe has started it: reef
+        # attaches to the router without waiting for it.
+        self._by_slime = settings.training.trainer == "slime"
+        if self._by_slime:
+            self._url = embedded.sglang_url or f"http://{launch.node_address()}:{embedded.sglang_port}"
+        elif embedded.sglang_url is None:
             folder = launch.check_launchable(self._model_path)
             self._plan = launch.plan_launch(folder, f"{self._incarnation}:0", embedded, settings.reef.state_dir)
-        self._url = embedded.sglang_url or (self._plan.url if self._plan else "")
+            self._url = self._plan.url
+        else:
+            self._url = embedded.sglang_url
         self._process: subprocess.Popen[bytes] | None = None
         self._session: aiohttp.ClientSession | None = None
         self._tokenizer: Any = None
@@ -73,14 +80,15 @@ class SglangEngine(Engine):
             raise SettingsError(f"the sglang engine did not start: {exc}") from None
 
     async def _connect(self) -> None:
-        assert self._session is not None
-        if self._plan is not None:
-            log.info("starting SGLang: %s", " ".join(self._plan.argv))
-            self._process = launch.start_server(self._plan)
-        timeout = self._settings.embedded.sglang_start_timeout_s
-        log_file = self._plan.log_file if self._plan else Path("(the server's own log)")
-        await launch.wait_healthy(self._session, self._url, timeout, self._process, log_file)
-        info = await self._get(protocol.MODEL_INFO)
+        info: dict[str, Any] = {}
+        if not self._by_slime:
+            if self._plan is not None:
+                log.info("starting SGLang: %s", " ".join(self._plan.argv))
+                self._process = launch.start_server(self._plan)
+            timeout = self._settings.embedded.sglang_start_timeout_s
+            log_file = self._plan.log_file if self._plan else Path("(the server's own log)")
+            await launch.wait_healthy(self._client(), self._url, timeout, self._process, log_file)
+            info = await self._get(protocol.MODEL_INFO)
         self._label = str(info.get("weight_version") or protocol.DEFAULT_VERSION)
         folder = self._model_path or Path(str(info.get("tokenizer_path") or info.get("model_path") or ""))
         self._tokenizer, generation_config, context = await asyncio.to_thread(_read_model, folder)

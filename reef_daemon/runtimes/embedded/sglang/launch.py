@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import socket
 import subprocess
 import sys
 import time
@@ -72,6 +73,11 @@ def check_launchable(model_path: Path | None) -> Path:
             " with --embedded.sglang-url"
         )
     return model_path
+
+
+def node_address() -> str:
+    """This node's IP, where a router started by Slime listens (it binds the node's address, not loopback)."""
+    return socket.gethostbyname(socket.gethostname())
 
 
 def cuda_available() -> bool:
