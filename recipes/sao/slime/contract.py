@@ -67,7 +67,8 @@ def megatron_config(settings: Settings) -> dict[str, Any]:
 def slime_flags(settings: Settings, work: Path) -> list[str]:
     """`train.py`'s command-line flags for SAO from the settings; `work` is the run's folder (checkpoints, config)."""
     training, slime, embedded = settings.training, settings.slime, settings.embedded
-    model = str(settings.inference.model_path)
+    model = str(settings.inference.model_path.resolve()) if settings.inference.model_path else ""
+    work = work.resolve()
     batch = str(training.batch_size)
     return [
         # the model, and where Megatron and Hugging Face checkpoints go
@@ -135,7 +136,7 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
         raise SettingsError(
             f"training.trainer = slime needs slime.path (the checkout holding train.py); {SLIME_INSTALL_HINT}"
         )
-    work = settings.reef.state_dir / "slime"
+    work = (settings.reef.state_dir / "slime").resolve()
     spool = work / "rollouts"
     gpus = slime.actor_gpus + slime.rollout_gpus
     ray_head = (
@@ -154,7 +155,7 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
         "--runtime-env-json", json.dumps(environment),
         "--no-wait",
         "--",
-        "python3", str(slime.path / "train.py"),
+        "python3", str(slime.path.resolve() / "train.py"),
         *slime_flags(settings, work),
     )  # fmt: skip
     ports = {
