@@ -48,9 +48,9 @@ APIS: dict[str, Api] = {
 class EmbeddedRuntime(WeightSwappable):
     kind = "embedded"
 
-    def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self._defaults = _sampling_defaults(settings)
-        self._engine = engine if engine is not None else build_engine(settings)
+        self._engine = build_engine(settings)
         self._started = False
 
     async def start(self) -> None:
