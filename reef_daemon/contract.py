@@ -540,3 +540,5 @@ class BatchAck(TypedDict):
 
 # Where reef hands eligible rollouts to a Slime job (training.trainer = slime), set in the job's environment.
 SLIME_SPOOL_ENV: Final = "REEF_SLIME_SPOOL"
+# SAO's length-adaptive GAE alpha, handed to the Slime job's advantage hook (Slime drops flags it does not know).
+SAO_LAMBDA_ALPHA_ENV: Final = "REEF_SAO_LAMBDA_ALPHA"

@@ -19,7 +19,7 @@ from recipes.sao.rollout import Rollout
 from recipes.sao.slime.contract import JOB_ID, ROLLOUT_FUNCTION, check_ready, plan_run, sample_fields, slime_flags
 from recipes.sao.slime.rollout_fn import to_sample
 from recipes.sao.slime.spool import hand_over, next_index, take
-from reef_daemon.contract import SLIME_SPOOL_ENV
+from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
 from reef_daemon.settings import SettingsError, load_settings
 
 ROLLOUT = Rollout(
@@ -98,9 +98,12 @@ def test_flags_carry_saos_loss_settings_from_training(tmp_path: Path) -> None:
     assert values["--num-critic-only-steps"] == "10"
     assert values["--hf-checkpoint"] == str(tmp_path / "model")
     assert values["--megatron-config-path"] == str(tmp_path / "work" / "megatron.yaml")
-    module, name = values["--rollout-function-path"].rsplit(".", 1)
+    assert "--use-tis" in flags  # DIS's hard mask, and SAO's length-adaptive GAE, as Slime hooks
+    hooks = ("--rollout-function-path", "--custom-tis-function-path", "--custom-advantage-function-path")
     assert values["--rollout-function-path"] == ROLLOUT_FUNCTION
-    assert callable(getattr(importlib.import_module(module), name))
+    for hook in hooks:  # Slime loads each by its dotted path
+        module, name = values[hook].rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), name)), hook
 
 
 def test_processes_and_ports_reef_starts(tmp_path: Path) -> None:
@@ -110,7 +113,7 @@ def test_processes_and_ports_reef_starts(tmp_path: Path) -> None:
     assert head.argv[:3] == ("ray", "start", "--head") and flag_values(list(head.argv))["--num-gpus"] == "2"
     assert job.argv[:3] == ("ray", "job", "submit") and flag_values(list(job.argv))["--submission-id"] == JOB_ID
     environment = json.loads(flag_values(list(job.argv))["--runtime-env-json"])["env_vars"]
-    assert environment == {"PYTHONPATH": "/reef", SLIME_SPOOL_ENV: str(plan.spool)}
+    assert environment == {"PYTHONPATH": "/reef", SLIME_SPOOL_ENV: str(plan.spool), SAO_LAMBDA_ALPHA_ENV: "1.5"}
     trainer = list(job.argv).index("--") + 1
     assert job.argv[trainer : trainer + 2] == ("python3", str(tmp_path / "slime" / "train.py"))
     assert plan.ports == {

@@ -5,10 +5,11 @@
   `weight_versions`, `status`, a unique `index` and `group_index`; `metadata` names the reef record.
 - **Flags.** Slime's `train.py` flags from `[training]`: SAO's loss is PPO with a critic (`--advantage-estimator ppo`),
   the ratio taken against the recorded log-probs (`--use-rollout-logprobs`), the DIS band as the clip band
-  (`--eps-clip` 0.3, `--eps-clip-high` 5.0; explicit, since Slime otherwise makes the band symmetric), no KL
-  (`--kl-coef 0`, no `--use-kl-loss`), one rollout per prompt, `batch-size` rollouts per step. Slime has no critic
-  learning-rate flag; the critic's comes from a `--megatron-config-path` file (role `critic`). Slime drops unknown
-  flags silently, so only flags that exist in that version are built.
+  (`--eps-clip` 0.3, `--eps-clip-high` 5.0; explicit, since Slime otherwise makes the band symmetric) plus DIS's hard
+  mask and SAO's length-adaptive GAE as Slime hooks (`hooks.py`), no KL (`--kl-coef 0`, no `--use-kl-loss`), one
+  rollout per prompt, `batch-size` rollouts per step. Slime has no critic learning-rate flag; the critic's comes from
+  a `--megatron-config-path` file (role `critic`). Slime drops unknown flags silently, so only flags that exist in
+  that version are built.
 - **Processes and ports.** Reef starts a Ray head (`ray.port`, dashboard `ray.dashboard-port`) and submits
   `train.py` as a Ray job; Slime starts the SGLang engines (each takes consecutive ports from 15000) and their
   router on `embedded.sglang-port`, which reef's sglang engine attaches to. Slime pushes weights into the engines
@@ -24,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from recipes.sao.rollout import Rollout
-from reef_daemon.contract import SLIME_SPOOL_ENV
+from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
 from reef_daemon.settings import Settings, SettingsError
 
 ROLLOUT_FUNCTION = "recipes.sao.slime.rollout_fn.generate_rollout"
+DIS_MASK_FUNCTION = "recipes.sao.slime.hooks.dis_mask"
+ADVANTAGE_FUNCTION = "recipes.sao.slime.hooks.sao_advantages"
 JOB_ID = "reef-sao"
 ENGINE_FIRST_PORT = 15000  # Slime's SGLang engines take consecutive ports from here
 SLIME_INSTALL_HINT = (
@@ -88,11 +91,12 @@ def slime_flags(settings: Settings, work: Path) -> list[str]:
         # SAO: a critic, the ratio against the rollout's log-probs inside the DIS band, no KL
         "--advantage-estimator", "ppo",
         "--num-critic-only-steps", str(training.critic_warmup_steps),
-        "--gamma", "1.0",
-        "--lambd", "1.0",
+        "--custom-advantage-function-path", ADVANTAGE_FUNCTION,
         "--use-rollout-logprobs",
         "--eps-clip", str(training.dis_low),
         "--eps-clip-high", str(training.dis_high),
+        "--use-tis",
+        "--custom-tis-function-path", DIS_MASK_FUNCTION,
         "--kl-coef", "0",
         "--entropy-coef", "0",
         "--lr", str(training.learning_rate),
@@ -146,7 +150,8 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
         "--num-gpus", str(gpus),
         "--disable-usage-stats",
     )  # fmt: skip
-    environment = {"env_vars": {"PYTHONPATH": str(reef_root), SLIME_SPOOL_ENV: str(spool)}}
+    alpha = str(settings.training.lambda_alpha)
+    environment = {"env_vars": {"PYTHONPATH": str(reef_root), SLIME_SPOOL_ENV: str(spool), SAO_LAMBDA_ALPHA_ENV: alpha}}
     dashboard = f"http://127.0.0.1:{slime.ray_dashboard_port}"
     job = (
         "ray", "job", "submit",
