@@ -39,6 +39,7 @@ class SglangReef:
     runtime: EmbeddedRuntime
     folder: Path
     state: Path
+    fake_url: str
 
     async def record(self, receipt: str) -> dict[str, Any]:
         response = await self.client.get(f"/reef/records/{receipt}")
@@ -66,11 +67,12 @@ async def start_reef(model_cache: Path, tmp_path: Path) -> AsyncIterator[StartSg
         fake = FakeSglang(folder, incremental=incremental)
         fake_server = TestServer(fake.app(), host="127.0.0.1")
         await fake_server.start_server()
+        fake_url = str(fake_server.make_url("")).rstrip("/")
         settings = load_settings(
             overrides={
                 "reef.state-dir": str(tmp_path / "state"),
                 "embedded.engine": "sglang",
-                "embedded.sglang-url": str(fake_server.make_url("")).rstrip("/"),
+                "embedded.sglang-url": fake_url,
                 "inference.model-path": str(folder),
             },
             environ={},
@@ -81,7 +83,7 @@ async def start_reef(model_cache: Path, tmp_path: Path) -> AsyncIterator[StartSg
         started.append((fake_server, server, client))
         runtime = server.app[DAEMON].runtime
         assert isinstance(runtime, EmbeddedRuntime)
-        return SglangReef(fake, client, runtime, folder, tmp_path / "state")
+        return SglangReef(fake, client, runtime, folder, tmp_path / "state", fake_url)
 
     yield start
     for fake_server, server, client in started:
@@ -241,3 +243,17 @@ async def test_an_unknown_weight_name_is_refused_before_the_server_is_paused(sta
     with pytest.raises(KeyError, match=r"no\.such\.weight"):
         await reef.runtime.swap_weights({"no.such.weight": torch.zeros(3)})
     assert [entry for entry in reef.fake.log if entry[0] != "token"] == []
+
+
+async def test_a_request_the_server_aborts_ends_as_an_error_not_a_hang(start_reef: StartSglangReef) -> None:
+    """Slime pauses its engines with `abort` before pushing weights: the request ends, and the client is told."""
+    reef = await start_reef()
+    body = {"model": "m", "messages": [{"role": "user", "content": STORY}], "max_tokens": 40, "temperature": 0}
+    asking = asyncio.create_task(reef.client.post("/v1/chat/completions", json=body, headers=HEADERS))
+    await eventually(lambda: asyncio.sleep(0, reef.fake.tokens()), 120, "a token to be generated", satisfied=bool)
+    async with httpx.AsyncClient(base_url=reef.fake_url) as control:
+        assert (await control.post("/pause_generation", json={})).status_code == 200  # mode: abort (the default)
+        assert (await control.post("/continue_generation", json={})).status_code == 200
+    response = await asking
+    assert response.status_code >= 500
+    assert "SGLang ended the request" in response.text

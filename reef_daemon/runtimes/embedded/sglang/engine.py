@@ -135,11 +135,7 @@ class SglangEngine(Engine):
         return {"model": name, "source": source, "url": self._url}
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "context_length": self.context_length,
-            "weights": str(self.weights_dir),
-            "launched": self._process is not None,
-        }
+        return {"context_length": self.context_length, "weights": str(self.weights_dir)}
 
     def submit(self, job: Job) -> None:
         task = asyncio.get_running_loop().create_task(self._generate(job))
@@ -189,13 +185,15 @@ class SglangEngine(Engine):
                     job.post(Finished("error", error=f"SGLang answered HTTP {response.status}: {text}"))
                     return
                 await self._follow(job, rules, response)
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            if job.finished is None:
-                job.post(Finished("error", error=f"SGLang: {type(exc).__name__}: {exc}"))
         except asyncio.CancelledError:
             if job.finished is None:
                 job.post(Finished("error", error="the sglang engine closed"))
             raise
+        except Exception as exc:  # a broken request ends as an error; its reader is never left waiting
+            if not isinstance(exc, aiohttp.ClientError | TimeoutError | ValueError):
+                log.exception("generation through SGLang failed")
+            if job.finished is None:
+                job.post(Finished("error", error=f"SGLang: {type(exc).__name__}: {exc}"))
 
     async def _follow(self, job: Job, rules: StopRules, response: aiohttp.ClientResponse) -> None:
         """Record the streamed tokens until the job ends (leaving closes the stream, which aborts the request)."""
