@@ -1,6 +1,9 @@
 """The SAO recipe: each eligible scored rollout drives a training step of the embedded model, and the new weights
 are swapped into the serving runtime between tokens, so the next request is served by them without a restart.
 
+With `training.trainer = slime`, rollouts are handed to a Slime run instead (`slime/`), which trains and pushes the
+weights into the SGLang engines reef serves from.
+
 `GrpoRecipe` is the control arm: the same DIS loss, group-normalised rewards instead of a critic.
 """
 
