@@ -114,7 +114,6 @@ def update_from_disk_body(model_path: str, version: str) -> dict[str, Any]:
     retracted requests wait (and reef launches servers without the radix cache, so nothing stale is kept)."""
     return {
         "model_path": model_path,
-        "load_format": "auto",
         "weight_version": version,
         "flush_cache": False,
         "abort_all_requests": False,
