@@ -425,6 +425,7 @@ class RuntimeStatus(TypedDict):
     load_s: NotRequired[float]
     sampling: NotRequired[SamplingDefaults]
     peak_batch: NotRequired[int]
+    engine: NotRequired[str]
 
 
 class DaemonState(TypedDict):
@@ -694,3 +695,9 @@ class CanaryAnswer(TypedDict):
 
     scenario: str
     canary: CanaryState | None
+
+
+# Where reef hands eligible rollouts to a Slime job (training.trainer = slime), set in the job's environment.
+SLIME_SPOOL_ENV: Final = "REEF_SLIME_SPOOL"
+# SAO's length-adaptive GAE alpha, handed to the Slime job's advantage hook (Slime drops flags it does not know).
+SAO_LAMBDA_ALPHA_ENV: Final = "REEF_SAO_LAMBDA_ALPHA"

@@ -168,6 +168,16 @@ def _parse_url(value: Any) -> str | None:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = _parse_str(value).strip().lower()
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return text
+
+    return parse
+
+
 def _parse_path(value: Any) -> Path:
     return Path(_parse_str(value)).expanduser()
 
@@ -199,6 +209,9 @@ TOKENS = Kind("TOKENS", _parse_tokens)
 URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
+ENGINE = Kind("ENGINE", _choice("torch", "sglang"))
+TRAINER = Kind("TRAINER", _choice("torch", "slime"))
+DEVICE = Kind("DEVICE", _choice("auto", "cpu", "cuda"))
 
 
 def _setting(
@@ -282,6 +295,48 @@ class TrainingSection:
     dis_high: float = _setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
     lambda_alpha: float = _setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
     checkpoint_every: int = _setting(10, POSITIVE_INT, help="save a checkpoint release every N steps")
+    trainer: str = _setting(
+        "torch",
+        TRAINER,
+        help="what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang)",
+    )
+    device: str = _setting("auto", DEVICE, help="torch trainer: cuda, cpu, or auto (cuda when a GPU is present)")
+
+
+@dataclass(frozen=True)
+class EmbeddedSection:
+    """The embedded runtime's engine: the model in this process (torch), or an SGLang server (sglang)."""
+
+    engine: str = _setting(
+        "torch",
+        ENGINE,
+        help="what generates: torch (this process) or sglang (an SGLang server reef launches from "
+        "inference.model-path, or attaches to at embedded.sglang-url)",
+    )
+    sglang_url: str | None = _setting(None, URL, help="attach to the SGLang server (or router) at this URL")
+    sglang_port: int = _setting(30000, PORT, help="port of the SGLang server (or Slime's router) reef starts")
+    sglang_tp: int = _setting(1, POSITIVE_INT, help="tensor-parallel GPUs of the SGLang server reef launches")
+    sglang_mem_fraction: float = _setting(
+        0.8, FRACTION, help="share of GPU memory the launched SGLang server takes for weights and cache"
+    )
+    sglang_start_timeout_s: float = _setting(
+        900.0, POSITIVE_NUMBER, help="how long a launched SGLang server may take to answer its health check"
+    )
+
+
+@dataclass(frozen=True)
+class SlimeSection:
+    """The Slime training job (training.trainer = slime): where Slime is, and the GPUs and ports it takes."""
+
+    path: Path | None = _setting(None, OPTIONAL_PATH, help="the Slime checkout holding train.py")
+    actor_gpus: int = _setting(1, POSITIVE_INT, help="GPUs of the Megatron actor (the critic shares them)")
+    rollout_gpus: int = _setting(1, POSITIVE_INT, help="GPUs of the SGLang engines Slime starts")
+    num_rollout: int = _setting(1000, POSITIVE_INT, help="training steps the Slime job runs before it ends")
+    ray_port: int = _setting(6379, PORT, help="port of the Ray head reef starts")
+    ray_dashboard_port: int = _setting(8265, PORT, help="port of the Ray dashboard (jobs are submitted through it)")
+    model_args: tuple[str, ...] = _setting(
+        (), TOKENS, help="Megatron architecture flags Slime needs for the model (e.g. --num-layers 28 ...)"
+    )
 
 
 @dataclass(frozen=True)
@@ -365,6 +420,8 @@ SECTIONS: dict[str, type[Any]] = {
     "training": TrainingSection,
     "harness": HarnessSection,
     "reports": ReportsSection,
+    "embedded": EmbeddedSection,
+    "slime": SlimeSection,
 }
 
 
@@ -377,6 +434,8 @@ class Settings:
     training: TrainingSection = field(default_factory=TrainingSection)
     harness: HarnessSection = field(default_factory=HarnessSection)
     reports: ReportsSection = field(default_factory=ReportsSection)
+    embedded: EmbeddedSection = field(default_factory=EmbeddedSection)
+    slime: SlimeSection = field(default_factory=SlimeSection)
     recipe: str = _setting("record", TEXT, help="recipe name or package.module:Class")
     sources: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
@@ -530,6 +589,8 @@ def load_settings(
         training=TrainingSection(**sections["training"]),
         harness=HarnessSection(**sections["harness"]),
         reports=reports,
+        embedded=EmbeddedSection(**sections["embedded"]),
+        slime=SlimeSection(**sections["slime"]),
         sources=sources,
         config_file=config_file,
         **top,

@@ -1,6 +1,9 @@
 """The SAO recipe: each eligible scored rollout drives a training step of the embedded model, and the new weights
 are swapped into the serving runtime between tokens, so the next request is served by them without a restart.
 
+With `training.trainer = slime`, rollouts are handed to a Slime run instead (`slime/`), which trains and pushes the
+weights into the SGLang engines reef serves from.
+
 `GrpoRecipe` is the control arm: the same DIS loss, group-normalised rewards instead of a critic.
 """
 
@@ -9,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.rollout import Rollout, judge_report, parse_version
+from recipes.sao.slime.contract import check_ready, plan_run
+from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer
 from reef_daemon.contract import RecipeStatus
 from reef_daemon.recipe_api import (
@@ -29,8 +35,11 @@ from reef_daemon.recipe_api import (
     Verdict,
     WeightSwappable,
 )
+from reef_daemon.runtimes.embedded.sglang.launch import node_address
 
 log = logging.getLogger("reef.sao")
+
+REEF_ROOT = Path(__file__).resolve().parents[2]  # what a Slime job puts on its path to import the rollout function
 
 
 class SaoRecipe(Recipe):
@@ -53,6 +62,9 @@ class SaoRecipe(Recipe):
         self._checkpoints: CheckpointRepo | None = None
         self._last_swap_s: float | None = None
         self._checkpoint_list: list[str] = []  # oldest first
+        self._slime: SlimeRun | None = None
+        if settings.training.trainer == "slime":
+            check_ready(settings)  # refused here, before anything starts, with what to install
 
     async def start(self, store: Store, runtime: Runtime) -> None:
         if not isinstance(runtime, WeightSwappable):
@@ -60,6 +72,11 @@ class SaoRecipe(Recipe):
                 f"the {self.name} recipe trains the embedded model; start reef without --inference.upstream-url"
             )
         self._runtime = runtime
+        if self.settings.training.trainer == "slime":
+            plan = plan_run(self.settings, REEF_ROOT, node_address())
+            self._slime = SlimeRun(plan, self.settings.reef.state_dir / "logs")
+            await asyncio.to_thread(self._slime.launch)
+            return
         self._trainer = await asyncio.to_thread(Trainer, runtime.weights_dir, self.settings.training, self.advantage)
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name and await store.steps.last(scenario.name) is not None:
@@ -119,13 +136,18 @@ class SaoRecipe(Recipe):
         return verdict
 
     async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
-        assert self._trainer is not None
-        if self._bound is None:
-            await self._bind(scenario.name)
         rollouts = [self._rollouts.pop(str(unit["id"])) for unit in units]
         for rollout in rollouts:
             self._claimed.discard(rollout.record_id)
         consumed = tuple(rollout.record_id for rollout in rollouts)
+        if self._slime is not None:  # Slime trains them and pushes the weights into the engines itself
+            self._bound = scenario.name
+            handed = await asyncio.to_thread(self._slime.hand_over, rollouts)
+            handed_metrics: dict[str, Any] = {"handed_to_slime": handed, "weight_version": self._version()}
+            return StepOutcome("selected", handed_metrics, also_consumed=consumed)
+        assert self._trainer is not None
+        if self._bound is None:
+            await self._bind(scenario.name)
         stale = self._stale(rollouts)
         if stale:
             return StepOutcome("skipped", {"reason": stale}, release_id=self._head, also_consumed=consumed)
@@ -133,7 +155,13 @@ class SaoRecipe(Recipe):
         metrics = dict(result.metrics)
         parent = self._head
         if metrics["policy_updated"]:
-            metrics["weight_version"] = await self._swap(result.weights)
+            try:
+                metrics["weight_version"] = await self._swap(result.weights)
+            except RuntimeError as exc:  # the engine refused them: the old weights keep serving
+                metrics.update(
+                    {"reason": f"the new weights did not reach the engine: {exc}", "weight_version": self._version()}
+                )
+                return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
             metrics["swap_s"] = round(self._last_swap_s or 0.0, 4)
             self._head = metrics["weight_version"]
         else:
@@ -167,6 +195,10 @@ class SaoRecipe(Recipe):
         release = await asyncio.to_thread(self._checkpoints.save, self._trainer.state(), manifest, message)
         self._checkpoint_list = await asyncio.to_thread(self._checkpoints.history)
         return release
+
+    async def close(self) -> None:
+        if self._slime is not None:
+            await asyncio.to_thread(self._slime.stop)
 
     def current_release(self, scenario: str) -> str | None:
         return self._head if scenario == self._bound else None

@@ -3,6 +3,10 @@
 To fit a 2-core machine, only the top `trainable_layers` decoder blocks and the final norm learn; the embeddings
 (tied to the output head) and lower blocks stay as served. The critic is a linear value head on the policy's last
 hidden states (detached), its bias zero-initialised. Runs on a worker thread, never on the event loop.
+
+The model runs on `training.device` (a CUDA GPU when one is present, by default); the per-token log-probs and hidden
+states come back to the CPU, where the value head, the advantages and the loss are computed, and the weights it
+hands out are CPU tensors.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import torch
 
 from recipes.sao.algorithm import DisBounds, dis_policy_loss, gae, grpo_advantages, length_adaptive_lambda
 from recipes.sao.rollout import Rollout
-from reef_daemon.settings import TrainingSection
+from reef_daemon.settings import SettingsError, TrainingSection
 
 TRAINABLE_LAYERS = 4
 
@@ -33,13 +37,27 @@ class _Forward:
     hidden: torch.Tensor
 
 
+def training_device(choice: str) -> torch.device:
+    """`training.device` as a torch device: auto is CUDA when a GPU is visible; SettingsError for cuda without one."""
+    available = torch.cuda.is_available()
+    if choice == "cuda" and not available:
+        raise SettingsError(
+            "training.device = cuda, but torch sees no CUDA GPU here (torch.cuda.is_available() is false); install a"
+            " CUDA build of torch (https://pytorch.org/get-started/locally/) on a GPU machine, or use training.device"
+            " = auto"
+        )
+    return torch.device("cuda" if choice == "cuda" or (choice == "auto" and available) else "cpu")
+
+
 class Trainer:
     def __init__(self, weights_dir: Path, training: TrainingSection, advantage: str = "gae") -> None:
         from transformers import AutoModelForCausalLM
 
         self.training = training
         self.advantage = advantage
-        self.model = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, local_files_only=True)
+        self.device = training_device(training.device)
+        model: Any = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, local_files_only=True)
+        self.model = model.to(self.device)
         self.model.train(False)  # no dropout; gradients still flow
         for parameter in self.model.parameters():
             parameter.requires_grad_(False)
@@ -67,12 +85,14 @@ class Trainer:
 
     def weights(self) -> dict[str, torch.Tensor]:
         """The trainable weights, detached copies named as in the served model."""
-        return {name: parameter.detach().clone() for name, parameter in self.trainable.items()}
+        return {name: parameter.detach().to("cpu", copy=True) for name, parameter in self.trainable.items()}
 
     def state(self) -> dict[str, torch.Tensor]:
         """Everything a checkpoint keeps: trainable weights and the value head."""
         state = self.weights()
-        state.update({f"value_head.{name}": p.detach().clone() for name, p in self.value_head.named_parameters()})
+        state.update(
+            {f"value_head.{name}": p.detach().to("cpu", copy=True) for name, p in self.value_head.named_parameters()}
+        )
         return state
 
     def load(self, state: dict[str, torch.Tensor], steps_done: int, policy_updates: int) -> dict[str, torch.Tensor]:
@@ -91,14 +111,14 @@ class Trainer:
         return self.weights()
 
     def _forward(self, rollout: Rollout) -> _Forward:
-        ids = torch.tensor([list(rollout.prompt_ids) + list(rollout.output_ids)], dtype=torch.long)
+        ids = torch.tensor([list(rollout.prompt_ids) + list(rollout.output_ids)], dtype=torch.long, device=self.device)
         out = self.model(input_ids=ids, output_hidden_states=True)
         start = len(rollout.prompt_ids) - 1
         end = start + len(rollout.output_ids)
         logits = out.logits[0, start:end].float() / rollout.temperature
-        targets = torch.tensor(rollout.output_ids, dtype=torch.long)
+        targets = torch.tensor(rollout.output_ids, dtype=torch.long, device=self.device)
         logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).squeeze(1)
-        return _Forward(logprobs, out.hidden_states[-1][0, start:end].detach())
+        return _Forward(logprobs.cpu(), out.hidden_states[-1][0, start:end].detach().cpu())
 
     def logprobs(self, rollout: Rollout) -> list[float]:
         """The current policy's log-probs of a rollout's tokens (for checks and the demo)."""

@@ -22,9 +22,9 @@ def status_view(status: Status, url: str) -> RenderableType:
     facts.add_row("daemon", f"{url} (reef {status.get('version', MISSING)})")
     facts.add_row("uptime", duration(status.get("uptime_s")))
     facts.add_row("recipe", str(recipe.get("name", MISSING)))
-    facts.add_row(
-        "runtime", str(runtime.get("kind", MISSING)) + (f" at {runtime['url']}" if runtime.get("url") else "")
-    )
+    engine = f" ({runtime['engine']} engine)" if runtime.get("engine") else ""
+    where = f" at {runtime['url']}" if runtime.get("url") else ""
+    facts.add_row("runtime", str(runtime.get("kind", MISSING)) + engine + where)
     facts.add_row("model", str(runtime.get("model") or "(chosen by each client)"))
     if runtime.get("weight_version") is not None:
         facts.add_row("weights", str(runtime["weight_version"]))

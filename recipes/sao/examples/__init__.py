@@ -1,1 +1,1 @@
-"""Worked examples of the weight recipes: `toy` runs on the embedded model (CPU), `imo_answerbench` is the GPU shape."""
+"""Worked examples of the weight recipes: `toy` runs on the embedded model (CPU), `imo_answerbench` on GPUs."""

@@ -1,4 +1,5 @@
-"""The `embedded` runtime: SmolLM2-135M-Instruct (or another local model) served on the CPU with torch."""
+"""The `embedded` runtime: SmolLM2-135M-Instruct (or another local model) served by reef itself, through the torch
+engine (in this process) or the sglang engine (an SGLang server)."""
 
 from reef_daemon.runtimes.embedded.runtime import EmbeddedRuntime
 

@@ -112,7 +112,7 @@ def load_model(source: ModelSource, state_dir: Path) -> LoadedModel:
     from reef_daemon.runtimes.embedded.batch import use_row_attention
     from reef_daemon.runtimes.embedded.precision import add_decode_copies
 
-    _offline()
+    offline()
     cold = False
     folder = source.path
     if source.is_gguf:
@@ -127,7 +127,7 @@ def load_model(source: ModelSource, state_dir: Path) -> LoadedModel:
     return LoadedModel(source.name, model, tokenizer, source.path, folder, cold)
 
 
-def _offline() -> None:
+def offline() -> None:
     # Read by huggingface_hub and transformers when they are imported: never reach for a hub, keep logs quiet.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -20,11 +20,12 @@ from collections.abc import Mapping
 import torch
 
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.job import Finished, Job, TextDelta
+from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
 from reef_daemon.runtimes.embedded.prefix import PrefixCache
 from reef_daemon.runtimes.embedded.sampling import pick_token
+from reef_daemon.runtimes.embedded.stopping import StopRules
 from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights
 
 log = logging.getLogger("reef.embedded")
@@ -40,7 +41,7 @@ class GenerationWorker:
 
     def __init__(self, loaded: LoadedModel, end_ids: frozenset[int]) -> None:
         self._loaded = loaded
-        self._end_ids = end_ids
+        self._stops = StopRules(end_ids, loaded.context_length)
         self.version = WeightVersion()
         self._lock = threading.Condition()
         self._incoming: deque[Job] = deque()
@@ -221,30 +222,8 @@ class GenerationWorker:
     def _take(self, job: Job, token: int) -> bool:
         """Send a new token's text; False once the job is finished."""
         try:
-            return self._emit(job, token)
+            return self._stops.take(job, token)
         except Exception as exc:
             log.exception("generation failed")
             job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
             return False
-
-    def _emit(self, job: Job, token: int) -> bool:
-        """Send the token's text; finish the job at an end-of-turn id, a stop sequence or the length limit."""
-        if token in self._end_ids:
-            self._send(job, job.text.finish())
-            job.post(Finished("stop"))
-            return False
-        self._send(job, job.text.add(token))
-        if job.text.stopped_by is not None:
-            job.post(Finished("stop", stop_sequence=job.text.stopped_by))
-            return False
-        used = len(job.prompt_ids) + len(job.output_ids)
-        if len(job.output_ids) >= job.params.max_tokens or used >= self._loaded.context_length:
-            self._send(job, job.text.finish())
-            job.post(Finished("length"))
-            return False
-        return True
-
-    @staticmethod
-    def _send(job: Job, text: str) -> None:
-        if text:
-            job.post(TextDelta(text))

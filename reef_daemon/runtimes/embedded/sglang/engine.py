@@ -1,0 +1,298 @@
+"""The `sglang` engine: an SGLang server generates; reef renders prompts, applies stop rules and stamps versions.
+
+Reef launches the server from `inference.model-path` (`launch.py`) or attaches to one at `embedded.sglang-url`.
+Prompts are rendered to ids with the model's own chat template (the API layer does this for every engine) and sent
+to the native `/generate` (`protocol.py`). Each token is recorded with its log-prob and the weight version the
+server reported for it.
+
+Versions are reef's `<incarnation>:<sequence>`: reef labels the weights it loads so, and a bare label pushed by
+someone else (Slime counts 1, 2, ... from each launch) is read under this engine's incarnation.
+
+A weight swap writes a new checkpoint folder (`weights.py`) and then, one swap at a time: pause generation
+(`retract`: running requests wait in the queue, none is refused), load it with `update_weights_from_disk` under the
+new version, continue generation. If the server refuses, generation continues on the old weights, the old version
+stays, and the swap raises RuntimeError with the server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import subprocess
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import aiohttp
+
+from reef_daemon.runtimes.embedded.engine import Engine
+from reef_daemon.runtimes.embedded.job import Finished, Job
+from reef_daemon.runtimes.embedded.sglang import launch, protocol
+from reef_daemon.runtimes.embedded.sglang.weights import write_updated
+from reef_daemon.runtimes.embedded.stopping import StopRules, end_ids, send_text
+from reef_daemon.settings import Settings, SettingsError
+
+log = logging.getLogger("reef.embedded")
+
+VERSIONS_FOLDER = "sglang-weights"
+
+
+class SglangEngine(Engine):
+    name: ClassVar[str] = "sglang"
+
+    def __init__(self, settings: Settings) -> None:
+        embedded = settings.embedded
+        self._settings = settings
+        self._timeout_s = settings.inference.timeout_s
+        self._incarnation = uuid.uuid4().hex
+        self._model_path = settings.inference.model_path
+        self._plan: launch.LaunchPlan | None = None
+        # Under a Slime run, Slime starts the engines and their router once reef's recipe has started it: reef
+        # attaches to the router without waiting for it.
+        self._by_slime = settings.training.trainer == "slime"
+        if self._by_slime:
+            self._url = embedded.sglang_url or f"http://{launch.node_address()}:{embedded.sglang_port}"
+        elif embedded.sglang_url is None:
+            folder = launch.check_launchable(self._model_path)
+            self._plan = launch.plan_launch(folder, f"{self._incarnation}:0", embedded, settings.reef.state_dir)
+            self._url = self._plan.url
+        else:
+            self._url = embedded.sglang_url
+        self._process: subprocess.Popen[bytes] | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._tokenizer: Any = None
+        self._stops: StopRules | None = None
+        self._weights_dir: Path | None = None
+        self._label = protocol.DEFAULT_VERSION
+        self._sync = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Launch or reach the server and read the model; SettingsError (after stopping what it started) when the
+        server does not come up or cannot be read."""
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=self._timeout_s))
+        try:
+            await self._connect()
+        except (RuntimeError, aiohttp.ClientError, OSError, ValueError) as exc:
+            await self.close()
+            raise SettingsError(f"the sglang engine did not start: {exc}") from None
+
+    async def _connect(self) -> None:
+        info: dict[str, Any] = {}
+        if not self._by_slime:
+            if self._plan is not None:
+                log.info("starting SGLang: %s", " ".join(self._plan.argv))
+                self._process = launch.start_server(self._plan)
+            timeout = self._settings.embedded.sglang_start_timeout_s
+            log_file = self._plan.log_file if self._plan else Path("(the server's own log)")
+            await launch.wait_healthy(self._client(), self._url, timeout, self._process, log_file)
+            info = await self._get(protocol.MODEL_INFO)
+        self._label = str(info.get("weight_version") or protocol.DEFAULT_VERSION)
+        folder = self._model_path or Path(str(info.get("tokenizer_path") or info.get("model_path") or ""))
+        self._tokenizer, generation_config, context = await asyncio.to_thread(_read_model, folder)
+        self._stops = StopRules(end_ids(self._tokenizer, generation_config), context)
+        self._weights_dir = folder
+        log.info("serving through SGLang at %s (model %s, weights %s)", self._url, folder.name, self.version)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        if self._process is not None:
+            await asyncio.to_thread(launch.stop_server, self._process)
+            self._process = None
+
+    @property
+    def model_name(self) -> str:
+        return self._running_dir().name
+
+    @property
+    def tokenizer(self) -> Any:
+        self._running_dir()
+        return self._tokenizer
+
+    @property
+    def context_length(self) -> int:
+        return self._rules().context_length
+
+    @property
+    def version(self) -> str:
+        return self._version_of(self._label)
+
+    @property
+    def weights_dir(self) -> Path:
+        return self._running_dir()
+
+    def identity(self) -> dict[str, str]:
+        source = str(self._model_path) if self._model_path is not None else self._url
+        name = self._model_path.name if self._model_path is not None else "(the server's model)"
+        return {"model": name, "source": source, "url": self._url}
+
+    def describe(self) -> dict[str, Any]:
+        return {"context_length": self.context_length, "weights": str(self.weights_dir)}
+
+    def submit(self, job: Job) -> None:
+        task = asyncio.get_running_loop().create_task(self._generate(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def swap_weights(self, state: Mapping[str, Any]) -> str:
+        async with self._sync:
+            current = self._running_dir()
+            sequence = self._next_sequence()
+            label = f"{self._incarnation}:{sequence}"
+            folder = self._settings.reef.state_dir / VERSIONS_FOLDER / f"v{sequence:06d}-{self._incarnation[:8]}"
+            await asyncio.to_thread(write_updated, current, state, folder)
+            try:
+                await self._load(folder, label)
+            except RuntimeError:
+                await asyncio.to_thread(shutil.rmtree, folder, True)
+                raise
+            self._label = label
+            self._weights_dir = folder
+            if current.parent == folder.parent:  # an older folder reef wrote; the model's own is never removed
+                await asyncio.to_thread(shutil.rmtree, current, True)
+            log.info("weights loaded into SGLang: version %s", label)
+            return label
+
+    async def _load(self, folder: Path, label: str) -> None:
+        """Pause between tokens, load the folder under `label`, continue; RuntimeError with the server's reason."""
+        old = self.version
+        await self._post(protocol.PAUSE, {"mode": protocol.PAUSE_MODE})
+        try:
+            body = protocol.update_from_disk_body(str(folder), label)
+            status, answer = await self._call(protocol.UPDATE_FROM_DISK, body)
+        finally:
+            await self._post(protocol.CONTINUE, {})
+        if status != 200 or not answer.get("success", False):
+            message = answer.get("message") or f"HTTP {status}"
+            raise RuntimeError(f"SGLang did not load the new weights ({message}); still serving {old}")
+
+    async def _generate(self, job: Job) -> None:
+        rules = self._rules()
+        room = rules.context_length - len(job.prompt_ids)
+        body = protocol.generate_body(job.prompt_ids, job.params, min(job.params.max_tokens, room))
+        try:
+            async with self._client().post(f"{self._url}{protocol.GENERATE}", json=body) as response:
+                if response.status != 200:
+                    text = (await response.text())[:500]
+                    job.post(Finished("error", error=f"SGLang answered HTTP {response.status}: {text}"))
+                    return
+                await self._follow(job, rules, response)
+        except asyncio.CancelledError:
+            if job.finished is None:
+                job.post(Finished("error", error="the sglang engine closed"))
+            raise
+        except Exception as exc:  # a broken request ends as an error; its reader is never left waiting
+            if not isinstance(exc, aiohttp.ClientError | TimeoutError | ValueError):
+                log.exception("generation through SGLang failed")
+            if job.finished is None:
+                job.post(Finished("error", error=f"SGLang: {type(exc).__name__}: {exc}"))
+
+    async def _follow(self, job: Job, rules: StopRules, response: aiohttp.ClientResponse) -> None:
+        """Record the streamed tokens until the job ends (leaving closes the stream, which aborts the request)."""
+        async for event in protocol.events(response.content):
+            if job.cancelled:
+                job.post(Finished("cancelled"))
+                return
+            for token in protocol.new_tokens(event, len(job.output_ids)):
+                self._observe(token.version)
+                job.record(token.id, token.logprob, self._version_of(token.version))
+                if not rules.take(job, token.id):
+                    return
+            reason = protocol.finish_reason(event)
+            if reason is not None:
+                job.post(_finished(reason, job))
+                return
+        job.post(Finished("error", error="the SGLang stream ended before the answer finished"))
+
+    def _version_of(self, label: str) -> str:
+        """Reef's `<incarnation>:<sequence>` for a server label (bare labels belong to this engine's incarnation)."""
+        if ":" in label:
+            return label
+        return f"{self._incarnation}:{0 if label == protocol.DEFAULT_VERSION else label}"
+
+    def _observe(self, label: str) -> None:
+        """Follow a newer label seen on a token (weights pushed by someone else, e.g. Slime); older ones, from
+        events read after a swap, change nothing."""
+        seen, now = _sequence(self._version_of(label)), _sequence(self.version)
+        if seen is not None and (now is None or seen > now):
+            self._label = label
+
+    def _next_sequence(self) -> int:
+        incarnation, _, sequence = self.version.rpartition(":")
+        return int(sequence) + 1 if incarnation == self._incarnation and sequence.isdigit() else 1
+
+    async def _get(self, path: str) -> dict[str, Any]:
+        async with self._client().get(f"{self._url}{path}") as response:
+            body: dict[str, Any] = await response.json(content_type=None)
+            return body
+
+    async def _call(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        try:
+            async with self._client().post(f"{self._url}{path}", json=body) as response:
+                answer = await response.json(content_type=None)
+                return response.status, answer if isinstance(answer, dict) else {}
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise RuntimeError(f"SGLang {path} failed: {type(exc).__name__}: {exc}") from exc
+
+    async def _post(self, path: str, body: dict[str, Any]) -> None:
+        status, answer = await self._call(path, body)
+        if status != 200:
+            raise RuntimeError(f"SGLang {path} answered HTTP {status}: {answer.get('message', answer)}")
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("the sglang engine is not started")
+        return self._session
+
+    def _rules(self) -> StopRules:
+        if self._stops is None:
+            raise RuntimeError("the sglang engine is not started")
+        return self._stops
+
+    def _running_dir(self) -> Path:
+        if self._weights_dir is None:
+            raise RuntimeError("the sglang engine is not started")
+        return self._weights_dir
+
+
+def _sequence(version: str) -> int | None:
+    _, _, sequence = version.rpartition(":")
+    return int(sequence) if sequence.isdigit() else None
+
+
+def _finished(reason: dict[str, Any], job: Job) -> Finished:
+    """The job's end from SGLang's finish reason (reached when reef's own rules did not end it first)."""
+    kind = reason.get("type")
+    if kind == "length":
+        send_text(job, job.text.finish())
+        return Finished("length")
+    if kind == "stop":
+        send_text(job, job.text.finish())
+        return Finished("stop")
+    return Finished("error", error=f"SGLang ended the request: {reason.get('message', kind)}")
+
+
+def _read_model(folder: Path) -> tuple[Any, Any, int]:
+    """The tokenizer, generation config and context length of the served model's folder."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    from reef_daemon.runtimes.embedded.loading import offline
+
+    offline()
+    tokenizer: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    if not getattr(tokenizer, "chat_template", None):
+        raise SettingsError(f"the model at {folder} has no chat template, so it cannot serve chat requests")
+    config: Any = AutoConfig.from_pretrained(folder, local_files_only=True)
+    try:
+        generation: Any = GenerationConfig.from_pretrained(folder, local_files_only=True)
+    except OSError:
+        generation = None
+    return tokenizer, generation, int(getattr(config, "max_position_embeddings", 2048))

@@ -1,0 +1,61 @@
+"""When an answer ends, the same for every engine: an end-of-turn id, a stop sequence, or the length limit.
+
+Each generated token is handed to `take` after it is recorded; it sends the token's text and finishes the job when
+the token ends the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from reef_daemon.runtimes.embedded.job import Finished, Job, TextDelta
+
+
+@dataclass(frozen=True)
+class StopRules:
+    """The ids that end the assistant's turn, and the most positions (prompt and answer) the model reads."""
+
+    end_ids: frozenset[int]
+    context_length: int
+
+    def take(self, job: Job, token: int) -> bool:
+        """Send the token's text; finish the job at an end-of-turn id, a stop sequence or the length limit.
+        False once the job is finished."""
+        if token in self.end_ids:
+            send_text(job, job.text.finish())
+            job.post(Finished("stop"))
+            return False
+        send_text(job, job.text.add(token))
+        if job.text.stopped_by is not None:
+            job.post(Finished("stop", stop_sequence=job.text.stopped_by))
+            return False
+        used = len(job.prompt_ids) + len(job.output_ids)
+        if len(job.output_ids) >= job.params.max_tokens or used >= self.context_length:
+            send_text(job, job.text.finish())
+            job.post(Finished("length"))
+            return False
+        return True
+
+
+def end_ids(tokenizer: Any, generation_config: Any) -> frozenset[int]:
+    """Token ids that end the assistant's turn: the tokenizer's end id and the model's generation config's."""
+    ids: set[int] = set()
+    for value in (tokenizer.eos_token_id, getattr(generation_config, "eos_token_id", None)):
+        ids.update(_ints(value))
+    return frozenset(ids)
+
+
+def _ints(value: Any) -> Iterable[int]:
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, list):
+        return (v for v in value if isinstance(v, int))
+    return ()
+
+
+def send_text(job: Job, text: str) -> None:
+    """Hand new answer text to the job's reader (nothing when empty)."""
+    if text:
+        job.post(TextDelta(text))

@@ -1,0 +1,93 @@
+"""The `torch` engine: the model in this process, decoded in batches on the generation thread (`worker.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from reef_daemon.runtimes.embedded.engine import Engine
+from reef_daemon.runtimes.embedded.job import Job
+from reef_daemon.runtimes.embedded.loading import LoadedModel, ModelSource, load_model
+from reef_daemon.runtimes.embedded.stopping import end_ids
+from reef_daemon.runtimes.embedded.worker import GenerationWorker
+
+log = logging.getLogger("reef.embedded")
+
+
+class TorchEngine(Engine):
+    name: ClassVar[str] = "torch"
+
+    def __init__(self, source: ModelSource, state_dir: Path) -> None:
+        self._source = source
+        self._state_dir = state_dir
+        self._loaded: LoadedModel | None = None
+        self._worker: GenerationWorker | None = None
+        self._load_s: float | None = None
+
+    async def start(self) -> None:
+        began = time.perf_counter()
+        self._loaded = await asyncio.to_thread(load_model, self._source, self._state_dir)
+        self._load_s = time.perf_counter() - began
+        loaded = self._loaded
+        self._worker = GenerationWorker(loaded, end_ids(loaded.tokenizer, loaded.model.generation_config))
+        self._worker.start()
+        log.info(
+            "embedded model %s loaded in %.1f s (%s)",
+            loaded.name, self._load_s, "dequantised and cached" if loaded.cold else "from cache",
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            await asyncio.to_thread(self._worker.close)
+            self._worker = None
+
+    @property
+    def model_name(self) -> str:
+        return self._running()[0].name
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._running()[0].tokenizer
+
+    @property
+    def context_length(self) -> int:
+        return self._running()[0].context_length
+
+    @property
+    def version(self) -> str:
+        return str(self._running()[1].version)
+
+    @property
+    def weights_dir(self) -> Path:
+        """The fp32 Hugging Face folder the serving weights were loaded from (the safetensors cache for a GGUF)."""
+        return self._running()[0].weights_dir
+
+    def submit(self, job: Job) -> None:
+        self._running()[1].submit(job)
+
+    async def swap_weights(self, state: Mapping[str, Any]) -> str:
+        return await asyncio.wrap_future(self._running()[1].swap(state))
+
+    def identity(self) -> dict[str, str]:
+        return {"model": self._source.name, "source": str(self._source.path)}
+
+    def describe(self) -> dict[str, Any]:
+        loaded, worker = self._running()
+        speed = worker.tokens_per_second()
+        return {
+            "parameters": loaded.parameters,
+            "tokens_per_second": round(speed, 1) if speed is not None else None,
+            "peak_batch": worker.peak_batch,
+            "context_length": loaded.context_length,
+            "weights": str(loaded.weights_dir),
+            "load_s": round(self._load_s or 0.0, 3),
+        }
+
+    def _running(self) -> tuple[LoadedModel, GenerationWorker]:
+        if self._loaded is None or self._worker is None:
+            raise RuntimeError("the embedded runtime is not started")
+        return self._loaded, self._worker
