@@ -82,7 +82,7 @@ async def versions(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("v")
     await eventually(
-        lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 3, 60, "three versions", pause=pilot.pause
+        lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 4, 60, "four steps", pause=pilot.pause
     )
     await pilot.press("d")
     view = pilot.app.screen.query_one("#version-view", Static)
