@@ -25,7 +25,7 @@ from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
 from reef_daemon.runtimes.embedded.prefix import PrefixCache
 from reef_daemon.runtimes.embedded.sampling import pick_token
-from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights
+from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights, fingerprint
 
 log = logging.getLogger("reef.embedded")
 
@@ -41,7 +41,7 @@ class GenerationWorker:
     def __init__(self, loaded: LoadedModel, end_ids: frozenset[int]) -> None:
         self._loaded = loaded
         self._end_ids = end_ids
-        self.version = WeightVersion()
+        self.version = WeightVersion(fingerprint(loaded.model))
         self._lock = threading.Condition()
         self._incoming: deque[Job] = deque()
         self._swaps: deque[_Swap] = deque()
