@@ -1,7 +1,8 @@
 """`x` on the records screen exports the list's scenario to a file, against a real daemon: the file holds what
 `reef export` writes, the toast says how many records and where; a path that cannot be written is refused in the
 dialog; an export with nothing in it writes no file and says why; the list of every scenario asks which one. At
-80 columns the key works though the footer keeps its room for `q Quit` and `s Scenario`."""
+80 columns the key works (and the palette offers it) though the footer keeps its room for `q Quit` and
+`s Scenario`."""
 
 from __future__ import annotations
 
@@ -153,6 +154,7 @@ async def test_at_80_columns_x_exports_and_the_footer_keeps_quit_and_scenario(da
         await eventually(lambda: app.screen.query(FooterKey), 60, "the footer", pause=pilot.pause)
         shown = {key.description for key in app.screen.query(FooterKey)}
         assert {"Quit", "Scenario"} <= shown and "Export" not in shown
+        assert "Export" in [command.title for command in app.get_system_commands(app.screen)]  # the palette has it
         dialog = await open_dialog(app, pilot)
         await fill(dialog, pilot, tmp_path / "narrow.jsonl")
         await eventually(lambda: any(line.startswith("exported") for line in said), 60, "the toast", pause=pilot.pause)
