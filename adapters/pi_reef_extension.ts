@@ -64,7 +64,8 @@ async function releases(reef) {
 
 function resultLine(progress) {
   const release = progress.release ? ` (release ${progress.release.slice(0, 8)})` : "";
-  const lines = [`reef: ${progress.result}: ${progress.version || ""}${release}`];
+  const version = progress.version ? `: ${progress.version}` : ""; // a skipped or rejected request made none
+  const lines = [`reef: ${progress.result}${version}${release}`];
   if (progress.reason) lines.push(`why: ${progress.reason}`);
   if (progress.how_to_use && ["selected", "pending"].includes(progress.result)) {
     lines.push(`How to use: ${progress.how_to_use}`);
@@ -119,7 +120,8 @@ function table(rows, installed) {
     if (row.current) status.push("current");
     if (row.pending) status.push("pending");
     if (row.promoted_as) status.push(`promoted as ${row.promoted_as}`);
-    lines.push([row.version, (row.release_id || "").slice(0, 8) || "-", row.operation, row.result, status.join(", ")]);
+    const version = row.version || "-"; // a skipped or rejected step has no version
+    lines.push([version, (row.release_id || "").slice(0, 8) || "-", row.operation, row.result, status.join(", ")]);
     const request = row.request && row.request.text ? row.request.text : "";
     notes.push(request.length > REQUEST_WIDTH ? `${request.slice(0, REQUEST_WIDTH - 1)}…` : request);
   }

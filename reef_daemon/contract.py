@@ -277,7 +277,7 @@ class StepRow(TypedDict):
 
     scenario: str
     step: int
-    version: str
+    version: str | None  # vN counts the steps that made a version; None for a skipped or rejected step
     operation: str  # training | promote | rollback | creation
     result: str  # selected | rejected | skipped | pending
     release_id: str | None
@@ -341,7 +341,7 @@ class RequestProgress(TypedDict):
     result: NotRequired[str]
     reason: NotRequired[str | None]
     release: NotRequired[str | None]
-    version: NotRequired[str]
+    version: NotRequired[str | None]  # None when the request made no version (skipped, rejected)
     how_to_use: NotRequired[str | None]
     evidence: NotRequired[Evidence | None]  # the evaluation gate's, once settled
 

@@ -111,7 +111,7 @@ def _release_id(rows: list[ReleaseRow], wanted: str) -> str:
             if not row["release_id"]:
                 raise ApiError(400, "not_installable", f"{row['version']} was {row['result']}; nothing to install")
             return str(row["release_id"])
-    known = ", ".join(row["version"] for row in reversed(rows))
+    known = ", ".join(row["version"] for row in reversed(rows) if row["version"])
     raise ApiError(404, "unknown_version", f"no version '{wanted}' (known: {known})")
 
 

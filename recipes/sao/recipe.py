@@ -65,6 +65,7 @@ class SaoRecipe(Recipe):
         self._slime: SlimeRun | None = None
         if settings.training.trainer == "slime":
             check_ready(settings)  # refused here, before anything starts, with what to install
+        self._started = time.time()  # rollouts made before this run by trained weights are not trained on
 
     async def start(self, store: Store, runtime: Runtime) -> None:
         if not isinstance(runtime, WeightSwappable):
@@ -129,7 +130,9 @@ class SaoRecipe(Recipe):
     def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
         if self._bound is not None and scenario.name != self._bound:
             return Ineligible(f"this daemon trains scenario {self._bound}; one weight scenario per process")
-        verdict, rollout = judge_report(record, self._version(), self.settings.training.max_staleness, self._claimed)
+        verdict, rollout = judge_report(
+            record, self._version(), self.settings.training.max_staleness, self._claimed, run_started=self._started
+        )
         if rollout is not None:
             self._claimed.add(rollout.record_id)
             self._rollouts[rollout.report_id] = rollout

@@ -90,7 +90,8 @@ def _report(progress: RequestProgress) -> None:
         result = progress["result"]
         release_id = progress.get("release")
         release = f" (release {release_id[:8]})" if release_id else ""
-        lines.append(f"{result}: {progress['version']}{release}")
+        version = progress.get("version")
+        lines.append(f"{result}: {version}{release}" if version else f"{result}{release}")
         if result == "pending":
             lines.append(
                 f"it changes an extension, so it serves only after: reef promote --scenario {progress['scenario']} "

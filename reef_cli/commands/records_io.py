@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from reef_cli.connect import daemon_client
+from reef_cli.exporting import nothing_to_export, whole_file
 from reef_cli.importing import import_files, import_size
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import error_console, print_json, say_error
@@ -122,26 +122,19 @@ def export(
             progress.advance(task)
     where = f" to {output}" if output is not None else ""
     if written == 0:
-        pairs = " (a pair needs two records of one prompt with different scores)" if format == "preference" else ""
-        say_error(f"nothing of {scenario} to export as {format.value}{pairs}; wrote nothing{where}")
+        say_error(f"{nothing_to_export(scenario, format.value)}; wrote nothing{where}")
     else:
         typer.echo(f"exported {written} line{'s' if written != 1 else ''}{where}", err=True)
 
 
 @contextmanager
 def _sink(output: Path | None) -> Iterator[TextIO]:
-    """stdout, or a file written beside `output` and renamed onto it only once the export is whole."""
+    """stdout, or a file renamed onto `output` only once the export is whole."""
     if output is None:
         yield sys.stdout
         return
-    partial = output.with_name(output.name + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8") as sink:
-            yield sink
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, output)
+    with whole_file(output) as sink:
+        yield sink
 
 
 def _progress(counter: BarColumn | DownloadColumn | MofNCompleteColumn) -> Progress:

@@ -166,5 +166,5 @@ def resolve_version(rows: Sequence[ReleaseRow], wanted: str) -> ReleaseRow:
         matches = [row for row in rows if row["release_id"] and row["release_id"].startswith(wanted)]
         if len(matches) == 1:
             return matches[0]
-    known = ", ".join(row["version"] for row in reversed(rows))
+    known = ", ".join(row["version"] for row in reversed(rows) if row["version"])
     fail(f"no version '{wanted}' (known: {known}); name one as vN or by its release id")

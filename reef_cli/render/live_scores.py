@@ -62,7 +62,7 @@ def sparkline(trend: Sequence[float | None], low: float, high: float) -> str:
 def live_rows(scores: VersionScores, rows: Sequence[ReleaseRow]) -> list[tuple[str, VersionScore]]:
     """(version, score) for every release tagged sessions ran, oldest first; a release no row names shows as the
     first 8 characters of its id."""
-    versions = {row["release_id"]: row["version"] for row in rows if row["release_id"]}
+    versions = {row["release_id"]: row["version"] for row in rows if row["release_id"] and row["version"]}
     return [(versions.get(score["release_id"], score["release_id"][:8]), score) for score in scores["versions"]]
 
 

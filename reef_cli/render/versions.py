@@ -1,8 +1,9 @@
 """A scenario's versions in the words of the JSON, for `reef versions` and `reef-<agent> versions` alike.
 
-Each row is a step of the scenario's recipe, numbered vN: the `operation` that made it (creation: the first
-release; training: a step, which for a harness is a change request; promote; rollback), its `result` (selected,
-rejected, skipped, pending) and the `release` it published, if any (a rejected or skipped step publishes none).
+Each row is a step of the scenario's recipe: the `operation` that made it (creation: the first release; training:
+a step, which for a harness is a change request; promote; rollback), its `result` (selected, rejected, skipped,
+pending) and the `release` it published, if any. Versions count what was made: a selected or pending step is the
+next vN; a rejected or skipped step publishes nothing, takes no number and shows `-` as its version.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def version_cells(row: ReleaseRow, *, installed: bool) -> tuple[str, str, str, s
     if row.get("promoted_as"):
         marks.append(f"promoted as {row['promoted_as']}")
     release = (row["release_id"] or "")[:8] or MISSING
-    return row["version"], release, str(row["operation"]), str(row["result"]), ", ".join(marks)
+    version = row["version"] or MISSING
+    return version, release, str(row["operation"]), str(row["result"]), ", ".join(marks)
 
 
 def request_text(row: ReleaseRow) -> str:

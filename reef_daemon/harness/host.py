@@ -1,6 +1,7 @@
 """The harness state of a deployment: its release repository read together with the committed steps.
 
-Versions come from the steps table (vN = step N; the scenario's first release is v0), releases from git. The
+Versions come from the steps table (vN: the Nth step that made a release, selected or pending; a skipped or
+rejected step has none; the scenario's first release is v0), releases from git. The
 served head is the newest committed step that selected a release, else v0. A pending release (one touching an
 extension) is stored but not served until a promote step republishes it.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters import Adapter
-from reef_daemon.contract import ReleaseRequest, ReleaseRow
+from reef_daemon.contract import ReleaseRequest, ReleaseRow, StepRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.harness.releases import Release, ReleaseRepository
 from reef_daemon.store import Store
@@ -74,7 +75,7 @@ class HarnessHost:
         for step in await self.store.steps.history(scenario):
             if step["result"] == "selected" and step["release_id"]:
                 self._heads[scenario] = step["release_id"]
-                return Served(step["release_id"], step["version"])
+                return Served(step["release_id"], _label(step))
         base = await self.base(scenario)
         self._heads[scenario] = base
         return Served(base, "v0")
@@ -91,7 +92,7 @@ class HarnessHost:
     async def versions(self, scenario: str) -> dict[str, str]:
         """release id -> vN, for every release a step committed, and v0."""
         steps = await self.store.steps.history(scenario)
-        found = {step["release_id"]: step["version"] for step in steps if step["release_id"] is not None}
+        found = {step["release_id"]: step["version"] for step in steps if step["release_id"] and step["version"]}
         found[await self.base(scenario)] = "v0"
         return found
 
@@ -119,7 +120,7 @@ class HarnessHost:
         row = next((step for step in steps if step["release_id"] == target), None)
         if row is None and target != base:
             raise NotFound(f"no release '{target[:64]}' in scenario '{scenario}'", type="unknown_release")
-        version = row["version"] if row else "v0"
+        version = _label(row) if row else "v0"
         if operation == "promote":
             if row is None or row["result"] != "pending":
                 raise BadRequest(f"{version} is not pending review, so there is nothing to promote", type="not_pending")
@@ -199,3 +200,8 @@ class HarnessHost:
         except NotFound:
             return None
         return {"id": request_id, "text": record.get("text"), "session": record.get("session")}
+
+
+def _label(step: StepRow) -> str:
+    """A step's version, or `step N` for one that made none (skipped, rejected)."""
+    return step["version"] or f"step {step['step']}"

@@ -1,5 +1,8 @@
 """Steps: what a recipe did with the records it consumed. A step, its consumed records and the scenario's read
 position are committed in one transaction, so a unit trains at most once and a restart resumes where it ended.
+
+Steps are numbered 1, 2, 3 …; versions count only the steps that made one (selected or pending), so a skipped or
+rejected step takes no version number and the versions run v1, v2, v3 … without gaps (v0 is the scenario's base).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ STEP_COLUMNS = (
     "scenario, step, operation, result, release_id, parent_release_id, request_id, consumed, metrics, created_at"
 )
 STEP_RESULTS = ("selected", "rejected", "skipped", "pending")
+VERSIONED = ("selected", "pending")  # the results of steps that made a version; skipped and rejected made none
+# The versions made up to and including each step, read beside STEP_COLUMNS.
+VERSIONS_SO_FAR = "count(CASE WHEN result IN ('selected', 'pending') THEN 1 END) OVER (ORDER BY step)"
 
 
 @dataclass(frozen=True)
@@ -39,11 +45,12 @@ class StepCommit:
 
 
 def step_row(values: tuple[Any, ...]) -> StepRow:
-    scenario, step, operation, result, release_id, parent, request_id, consumed, metrics, created_at = values
+    """A row of STEP_COLUMNS followed by the versions made so far (VERSIONS_SO_FAR)."""
+    scenario, step, operation, result, release_id, parent, request_id, consumed, metrics, created_at, made = values
     return {
         "scenario": scenario,
         "step": step,
-        "version": f"v{step}",
+        "version": f"v{made}" if result in VERSIONED else None,
         "operation": operation,
         "result": result,
         "release_id": release_id,
@@ -72,6 +79,9 @@ class StepStore:
         ).fetchone()
         if commit.step != last + 1:
             raise Conflict(f"step {commit.step} of {commit.scenario} is stale; the last step is {last}")
+        (made,) = conn.execute(
+            "SELECT count(*) FROM steps WHERE scenario = ? AND result IN ('selected', 'pending')", (commit.scenario,)
+        ).fetchone()
         values = (
             commit.scenario, commit.step, commit.operation, commit.result, commit.release_id,
             commit.parent_release_id, commit.request_id, json.dumps(list(commit.consumed)),
@@ -87,7 +97,7 @@ class StepStore:
             raise Conflict("a record in this step was already consumed by an earlier step") from None
         if commit.cursor is not None:
             _set_cursor(conn, commit.scenario, commit.cursor)
-        row = step_row(values)
+        row = step_row((*values, made + 1))  # the version this step makes, if it makes one
         ctx.record_event("step", commit.scenario, {"step": row})
         if commit.release_id is not None and commit.result in ("selected", "pending"):
             ctx.record_event("release", commit.scenario, {"release": row})
@@ -135,7 +145,7 @@ class StepStore:
 
         def read(conn: sqlite3.Connection) -> list[StepRow]:
             rows = conn.execute(
-                f"SELECT {STEP_COLUMNS} FROM steps WHERE scenario = ? ORDER BY step DESC",  # noqa: S608
+                f"SELECT {STEP_COLUMNS}, {VERSIONS_SO_FAR} FROM steps WHERE scenario = ? ORDER BY step DESC",  # noqa: S608
                 (scenario,),
             )
             return [step_row(row) for row in rows]
@@ -145,7 +155,8 @@ class StepStore:
     async def last(self, scenario: str) -> StepRow | None:
         def read(conn: sqlite3.Connection) -> StepRow | None:
             row = conn.execute(
-                f"SELECT {STEP_COLUMNS} FROM steps WHERE scenario = ? ORDER BY step DESC LIMIT 1",  # noqa: S608
+                f"SELECT {STEP_COLUMNS}, {VERSIONS_SO_FAR} FROM steps WHERE scenario = ?"  # noqa: S608
+                " ORDER BY step DESC LIMIT 1",
                 (scenario,),
             ).fetchone()
             return step_row(row) if row else None

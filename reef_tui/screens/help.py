@@ -28,7 +28,8 @@ Everything here is also in the command palette (**ctrl+p**).
 RECORDS_NOTE = """\
 Each row shows what was asked and the start of the answer; receipts are shortened (`c` copies the whole one).
 On a tall terminal a pane under the list shows the selected exchange. With follow on, the cursor moves to each
-new record only while it is on the newest; put it anywhere else and it stays there."""
+new record only while it is on the newest; put it anywhere else and it stays there. `x` exports the list's
+scenario to a JSON lines file (openai, preference or tokens), as `reef export` does, while the list stays live."""
 
 
 def _keys(title: str, bindings: list[Any]) -> str:

@@ -1,23 +1,27 @@
 """Records, newest first and live, with the first words of each exchange: filter by scenario, type and unscored;
-follow new ones; score with one key; on a tall terminal, the selected record's exchange in a pane under the list."""
+follow new ones; score with one key; export the list's scenario to a file; on a tall terminal, the selected
+record's exchange in a pane under the list."""
 
 from __future__ import annotations
 
 from asyncio import to_thread
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.widgets import Static
 
 from reef_cli.client import Event, RecordDetail, RecordPage, RecordRow, ReefClientError
 from reef_daemon.contract import awaits_score
 from reef_tui.bindings import HELP, score_bindings
+from reef_tui.exporting import ExportChoice, export_records
 from reef_tui.receipts import abbreviated
 from reef_tui.reporting import send_report
 from reef_tui.scoring import key_score
+from reef_tui.screens.export import ExportScreen
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.screens.reef_screen import ReefScreen
@@ -28,6 +32,7 @@ from reef_tui.widgets.record_preview import RecordPreview
 PAGE = 200
 TYPES = ("inference", None, "report", "train")  # `y` cycles through these; None is every type
 PREVIEW_HEIGHT = 36  # rows of terminal from which the preview pane shows under the list
+FOOTER_ROOM = 88  # columns from which the footer has room for `x Export` beside the keys it always shows
 
 
 class RecordsScreen(ReefScreen):
@@ -42,6 +47,7 @@ class RecordsScreen(ReefScreen):
         Binding("u", "toggle_unscored", "Unscored"),
         Binding("y", "next_type", "Type", show=False),
         Binding("l", "toggle_follow", "Follow"),
+        Binding("x", "export", "Export"),
         Binding("c", "copy_receipt", "Copy receipt", show=False),
     ]
 
@@ -53,6 +59,19 @@ class RecordsScreen(ReefScreen):
         self._older_from: int | None = None  # `before` of the next older page; None when all are loaded
         self._loading_older = False
         self._generation = 0  # bumped on every reload, so a late page of an old filter is dropped
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """Textual's, less `x Export` in the footer of a narrow terminal (help and the palette still list it),
+        so that `q Quit` and `s Scenario` keep their place at 80 columns."""
+        bindings = super().active_bindings
+        if self.size.width >= FOOTER_ROOM:
+            return bindings
+        return {
+            key: active._replace(binding=replace(active.binding, show=False)) if active.binding.action == "export"
+            else active
+            for key, active in bindings.items()
+        }  # fmt: skip
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="filters")
@@ -140,6 +159,7 @@ class RecordsScreen(ReefScreen):
         self._preview_current()
 
     def on_resize(self, event: events.Resize) -> None:
+        self.refresh_bindings()  # the footer shows `x Export` only when wide enough
         self._preview_current()
 
     def _preview_current(self, *, again: bool = False) -> None:
@@ -206,6 +226,18 @@ class RecordsScreen(ReefScreen):
             self.notify(f"scored {shown}: {score:g}" if score is not None else f"feedback sent on {shown}", timeout=3)
 
         return done
+
+    def action_export(self) -> None:
+        """Ask what to export (the list's scenario, or one to choose), then write it in a worker."""
+        if self.reef.scenario is None and not self.reef.scenario_names:
+            self.notify("no scenario has records to export yet", severity="warning")
+            return
+
+        def chosen(choice: ExportChoice | None) -> None:
+            if choice is not None:
+                export_records(self, choice)
+
+        self.app.push_screen(ExportScreen(self.reef.scenario, self.reef.scenario_names), chosen)
 
     def action_toggle_unscored(self) -> None:
         self.unscored = not self.unscored

@@ -43,7 +43,8 @@ def facts_table(status: Status, scenario: str) -> Table:
     grid.add_row("steps", str(training.get("steps", 0) if training else 0))
     if last:
         when = formats.timestamp(last.get("created_at"))
-        grid.add_row("last step", f"v{last.get('step')} {last.get('result')} at {when}")
+        made = f" ({last['version']})" if last.get("version") else ""  # steps count all; versions what they made
+        grid.add_row("last step", f"{last.get('step')}{made} {last.get('result')} at {when}")
     metrics = (last.get("metrics") if last else None) or {}
     weights = metrics.get("weight_version", status["runtime"].get("weight_version"))
     grid.add_row("weights", str(weights if weights is not None else formats.MISSING))

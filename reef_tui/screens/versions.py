@@ -112,10 +112,10 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         table.clear()
         self.releases = {}
         for release in releases:
-            key = f"{release.get('version')}:{release.get('release_id')}"
+            key = f"step {release.get('step')}"  # skipped and rejected steps have no version: the step is the key
             self.releases[key] = release
             table.add_row(
-                str(release.get("version")),
+                str(release.get("version") or formats.MISSING),
                 str(release.get("operation")),
                 str(release.get("result")),
                 self._state(release),
@@ -124,10 +124,10 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
                 request_text(release),
                 key=key,
             )
-        if selected is not None and selected.get("version") is not None:
+        if selected is not None:
             keys = list(self.releases)
-            chosen = next((k for k in keys if k.startswith(f"{selected['version']}:")), None)
-            if chosen is not None:
+            chosen = f"step {selected.get('step')}"
+            if chosen in keys:
                 table.move_cursor(row=keys.index(chosen))
         if not releases:
             self._view(Text("no versions yet", style="dim"))
@@ -156,7 +156,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         return ", ".join(mark for mark in (state_of(release), canary) if mark)
 
     def _summary(self, release: ShownRelease) -> Any:
-        made = f"{release.get('version')}  {release.get('operation')}  {release.get('result')}"
+        made = f"{release.get('version') or formats.MISSING}  {release.get('operation')}  {release.get('result')}"
         lines = [f"{made}  {self._state(release)}"]
         if request_text(release):
             lines.append(f"asked: {request_text(release)}")
@@ -208,7 +208,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         if release is None or scenario is None or not release.get("release_id"):
             self.notify("choose a version that has a release", severity="warning")
             return
-        version, release_id = str(release.get("version")), str(release["release_id"])
+        version, release_id = str(release.get("version") or f"step {release.get('step')}"), str(release["release_id"])
 
         def confirmed(yes: bool | None) -> None:
             if yes:

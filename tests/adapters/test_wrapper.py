@@ -162,7 +162,7 @@ def test_evolve_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: R
     # The scripted proposer's default answer writes nothing usable, so the request is skipped.
     skipped = reefine.wrapper("pi", "evolve", "something vague", "--wait")
     assert skipped.returncode == 1, skipped.stdout + skipped.stderr
-    assert "skipped: v1" in skipped.stdout
+    assert "skipped" in skipped.stdout.splitlines()  # a skipped request makes no version
     assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
 
 

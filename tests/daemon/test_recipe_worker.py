@@ -92,11 +92,16 @@ async def test_a_failing_step_is_consumed_as_skipped(start_reef: StartReef) -> N
     for feedback in ("fine", "explode"):
         await report(reef, {"score": 1, "feedback": feedback, "references": [await receipt(reef)]})
     state = await eventually(lambda: training(reef), 60, "one step", satisfied=lambda s: s.get("steps") == 1)
-    assert state["last_step"]["result"] == "skipped"
+    assert (state["last_step"]["result"], state["last_step"]["version"]) == ("skipped", None)
     assert "the step blew up" in state["last_step"]["metrics"]["error"]
     assert "the step blew up" in state["error"]
     status = await (await reef.get("/reef/status")).json()
     assert status["errors"] == ["demo: RuntimeError: the step blew up"]
+
+    for _ in range(2):
+        await report(reef, {"score": 1, "references": [await receipt(reef)]})
+    state = await eventually(lambda: training(reef), 60, "a second step", satisfied=lambda s: s.get("steps") == 2)
+    assert (state["last_step"]["step"], state["last_step"]["version"]) == (2, "v1")  # the skipped step took none
 
 
 async def test_rollback_is_committed_as_a_step_of_its_own(start_reef: StartReef) -> None:

@@ -39,7 +39,7 @@ async def test_evolve_waits_and_says_how_to_use(reefine: Reefine) -> None:
 
     reefine.model.script("answer", "no", "no", "no")
     code, output = await reef(reefine, "evolve", "something vague", "--scenario", "harness", "--wait")
-    assert code == 1 and "skipped: v2" in output and "why: the served model gave no usable answer" in output
+    assert code == 1 and "skipped" in output.splitlines() and "why: the served model gave no usable answer" in output
 
 
 async def test_evolve_without_wait_and_timeouts(reefine: Reefine) -> None:
@@ -55,7 +55,7 @@ async def test_requests_waits_on_a_request_already_filed(reefine: Reefine) -> No
     code, output = await reef(reefine, "evolve", "something vague", "--scenario", "harness", "--json")
     request_id = json.loads(output)["agent_record_id"]
     code, output = await reef(reefine, "requests", request_id, "--wait")
-    assert code == 1 and "skipped: v1" in output and "why: the served model gave no usable answer" in output
+    assert code == 1 and "skipped" in output.splitlines() and "why: the served model gave no usable answer" in output
     code, output = await reef(reefine, "requests", request_id, "--json")
     assert code == 1 and json.loads(output)["result"] == "skipped"
     assert len([row for row in await reefine.releases() if row["result"] == "skipped"]) == 1  # nothing filed twice
@@ -75,19 +75,22 @@ def test_a_wait_that_times_out_says_how_to_keep_waiting_without_filing_again(
 
 
 async def test_versions_promote_and_rollback(reefine: Reefine, home: Path) -> None:
+    reefine.model.script("answer", "no", "no", "no")
+    await reef(reefine, "evolve", "something vague", "--scenario", "harness", "--wait")  # skipped: takes no version
     reefine.model.script("answer", answer("One.\n\nHow to use: ask.", skill("one")))
     await reef(reefine, "evolve", "first change", "--scenario", "harness", "--wait")
     reefine.model.script("answer", answer("Bell.\n\nHow to use: it rings.", EXTENSION))
     code, output = await reef(reefine, "evolve", "ring a bell", "--scenario", "harness", "--wait")
     assert code == 0 and "pending: v2" in output and "reef promote --scenario harness v2" in output
 
-    v1 = (await reefine.releases())[1]["release_id"]
+    v1 = next(row["release_id"] for row in await reefine.releases() if row["version"] == "v1")
     (home / "reef-harness" / "harness").mkdir(parents=True)
     (home / "reef-harness" / "harness" / ".reef-harness-release").write_text(v1 + "\n")
     code, output = await reef(reefine, "versions", "--scenario", "harness")
     assert code == 0
-    lines = [line for line in output.splitlines() if line.startswith("│ v")]
-    assert [line.split("│")[1].strip() for line in lines] == ["v0", "v1", "v2"]
+    lines = [line for line in output.splitlines() if line.startswith(("│ v", "│ -"))]
+    assert [line.split("│")[1].strip() for line in lines] == ["v0", "-", "v1", "v2"]
+    assert "skipped" in lines.pop(1) and "something" in output  # listed, without a version
     assert "installed, current" in lines[1] and "first" in lines[1]  # the request wraps at 80 columns
     # The words of --json and of reef-pi versions: the operation that made each step, then its result.
     assert "creation" in lines[0] and "selected" in lines[0]
@@ -101,5 +104,6 @@ async def test_versions_promote_and_rollback(reefine: Reefine, home: Path) -> No
     code, output = await reef(reefine, "versions", "--scenario", "harness", "--json")
     rows = json.loads(output)["releases"]
     assert [(row["version"], row["current"]) for row in rows][:2] == [("v4", True), ("v3", False)]
+    assert [row["version"] for row in rows if row["result"] == "skipped"] == [None]
     code, output = await reef(reefine, "rollback", "--scenario", "harness", "v9")
     assert code == 1 and "no version 'v9'" in output

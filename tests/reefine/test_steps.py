@@ -70,26 +70,30 @@ async def test_malformed_json_is_retried_then_skipped(reefine: Reefine) -> None:
 
     reefine.model.script("answer", "```json\nnope\n```", answer("Fine.\n\nHow to use: ask.", skill("fine")))
     progress = await reefine.settled(await reefine.train("be helpful, again"))
-    assert progress["result"] == "selected" and progress["version"] == "v2"
+    assert progress["result"] == "selected" and progress["version"] == "v1"  # the skipped step took no number
 
 
-async def test_versions_count_every_step_and_extensions_wait_for_promote(reefine: Reefine) -> None:
+async def test_skipped_steps_take_no_version_and_extensions_wait_for_promote(reefine: Reefine) -> None:
     reefine.model.script("answer", "garbage", "garbage", "garbage")
     skipped = await reefine.settled(await reefine.train("first"))
     reefine.model.script("answer", answer("Notify.\n\nHow to use: it notifies.", EXTENSION))
     pending = await reefine.settled(await reefine.train("notify me when done"))
-    assert (skipped["version"], pending["version"], pending["result"]) == ("v1", "v2", "pending")
+    assert (skipped["version"], pending["version"], pending["result"]) == (None, "v1", "pending")
     assert (await reefine.ok("GET", "/reef/harness"))["version"] == "v0"  # pending is not served
 
     rows = await reefine.releases()
     assert rows[0]["pending"] is True and rows[0]["current"] is False
     promoted = await reefine.ok("POST", "/reef/scenarios/harness/promote", {"release_id": pending["release"]})
-    assert promoted["version"] == "v3" and promoted["operation"] == "promote"
+    assert promoted["version"] == "v2" and promoted["operation"] == "promote"
     served = await reefine.ok("GET", "/reef/harness")
-    assert served["version"] == "v3" and "pi-agent/extensions/notify.ts" in served["files"]
+    assert served["version"] == "v2" and "pi-agent/extensions/notify.ts" in served["files"]
     rows = await reefine.releases()
+    # Every step is listed; only those that made a release are numbered, without gaps.
+    assert [(row["step"], row["version"], row["result"]) for row in rows] == [
+        (3, "v2", "selected"), (2, "v1", "pending"), (1, None, "skipped"), (0, "v0", "selected"),
+    ]  # fmt: skip
     by_version = {row["version"]: row for row in rows}
-    assert by_version["v2"]["pending"] is False and by_version["v2"]["promoted_as"] == "v3"
+    assert by_version["v1"]["pending"] is False and by_version["v1"]["promoted_as"] == "v2"
     status, again = await reefine.call("POST", "/reef/scenarios/harness/promote", {"release_id": pending["release"]})
     assert status == 409 and again["error"]["type"] == "already_promoted"
 

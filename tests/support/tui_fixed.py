@@ -105,13 +105,16 @@ def releases(recipe: str) -> list[dict[str, Any]]:
         ]  # fmt: skip  # the policy's loss starts after three steps of critic warm-up
     request = {"id": receipt(500), "text": "notify me when a task is done", "session": None}
     return [
-        {"version": "v2", "operation": "training", "result": "pending", "release_id": "r2", "parent_release_id": "r1",
-         "created_at": T0 + 7200, "metrics": {"attempts": 1, "evidence": EVIDENCE}, "current": False,
-         "pending": True, "request": request},
-        {"version": "v1", "operation": "training", "result": "selected", "release_id": "r1",
+        {"version": "v2", "step": 3, "operation": "training", "result": "pending", "release_id": "r2",
+         "parent_release_id": "r1", "created_at": T0 + 7200, "metrics": {"attempts": 1, "evidence": EVIDENCE},
+         "current": False, "pending": True, "request": request},
+        {"version": None, "step": 2, "operation": "training", "result": "skipped", "release_id": None,
+         "parent_release_id": "r1", "created_at": T0 + 5400, "metrics": {"reason": "the harness already does this"},
+         "current": False, "request": {"id": receipt(450), "text": "answer in English", "session": None}},
+        {"version": "v1", "step": 1, "operation": "training", "result": "selected", "release_id": "r1",
          "parent_release_id": "r0", "created_at": T0 + 3600, "metrics": {"attempts": 2}, "current": True,
          "request": {"id": receipt(400), "text": "answer briefly", "session": None}},
-        {"version": "v0", "operation": "creation", "result": "selected", "release_id": "r0",
+        {"version": "v0", "step": 0, "operation": "creation", "result": "selected", "release_id": "r0",
          "parent_release_id": None, "created_at": None, "metrics": {}, "restorable": True, "request": None},
     ]  # fmt: skip
 
@@ -167,8 +170,8 @@ class FixedClient(ReefClient):
         self.rows = [row(n) for n in range(count, 0, -1)]
 
     def status(self) -> dict[str, Any]:
-        training = {"demo": {"steps": 12, "last_step": {"step": 12, "result": "selected", "created_at": T0 + 7200,
-                             "metrics": {"weight_version": 12}}, "waiting_units": 1,
+        training = {"demo": {"steps": 12, "last_step": {"step": 12, "version": "v12", "result": "selected",
+                             "created_at": T0 + 7200, "metrics": {"weight_version": 12}}, "waiting_units": 1,
                              "ineligible": {"the report has no score": 3, "score below the floor": 1}}}  # fmt: skip
         return {
             "version": "0.1.0",

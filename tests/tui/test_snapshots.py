@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
 
 from reef_tui import ReefApp
+from reef_tui.screens.export import ExportScreen
 from reef_tui.screens.help import HelpScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
 from reef_tui.widgets.metric_line import MetricLine
@@ -81,7 +82,7 @@ async def versions(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("v")
     await eventually(
-        lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 3, 60, "three versions", pause=pilot.pause
+        lambda: pilot.app.screen.query(DataTable) and _rows(pilot) == 4, 60, "four steps", pause=pilot.pause
     )
     await pilot.press("d")
     view = pilot.app.screen.query_one("#version-view", Static)
@@ -100,6 +101,12 @@ async def help_page(pilot: Pilot[Any]) -> None:
     await eventually(lambda: isinstance(pilot.app.screen, HelpScreen), 60, "the help screen", pause=pilot.pause)
 
 
+async def export_dialog(pilot: Pilot[Any]) -> None:
+    await records(pilot)
+    await pilot.press("x")
+    await eventually(lambda: isinstance(pilot.app.screen, ExportScreen), 60, "the export dialog", pause=pilot.pause)
+
+
 def _rows(pilot: Pilot[Any]) -> int:
     return pilot.app.screen.query_one(DataTable).row_count
 
@@ -116,6 +123,7 @@ SCREENS: dict[str, tuple[str, str | None, Prepare]] = {  # recipe, scenario, how
     "versions": ("reefine", "demo", versions),
     "training": ("sao", "demo", training),
     "help": ("reefine", None, help_page),
+    "export": ("reefine", "demo", export_dialog),
 }
 
 

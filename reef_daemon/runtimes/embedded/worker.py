@@ -26,7 +26,7 @@ from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
 from reef_daemon.runtimes.embedded.prefix import PrefixCache
 from reef_daemon.runtimes.embedded.sampling import pick_token
 from reef_daemon.runtimes.embedded.stopping import StopRules
-from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights
+from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights, fingerprint
 
 log = logging.getLogger("reef.embedded")
 
@@ -42,7 +42,7 @@ class GenerationWorker:
     def __init__(self, loaded: LoadedModel, end_ids: frozenset[int]) -> None:
         self._loaded = loaded
         self._stops = StopRules(end_ids, loaded.context_length)
-        self.version = WeightVersion()
+        self.version = WeightVersion(fingerprint(loaded.model))
         self._lock = threading.Condition()
         self._incoming: deque[Job] = deque()
         self._swaps: deque[_Swap] = deque()
