@@ -5,33 +5,55 @@ from __future__ import annotations
 import asyncio
 import queue
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from reef_daemon.errors import StoreError
 from reef_daemon.store.schema import connect
 
 T = TypeVar("T")
 
+CLOSE_WAIT_S = 5.0  # how long closing waits for a query still running on a connection
+
 
 class Reader:
-    """A small pool of read-only connections; `run` executes a query function on a worker thread."""
+    """A small pool of read-only connections; `run` executes a query function on a worker thread.
+
+    A connection is closed only once no query runs on it (sqlite must not close a connection under a running
+    statement); after `close`, a query is refused with a StoreError instead of running on a closed connection."""
 
     def __init__(self, path: str, size: int = 2) -> None:
-        self._pool: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
-        self._connections = [connect(path, readonly=True) for _ in range(size)]
-        for conn in self._connections:
-            self._pool.put(conn)
+        self._pool: queue.SimpleQueue[sqlite3.Connection | None] = queue.SimpleQueue()
+        self._size = size
+        for _ in range(size):
+            self._pool.put(connect(path, readonly=True))
 
     async def run(self, query: Callable[[sqlite3.Connection], T]) -> T:
         return await asyncio.to_thread(self.run_blocking, query)
 
     def run_blocking(self, query: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._pool.get()
+        if conn is None:  # closed: pass the word on to the next waiter
+            self._pool.put(None)
+            raise StoreError("the store is closed (the daemon is stopping)")
         try:
             return query(conn)
         finally:
             self._pool.put(conn)
 
     def close(self) -> None:
-        for conn in self._connections:
+        """Close each connection as its query (if any) ends; one still running after CLOSE_WAIT_S is left to the
+        process's exit rather than closed under the query."""
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        closed = 0
+        while closed < self._size:
+            try:
+                conn = self._pool.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if conn is None:  # closed before
+                break
             conn.close()
+            closed += 1
+        self._pool.put(None)
