@@ -20,7 +20,9 @@ import argparse
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +46,7 @@ def best_of(run: Callable[[], object], repeats: int) -> float:
     return best * 1000
 
 
-def step_table(model: torch.nn.Module, steps: int) -> list[str]:
+def step_table(model: Any, steps: int) -> list[str]:
     from torch.profiler import profile
     from transformers import DynamicCache
 
@@ -77,7 +79,7 @@ def step_table(model: torch.nn.Module, steps: int) -> list[str]:
     return lines
 
 
-def kernel_table(model: torch.nn.Module, repeats: int) -> list[str]:
+def kernel_table(model: Any, repeats: int) -> list[str]:
     weights = [m.half_weight for m in model.modules() if isinstance(m, DecodeLinear)]
     scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))
     group = torch.zeros(GROUP, max(w.shape[1] for w in weights))
@@ -103,8 +105,8 @@ def kernel_table(model: torch.nn.Module, repeats: int) -> list[str]:
         "|---|---|---|",
     ]
     for rows in ROWS:
-        served = best_of(lambda rows=rows: fp16(rows), repeats)
-        grouped = best_of(lambda rows=rows: fp32_groups(rows), repeats)
+        served = best_of(partial(fp16, rows), repeats)
+        grouped = best_of(partial(fp32_groups, rows), repeats)
         lines.append(f"| {rows} | {served:.1f} | {grouped:.1f} |")
     return lines
 
