@@ -9,7 +9,10 @@ end. Then, while 4 streams decode, a new request's time to first token: a short 
 requests took turns one token each; "batched" is the current one. Each engine runs in its own process, one after
 the other, so the ratios come from one run on the same machine.
 
-    .venv/bin/python bench/embedded_batching.py [--state-dir DIR] [--max-tokens 96] [--turns-rev 6f176e9]
+    .venv/bin/python bench/embedded_batching.py [--state-dir DIR] [--max-tokens 96] [--turns-rev 6f176e9] [--threads N]
+
+`--threads 1` keeps other processes' load from stalling torch's threads at every operation (on a loaded 2-core
+machine, two threads made a step several times slower than one), so the ratios stay comparable.
 
 Prints a markdown table and writes bench/results/<time>-batching.json. Not a test: nothing is asserted.
 """
@@ -55,9 +58,18 @@ async def generate(runtime: Any, prompt: str, max_tokens: int, started: asyncio.
     return {"tokens": len(answer.token_data()["output_ids"]), "sent": sent, "first": first, "end": time.perf_counter()}
 
 
-async def measure(engine: str, state_dir: Path | None, max_tokens: int, turns_rev: str) -> dict[str, Any]:
+async def measure(
+    engine: str, state_dir: Path | None, max_tokens: int, turns_rev: str, threads: int | None
+) -> dict[str, Any]:
+    import torch
+
     from reef_daemon.runtimes.embedded import runtime as runtime_module
+    from reef_daemon.runtimes.embedded import torch_engine
+    from reef_daemon.runtimes.embedded.versions import WeightVersion
     from reef_daemon.settings import load_settings
+
+    if threads:
+        torch.set_num_threads(threads)
 
     if engine == "turns":
         source = subprocess.run(
@@ -65,7 +77,8 @@ async def measure(engine: str, state_dir: Path | None, max_tokens: int, turns_re
         ).stdout
         old = types.ModuleType("turn_taking_worker")
         exec(compile(source, f"{turns_rev}:{WORKER}", "exec"), old.__dict__)
-        runtime_module.GenerationWorker = old.GenerationWorker  # type: ignore[attr-defined]
+        old.WeightVersion = lambda: WeightVersion("turns")  # type: ignore[attr-defined]  # versions were unnamed then
+        torch_engine.GenerationWorker = old.GenerationWorker  # type: ignore[attr-defined]
     overrides = {"reef.state-dir": str(state_dir)} if state_dir else {}
     runtime = runtime_module.EmbeddedRuntime(load_settings(overrides=overrides, environ={}))
     await runtime.start()
@@ -112,22 +125,27 @@ def main() -> None:
     parser.add_argument("--state-dir", type=Path, help="a state directory holding the model cache (default: reef's)")
     parser.add_argument("--max-tokens", type=int, default=96, help="tokens per stream")
     parser.add_argument("--turns-rev", default="6f176e9", help="the git revision of the turn-taking worker")
+    parser.add_argument("--threads", type=int, help="torch threads of each engine's process (default: torch's)")
     parser.add_argument("--engine", choices=("batched", "turns"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine:
-        print(json.dumps(asyncio.run(measure(args.engine, args.state_dir, args.max_tokens, args.turns_rev))))
+        result = measure(args.engine, args.state_dir, args.max_tokens, args.turns_rev, args.threads)
+        print(json.dumps(asyncio.run(result)))
         return
     results = []
     for engine in ("turns", "batched"):
         command = [sys.executable, __file__, "--engine", engine, "--max-tokens", str(args.max_tokens)]
         command += ["--turns-rev", args.turns_rev] + (["--state-dir", str(args.state_dir)] if args.state_dir else [])
+        command += ["--threads", str(args.threads)] if args.threads else []
         out = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     table = render(results)
     print(table)
     out_file = ROOT / "bench" / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-batching.json"
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    out_file.write_text(json.dumps({"max_tokens": args.max_tokens, "results": results}, indent=1))
+    out_file.write_text(
+        json.dumps({"max_tokens": args.max_tokens, "threads": args.threads, "results": results}, indent=1)
+    )
     print(f"\nwritten: {out_file.relative_to(ROOT)}")
 
 

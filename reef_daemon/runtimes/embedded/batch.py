@@ -28,6 +28,10 @@ class BatchCache:
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
         self.lengths: list[int] = []
+        # The step's row indices, write positions and attended span, made once per step by `step_inputs`.
+        self._rows = torch.zeros(0, dtype=torch.long)
+        self._positions = torch.zeros(0, dtype=torch.long)
+        self._span = 0
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -62,11 +66,12 @@ class BatchCache:
     def step_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Position ids `[rows, 1]` of the next token of each row, and the boolean attention mask
         `[rows, 1, 1, span]` that lets each row see its own positions up to that token."""
-        self._reserve(max(self.lengths) + 1)
-        positions = torch.tensor(self.lengths, dtype=torch.long).unsqueeze(1)
-        span = max(self.lengths) + 1
-        mask = torch.arange(span).unsqueeze(0) <= positions
-        return positions, mask[:, None, None, :]
+        self._span = max(self.lengths) + 1
+        self._reserve(self._span)
+        self._rows = torch.arange(len(self.lengths))
+        self._positions = torch.tensor(self.lengths, dtype=torch.long)
+        mask = torch.arange(self._span).unsqueeze(0) <= self._positions.unsqueeze(1)
+        return self._positions.unsqueeze(1), mask[:, None, None, :]
 
     def advance(self) -> None:
         """After a step: every row holds one more position."""
@@ -75,14 +80,12 @@ class BatchCache:
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, **_: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Called by the attention layers: write one new position per row, return every row's keys and values."""
-        rows = torch.arange(len(self.lengths))
-        positions = torch.tensor(self.lengths, dtype=torch.long)
+        """Called by the attention layers during the step `step_inputs` prepared: write one new position per row,
+        return every row's keys and values."""
         keys, values = self.keys[layer_idx], self.values[layer_idx]
-        keys[rows, :, positions, :] = key_states[:, :, 0, :].to(keys.dtype)
-        values[rows, :, positions, :] = value_states[:, :, 0, :].to(values.dtype)
-        span = max(self.lengths) + 1
-        return keys[:, :, :span], values[:, :, :span]
+        keys[self._rows, :, self._positions, :] = key_states[:, :, 0, :].to(keys.dtype)
+        values[self._rows, :, self._positions, :] = value_states[:, :, 0, :].to(values.dtype)
+        return keys[:, :, : self._span], values[:, :, : self._span]
 
     def _reserve(self, positions: int) -> None:
         if positions <= self.capacity:

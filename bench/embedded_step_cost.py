@@ -1,0 +1,128 @@
+"""Where one batched decoding step of the embedded model spends its time, for 1, 2, 4 and 8 rows.
+
+For each row count, a `BatchCache` of that many short contexts is stepped (the worker's forward pass, without the
+HTTP layers), and the step's wall time is split by the torch profiler into the linear layers' matrix products
+(`aten::mm`, on the fp16 copies of `precision.py`) and everything else (attention row by row, norms, cache writes,
+Python). Then the linear layers' kernel alone is timed on every decode weight, as the model uses it (fp16, all rows in
+one call) and as two alternatives: fp32 products on a converted copy (MKL) in fixed groups of 4 rows (a fixed shape,
+so a row's result does not depend on the batch), and the time to read every fp16 weight once (an integer maximum
+over their bits: the memory floor).
+Run with one torch thread by default, so a loaded machine's scheduling noise stays out of the ratios.
+
+    .venv/bin/python bench/embedded_step_cost.py [--threads 1] [--steps 12]
+
+Prints markdown tables. Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from reef_daemon.runtimes.embedded.batch import BatchCache
+from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
+from reef_daemon.runtimes.embedded.precision import DecodeLinear
+
+ROWS = (1, 2, 4, 8)
+GROUP = 4  # rows per fp32 product in the fixed-shape alternative
+CHUNK = 1536  # weight rows converted at a time in the fp32 alternative (the output head is 49,152 rows)
+
+
+def best_of(run: Callable[[], object], repeats: int) -> float:
+    """The fastest of `repeats` runs, in ms (the least disturbed by other processes)."""
+    best = float("inf")
+    for _ in range(repeats):
+        began = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - began)
+    return best * 1000
+
+
+def step_table(model: Any, steps: int) -> list[str]:
+    from torch.profiler import profile
+    from transformers import DynamicCache
+
+    lines = ["| rows | step ms | tok/s | vs 1 row | linear products ms | rest ms |", "|---|---|---|---|---|---|"]
+    single = None
+    for rows in ROWS:
+        batch = BatchCache()
+        for row in range(rows):
+            cache = DynamicCache(config=model.config)
+            model(input_ids=torch.tensor([[1, 2, 3, 4] * (8 + row)]), cache=cache, use_cache=True, logits_to_keep=1)
+            batch.add(cache)
+
+        def step(batch: BatchCache = batch, rows: int = rows) -> None:
+            positions, mask = batch.step_inputs()
+            inputs = torch.full((rows, 1), 5)
+            model(input_ids=inputs, position_ids=positions, attention_mask=mask, cache=batch, logits_to_keep=1)
+            batch.advance()
+
+        ms = best_of(step, steps)
+        with profile() as profiled:
+            step()
+        events = profiled.key_averages()
+        total = sum(e.self_cpu_time_total for e in events)
+        mm = sum(e.self_cpu_time_total for e in events if e.key == "aten::mm")
+        single = single or rows / ms
+        lines.append(
+            f"| {rows} | {ms:.1f} | {rows / ms * 1000:.1f} | {rows / ms / single:.2f}x"
+            f" | {ms * mm / total:.1f} | {ms * (total - mm) / total:.1f} |"
+        )
+    return lines
+
+
+def kernel_table(model: Any, repeats: int) -> list[str]:
+    weights = [m.half_weight for m in model.modules() if isinstance(m, DecodeLinear)]
+    scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))
+    group = torch.zeros(GROUP, max(w.shape[1] for w in weights))
+
+    def fp16(rows: int) -> None:
+        for w in weights:
+            F.linear(torch.ones(rows, w.shape[1], dtype=torch.float16), w)
+
+    def fp32_groups(rows: int) -> None:
+        for w in weights:
+            for start in range(0, w.shape[0], CHUNK):
+                part = w[start : start + CHUNK]
+                tile = scratch[: part.numel()].view(part.shape)
+                tile.copy_(part)
+                for _ in range(0, rows, GROUP):
+                    F.linear(group[:, : w.shape[1]], tile)
+
+    read = best_of(lambda: [w.view(torch.int16).amax() for w in weights], repeats)
+    lines = [
+        f"Reading every fp16 decode weight once ({sum(w.numel() for w in weights) * 2 / 2**20:.0f} MiB): {read:.1f} ms",
+        "",
+        "| rows | fp16, one call (as served) ms | fp32 on converted tiles, groups of 4 ms |",
+        "|---|---|---|",
+    ]
+    for rows in ROWS:
+        served = best_of(partial(fp16, rows), repeats)
+        grouped = best_of(partial(fp32_groups, rows), repeats)
+        lines.append(f"| {rows} | {served:.1f} | {grouped:.1f} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--steps", type=int, default=12, help="timed repeats per row count (the fastest is kept)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    model = load_model(resolve_source(None), Path(tempfile.mkdtemp())).model
+    with torch.inference_mode():
+        print("\n".join(step_table(model, args.steps)))
+        print()
+        print("\n".join(kernel_table(model, max(3, args.steps // 3))))
+
+
+if __name__ == "__main__":
+    main()
