@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import events
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.widgets import Static
@@ -85,7 +85,17 @@ class RecordsScreen(ReefScreen):
         """Load the newest page for the current filters."""
         self._generation += 1
         self._show_filters()
-        self.run_worker(self._load_page(self._generation, None), group="records", exclusive=True)
+        self._load_newest(self._generation)
+
+    # Workers are started through `work` (which calls the method when its worker starts): a worker cancelled before
+    # it starts, as an exclusive group's older work is, then leaves no coroutine unawaited.
+    @work(group="records", exclusive=True)
+    async def _load_newest(self, generation: int) -> None:
+        await self._load_page(generation, None)
+
+    @work(group="older")
+    async def _load_older(self, generation: int, before: int) -> None:
+        await self._load_page(generation, before)
 
     async def _load_page(self, generation: int, before: int | None) -> None:
         try:
@@ -118,7 +128,7 @@ class RecordsScreen(ReefScreen):
     def on_record_list_near_end(self, message: RecordList.NearEnd) -> None:
         if self._older_from is not None and not self._loading_older:
             self._loading_older = True
-            self.run_worker(self._load_page(self._generation, self._older_from), group="older")
+            self._load_older(self._generation, self._older_from)
 
     def on_record_list_columns_changed(self, message: RecordList.ColumnsChanged) -> None:
         self.query_one("#records-header", Static).update(header_line(message.columns))
@@ -171,8 +181,9 @@ class RecordsScreen(ReefScreen):
         if row is None:
             pane.say("no record selected")
         elif again or pane.shown != row["id"]:
-            self.run_worker(self._preview(row["id"]), group="preview", exclusive=True)
+            self._preview(row["id"])
 
+    @work(group="preview", exclusive=True)
     async def _preview(self, record_id: str) -> None:
         """Load the selected record into the pane (a newer selection cancels this one)."""
         try:
