@@ -16,6 +16,7 @@ from reef_daemon.contract import (
 )
 from reef_daemon.errors import BadRequest
 from reef_daemon.store import TaskDraft
+from reef_daemon.untrusted_regex import BadPattern, compiled
 
 FIELDS = ("prompt", "fixture", "regex", "judge", "protected")
 
@@ -31,9 +32,9 @@ def checked_task(scenario: str, body: dict[str, Any]) -> TaskDraft:
         _refuse("judge", "a task has at most one check: send regex or judge, not both")
     if regex is not None:
         try:
-            re.compile(regex)
-        except (re.error, OverflowError, RecursionError) as exc:  # a huge repeat count; parentheses nested deep
-            _refuse("regex", f"does not compile: {exc or type(exc).__name__}")
+            compiled(regex)
+        except BadPattern as exc:
+            _refuse("regex", str(exc))
     protected = body.get("protected", False)
     if not isinstance(protected, bool):
         _refuse("protected", "must be true or false")

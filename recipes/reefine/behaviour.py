@@ -9,13 +9,13 @@ the gate can run, it rejects the candidate with that reason (see `gate.py`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from recipes.reefine.answers import Unusable, first_json
 from reef_daemon.contract import EvalTask
+from reef_daemon.untrusted_regex import BadPattern, compiled
 
 BEHAVIOUR_ID = "behaviour"
 PROMPT_LIMIT = 2000
@@ -99,9 +99,9 @@ def parse_check(value: Any) -> BehaviourCheck:
         if not isinstance(regex, str) or not regex or len(regex) > REGEX_LIMIT:
             raise Unusable(f'the behaviour check\'s "regex" must be text of 1 to {REGEX_LIMIT} characters')
         try:
-            re.compile(regex)
-        except re.error as exc:
-            raise Unusable(f"the behaviour check's regex does not compile: {exc}") from None
+            compiled(regex)
+        except BadPattern as exc:
+            raise Unusable(f"the behaviour check's regex {exc}") from None
     if judge is not None and (not isinstance(judge, str) or not judge.strip() or len(judge) > JUDGE_LIMIT):
         raise Unusable(f'the behaviour check\'s "judge" must be an instruction of 1 to {JUDGE_LIMIT} characters')
     return BehaviourCheck(prompt.strip(), regex, judge.strip() if judge else None, _fixture(value.get("files")))

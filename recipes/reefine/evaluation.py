@@ -11,7 +11,6 @@ socket). A task the bounds stop is `not run`, and says which bound.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -87,7 +86,7 @@ class Evaluation:
             why = self.spent() or "no judge call was left"
             shown = _outcome(served_run), _outcome(candidate_run)
             return Compared(_row(task, kind, *shown, "not run", f"stopped before the judge: {why}"), None)
-        passed = _passes(task, candidate_run, judgement)
+        passed = _passes(task, judgement)
         row = _row(task, kind, _outcome(served_run), _outcome(candidate_run), judgement.verdict, judgement.reason)
         return Compared(row, passed)
 
@@ -109,7 +108,7 @@ class Evaluation:
         (None when the bounds leave no room for its two calls)."""
         served_failed, candidate_failed = served.failure(), candidate.failure()
         if task["regex"]:
-            return regex_verdict(task["regex"], served.answer(), candidate.answer())
+            return await regex_verdict(task["regex"], served.answer(), candidate.answer())
         if served_failed and candidate_failed:
             return Judgement("same", f"neither version answered (candidate: {candidate_failed})")
         if candidate_failed:
@@ -128,11 +127,10 @@ class Evaluation:
             return None
 
 
-def _passes(task: EvalTask, candidate: Finished, judgement: Judgement) -> bool:
+def _passes(task: EvalTask, judgement: Judgement) -> bool:
     """Whether the candidate shows the check: its answer matches the regex, or the judge prefers it."""
     if task["regex"]:
-        answer = candidate.answer()
-        return answer is not None and re.search(task["regex"], answer) is not None
+        return judgement.candidate_matched is True
     return judgement.verdict == "better"
 
 

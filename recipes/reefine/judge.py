@@ -1,14 +1,15 @@
 """The pairwise judge: is the candidate's answer to a task better, the same, or worse than the served version's?
 
-A task's regular expression decides where it has one (matched beats not matched). Otherwise the served model is
-asked twice, with the answers in both orders (A/B, then B/A), so a preference for a position cancels out: the
-candidate is better (worse) only when both orders prefer it (the served answer); disagreement is `same`. The
-judge's answer is untrusted JSON: one it does not give in the asked shape counts as no preference, and says so.
+A task's regular expression decides where it has one (matched beats not matched; a regex that runs past its time
+bound matches nothing, and the reason says so). Otherwise the served model is asked twice, with the answers in both
+orders (A/B, then B/A), so a preference for a position cancels out: the candidate is better (worse) only when both
+orders prefer it (the served answer); disagreement is `same`. The judge's answer is untrusted JSON: one it does not
+give in the asked shape counts as no preference, and says so.
 """
 
 from __future__ import annotations
 
-import re
+import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,6 +17,7 @@ from recipes.reefine.answers import Unusable, first_json
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.prompts import fence
 from reef_daemon.contract import EvalTask
+from reef_daemon.untrusted_regex import Found, search
 
 Verdict = Literal["better", "same", "worse"]
 JUDGE_TOKENS = 512
@@ -32,20 +34,31 @@ Answer with one JSON object and nothing else: {"better": "A" or "B" or "same", "
 class Judgement:
     verdict: Verdict
     reason: str
+    candidate_matched: bool | None = None  # where a regex decided: whether it matched the candidate's answer
 
 
-def regex_verdict(pattern: str, served: str | None, candidate: str | None) -> Judgement:
-    """The task's regex decides: matched beats not matched, and a run without an answer does not match."""
-    compiled = re.compile(pattern)
-    served_hit = served is not None and compiled.search(served[:REGEX_SCAN_CHARS]) is not None
-    candidate_hit = candidate is not None and compiled.search(candidate[:REGEX_SCAN_CHARS]) is not None
-    shown = f"/{pattern[:80]}/"
+async def regex_verdict(pattern: str, served: str | None, candidate: str | None) -> Judgement:
+    """The task's regex decides: matched beats not matched, and a run without an answer does not match, nor does
+    one the regex could not decide on (it ran past its time bound; the reason says so)."""
+    served_found, candidate_found = await asyncio.gather(_search(pattern, served), _search(pattern, candidate))
+    served_hit, candidate_hit = served_found.matched, candidate_found.matched
     if candidate_hit and not served_hit:
-        return Judgement("better", f"{shown} matches the candidate's answer, not the served version's")
-    if served_hit and not candidate_hit:
-        return Judgement("worse", f"{shown} no longer matches: it matches the served version's answer only")
-    state = "matches both answers" if candidate_hit else "matches neither answer"
-    return Judgement("same", f"{shown} {state}")
+        verdict: Verdict = "better"
+        state = "matches the candidate's answer, not the served version's"
+    elif served_hit and not candidate_hit:
+        verdict, state = "worse", "no longer matches: it matches the served version's answer only"
+    else:
+        verdict, state = "same", "matches both answers" if candidate_hit else "matches neither answer"
+    found = (("served", served_found), ("candidate", candidate_found))
+    problems = "; ".join(f"{name}: {each.problem}" for name, each in found if each.problem is not None)
+    reason = f"/{pattern[:80]}/ {state}" + (f" ({problems})" if problems else "")
+    return Judgement(verdict, reason, candidate_matched=candidate_hit)
+
+
+async def _search(pattern: str, answer: str | None) -> Found:
+    if answer is None:
+        return Found(False)
+    return await search(pattern, answer[:REGEX_SCAN_CHARS])
 
 
 def judge_prompt(task: EvalTask, first: str, second: str) -> str:

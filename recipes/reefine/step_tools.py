@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path, PurePosixPath
@@ -24,6 +23,7 @@ from recipes.reefine.workspace import read_back, snapshot
 from reef_daemon.auth import presented_token
 from reef_daemon.harness.admission import Refused, admit
 from reef_daemon.jsonbody import json_response
+from reef_daemon.untrusted_regex import BadPattern, compiled, search
 from reef_harness import Entry
 
 ROUTE = "/reef-step/{tool}"
@@ -129,9 +129,9 @@ class StepTools:
             return "refused: the trial needs a prompt", 1
         if expect is not None:
             try:
-                re.compile(expect)
-            except re.error as exc:
-                return f"refused: --expect is not a regular expression: {exc}", 1
+                compiled(expect)
+            except BadPattern as exc:
+                return f"refused: --expect {exc}", 1
         files = await asyncio.to_thread(self._project, project) if project is not None else {}
         if files is None:
             return f"refused: --workspace {project!r} is not a folder of files inside the workspace", 1
@@ -158,11 +158,16 @@ class StepTools:
         bound = f"{number} of {self.trials_max}, at most {timeout:.0f} s"
         self._event("trial-start", f"harness-trial ({bound}): {prompt[:120]}")
         run = await start(entries, prompt, files, timeout)
-        matched = None if expect is None else re.search(expect, run.answer) is not None
+        found = None if expect is None else await search(expect, run.answer)
+        matched = None if found is None else found.matched
         shown = "timed out" if run.timed_out else f"exit {run.exit_code}"
         lines = [f"final answer ({shown}, {run.seconds:.1f} s):", run.answer[-ANSWER_LIMIT:] or "(nothing)"]
         lines.append(f"tool calls ({len(run.tool_calls)}):" + "".join(f"\n  {call}" for call in run.tool_calls[-30:]))
-        if matched is not None:
+        if found is not None and found.problem is not None:
+            # checked above, so the one problem left is time
+            too_long = f"the pattern took too long ({found.problem}); write a simpler one"
+            lines.append(f"expect /{expect}/: did NOT match: {too_long}")
+        elif found is not None:
             lines.append(f"expect /{expect}/: {'matched' if matched else 'did NOT match'}")
         if run.timed_out:
             lines.append(f"the trial was stopped at its bound of {timeout:.0f} s, with everything it started")

@@ -104,6 +104,7 @@ BAD_TASKS: list[tuple[str, dict[str, Any]]] = [
     ("regex", {"prompt": "p", "regex": ""}),
     ("regex", {"prompt": "p", "regex": "a{4294967296}"}),
     ("regex", {"prompt": "p", "regex": "(" * 4000 + ")" * 4000}),
+    ("regex", {"prompt": "p", "regex": "((a{1000}){1000}){1000}"}),  # compiling it would take gigabytes
     ("regex", {"prompt": "p", "regex": ["a"]}),
     ("judge", {"prompt": "p", "judge": 3}),
     ("judge", {"prompt": "p", "regex": "ok", "judge": "and also a judge"}),

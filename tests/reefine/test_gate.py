@@ -145,7 +145,18 @@ async def test_a_plan_without_a_usable_behaviour_check_is_not_published(start_re
     assert progress["result"] == "rejected" and progress["release"] is None
     assert progress["reason"] == (
         "the evaluation gate rejected it: no usable behaviour check was written at plan time: "
-        "the plan: the behaviour check's regex does not compile: missing ), unterminated subpattern at position 0"
+        "the plan: the behaviour check's regex does not compile: missing ) at position 9"
+    )
+
+
+async def test_a_behaviour_check_whose_regex_runs_too_long_fails_with_the_reason(start_reefine: StartReefine) -> None:
+    reefine = await start_with_pi(start_reefine)
+    progress = await request_saying(reefine, "a" * 40 + "b", {"prompt": "Say it.", "regex": "(a|a)+$"})
+
+    assert progress["result"] == "rejected" and progress["release"] is None, progress
+    assert progress["reason"] == (
+        "the evaluation gate rejected it: the behaviour check failed on the candidate: "
+        "/(a|a)+$/ matches neither answer (candidate: regex timed out after 1 s)"
     )
 
 

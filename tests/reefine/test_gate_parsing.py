@@ -13,6 +13,8 @@ from recipes.reefine.judge import pairwise, regex_verdict
 from recipes.reefine.model import ModelFailed, ServedModel
 from reef_daemon.contract import EvalTask
 
+CATASTROPHIC = "(a|a)+$"  # backtracks 2**n ways on n a's and then a b
+
 
 def test_a_plan_check_with_a_regex_and_files_is_read() -> None:
     text = json.dumps(
@@ -37,6 +39,7 @@ def test_a_plan_check_with_a_regex_and_files_is_read() -> None:
         ({"check": {"prompt": "p", "regex": "x", "judge": "y"}}, "the plan: the behaviour check needs exactly one"),
         ({"check": {"prompt": "p", "regex": 5}}, 'the plan: the behaviour check\'s "regex" must be text'),
         ({"check": {"prompt": "p", "regex": "("}}, "the plan: the behaviour check's regex does not compile"),
+        ({"check": {"prompt": "p", "regex": "((a{99}){99}){99}"}}, "the plan: the behaviour check's regex repeats too"),
         ({"check": {"prompt": "p", "judge": "j", "files": {"../x": "t"}}}, "the plan: fixture path '../x' must be"),
         ({"check": {"prompt": "p", "judge": "j", "files": {"/etc/x": "t"}}}, "the plan: fixture path '/etc/x' must"),
         ({"check": {"prompt": "p", "judge": "j", "files": {"a": 1}}}, "the plan: fixture file 'a' must be text"),
@@ -49,11 +52,20 @@ def test_an_unusable_check_says_why(check: Any, problem: str) -> None:
     assert checked.problem.startswith(problem), checked.problem
 
 
-def test_a_regex_decides_where_the_task_has_one() -> None:
-    assert regex_verdict("Paris", "Paris.", "no comment").verdict == "worse"
-    assert regex_verdict("four", "Paris.", "four").verdict == "better"
-    assert regex_verdict("Paris", "Paris.", "Paris!").verdict == "same"
-    assert regex_verdict("Paris", None, None).reason == "/Paris/ matches neither answer"
+async def test_a_regex_decides_where_the_task_has_one() -> None:
+    assert (await regex_verdict("Paris", "Paris.", "no comment")).verdict == "worse"
+    assert (await regex_verdict("four", "Paris.", "four")).verdict == "better"
+    assert (await regex_verdict("Paris", "Paris.", "Paris!")).verdict == "same"
+    assert (await regex_verdict("Paris", None, None)).reason == "/Paris/ matches neither answer"
+
+
+async def test_a_regex_that_runs_too_long_matches_nothing_and_says_so() -> None:
+    judged = await regex_verdict(CATASTROPHIC, "Paris.", "a" * 40 + "b")
+    assert (judged.verdict, judged.candidate_matched) == ("same", False)
+    assert judged.reason == f"/{CATASTROPHIC}/ matches neither answer (candidate: regex timed out after 1 s)"
+    judged = await regex_verdict(CATASTROPHIC, "a" * 40 + "b", "a")
+    assert (judged.verdict, judged.candidate_matched) == ("better", True)
+    assert judged.reason.endswith("not the served version's (served: regex timed out after 1 s)")
 
 
 @dataclass

@@ -30,7 +30,8 @@ Ask = Callable[..., Awaitable[tuple[int, dict[str, Any]]]]
 class Trials:
     """A stand-in for the trial agent: records what each trial was given; a trial lasts until `release` is set."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: str = "Paris.") -> None:
+        self.answer = answer
         self.started: list[tuple[str, dict[str, str], float]] = []
         self.release = asyncio.Event()
         self.release.set()
@@ -38,7 +39,7 @@ class Trials:
     async def start(self, entries: list[Entry], prompt: str, project: Mapping[str, str], limit: float) -> TrialRun:
         self.started.append((prompt, dict(project), limit))
         await self.release.wait()
-        return TrialRun("Paris.", 0, 0.1, False, [])
+        return TrialRun(self.answer, 0, 0.1, False, [])
 
 
 @pytest.fixture
@@ -138,3 +139,19 @@ async def test_a_trials_project_is_read_inside_the_workspace_only(workspace: Pat
     finally:
         await server.close()
     assert [project for _prompt, project, _limit in trials.started] == [{"app.py": "print('hi')\n"}]
+
+
+async def test_an_expect_that_runs_too_long_does_not_match_and_says_so(workspace: Path) -> None:
+    trials = Trials(answer="a" * 40 + "b")
+    server, ask = await serve(step_tools(workspace, trials, trials_max=5))
+    try:
+        _status, answer = await ask("trial", {"prompt": "hello", "expect": "(a|a)+$"})
+        assert answer["code"] == 1
+        too_long = "expect /(a|a)+$/: did NOT match: the pattern took too long (regex timed out after 1 s)"
+        assert too_long in answer["output"]
+        for expect, why in (("(unclosed", "does not compile"), ("((a{99}){99}){99}", "repeats too much")):
+            _status, answer = await ask("trial", {"prompt": "hello", "expect": expect})
+            assert answer["output"].startswith(f"refused: --expect {why}"), answer["output"]
+    finally:
+        await server.close()
+    assert len(trials.started) == 1  # a refused pattern starts no trial

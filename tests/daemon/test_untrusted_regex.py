@@ -1,0 +1,67 @@
+"""Untrusted regular expressions: one that backtracks without end is stopped at the time bound while the event loop
+keeps serving; one that would take gigabytes to compile is refused before it is compiled."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from reef_daemon.untrusted_regex import TIMEOUT_S, BadPattern, Found, compiled, search, unrolled_size
+
+CATASTROPHIC = "(a|a)+$"  # backtracks 2**n ways on n a's and then a b
+
+
+async def test_a_pattern_that_runs_too_long_does_not_match_and_the_loop_keeps_serving() -> None:
+    searching = asyncio.create_task(search(CATASTROPHIC, "a" * 40 + "b"))
+    await asyncio.sleep(0)  # the search starts
+    assert not searching.done()  # this coroutine runs while the pattern does
+    assert await searching == Found(False, f"regex timed out after {TIMEOUT_S:g} s")
+    assert await search(CATASTROPHIC, "aaa") == Found(True)
+    assert await search("four", "Paris.") == Found(False)
+
+
+async def test_a_pattern_that_cannot_be_used_does_not_match_and_says_why() -> None:
+    found = await search("(unclosed", "(unclosed")
+    assert not found.matched and found.problem is not None and found.problem.startswith("regex does not compile: ")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("(unclosed", "does not compile: missing ) at position 9"),
+        ("a{4294967296,}", "does not compile: repeat count too big at position 2"),
+        ("a{4294967296}", "repeats too much"),
+        ("(" * 4000 + ")" * 4000, "does not compile: "),
+        ("((a{1000}){1000}){1000}", "repeats too much"),
+        ("(?:a+){1000000}", "repeats too much"),
+        ("[ab]{" + "9" * 5000 + "}", "repeats too much"),
+    ],
+)
+def test_a_pattern_that_cannot_be_used_is_refused_with_the_reason(pattern: str, why: str) -> None:
+    with pytest.raises(BadPattern) as refused:
+        compiled(pattern)
+    assert str(refused.value).startswith(why)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        r"\d{4}-\d{2}-\d{2}",
+        "(?:a+){1,1000000}",  # a range is a loop, not written out
+        r"\p{L}+",  # `regex` syntax: accepted, since it is what runs
+        "[[a]",  # read as `re` reads it, without a warning
+        r"\{1000000}|[{]1000000}",  # braces that are text
+    ],
+)
+def test_ordinary_patterns_are_accepted(pattern: str) -> None:
+    assert compiled(pattern).pattern == pattern
+    assert unrolled_size(pattern) <= 100
+
+
+def test_the_written_out_size_multiplies_nested_exact_counts() -> None:
+    assert unrolled_size("abc") == 3
+    assert unrolled_size("(ab){3}c") == 7
+    assert unrolled_size("(x{10}){10}") == 100
+    assert unrolled_size("a{2,}b{2,5}c{5,5}") == 1 + 1 + 5
