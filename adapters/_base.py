@@ -104,12 +104,37 @@ def refuse_unrenderable(adapter_name: str, entries: list[Entry], renders: Mappin
             )
 
 
-def start_files(adapter_name: str, entries: list[Entry], renders: Mapping[str, str]) -> dict[str, str]:
-    """A render's first files: RenderRefused for a kind the adapter cannot load, then the rules file, if any, where
-    `renders["rules"]` puts it."""
+def start_files(
+    adapter_name: str, entries: list[Entry], renders: Mapping[str, str], extensions_refused: str | None = None
+) -> dict[str, str]:
+    """A render's first files: RenderRefused for any extension when `extensions_refused` says why the agent takes
+    none, and for a kind the adapter cannot load; then the rules file, if any, where `renders["rules"]` puts it."""
+    if extensions_refused is not None:
+        for entry in entries:
+            if entry.kind == "extension":
+                raise RenderRefused(f"entry '{entry.id}' is an extension: {extensions_refused}")
     refuse_unrenderable(adapter_name, entries, renders)
     rules = rules_file(entries)
     return {} if rules is None else {renders["rules"]: rules}
+
+
+def prompt_files(entries: list[Entry], skill_path: str, command_path: str) -> dict[str, str]:
+    """Each skill as a file at `skill_path` (frontmatter: name, description) and each command at `command_path`
+    (frontmatter: description); both paths are patterns with `{name}` for the entry's name."""
+    files: dict[str, str] = {}
+    for entry in entries:
+        text = str(entry.config.get("text", ""))
+        if entry.kind == "skill":
+            fields = {"name": entry.name, "description": first_line(text)}
+            files[skill_path.format(name=entry.name)] = with_frontmatter(text, fields)
+        elif entry.kind == "command":
+            files[command_path.format(name=entry.name)] = with_frontmatter(text, {"description": first_line(text)})
+    return files
+
+
+def json_file(value: Any) -> str:
+    """A JSON config file's text as every adapter writes it: indented, keys sorted, a final newline."""
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
 
 
 def tree_config(

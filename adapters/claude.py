@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters._agent import BINDING_IS_REEFS, AgentSide, Binding, reef_headers
-from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
+from adapters._base import Adapter, RenderRefused, json_file, prompt_files, sorted_files, start_files, tree_config
 from adapters._reef_commands import shell_commands
 from reef_daemon.contract import SESSION_HEADER
 from reef_harness import Entry
@@ -61,17 +61,10 @@ EXTENSIONS_REFUSED = (
 
 def render(entries: list[Entry]) -> dict[str, str]:
     """Claude Code's config folder for a tree."""
-    for entry in entries:
-        if entry.kind == "extension":
-            raise RenderRefused(f"entry '{entry.id}' is an extension: {EXTENSIONS_REFUSED}")
-    files = start_files("claude", entries, RENDERS)
-    for entry in entries:
-        text = str(entry.config.get("text", ""))
-        if entry.kind == "skill":
-            fields = {"name": entry.name, "description": first_line(text)}
-            files[f"claude/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
-        elif entry.kind == "command":
-            files[f"claude/commands/{entry.name}.md"] = with_frontmatter(text, {"description": first_line(text)})
+    files = {
+        **start_files("claude", entries, RENDERS, EXTENSIONS_REFUSED),
+        **prompt_files(entries, "claude/skills/{name}/SKILL.md", "claude/commands/{name}.md"),
+    }
     settings = tree_config(entries, REFUSED_SETTINGS, SETTINGS, DEFAULTS)
     permissions = settings.get("permissions")
     if isinstance(permissions, dict) and permissions.get("defaultMode") == "bypassPermissions":
@@ -79,7 +72,7 @@ def render(entries: list[Entry]) -> dict[str, str]:
             f"a config entry may not set permissions.defaultMode to bypassPermissions in {SETTINGS}: the person "
             f"approves what leaves the session's permission checks"
         )
-    files[SETTINGS] = json.dumps(settings, indent=2, sort_keys=True) + "\n"
+    files[SETTINGS] = json_file(settings)
     return sorted_files(files)
 
 
@@ -117,7 +110,7 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
         "ANTHROPIC_API_KEY": "",
         **dict.fromkeys(MODEL_ALIASES, binding.model),
     }
-    return sorted_files(files, {SETTINGS: json.dumps(settings, indent=2, sort_keys=True) + "\n"})
+    return sorted_files(files, {SETTINGS: json_file(settings)})
 
 
 def _env(root: Path, binding: Binding) -> dict[str, str]:

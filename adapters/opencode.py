@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
-from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
+from adapters._base import Adapter, json_file, prompt_files, sorted_files, start_files, tree_config
 from adapters._reef_commands import shell_commands
 from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
@@ -63,19 +63,12 @@ EXTENSIONS_REFUSED = (
 
 def render(entries: list[Entry]) -> dict[str, str]:
     """opencode's config folder for a tree."""
-    for entry in entries:
-        if entry.kind == "extension":
-            raise RenderRefused(f"entry '{entry.id}' is an extension: {EXTENSIONS_REFUSED}")
-    files = {**start_files("opencode", entries, RENDERS), **KEEP_FILES}
-    for entry in entries:
-        text = str(entry.config.get("text", ""))
-        if entry.kind == "skill":
-            fields = {"name": entry.name, "description": first_line(text)}
-            files[f"{CONFIG_DIR}/skill/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
-        elif entry.kind == "command":
-            files[f"{CONFIG_DIR}/command/{entry.name}.md"] = with_frontmatter(text, {"description": first_line(text)})
-    config = tree_config(entries, REFUSED_SETTINGS, CONFIG, DEFAULTS)
-    files[CONFIG] = json.dumps(config, indent=2, sort_keys=True) + "\n"
+    files = {
+        **start_files("opencode", entries, RENDERS, EXTENSIONS_REFUSED),
+        **KEEP_FILES,
+        **prompt_files(entries, f"{CONFIG_DIR}/skill/{{name}}/SKILL.md", f"{CONFIG_DIR}/command/{{name}}.md"),
+    }
+    files[CONFIG] = json_file(tree_config(entries, REFUSED_SETTINGS, CONFIG, DEFAULTS))
     return sorted_files(files)
 
 
@@ -131,7 +124,7 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
         small_model=f"reef/{binding.model}",
         enabled_providers=["reef"],
     )
-    return sorted_files(files, {CONFIG: json.dumps(config, indent=2, sort_keys=True) + "\n"})
+    return sorted_files(files, {CONFIG: json_file(config)})
 
 
 def _env(root: Path, binding: Binding) -> dict[str, str]:

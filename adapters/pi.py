@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
-from adapters._base import Adapter, first_line, sorted_files, start_files, tree_config, with_frontmatter
+from adapters._base import Adapter, json_file, prompt_files, sorted_files, start_files, tree_config
 from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
@@ -34,19 +34,15 @@ REFUSED_SETTINGS = {
 
 def render(entries: list[Entry]) -> dict[str, str]:
     """The pi-agent directory for a tree."""
-    files = start_files("pi", entries, RENDERS)
+    files = {
+        **start_files("pi", entries, RENDERS),
+        **prompt_files(entries, "pi-agent/skills/{name}/SKILL.md", "pi-agent/prompts/{name}.md"),
+    }
     for entry in entries:
-        text = str(entry.config.get("text", ""))
-        if entry.kind == "skill":
-            fields = {"name": entry.name, "description": first_line(text)}
-            files[f"pi-agent/skills/{entry.name}/SKILL.md"] = with_frontmatter(text, fields)
-        elif entry.kind == "command":
-            files[f"pi-agent/prompts/{entry.name}.md"] = with_frontmatter(text, {"description": first_line(text)})
-        elif entry.kind == "extension":
+        if entry.kind == "extension":
             code = str(entry.config["code"])
             files[f"pi-agent/extensions/{entry.name}.ts"] = code if code.endswith("\n") else code + "\n"
-    settings = tree_config(entries, REFUSED_SETTINGS, RENDERS["config"])
-    files[RENDERS["config"]] = json.dumps(settings, indent=2, sort_keys=True) + "\n"
+    files[RENDERS["config"]] = json_file(tree_config(entries, REFUSED_SETTINGS, RENDERS["config"]))
     return sorted_files(files)
 
 
@@ -85,8 +81,8 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
     return sorted_files(
         files,
         {
-            MODELS: json.dumps({"providers": {"reef": provider}}, indent=2, sort_keys=True) + "\n",
-            SETTINGS: json.dumps(settings, indent=2, sort_keys=True) + "\n",
+            MODELS: json_file({"providers": {"reef": provider}}),
+            SETTINGS: json_file(settings),
         },
     )
 

@@ -17,19 +17,14 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp.test_utils import TestServer
 
-from reef_daemon.app import create_app
-from reef_daemon.context import DAEMON
-from reef_daemon.settings import load_settings
-from tests.support.adapters_testing import agent_binary
-from tests.support.agent_upstream import AgentUpstream
+from bench.harness_daemon import HEADERS, SCENARIO, fake_models, installed_pi, reefine_daemon, settle
 
-SCENARIO = "bench"
 SESSION = [
     "cat context/request.md",
     "printf '# Be brief (%s)\\nAnswer in one sentence.\\n' \"$(date +%N)\" > skills/brief.md",
@@ -40,17 +35,9 @@ SESSION = [
 
 
 async def one(session: aiohttp.ClientSession, base: str, text: str, limit_s: float) -> dict[str, Any]:
-    headers = {"x-reef-scenario": SCENARIO}
     started = time.monotonic()
-    async with session.post(f"{base}/reef/train", json={"text": text}, headers=headers) as filed:
-        request_id = (await filed.json())["agent_record_id"]
-    while time.monotonic() - started < limit_s:
-        async with session.get(f"{base}/reef/requests/{request_id}", headers=headers) as answer:
-            progress = await answer.json()
-        if progress["state"] == "settled":
-            break
-        await asyncio.sleep(0.5)
-    async with session.get(f"{base}/reef/scenarios/{SCENARIO}/releases", headers=headers) as listed:
+    progress = await settle(session, base, text, limit_s)
+    async with session.get(f"{base}/reef/scenarios/{SCENARIO}/releases", headers=HEADERS) as listed:
         rows = (await listed.json())["releases"]
     agent = next((row["metrics"].get("agent") for row in rows if row["metrics"].get("agent")), None) or {}
     trials = sum(float(trial.get("seconds") or 0) for trial in agent.get("trials", []))
@@ -66,43 +53,27 @@ async def one(session: aiohttp.ClientSession, base: str, text: str, limit_s: flo
 
 
 async def main(args: argparse.Namespace) -> int:
-    pi = agent_binary("pi")
+    pi = installed_pi()
     if pi is None:
-        print("pi is not installed; scripts/setup installs it", file=sys.stderr)
         return 2
     os.environ["PATH"] = os.pathsep.join([str(pi.parent), os.environ["PATH"]])
     state = Path(tempfile.mkdtemp(prefix="reef-bench-proposer-"))
-    overrides = {"recipe": "reefine", "reef.state-dir": str(state), "harness.proposer-wall-s": str(args.wall_s)}
-    models = AgentUpstream()
-    upstream = None
-    if args.embedded is not None:
-        if args.embedded:
-            (state / "models").symlink_to(Path(args.embedded).expanduser(), target_is_directory=True)
-        overrides["harness.max-tokens"] = "48"
-    else:
-        models.session.commands = SESSION
-        upstream = TestServer(models.app(), host="127.0.0.1")
-        await upstream.start_server()
-        overrides["inference.upstream-url"] = str(upstream.make_url("")).rstrip("/")
-        overrides["inference.upstream-model"] = "fake-proposer"
-    server = TestServer(create_app(load_settings(overrides=overrides, environ={})), host="127.0.0.1")
-    await server.start_server()
-    assert server.port is not None
-    server.app[DAEMON].listening(server.port)
-    base = str(server.make_url("")).rstrip("/")
+    overrides = {"harness.proposer-wall-s": str(args.wall_s)}
     rows = []
-    try:
-        async with aiohttp.ClientSession() as session:
-            await session.post(f"{base}/reef/scenarios", json={"name": SCENARIO})
-            for number in range(args.requests):
-                row = await one(session, base, f"make answers brief ({number})", args.wall_s + 300)
-                print(json.dumps(row))
-                rows.append(row)
-    finally:
-        await server.close()
-        if upstream is not None:
-            await upstream.close()
-        models.close()
+    async with AsyncExitStack() as stack:
+        if args.embedded is not None:
+            if args.embedded:
+                (state / "models").symlink_to(Path(args.embedded).expanduser(), target_is_directory=True)
+            overrides["harness.max-tokens"] = "48"
+        else:
+            models, upstream = await stack.enter_async_context(fake_models())
+            models.session.commands = SESSION
+            overrides.update(upstream)
+        session, base = await stack.enter_async_context(reefine_daemon(state, overrides))
+        for number in range(args.requests):
+            row = await one(session, base, f"make answers brief ({number})", args.wall_s + 300)
+            print(json.dumps(row))
+            rows.append(row)
     shares = [row["trial_share"] for row in rows if row["trial_share"] is not None]
     summary = {
         "model": "scripted" if args.embedded is None else "embedded",

@@ -22,30 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp.test_utils import TestServer
 
-from reef_daemon.app import create_app
-from reef_daemon.context import DAEMON
-from reef_daemon.settings import load_settings
-from tests.support.adapters_testing import agent_binary
-from tests.support.agent_upstream import AgentUpstream
+from bench.harness_daemon import SCENARIO, fake_models, installed_pi, reefine_daemon, settle
 from tests.support.fake_proposer_model import answer, skill
-
-SCENARIO = "bench"
-HEADERS = {"x-reef-scenario": SCENARIO}
 
 
 async def candidate(session: aiohttp.ClientSession, base: str, number: int) -> dict[str, Any]:
     """File one request and wait until it settles; the gate's figures from its evidence."""
     started = time.monotonic()
-    async with session.post(f"{base}/reef/train", json={"text": f"be brief ({number})"}, headers=HEADERS) as filed:
-        request_id = (await filed.json())["agent_record_id"]
-    while True:
-        async with session.get(f"{base}/reef/requests/{request_id}", headers=HEADERS) as answered:
-            progress = await answered.json()
-        if progress["state"] == "settled":
-            break
-        await asyncio.sleep(0.5)
+    progress = await settle(session, base, f"be brief ({number})")
     evidence = progress.get("evidence") or {}
     return {
         "result": progress.get("result"),
@@ -59,26 +44,10 @@ async def candidate(session: aiohttp.ClientSession, base: str, number: int) -> d
 async def run(pi: Path, tasks: int, repeat: int) -> list[dict[str, Any]]:
     """A fresh daemon with `tasks` protected tasks; `repeat` candidates through its gate."""
     state = Path(tempfile.mkdtemp(prefix="reef-bench-evaluation-"))
-    models = AgentUpstream()
-    upstream = TestServer(models.app(), host="127.0.0.1")
-    await upstream.start_server()
-    overrides = {
-        "recipe": "reefine",
-        "reef.state-dir": str(state),
-        "inference.upstream-url": str(upstream.make_url("")).rstrip("/"),
-        "inference.upstream-model": "fake-proposer",
-        "harness.trial": str(pi),
-        "harness.proposer-agent": "off",
-    }
-    server = TestServer(create_app(load_settings(overrides=overrides, environ={})), host="127.0.0.1")
-    await server.start_server()
-    assert server.port is not None
-    server.app[DAEMON].listening(server.port)
-    base = str(server.make_url("")).rstrip("/")
     rows = []
-    try:
-        async with aiohttp.ClientSession() as session:
-            await session.post(f"{base}/reef/scenarios", json={"name": SCENARIO})
+    async with fake_models() as (models, upstream):
+        overrides = {**upstream, "harness.trial": str(pi), "harness.proposer-agent": "off"}
+        async with reefine_daemon(state, overrides) as (session, base):
             for number in range(tasks):
                 task = {"prompt": f"What is the capital of France? ({number})", "regex": "Paris", "protected": True}
                 async with session.post(f"{base}/reef/scenarios/{SCENARIO}/tasks", json=task) as added:
@@ -88,17 +57,12 @@ async def run(pi: Path, tasks: int, repeat: int) -> list[dict[str, Any]]:
                 row = {"tasks": tasks, **await candidate(session, base, number)}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    finally:
-        await server.close()
-        await upstream.close()
-        models.close()
     return rows
 
 
 async def main(args: argparse.Namespace) -> int:
-    pi = agent_binary("pi")
+    pi = installed_pi()
     if pi is None:
-        print("pi is not installed; scripts/setup installs it", file=sys.stderr)
         return 2
     summaries = []
     for tasks in args.tasks:

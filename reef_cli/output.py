@@ -26,6 +26,14 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
+def print_answer(value: Any, json: bool, line: str) -> None:
+    """The daemon's answer as one JSON line with --json; otherwise `line`, what it means to a person."""
+    if json:
+        print_json(value)
+    else:
+        typer.echo(line)
+
+
 def say_error(message: str) -> None:
     """One line on stderr, prefixed with `reef:`."""
     typer.echo(f"reef: {message}", err=True)

@@ -11,7 +11,7 @@ import typer
 
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
-from reef_cli.output import console, error_console, print_json
+from reef_cli.output import console, error_console, print_answer, print_json
 from reef_cli.render.status import scenarios_table
 
 LIST_EXAMPLE = "Example: reef scenarios --json"
@@ -90,11 +90,9 @@ def create(
     """
     with daemon_client(*_inherited(ctx, url, token)) as client:
         row, created = client.create_scenario(name, None if training_mode is None else training_mode.value)
-    if json:
-        print_json({**row, "created": created})
-        return
     verb = "created" if created else "already exists:"
-    typer.echo(f"{verb} scenario {row['scenario']} (recipe {row['recipe']}, training {row['training_mode']})")
+    line = f"{verb} scenario {row['scenario']} (recipe {row['recipe']}, training {row['training_mode']})"
+    print_answer({**row, "created": created}, json, line)
 
 
 @app.command("move", epilog=MOVE_EXAMPLE)
@@ -130,7 +128,5 @@ def archive(
     """
     with daemon_client(*_inherited(ctx, url, token)) as client:
         archived_as = client.archive_scenario(name)
-    if json:
-        print_json({"scenario": name, "archived_as": archived_as})
-        return
-    typer.echo(f"archived scenario {name}; its records are kept as {archived_as}")
+    line = f"archived scenario {name}; its records are kept as {archived_as}"
+    print_answer({"scenario": name, "archived_as": archived_as}, json, line)

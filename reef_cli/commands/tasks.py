@@ -10,7 +10,7 @@ import typer
 
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
-from reef_cli.output import console, error_console, fail, print_json
+from reef_cli.output import console, error_console, fail, print_answer, print_json
 from reef_cli.render.tasks import check_of, kind_of, tasks_table
 from reef_cli.task_fixture import FixtureError, read_fixture
 from reef_daemon.contract import EvalTask
@@ -64,10 +64,7 @@ def add(
         fail(f"--fixture: {exc}", 2)
     with daemon_client(url, token) as client:
         task = client.add_task(scenario, prompt, fixture=files, regex=regex, judge=judge, protected=protected)
-    if json:
-        print_json(task)
-        return
-    typer.echo(f"added {kind_of(task)} {task['id']} to {scenario}{_described(task)}")
+    print_answer(task, json, f"added {kind_of(task)} {task['id']} to {scenario}{_described(task)}")
 
 
 @app.command("list", epilog=LIST_EXAMPLE)
@@ -95,10 +92,7 @@ def remove(
     """Remove a stored task. (A replay is dismissed instead: `reef tasks dismiss`.)"""
     with daemon_client(url, token) as client:
         task = client.remove_task(scenario, task_id)
-    if json:
-        print_json(task)
-        return
-    typer.echo(f"removed {kind_of(task)} {task['id']} from {scenario}")
+    print_answer(task, json, f"removed {kind_of(task)} {task['id']} from {scenario}")
 
 
 @app.command("promote", epilog=PROMOTE_EXAMPLE)
@@ -109,10 +103,7 @@ def promote(
     """Make a replay a protected task: from then on a candidate must not do worse on it."""
     with daemon_client(url, token) as client:
         task = client.promote_replay(scenario, replay_id)
-    if json:
-        print_json(task)
-        return
-    typer.echo(f"promoted {replay_id} to protected task {task['id']}")
+    print_answer(task, json, f"promoted {replay_id} to protected task {task['id']}")
 
 
 @app.command("dismiss", epilog=DISMISS_EXAMPLE)
@@ -123,10 +114,7 @@ def dismiss(
     """Stop offering a replay, and other conversations that opened with the same words."""
     with daemon_client(url, token) as client:
         ack = client.dismiss_replay(scenario, replay_id)
-    if json:
-        print_json(ack)
-        return
-    typer.echo(f"dismissed {replay_id}; it is no longer replayed")
+    print_answer(ack, json, f"dismissed {replay_id}; it is no longer replayed")
 
 
 def _described(task: EvalTask) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from reef_transcripts.anthropic import block_messages
-from reef_transcripts.chat import Message, append_message, trim_to_last_answer
-from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, span_ms, timestamp
+from reef_transcripts.chat import Message, append_message
+from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, session_conversation, timestamp
 
 FORMAT = "claude-code"
 
@@ -49,9 +49,6 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
             model = message["model"]
         for converted in block_messages(str(line["type"]), message["content"]):
             append_message(messages, converted)
-    messages = trim_to_last_answer(messages)
-    if not messages:
-        yield BadLine(str(path), 0, "the transcript has no assistant answer")
-        return
-    yield Conversation(FORMAT, str(path), 1, messages, model=model, created_at=first,
-                       duration_ms=span_ms(first, last), session=session)  # fmt: skip
+    yield session_conversation(
+        FORMAT, path, messages, model=model, first=first, last=last, session=session, noun="transcript"
+    )

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from reef_transcripts.chat import Message, append_message, text_of, trim_to_last_answer
+from reef_transcripts.chat import Message, append_message, text_of
 from reef_transcripts.responses import item_message
-from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, span_ms, timestamp
+from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, session_conversation, timestamp
 
 FORMAT = "codex"
 
@@ -44,9 +44,6 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
             if message is not None:
                 append_message(messages, message)
                 last = at if at is not None else last
-    messages = trim_to_last_answer(messages)
-    if not messages:
-        yield BadLine(str(path), 0, "the rollout has no assistant answer")
-        return
-    yield Conversation(FORMAT, str(path), 1, messages, model=model, created_at=first,
-                       duration_ms=span_ms(first, last), session=session)  # fmt: skip
+    yield session_conversation(
+        FORMAT, path, messages, model=model, first=first, last=last, session=session, noun="rollout"
+    )

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reef_transcripts.chat import Message
+from reef_transcripts.chat import Message, trim_to_last_answer
 
 # A longer line is reported and skipped without being held in memory.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -89,6 +89,26 @@ def json_lines(path: Path, advance: Advance = None) -> Iterator[tuple[int, Any] 
                 yield BadLine(str(path), number, "the line is not UTF-8 text")
             except ValueError as exc:
                 yield BadLine(str(path), number, f"not JSON ({exc})")
+
+
+def session_conversation(
+    format: str,
+    path: Path,
+    messages: list[Message],
+    *,
+    model: str | None,
+    first: float | None,
+    last: float | None,
+    session: str | None,
+    noun: str,
+) -> Conversation | BadLine:
+    """A session file's one conversation, trimmed to its last answer, from its `first` to its `last` timestamp; a
+    BadLine for the whole file when the `noun` (transcript, rollout, session) has no assistant answer."""
+    messages = trim_to_last_answer(messages)
+    if not messages:
+        return BadLine(str(path), 0, f"the {noun} has no assistant answer")
+    return Conversation(format, str(path), 1, messages, model=model, created_at=first,
+                        duration_ms=span_ms(first, last), session=session)  # fmt: skip
 
 
 def timestamp(value: Any) -> float | None:

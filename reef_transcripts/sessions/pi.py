@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reef_transcripts.chat import Message, append_message, assistant_message, text_of, tool_call, trim_to_last_answer
-from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, span_ms, timestamp
+from reef_transcripts.chat import Message, append_message, assistant_message, text_of, tool_call
+from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, session_conversation, timestamp
 
 FORMAT = "pi"
 
@@ -45,14 +45,11 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
             converted = _message(message)
             if converted is not None:
                 append_message(messages, converted)
-    messages = trim_to_last_answer(messages)
-    if not messages:
-        yield BadLine(str(path), 0, "the session has no assistant answer")
-        return
     first = timestamp(branch[0].get("timestamp")) if branch else None
     last = timestamp(branch[-1].get("timestamp")) if branch else None
-    yield Conversation(FORMAT, str(path), 1, messages, model=model, created_at=first,
-                       duration_ms=span_ms(first, last), session=session)  # fmt: skip
+    yield session_conversation(
+        FORMAT, path, messages, model=model, first=first, last=last, session=session, noun="session"
+    )
 
 
 def _branch(entries: dict[str, dict[str, Any]], last_id: str | None) -> list[dict[str, Any]]:
