@@ -55,6 +55,8 @@ def test_a_row_gets_the_same_bits_alone_or_in_any_batch(outputs: int, inputs: in
         assert torch.equal(kernel.linear(rows[:count], packed, outputs), alone[:count]), f"{count} rows"
     order = torch.randperm(9, generator=generator)
     assert torch.equal(kernel.linear(rows[order], packed, outputs), alone[order])
+    for threads in (2, 3, 8):
+        assert torch.equal(kernel.linear(rows, packed, outputs, threads=threads), alone), f"{threads} threads"
 
 
 def test_decoding_layers_follow_a_weight_change() -> None:

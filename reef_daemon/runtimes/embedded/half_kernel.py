@@ -3,7 +3,7 @@
 A decoding step multiplies a few rows (one per sequence) by every weight of the model. torch's fp16 product on a CPU
 without fp16 arithmetic converts the weights again for every row, so four rows cost about three times one; this
 kernel converts each weight once per step for all rows, and sums every output in a fixed order, so a row gets the
-same bits alone or in any batch. It is compiled with the system's C compiler (`$CC`, else `cc`) for this CPU into
+same bits alone or in any batch, on any number of threads (torch's, shared out by output features). It is compiled with the system's C compiler (`$CC`, else `cc`) for this CPU into
 the user's cache (~/.cache/reef/kernels), once per source, flags and CPU. Without a compiler, or where the build or
 load fails, `load_kernel` says why once and returns None, and decoding uses torch's fp16 product.
 """
@@ -40,6 +40,7 @@ class HalfKernel:
         self._linear = library.reef_half_linear
         self._linear.argtypes = [
             ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+            ctypes.c_int,
         ]  # fmt: skip
         self._linear.restype = None
         kind = library.reef_half_linear_kind
@@ -55,13 +56,19 @@ class HalfKernel:
             half = torch.cat([half, half.new_zeros(missing, half.shape[1])])
         return half.view(-1, PANEL, half.shape[1]).transpose(1, 2).contiguous()
 
-    def linear(self, rows: torch.Tensor, packed: torch.Tensor, outputs: int) -> torch.Tensor:
-        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs: [n, outputs] fp32."""
+    def linear(
+        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
+    ) -> torch.Tensor:
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs: [n, outputs] fp32, on `threads`
+        threads (torch's number by default; the result is the same for any)."""
         rows = rows.contiguous()
         if rows.dtype != torch.float32 or packed.dtype != torch.float16 or rows.shape[1] != packed.shape[1]:
             raise ValueError(f"half kernel: rows {rows.dtype} {tuple(rows.shape)}, weight {tuple(packed.shape)}")
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
-        self._linear(rows.data_ptr(), rows.shape[0], rows.shape[1], packed.data_ptr(), outputs, result.data_ptr())
+        threads = torch.get_num_threads() if threads is None else threads
+        self._linear(
+            rows.data_ptr(), rows.shape[0], rows.shape[1], packed.data_ptr(), outputs, result.data_ptr(), threads
+        )
         return result
 
 

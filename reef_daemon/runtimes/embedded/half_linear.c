@@ -7,9 +7,13 @@
  * output's sum never depend on how many rows there are or which rows share a pass: a row gets the same bits alone or
  * in any batch. The weights of a panel are read once per group of rows and converted to fp32 in registers.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PANEL 32
 #define GROUP 3 /* rows per pass over a panel: GROUP x PANEL / 8 accumulators stay in AVX2 registers */
@@ -91,18 +95,126 @@ const char *reef_half_linear_kind(void) { return "portable"; }
 
 #endif
 
-/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32. */
-void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
-                      float *y) {
+typedef struct {
+    const float *x;
+    int64_t rows, k_count, n_count;
+    const uint16_t *packed;
+    float *y;
+} product_t;
+
+/* Panels [first_panel, end_panel) of one product. */
+static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
     float out[GROUP * PANEL];
-    for (int64_t first = 0; first < n_count; first += PANEL) {
-        const uint16_t *panel = packed + first * k_count;
-        int64_t width = n_count - first < PANEL ? n_count - first : PANEL;
-        for (int64_t row = 0; row < rows; row += GROUP) {
-            int group = rows - row < GROUP ? (int)(rows - row) : GROUP;
-            pass(x + row * k_count, k_count, panel, out, group);
+    for (int64_t index = first_panel; index < end_panel; index++) {
+        int64_t first = index * PANEL;
+        const uint16_t *panel = p->packed + first * p->k_count;
+        int64_t width = p->n_count - first < PANEL ? p->n_count - first : PANEL;
+        for (int64_t row = 0; row < p->rows; row += GROUP) {
+            int group = p->rows - row < GROUP ? (int)(p->rows - row) : GROUP;
+            pass(p->x + row * p->k_count, p->k_count, panel, out, group);
             for (int r = 0; r < group; r++)
-                memcpy(y + (row + r) * n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
+                memcpy(p->y + (row + r) * p->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
         }
+    }
+}
+
+/* Helper threads. A product's panels are shared out in fixed slices, one per thread; each output is computed as
+ * above whichever thread does it, so the result does not depend on the number of threads either. Between products a
+ * helper spins briefly (the next product of a layer usually follows within microseconds), then sleeps. */
+#define MAX_THREADS 64
+#define SPIN_NS 50000
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static int helpers;                 /* started helper threads; helper i takes slice i + 1 */
+static product_t current;           /* the product being computed */
+static int slices;                  /* how many slices it is shared out in */
+static _Atomic int64_t generation;  /* counts products; a helper works when it sees a new one */
+static _Atomic int unfinished;      /* helpers' slices of the current product still being computed */
+
+static void slice(const product_t *p, int index, int count) {
+    int64_t total = (p->n_count + PANEL - 1) / PANEL;
+    panels(p, total * index / count, total * (index + 1) / count);
+}
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+typedef struct {
+    int index;
+    int64_t seen; /* the last product before this helper started: it takes part from the next one on */
+} helper_start_t;
+
+static void *helper(void *argument) {
+    helper_start_t start = *(helper_start_t *)argument;
+    free(argument);
+    int index = start.index;
+    int64_t seen = start.seen;
+    for (;;) {
+        int64_t began = now_ns();
+        while (atomic_load_explicit(&generation, memory_order_acquire) == seen && now_ns() - began < SPIN_NS) {
+        }
+        pthread_mutex_lock(&pool_lock);
+        while (atomic_load(&generation) == seen) pthread_cond_wait(&pool_wake, &pool_lock);
+        seen = atomic_load(&generation); /* the product and its slices as of this generation, taken together */
+        product_t product = current;
+        int count = slices;
+        pthread_mutex_unlock(&pool_lock);
+        if (index < count) {
+            slice(&product, index, count);
+            atomic_fetch_sub_explicit(&unfinished, 1, memory_order_release);
+        }
+    }
+    return NULL;
+}
+
+static void forget_helpers(void) { helpers = 0; } /* a forked child has none of its parent's threads */
+
+static int start_helpers(int wanted) {
+    static int registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, forget_helpers);
+        registered = 1;
+    }
+    while (helpers < wanted) {
+        pthread_t thread;
+        helper_start_t *start = malloc(sizeof *start);
+        if (start == NULL) break;
+        *start = (helper_start_t){helpers + 1, atomic_load(&generation)};
+        if (pthread_create(&thread, NULL, helper, start) != 0) {
+            free(start);
+            break;
+        }
+        pthread_detach(thread);
+        helpers++;
+    }
+    return helpers;
+}
+
+/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
+ * Computed on up to `threads` threads (this one and helpers); calls must not overlap. */
+void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
+                      float *y, int threads) {
+    product_t product = {x, rows, k_count, n_count, packed, y};
+    int64_t total = (n_count + PANEL - 1) / PANEL;
+    int count = threads < MAX_THREADS ? threads : MAX_THREADS;
+    if (count > total) count = (int)total;
+    if (count > 1) count = 1 + (start_helpers(count - 1) < count - 1 ? helpers : count - 1);
+    if (count <= 1) {
+        panels(&product, 0, total);
+        return;
+    }
+    pthread_mutex_lock(&pool_lock);
+    current = product;
+    slices = count;
+    atomic_store(&unfinished, count - 1);
+    atomic_fetch_add_explicit(&generation, 1, memory_order_release);
+    pthread_cond_broadcast(&pool_wake);
+    pthread_mutex_unlock(&pool_lock);
+    slice(&product, 0, count);
+    while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0) {
     }
 }
