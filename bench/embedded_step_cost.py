@@ -1,12 +1,11 @@
 """Where one batched decoding step of the embedded model spends its time, for 1, 2, 4 and 8 rows.
 
 For each row count, a `BatchCache` of that many short contexts is stepped (the worker's forward pass, without the
-HTTP layers), and the step's wall time is split by the torch profiler into the linear layers' matrix products
-(`aten::mm`, on the fp16 copies of `precision.py`) and everything else (attention row by row, norms, cache writes,
-Python). Then the linear layers' kernel alone is timed on every decode weight, as the model uses it (fp16, all rows in
-one call) and as two alternatives: fp32 products on a converted copy (MKL) in fixed groups of 4 rows (a fixed shape,
-so a row's result does not depend on the batch), and the time to read every fp16 weight once (an integer maximum
-over their bits: the memory floor).
+HTTP layers), once with the decoding kernel of `half_kernel.py` (as served) and once with torch's fp16 product (what
+decoding falls back to without a C compiler). Then the linear layers' products alone are timed on every decode
+weight: the kernel, torch's fp16 product (all rows in one call), fp32 products on a converted copy (MKL) in fixed
+groups of 4 rows (a fixed shape, so a row's result does not depend on the batch), and the time to read every fp16
+weight once (an integer maximum over their bits: the memory floor).
 Run with one torch thread by default, so a loaded machine's scheduling noise stays out of the ratios.
 
     .venv/bin/python bench/embedded_step_cost.py [--threads 1] [--steps 12]
@@ -28,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from reef_daemon.runtimes.embedded.batch import BatchCache
+from reef_daemon.runtimes.embedded.half_kernel import HalfKernel, decoding_method, load_kernel
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
@@ -47,11 +47,15 @@ def best_of(run: Callable[[], object], repeats: int) -> float:
 
 
 def step_table(model: Any, steps: int) -> list[str]:
-    from torch.profiler import profile
     from transformers import DynamicCache
 
-    lines = ["| rows | step ms | tok/s | vs 1 row | linear products ms | rest ms |", "|---|---|---|---|---|---|"]
-    single = None
+    layers = [m for m in model.modules() if isinstance(m, DecodeLinear)]
+    kernel = load_kernel()
+    lines = [
+        "| rows | kernel step ms | tok/s | vs 1 row | torch fp16 step ms | tok/s | vs 1 row |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rates: dict[str, float] = {}
     for rows in ROWS:
         batch = BatchCache()
         for row in range(rows):
@@ -65,24 +69,35 @@ def step_table(model: Any, steps: int) -> list[str]:
             model(input_ids=inputs, position_ids=positions, attention_mask=mask, cache=batch, logits_to_keep=1)
             batch.advance()
 
-        ms = best_of(step, steps)
-        with profile() as profiled:
-            step()
-        events = profiled.key_averages()
-        total = sum(e.self_cpu_time_total for e in events)
-        mm = sum(e.self_cpu_time_total for e in events if e.key == "aten::mm")
-        single = single or rows / ms
-        lines.append(
-            f"| {rows} | {ms:.1f} | {rows / ms * 1000:.1f} | {rows / ms / single:.2f}x"
-            f" | {ms * mm / total:.1f} | {ms * (total - mm) / total:.1f} |"
-        )
+        cells = []
+        for name, use in (("kernel", kernel), ("torch", None)):
+            _decode_with(layers, use)
+            ms = best_of(step, steps)
+            rates.setdefault(name, rows / ms)
+            cells.append(f"{ms:.1f} | {rows / ms * 1000:.1f} | {rows / ms / rates[name]:.2f}x")
+        _decode_with(layers, kernel)
+        lines.append(f"| {rows} | " + " | ".join(cells) + " |")
     return lines
 
 
+def _decode_with(layers: list[DecodeLinear], kernel: HalfKernel | None) -> None:
+    """Make every decoding layer multiply with `kernel`, or with torch's fp16 product where None."""
+    for layer in layers:
+        layer._kernel = kernel
+        layer.decode_weight = layer._decode_copy()
+
+
 def kernel_table(model: Any, repeats: int) -> list[str]:
-    weights = [m.half_weight for m in model.modules() if isinstance(m, DecodeLinear)]
+    kernel = load_kernel()
+    assert kernel is not None, decoding_method()
+    weights = [m.weight.detach().to(torch.float16) for m in model.modules() if isinstance(m, DecodeLinear)]
+    packed = [kernel.pack(w) for w in weights]
     scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))
     group = torch.zeros(GROUP, max(w.shape[1] for w in weights))
+
+    def reef_kernel(rows: int) -> None:
+        for w, p in zip(weights, packed, strict=True):
+            kernel.linear(torch.ones(rows, w.shape[1]), p, w.shape[0])
 
     def fp16(rows: int) -> None:
         for w in weights:
@@ -101,13 +116,15 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
     lines = [
         f"Reading every fp16 decode weight once ({sum(w.numel() for w in weights) * 2 / 2**20:.0f} MiB): {read:.1f} ms",
         "",
-        "| rows | fp16, one call (as served) ms | fp32 on converted tiles, groups of 4 ms |",
-        "|---|---|---|",
+        f"| rows | reef kernel ({kernel.kind}) ms | torch fp16, one call ms"
+        " | fp32 on converted tiles, groups of 4 ms |",
+        "|---|---|---|---|",
     ]
     for rows in ROWS:
+        ours = best_of(partial(reef_kernel, rows), repeats)
         served = best_of(partial(fp16, rows), repeats)
         grouped = best_of(partial(fp32_groups, rows), repeats)
-        lines.append(f"| {rows} | {served:.1f} | {grouped:.1f} |")
+        lines.append(f"| {rows} | {ours:.1f} | {served:.1f} | {grouped:.1f} |")
     return lines
 
 

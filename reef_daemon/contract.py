@@ -426,6 +426,7 @@ class RuntimeStatus(TypedDict):
     sampling: NotRequired[SamplingDefaults]
     peak_batch: NotRequired[int]
     engine: NotRequired[str]
+    decoding: NotRequired[str]
 
 
 class DaemonState(TypedDict):

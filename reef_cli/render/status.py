@@ -28,6 +28,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     facts.add_row("model", str(runtime.get("model") or "(chosen by each client)"))
     if runtime.get("weight_version") is not None:
         facts.add_row("weights", str(runtime["weight_version"]))
+    if runtime.get("decoding"):
+        facts.add_row("decoding", str(runtime["decoding"]))
     if runtime.get("sampling"):
         facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
     facts.add_row("training", _training(training))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from reef_daemon.runtimes.embedded.engine import Engine
+from reef_daemon.runtimes.embedded.half_kernel import decoding_method
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel, ModelSource, load_model
 from reef_daemon.runtimes.embedded.stopping import end_ids
@@ -82,6 +83,7 @@ class TorchEngine(Engine):
             "parameters": loaded.parameters,
             "tokens_per_second": round(speed, 1) if speed is not None else None,
             "peak_batch": worker.peak_batch,
+            "decoding": decoding_method(),
             "context_length": loaded.context_length,
             "weights": str(loaded.weights_dir),
             "load_s": round(self._load_s or 0.0, 3),

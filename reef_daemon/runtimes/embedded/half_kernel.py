@@ -1,0 +1,135 @@
+"""The decoding kernel for fp16 weights (`half_linear.c`): built for this machine on first use, loaded with ctypes.
+
+A decoding step multiplies a few rows (one per sequence) by every weight of the model. torch's fp16 product on a CPU
+without fp16 arithmetic converts the weights again for every row, so four rows cost about three times one; this
+kernel converts each weight once per step for all rows, and sums every output in a fixed order, so a row gets the
+same bits alone or in any batch, on any number of threads (torch's, shared out by output features). It is compiled
+with the system's C compiler (`$CC`, else `cc`) for this CPU into the user's cache (~/.cache/reef/kernels), once per
+source, flags and CPU. Without a compiler, or where the build or load fails, `load_kernel` says why once and returns
+None, and decoding uses torch's fp16 product.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import platform
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+from reef_daemon.runtimes.model_cache import user_model_cache
+
+log = logging.getLogger("reef.embedded")
+
+SOURCE = Path(__file__).with_name("half_linear.c")
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
+PANEL = 32  # output features per panel of the packed weights; matches PANEL in half_linear.c
+BUILD_TIMEOUT_S = 120
+
+
+class HalfKernel:
+    """`reef_half_linear` of a built library: y = x Wᵀ for fp32 rows and a weight packed by `pack`."""
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        self._linear = library.reef_half_linear
+        self._linear.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+            ctypes.c_int,
+        ]  # fmt: skip
+        self._linear.restype = None
+        kind = library.reef_half_linear_kind
+        kind.restype = ctypes.c_char_p
+        self.kind: str = kind().decode()
+
+    @staticmethod
+    def pack(weight: torch.Tensor) -> torch.Tensor:
+        """The fp16 panels of `weight` [out, in]: [ceil(out / PANEL), in, PANEL], zero past the last output."""
+        half = weight.detach().to(torch.float16)
+        missing = -half.shape[0] % PANEL
+        if missing:
+            half = torch.cat([half, half.new_zeros(missing, half.shape[1])])
+        return half.view(-1, PANEL, half.shape[1]).transpose(1, 2).contiguous()
+
+    def linear(
+        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
+    ) -> torch.Tensor:
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs: [n, outputs] fp32, on `threads`
+        threads (torch's number by default; the result is the same for any)."""
+        rows = rows.contiguous()
+        if rows.dtype != torch.float32 or packed.dtype != torch.float16 or rows.shape[1] != packed.shape[1]:
+            raise ValueError(f"half kernel: rows {rows.dtype} {tuple(rows.shape)}, weight {tuple(packed.shape)}")
+        result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
+        threads = torch.get_num_threads() if threads is None else threads
+        self._linear(
+            rows.data_ptr(), rows.shape[0], rows.shape[1], packed.data_ptr(), outputs, result.data_ptr(), threads
+        )
+        return result
+
+
+def load_kernel() -> HalfKernel | None:
+    """The kernel for this machine, built on first use; None (said once, in the log) where it cannot be built."""
+    return _loaded()[0]
+
+
+def decoding_method() -> str:
+    """How decoding steps multiply, for `reef status`: this kernel, or torch's fp16 product and why."""
+    kernel, why = _loaded()
+    return f"fp16 weights, reef kernel ({kernel.kind})" if kernel else f"fp16 weights, torch product ({why})"
+
+
+@functools.cache
+def _loaded() -> tuple[HalfKernel | None, str]:
+    try:
+        return HalfKernel(ctypes.CDLL(str(_built()))), ""
+    except (OSError, subprocess.SubprocessError) as error:
+        log.warning("decoding with torch's fp16 product: the fp16 decoding kernel is unavailable (%s)", error)
+        return None, f"no kernel: {error}"
+
+
+def _built() -> Path:
+    compiler = shlex.split(os.environ.get("CC") or "cc")
+    key = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), " ".join(compiler + list(FLAGS)).encode(), _machine().encode()):
+        key.update(hashlib.sha256(part).digest())
+    library = kernels_dir() / f"half_linear-{key.hexdigest()[:24]}.so"
+    if library.is_file():
+        return library
+    library.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
+        built = Path(scratch) / library.name
+        result = subprocess.run(
+            [*compiler, *FLAGS, "-o", str(built), str(SOURCE)],
+            capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise OSError(f"{compiler[0]} failed: {(result.stderr or result.stdout).strip()[-500:]}")
+        os.replace(built, library)  # whole or absent, also with two daemons building at once
+    log.info("built the fp16 decoding kernel for this CPU: %s", library)
+    return library
+
+
+def kernels_dir() -> Path:
+    """Built kernels of this user, next to the converted models."""
+    return user_model_cache().parent / "kernels"
+
+
+def _machine() -> str:
+    """What `-march=native` builds for: the architecture, CPU model and feature flags."""
+    identity = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    identity.append(line.strip())
+                if line.strip() == "":
+                    break  # the first processor describes them all
+    except OSError:
+        pass
+    return "\n".join(identity)

@@ -1,0 +1,120 @@
+"""The fp16 decoding kernel: built for this machine, right, and a row's result independent of the rows beside it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from reef_daemon.runtimes.embedded import half_kernel
+from reef_daemon.runtimes.embedded.half_kernel import HalfKernel, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.precision import DecodeLinear
+
+SHAPES = [(576, 576), (70, 33), (1, 5), (49, 1536)]  # (outputs, inputs): whole panels, ragged ones, a single output
+
+
+@pytest.fixture
+def fresh_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A kernel cache of its own and no kernel loaded yet; the loaded one is forgotten again afterwards."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    half_kernel._loaded.cache_clear()
+    yield tmp_path / "reef" / "kernels"
+    half_kernel._loaded.cache_clear()
+
+
+def _kernel() -> HalfKernel:
+    kernel = load_kernel()
+    assert kernel is not None, decoding_method()
+    return kernel
+
+
+@pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
+def test_products_match_fp32_arithmetic_on_the_fp16_weights(outputs: int, inputs: int) -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(outputs * inputs)
+    weight = torch.randn(outputs, inputs, generator=generator) * 0.05
+    rows = torch.randn(7, inputs, generator=generator)
+    expected = rows.double() @ weight.to(torch.float16).double().T
+    got = kernel.linear(rows, kernel.pack(weight), outputs)
+    assert got.shape == (7, outputs)
+    assert torch.allclose(got.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
+def test_a_row_gets_the_same_bits_alone_or_in_any_batch(outputs: int, inputs: int) -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(7)
+    packed = kernel.pack(torch.randn(outputs, inputs, generator=generator))
+    rows = torch.randn(9, inputs, generator=generator)
+    alone = torch.cat([kernel.linear(rows[r : r + 1], packed, outputs) for r in range(9)])
+    for count in range(1, 10):
+        assert torch.equal(kernel.linear(rows[:count], packed, outputs), alone[:count]), f"{count} rows"
+    order = torch.randperm(9, generator=generator)
+    assert torch.equal(kernel.linear(rows[order], packed, outputs), alone[order])
+    for threads in (2, 3, 8):
+        assert torch.equal(kernel.linear(rows, packed, outputs, threads=threads), alone), f"{threads} threads"
+
+
+def test_decoding_layers_follow_a_weight_change() -> None:
+    kernel = _kernel()
+    linear = nn.Linear(40, 50)
+    layer = DecodeLinear(linear, kernel)
+    x = torch.randn(3, 1, 40)
+    with torch.no_grad():
+        assert torch.allclose(layer(x), linear(x), atol=1e-2)
+        linear.weight.mul_(-2)
+        layer.refresh()
+        assert torch.allclose(layer(x), linear(x), atol=2e-2)
+        long = torch.randn(1, 9, 40)  # more positions than a decoding step: the fp32 weights
+        assert torch.equal(layer(long), linear(long))
+
+
+def test_built_once_per_machine_and_reused(fresh_build: Path) -> None:
+    assert load_kernel() is not None
+    (library,) = fresh_build.glob("half_linear-*.so")
+    built = library.stat()
+    half_kernel._loaded.cache_clear()
+    assert load_kernel() is not None
+    assert [p.name for p in fresh_build.iterdir()] == [library.name]  # no scratch left behind
+    assert library.stat().st_mtime_ns == built.st_mtime_ns and library.stat().st_ino == built.st_ino
+
+
+def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the CPU lacks AVX2/F16C/FMA the C fallback builds; its rows do not depend on the batch either."""
+    if os.uname().machine in ("x86_64", "AMD64"):  # elsewhere the fallback is what builds anyway
+        monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} -mno-avx2 -mno-f16c -mno-fma")
+    kernel = _kernel()
+    assert kernel.kind == "portable"
+    generator = torch.Generator().manual_seed(3)
+    weight = torch.randn(70, 33, generator=generator)
+    packed = kernel.pack(weight)
+    rows = torch.randn(5, 33, generator=generator)
+    alone = torch.cat([kernel.linear(rows[r : r + 1], packed, 70) for r in range(5)])
+    assert torch.equal(kernel.linear(rows, packed, 70), alone)
+    assert torch.allclose(alone.double(), rows.double() @ weight.to(torch.float16).double().T, rtol=1e-5, atol=1e-5)
+
+
+def test_without_a_compiler_decoding_uses_torch_and_says_why(
+    fresh_build: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    assert load_kernel() is None
+    assert decoding_method().startswith("fp16 weights, torch product (no kernel: ")
+    assert "/nonexistent/cc" in decoding_method()
+    assert any("fp16 decoding kernel is unavailable" in r.getMessage() for r in caplog.records)
+    linear = nn.Linear(16, 8)
+    layer = DecodeLinear(linear, None)
+    x = torch.randn(2, 1, 16)
+    with torch.no_grad():
+        assert torch.allclose(layer(x), linear(x), atol=1e-2)
+
+
+def test_a_failing_build_says_what_the_compiler_said(fresh_build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} -DREEF_NO_SUCH_FLAG -fno-such-option")
+    assert load_kernel() is None
+    assert "failed" in decoding_method() and "no-such-option" in decoding_method()
+    assert not list(fresh_build.glob("half_linear-*.so"))
