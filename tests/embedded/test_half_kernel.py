@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,23 @@ def test_a_failing_build_says_what_the_compiler_said(fresh_build: Path, monkeypa
     assert load_kernel() is None
     assert "failed" in decoding_method() and "no-such-option" in decoding_method()
     assert not list(fresh_build.glob("half_linear-*.so"))
+
+
+def test_products_from_several_threads_at_once_stay_right() -> None:
+    """Two models in one process decode on two threads: their products may overlap and must not mix."""
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(11)
+    weights = [torch.randn(outputs, 64, generator=generator) for outputs in (96, 200, 576)]
+    packed = [kernel.pack(w) for w in weights]
+    rows = torch.randn(5, 64, generator=generator)
+    expected = [kernel.linear(rows, p, w.shape[0], threads=1) for w, p in zip(weights, packed, strict=True)]
+
+    def products(offset: int) -> bool:
+        return all(
+            torch.equal(kernel.linear(rows, packed[(i + offset) % 3], weights[(i + offset) % 3].shape[0], threads=3),
+                        expected[(i + offset) % 3])
+            for i in range(300)
+        )  # fmt: skip
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(products, range(4)))

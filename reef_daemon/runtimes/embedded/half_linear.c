@@ -194,15 +194,22 @@ static int start_helpers(int wanted) {
     return helpers;
 }
 
+static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the one product using the helpers */
+
 /* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
- * Computed on up to `threads` threads (this one and helpers); calls must not overlap. */
+ * Computed on up to `threads` threads (this one and helpers). Calls may overlap (two models in one process): one
+ * of them uses the helpers, the others compute on their own thread. */
 void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
                       float *y, int threads) {
     product_t product = {x, rows, k_count, n_count, packed, y};
     int64_t total = (n_count + PANEL - 1) / PANEL;
     int count = threads < MAX_THREADS ? threads : MAX_THREADS;
     if (count > total) count = (int)total;
-    if (count > 1) count = 1 + (start_helpers(count - 1) < count - 1 ? helpers : count - 1);
+    if (count > 1 && pthread_mutex_trylock(&pool_user) != 0) count = 1;
+    if (count > 1) {
+        count = 1 + (start_helpers(count - 1) < count - 1 ? helpers : count - 1);
+        if (count <= 1) pthread_mutex_unlock(&pool_user);
+    }
     if (count <= 1) {
         panels(&product, 0, total);
         return;
@@ -217,4 +224,5 @@ void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint1
     slice(&product, 0, count);
     while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0) {
     }
+    pthread_mutex_unlock(&pool_user);
 }
