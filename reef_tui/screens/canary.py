@@ -40,7 +40,7 @@ class CanaryScreen(ModalScreen[int | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(f"Canary {self.version} of {self.scenario}", classes="dialog-title")
-            yield Label("Serve it to this percentage of new sessions, beside the served version:")
+            yield Label(f"Share of new sessions it serves, in % ({LOWEST_SHARE} to {HIGHEST_SHARE}):")
             yield Input(str(DEFAULT_SHARE), id="canary-share")
             yield Label("", id="canary-problem")
             ends = f" · the canary of {self.replaces} ends" if self.replaces else ""
