@@ -1,7 +1,7 @@
 """Canaries from the versions screen against a real reefine daemon: a canary of the selected version started with
 the share asked in a box and ended behind a confirmation, as the daemon then answers; a share outside 1-99 and the
 served version are refused with a reason; a canary started or ended elsewhere shows without a key press; a promote
-ends the canary shown."""
+ends the canary shown; a step that published no release is refused."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from reef_tui.screens.canary import BAD_SHARE, CanaryScreen
 from reef_tui.screens.confirm import ConfirmScreen
 from reef_tui.screens.versions import VersionsScreen
 from tests.support.fake_proposer_model import FakeProposerModel, answer
+from tests.support.tui_fixed import FixedClient
 from tests.support.tui_testing import Daemon
 from tests.support.waiting import eventually, eventually_sync
 
@@ -44,7 +45,7 @@ def running(daemon: Daemon) -> dict[str, Any] | None:
 
 
 async def open_versions(app: ReefApp, pilot: Any, version: str) -> VersionsScreen:
-    """The versions screen with `version` under the cursor."""
+    """The versions screen with `version` (`-`: a step that published none) under the cursor."""
     await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
     await pilot.press("v")
     screen: VersionsScreen = await eventually(
@@ -54,7 +55,7 @@ async def open_versions(app: ReefApp, pilot: Any, version: str) -> VersionsScree
 
     def row_of_version() -> int | None:
         keys = [str(row.key.value) for row in table.ordered_rows]
-        return next((keys.index(k) for k in keys if screen.releases[k].get("version") == version), None)
+        return next((keys.index(k) for k in keys if (screen.releases[k].get("version") or "-") == version), None)
 
     row = await eventually(
         row_of_version, 60, f"{version} listed", satisfied=lambda r: r is not None, pause=pilot.pause
@@ -113,17 +114,37 @@ async def test_a_share_outside_1_to_99_is_refused_in_the_box(reefine_daemon: Dae
         assert running(reefine_daemon) is None
 
 
-async def test_the_served_version_is_refused_with_a_reason(reefine_daemon: Daemon, pending: str) -> None:
-    app = ReefApp(reefine_daemon.url, scenario="harness")
+def notes(app: ReefApp) -> list[str]:
+    """What the app says in its notifications from now on."""
     said: list[str] = []
     notify = app.notify
     app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]  # type: ignore[method-assign]
+    return said
+
+
+async def test_the_served_version_is_refused_and_no_canary_to_end_is_said(reefine_daemon: Daemon, pending: str) -> None:
+    app = ReefApp(reefine_daemon.url, scenario="harness")
+    said = notes(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_versions(app, pilot, "v0")
         await pilot.press("c")
         await eventually(lambda: said, 60, "a reason", pause=pilot.pause)
         assert said == ["v0 is the served version; a canary tries another"]
         assert not isinstance(app.screen, CanaryScreen) and running(reefine_daemon) is None
+        await pilot.press("x")
+        await eventually(lambda: len(said) == 2, 60, "a reason", pause=pilot.pause)
+        assert said[1] == "no canary runs in harness" and not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_a_step_that_published_no_release_is_refused() -> None:
+    app = ReefApp("http://127.0.0.1:8900", scenario="demo", client=FixedClient("reefine"), follow=False)
+    said = notes(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_versions(app, pilot, "-")  # the skipped step
+        await pilot.press("c")
+        await eventually(lambda: said, 60, "a reason", pause=pilot.pause)
+        assert said == ["this step published no release: choose a version that did"]
+        assert not isinstance(app.screen, CanaryScreen)
 
 
 async def test_a_canary_started_and_ended_elsewhere_shows_without_a_key(reefine_daemon: Daemon, pending: str) -> None:
