@@ -1,16 +1,19 @@
 """A scenario's versions, newest first: result, current, pending and canary flags, the live score of the sessions
-each served (mean and trend), the request that led to each; the evaluation gate's evidence above the files changed
-against the parent; promote, roll back and install, each behind a confirmation."""
+each served (mean and trend), the request that led to each; the running canary above them (its live score beside
+the served version's), following the daemon's canary events; the evaluation gate's evidence above the files changed
+against the parent; promote, roll back and install, each behind a confirmation; start a canary of a version (the
+share asked in a box) and end the running one (behind a confirmation)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -21,13 +24,18 @@ from reef_cli.render.live_scores import canary_mark
 from reef_daemon.contract import CANARY_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
+from reef_tui.screens.canary import CanaryScreen
 from reef_tui.screens.confirm import ConfirmScreen
 from reef_tui.screens.install import InstallScreen
 from reef_tui.screens.scenario_screen import ScenarioScreen
-from reef_tui.version_scores import live_cell, live_summary
+from reef_tui.version_scores import canary_line, live_cell, live_summary
 from reef_tui.widgets.evidence_table import evidence_view
 
 COLUMNS = ("version", "operation", "result", "state", "when", "live score", "request")
+CANARY_KEYS = ("c", "x")
+FOOTER_ROOM_FOR_CANARY = 100
+"""Columns the footer needs to show the canary keys and still `q Quit` and `s Scenario`; on a narrower terminal
+the footer leaves them out (help and the palette list them at any width)."""
 
 
 def state_of(release: ShownRelease) -> str:
@@ -62,6 +70,8 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         Binding("p", "promote", "Promote"),
         Binding("b", "rollback", "Roll back"),
         Binding("i", "install", "Install"),
+        Binding("c", "canary", "Canary"),
+        Binding("x", "end_canary", "End canary"),
         Binding("ctrl+r", "reload", "Reload", show=False),
     ]
 
@@ -71,6 +81,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         self.live: VersionScores | None = None
 
     def compose_scenario(self) -> ComposeResult:
+        yield Static(id="version-canary")
         table: DataTable[str] = DataTable(id="versions-table", cursor_type="row")
         table.add_columns(*COLUMNS)
         yield table
@@ -82,6 +93,19 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         super()._on_event(event)
         if event.scenario == self.scenario and event.type == CANARY_EVENT:  # started, ended or rolled back
             self.reload()
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        active = super().active_bindings
+        if self.app.size.width >= FOOTER_ROOM_FOR_CANARY:
+            return active
+        return {
+            key: shown._replace(binding=replace(shown.binding, show=False)) if key in CANARY_KEYS else shown
+            for key, shown in active.items()
+        }
+
+    def on_resize(self) -> None:
+        self.refresh_bindings()  # the footer shows the canary keys only where they fit
 
     def _view(self, renderable: Any) -> None:
         self.query_one("#version-view", Static).update(renderable)
@@ -131,6 +155,14 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
                 table.move_cursor(row=keys.index(chosen))
         if not releases:
             self._view(Text("no versions yet", style="dim"))
+        self._show_canary()
+
+    def _show_canary(self) -> None:
+        versions = {str(r["release_id"]): str(r.get("version")) for r in self.releases.values() if r["release_id"]}
+        line = canary_line(self.live, versions)
+        banner = self.query_one("#version-canary", Static)
+        banner.display = bool(line)
+        banner.update(f"{line} · x ends it" if line else "")
 
     def _selected(self) -> ShownRelease | None:
         table: DataTable[str] = self.query_one(DataTable)
@@ -233,3 +265,58 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
             return
         dialog = InstallScreen(scenario, str(release["release_id"]), str(release.get("version")))
         self.app.push_screen(dialog, lambda _closed: self.reload())  # the list then marks what is installed
+
+    # --- canaries -------------------------------------------------------------------------------------------
+
+    def action_canary(self) -> None:
+        release, scenario = self._selected(), self.scenario
+        if release is None or scenario is None:
+            return
+        version = release.get("version")
+        if not release.get("release_id"):
+            self.notify("this step published no release: choose a version that did", severity="warning")
+            return
+        if release.get("current"):
+            self.notify(f"{version} is the served version; a canary tries another", severity="warning")
+            return
+        release_id, running = str(release["release_id"]), self.live["canary"] if self.live else None
+
+        def chosen(share: int | None) -> None:
+            if share is not None:
+                self.run_worker(lambda: self._start_canary(scenario, release_id, share), thread=True, group="change")
+
+        replaces = running["version"] if running and running["release_id"] != release_id else None
+        self.app.push_screen(CanaryScreen(scenario, str(version), replaces), chosen)
+
+    def _start_canary(self, scenario: str, release_id: str, share: int) -> None:
+        try:
+            state = self.reef.client.start_canary(scenario, release_id, share)
+        except ReefClientError as exc:
+            self.app.call_from_thread(self.notify, exc.message, title="canary refused", severity="error")
+            return
+        said = f"{state['version']} serves {state['share']:g}% of new sessions beside the served version"
+        self.app.call_from_thread(self.notify, said, title="canary started", timeout=3)
+        self.app.call_from_thread(self.reload)
+
+    def action_end_canary(self) -> None:
+        running, scenario = self.live["canary"] if self.live else None, self.scenario
+        if running is None or scenario is None:
+            self.notify(f"no canary runs in {scenario or 'this scenario'}", severity="warning")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(lambda: self._end_canary(scenario), thread=True, group="change")
+
+        question = f"End the canary of {running['version']} in {scenario}: every new session runs the served version."
+        self.app.push_screen(ConfirmScreen(question, "end canary"), confirmed)
+
+    def _end_canary(self, scenario: str) -> None:
+        try:
+            ended = self.reef.client.end_canary(scenario)["ended"]
+        except ReefClientError as exc:
+            self.app.call_from_thread(self.notify, exc.message, title="could not end the canary", severity="error")
+            return
+        said = f"ended the canary of {ended['version']}" if ended else "no canary ran any more"
+        self.app.call_from_thread(self.notify, said, timeout=3)
+        self.app.call_from_thread(self.reload)

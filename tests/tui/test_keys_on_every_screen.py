@@ -1,5 +1,6 @@
 """What a screen offers is what it does: the palette finds every key the help lists, on every screen; the footer
-keeps `q Quit` and `s Scenario` at 80 columns; the requests screen of a recipe that takes no change request says so
+keeps `q Quit` and `s Scenario` at 80 columns; the versions screen's canary keys are in the footer where they fit,
+and in help and the palette at any width; the requests screen of a recipe that takes no change request says so
 up front and offers no `n`."""
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets._footer import FooterKey
 
 from reef_tui import ReefApp
+from reef_tui.screens.help import help_text
 from reef_tui.screens.new_request import NewRequestScreen
 from reef_tui.screens.requests import RequestsScreen
 from reef_tui.screens.training import TrainingScreen
+from reef_tui.screens.versions import VersionsScreen
 from tests.support.tui_fixed import FixedClient
 from tests.support.waiting import eventually
 
@@ -67,6 +70,25 @@ async def test_the_footer_keeps_quit_and_scenario_at_80_columns(key: str) -> Non
             return {k.key for k in keys if k.region.width and k.region.right <= app.size.width}
 
         await eventually(lambda: {"q", "s"} <= shown(), 60, "q and s in the footer", pause=pilot.pause)
+
+
+@pytest.mark.parametrize(("size", "in_footer"), [((80, 24), False), ((160, 48), True)], ids=["80", "160"])
+async def test_the_canary_keys_are_in_the_footer_where_they_fit(size: tuple[int, int], in_footer: bool) -> None:
+    app = fixed_app()
+    async with app.run_test(size=size) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press("v")
+        screen = await eventually(lambda: isinstance(app.screen, VersionsScreen) and app.screen, 60, "versions")
+
+        def shown() -> set[str]:
+            keys = screen.query(FooterKey)
+            return {k.key for k in keys if k.region.width and k.region.right <= app.size.width}
+
+        await eventually(lambda: {"q", "s", "i"} <= shown(), 60, "the footer", pause=pilot.pause)
+        assert ({"c", "x"} <= shown()) is in_footer
+        offered = {command.title: command.help for command in app.get_system_commands(screen)}
+        assert (offered["Canary"], offered["End canary"]) == ("key c", "key x")
+        assert "| `c` | Canary |" in help_text(app.score_scale) and "| `x` | End canary |" in help_text(app.score_scale)
 
 
 async def test_requests_of_a_recipe_that_takes_none_say_so_and_offer_no_n() -> None:

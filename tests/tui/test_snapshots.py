@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
 
 from reef_tui import ReefApp
+from reef_tui.screens.canary import CanaryScreen
 from reef_tui.screens.export import ExportScreen
 from reef_tui.screens.help import HelpScreen
 from reef_tui.screens.record_detail import RecordDetailScreen
@@ -89,6 +90,14 @@ async def versions(pilot: Pilot[Any]) -> None:
     await eventually(lambda: isinstance(view.content, Syntax), 60, "the diff", pause=pilot.pause)
 
 
+async def canary_box(pilot: Pilot[Any]) -> None:
+    """The share box over the versions, for v0 while v2 runs as the canary."""
+    await versions(pilot)
+    pilot.app.screen.query_one(DataTable).move_cursor(row=3)
+    await pilot.press("c")
+    await eventually(lambda: isinstance(pilot.app.screen, CanaryScreen), 60, "the share box", pause=pilot.pause)
+
+
 async def training(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("t")
@@ -121,6 +130,7 @@ SCREENS: dict[str, tuple[str, str | None, Prepare]] = {  # recipe, scenario, how
     "record_detail": ("reefine", None, record_detail),
     "requests": ("reefine", "demo", requests),
     "versions": ("reefine", "demo", versions),
+    "canary": ("reefine", "demo", canary_box),
     "training": ("sao", "demo", training),
     "help": ("reefine", None, help_page),
     "export": ("reefine", "demo", export_dialog),
