@@ -45,9 +45,11 @@ def fingerprint_files(folder: Path) -> str:
     and header (every tensor's name, dtype, shape and offsets) whole, and of each tensor's bytes three windows of
     SAMPLE_BYTES (start, middle, end; a small tensor whole). A trained tensor changes in all its elements, so its
     windows change too. OSError or ValueError when the folder holds no readable checkpoint."""
+    if not folder.is_dir():
+        raise OSError("no such folder")
     files = sorted(folder.glob("*.safetensors"))
     if not files:
-        raise OSError(f"{folder} holds no safetensors files")
+        raise OSError("it holds no safetensors files")
     digest = hashlib.blake2b(digest_size=16)
     for path in files:
         with path.open("rb") as file:
