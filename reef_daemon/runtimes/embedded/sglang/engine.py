@@ -8,9 +8,10 @@ server reported for it.
 Versions are reef's `<incarnation>:<sequence>`, numbered as the torch engine numbers them (`versions.py`): the
 incarnation is a fingerprint of the checkpoint files the server loaded (`inference.model-path` when reef launches
 it; the `model_path` the server reports when reef attaches), so a restart on the same weights keeps its versions.
-The server's label at start reads as `<incarnation>:0`, and a bare label pushed by someone else (Slime counts 1,
-2, ... from each launch) under this incarnation. Where the files cannot be read (a server on another host), the
-incarnation is a `random-` one, and the log says why.
+The server's label at start reads as `<incarnation>:0`, and a bare label pushed by someone else under this
+incarnation. Where the files cannot be read (a server on another host), and under Slime (which loads the served
+weights from its own checkpoints, and counts its pushes 1, 2, ... from each launch), the incarnation is a `random-`
+one, and the log says why.
 
 A weight swap writes a new checkpoint folder (`weights.py`) and then, one swap at a time: pause generation
 (`retract`: running requests wait in the queue, none is refused), load it with `update_weights_from_disk` under the
@@ -96,18 +97,22 @@ class SglangEngine(Engine):
             embedded, state_dir = self._settings.embedded, self._settings.reef.state_dir
             self._plan = launch.plan_launch(self._launch_folder, str(self._weights), embedded, state_dir)
         info = {} if self._by_slime else await self._reach()
-        served = info.get("model_path") or self._model_path
+        served = info.get("model_path")
         served_dir = Path(str(served)) if served else None
-        if self._plan is None:
-            served_by = "" if self._by_slime else f" that the SGLang server at {self._url} reports"
+        if self._by_slime:
+            self._weights = _random_weights("Slime loads the weights SGLang serves from its own checkpoints")
+        elif self._plan is None and served_dir is None:
+            self._weights = _random_weights(f"the SGLang server at {self._url} reports no model path")
+        elif self._plan is None and served_dir is not None:
+            served_by = f" that the SGLang server at {self._url} reports"
             self._weights = await asyncio.to_thread(_weights_of, served_dir, served_by)
         self._start_label = self._label = str(info.get("weight_version") or protocol.DEFAULT_VERSION)
         folder = self._model_path or Path(str(info.get("tokenizer_path") or served or ""))
         self._tokenizer, generation_config, context = await asyncio.to_thread(_read_model, folder)
         self._stops = StopRules(end_ids(self._tokenizer, generation_config), context)
         # A swap rewrites the checkpoint the server holds: the folder it reports, when reef can read it.
-        readable = served_dir is not None and not self._weights.incarnation.startswith(RANDOM_PREFIX)
-        self._weights_dir = served_dir if readable and served_dir is not None else folder
+        fingerprinted = not self._weights.incarnation.startswith(RANDOM_PREFIX)
+        self._weights_dir = served_dir if fingerprinted and served_dir is not None else folder
         log.info("serving through SGLang at %s (model %s, weights %s)", self._url, folder.name, self.version)
 
     async def _reach(self) -> dict[str, Any]:
@@ -294,20 +299,24 @@ class SglangEngine(Engine):
         return self._weights_dir
 
 
-def _weights_of(folder: Path | None, served_by: str) -> WeightVersion:
+def _weights_of(folder: Path, served_by: str) -> WeightVersion:
     """The version of the checkpoint in `folder` as loaded: its fingerprint's `:0`, or a random incarnation (and
     the reason in the log) when the files cannot be read here."""
     try:
-        if folder is None:
-            raise OSError("inference.model-path is not set")
         return WeightVersion(fingerprint_files(folder))
     except (OSError, ValueError) as exc:
-        weights = WeightVersion(random_incarnation())
-        log.warning(
-            "weight versions of this run use the random incarnation %s, so they will match no other run's: the"
-            " checkpoint %s%s cannot be read here (%s)", weights.incarnation, folder or "(no path)", served_by, exc,
-        )  # fmt: skip
-        return weights
+        return _random_weights(f"the checkpoint {folder}{served_by} cannot be read here ({exc})")
+
+
+def _random_weights(reason: str) -> WeightVersion:
+    """A version of this run's own, and why in the log (once: the engine keeps it until it stops)."""
+    weights = WeightVersion(random_incarnation())
+    log.warning(
+        "weight versions of this run use the random incarnation %s, so they match no other run's: %s",
+        weights.incarnation,
+        reason,
+    )
+    return weights
 
 
 def _sequence(version: str) -> int | None:
