@@ -203,3 +203,17 @@ async def test_an_unreadable_checkpoint_gets_a_random_incarnation_and_the_log_sa
     fake.model_path = Path("/models/on/another/host")
     again = await start_engine(**{"embedded.sglang-url": url})
     assert again.version.startswith("random-") and again.version.split(":")[0] != incarnation
+
+
+async def test_under_slime_the_versions_are_the_runs_own(
+    serve: ServeFake, start_engine: StartEngine, folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slime loads the served weights from its own checkpoints and counts its pushes from 1 at each launch."""
+    _, url = await serve(folder)
+    with caplog.at_level(logging.WARNING, logger="reef.embedded"):
+        first = await start_engine(**{"training.trainer": "slime", "embedded.sglang-url": url})
+        again = await start_engine(**{"training.trainer": "slime", "embedded.sglang-url": url})
+    assert first.version.startswith("random-") and again.version.startswith("random-")
+    assert first.version != again.version
+    assert [record.getMessage().endswith("Slime loads the weights SGLang serves from its own checkpoints")
+            for record in caplog.records if record.levelno == logging.WARNING] == [True, True]  # fmt: skip
