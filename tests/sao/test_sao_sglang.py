@@ -1,6 +1,7 @@
 """SAO with the `sglang` engine (a fake SGLang server generating with the embedded model): a torch training step
 writes weights, reef loads them into the server between tokens, and the next answer carries the new version; a
-refused load keeps the old version and the step says why."""
+refused load keeps the old version and the step says why; a rollout served before a restart on the same weights is
+still trained on."""
 
 from __future__ import annotations
 
@@ -81,3 +82,20 @@ async def test_a_refused_sync_skips_the_step_with_the_reason_and_keeps_the_old_v
     assert not server.paused
     _, next_record = await reef.ask(QUESTION)
     assert set(next_record["tokens"]["versions"]) == {old}
+
+
+async def test_a_rollout_served_before_a_restart_on_the_same_weights_is_trained_on(
+    start_weight_reef: StartWeightReef, fake: tuple[FakeSglang, str], embedded_models: Path
+) -> None:
+    first = await through(start_weight_reef, fake, embedded_models)
+    receipt, record = await first.ask(QUESTION, temperature=1.0, seed=7)
+    produced = set(record["tokens"]["versions"])
+    await first.client.aclose()
+    await first.server.close()
+
+    again = await through(start_weight_reef, fake, embedded_models)
+    status = (await again.client.get("/reef/status")).json()
+    assert {status["runtime"]["weight_version"]} == produced  # the same weights: the same version
+    await again.report({"score": 1.0, "references": [receipt]})
+    state = await steps_reach(again, 1)
+    assert state["last_step"]["result"] != "skipped" and state["last_step"]["metrics"]["policy_updated"] is True

@@ -7,7 +7,8 @@ makes, generating real tokens with the embedded model (SmolLM2-135M) in torch.
 `weight_version`, `finish_reason`). Generation stops at the model's end-of-turn ids (included in `output_ids`).
 `/pause_generation` (`retract`: requests wait and re-read their context under the new weights; `abort`: they end),
 `/continue_generation`, `/update_weights_from_disk` (`model_path`, `weight_version`; 400 `success: false` when the
-folder cannot be loaded or `refuse_updates` is set), `/model_info` and `/health` behave as SGLang's.
+folder cannot be loaded or `refuse_updates` is set; once loaded, `/model_info` reports that folder as its
+`model_path`), `/model_info` and `/health` behave as SGLang's.
 
 `log` keeps what happened in order: `("pause", mode)`, `("update", version, ok)`, `("continue",)` and
 `("token", request, version)` for every token generated.
@@ -108,6 +109,7 @@ class FakeSglang:
                 message = f"Failed to update weights: {exc}. Rolling back to the previous weights."
                 return web.json_response({"success": False, "message": message, "num_paused_requests": 0}, status=400)
             self.version = version
+            self.model_path = Path(body["model_path"])  # `/model_info` reports the folder loaded last, as SGLang's
             self.log.append(("update", version, True))
         return web.json_response(
             {"success": True, "message": "Succeeded to update model weights.", "num_paused_requests": 0}

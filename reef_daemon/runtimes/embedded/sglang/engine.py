@@ -5,13 +5,19 @@ Prompts are rendered to ids with the model's own chat template (the API layer do
 to the native `/generate` (`protocol.py`). Each token is recorded with its log-prob and the weight version the
 server reported for it.
 
-Versions are reef's `<incarnation>:<sequence>`: reef labels the weights it loads so, and a bare label pushed by
-someone else (Slime counts 1, 2, ... from each launch) is read under this engine's incarnation.
+Versions are reef's `<incarnation>:<sequence>`, numbered as the torch engine numbers them (`versions.py`): the
+incarnation is a fingerprint of the checkpoint files the server loaded (`inference.model-path` when reef launches
+it; the `model_path` the server reports when reef attaches), so a restart on the same weights keeps its versions.
+The server's label at start reads as `<incarnation>:0`, and a bare label pushed by someone else under this
+incarnation. Where the files cannot be read (a server on another host), and under Slime (which loads the served
+weights from its own checkpoints, and counts its pushes 1, 2, ... from each launch), the incarnation is a `random-`
+one, and the log says why.
 
 A weight swap writes a new checkpoint folder (`weights.py`) and then, one swap at a time: pause generation
 (`retract`: running requests wait in the queue, none is refused), load it with `update_weights_from_disk` under the
-new version, continue generation. If the server refuses, generation continues on the old weights, the old version
-stays, and the swap raises RuntimeError with the server's message.
+next version (the incarnation's next number in the ledger), continue generation. If the server refuses,
+generation continues on the old weights, the old version stays, and the swap raises RuntimeError with the server's
+message.
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ import asyncio
 import logging
 import shutil
 import subprocess
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,6 +37,12 @@ from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.sglang import launch, protocol
 from reef_daemon.runtimes.embedded.sglang.weights import write_updated
 from reef_daemon.runtimes.embedded.stopping import StopRules, end_ids, send_text
+from reef_daemon.runtimes.embedded.versions import (
+    RANDOM_PREFIX,
+    WeightVersion,
+    fingerprint_files,
+    random_incarnation,
+)
 from reef_daemon.settings import Settings, SettingsError
 
 log = logging.getLogger("reef.embedded")
@@ -46,8 +57,8 @@ class SglangEngine(Engine):
         embedded = settings.embedded
         self._settings = settings
         self._timeout_s = settings.inference.timeout_s
-        self._incarnation = uuid.uuid4().hex
         self._model_path = settings.inference.model_path
+        self._launch_folder: Path | None = None
         self._plan: launch.LaunchPlan | None = None
         # Under a Slime run, Slime starts the engines and their router once reef's recipe has started it: reef
         # attaches to the router without waiting for it.
@@ -55,9 +66,8 @@ class SglangEngine(Engine):
         if self._by_slime:
             self._url = embedded.sglang_url or f"http://{launch.node_address()}:{embedded.sglang_port}"
         elif embedded.sglang_url is None:
-            folder = launch.check_launchable(self._model_path)
-            self._plan = launch.plan_launch(folder, f"{self._incarnation}:0", embedded, settings.reef.state_dir)
-            self._url = self._plan.url
+            self._launch_folder = launch.check_launchable(self._model_path)
+            self._url = launch.local_url(embedded.sglang_port)
         else:
             self._url = embedded.sglang_url
         self._process: subprocess.Popen[bytes] | None = None
@@ -65,6 +75,8 @@ class SglangEngine(Engine):
         self._tokenizer: Any = None
         self._stops: StopRules | None = None
         self._weights_dir: Path | None = None
+        self._weights = WeightVersion(random_incarnation())  # until start reads the served checkpoint
+        self._start_label = protocol.DEFAULT_VERSION
         self._label = protocol.DEFAULT_VERSION
         self._sync = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -80,21 +92,38 @@ class SglangEngine(Engine):
             raise SettingsError(f"the sglang engine did not start: {exc}") from None
 
     async def _connect(self) -> None:
-        info: dict[str, Any] = {}
-        if not self._by_slime:
-            if self._plan is not None:
-                log.info("starting SGLang: %s", " ".join(self._plan.argv))
-                self._process = launch.start_server(self._plan)
-            timeout = self._settings.embedded.sglang_start_timeout_s
-            log_file = self._plan.log_file if self._plan else Path("(the server's own log)")
-            await launch.wait_healthy(self._client(), self._url, timeout, self._process, log_file)
-            info = await self._get(protocol.MODEL_INFO)
-        self._label = str(info.get("weight_version") or protocol.DEFAULT_VERSION)
-        folder = self._model_path or Path(str(info.get("tokenizer_path") or info.get("model_path") or ""))
+        if self._launch_folder is not None:
+            self._weights = await asyncio.to_thread(_weights_of, self._launch_folder, "")
+            embedded, state_dir = self._settings.embedded, self._settings.reef.state_dir
+            self._plan = launch.plan_launch(self._launch_folder, str(self._weights), embedded, state_dir)
+        info = {} if self._by_slime else await self._reach()
+        served = info.get("model_path")
+        served_dir = Path(str(served)) if served else None
+        if self._by_slime:
+            self._weights = _random_weights("Slime loads the weights SGLang serves from its own checkpoints")
+        elif self._plan is None and served_dir is None:
+            self._weights = _random_weights(f"the SGLang server at {self._url} reports no model path")
+        elif self._plan is None and served_dir is not None:
+            served_by = f" that the SGLang server at {self._url} reports"
+            self._weights = await asyncio.to_thread(_weights_of, served_dir, served_by)
+        self._start_label = self._label = str(info.get("weight_version") or protocol.DEFAULT_VERSION)
+        folder = self._model_path or Path(str(info.get("tokenizer_path") or served or ""))
         self._tokenizer, generation_config, context = await asyncio.to_thread(_read_model, folder)
         self._stops = StopRules(end_ids(self._tokenizer, generation_config), context)
-        self._weights_dir = folder
+        # A swap rewrites the checkpoint the server holds: the folder it reports, when reef can read it.
+        fingerprinted = not self._weights.incarnation.startswith(RANDOM_PREFIX)
+        self._weights_dir = served_dir if fingerprinted and served_dir is not None else folder
         log.info("serving through SGLang at %s (model %s, weights %s)", self._url, folder.name, self.version)
+
+    async def _reach(self) -> dict[str, Any]:
+        """Start the server reef launches, wait until it is healthy, and read its model info."""
+        if self._plan is not None:
+            log.info("starting SGLang: %s", " ".join(self._plan.argv))
+            self._process = launch.start_server(self._plan)
+        timeout = self._settings.embedded.sglang_start_timeout_s
+        log_file = self._plan.log_file if self._plan else Path("(the server's own log)")
+        await launch.wait_healthy(self._client(), self._url, timeout, self._process, log_file)
+        return await self._get(protocol.MODEL_INFO)
 
     async def close(self) -> None:
         for task in list(self._tasks):
@@ -145,9 +174,9 @@ class SglangEngine(Engine):
     async def swap_weights(self, state: Mapping[str, Any]) -> str:
         async with self._sync:
             current = self._running_dir()
-            sequence = self._next_sequence()
-            label = f"{self._incarnation}:{sequence}"
-            folder = self._settings.reef.state_dir / VERSIONS_FOLDER / f"v{sequence:06d}-{self._incarnation[:8]}"
+            label = await asyncio.to_thread(self._next_version)
+            incarnation, sequence = self._weights.incarnation, self._weights.sequence
+            folder = self._settings.reef.state_dir / VERSIONS_FOLDER / f"v{sequence:06d}-{incarnation[:8]}"
             await asyncio.to_thread(write_updated, current, state, folder)
             try:
                 await self._load(folder, label)
@@ -213,10 +242,14 @@ class SglangEngine(Engine):
         job.post(Finished("error", error="the SGLang stream ended before the answer finished"))
 
     def _version_of(self, label: str) -> str:
-        """Reef's `<incarnation>:<sequence>` for a server label (bare labels belong to this engine's incarnation)."""
+        """Reef's `<incarnation>:<sequence>` for a server label: the label the server started this run with is the
+        served checkpoint's `:0`, and bare labels belong to this engine's incarnation."""
+        incarnation = self._weights.incarnation
+        if label in (self._start_label, protocol.DEFAULT_VERSION):
+            return f"{incarnation}:0"
         if ":" in label:
             return label
-        return f"{self._incarnation}:{0 if label == protocol.DEFAULT_VERSION else label}"
+        return f"{incarnation}:{label}"
 
     def _observe(self, label: str) -> None:
         """Follow a newer label seen on a token (weights pushed by someone else, e.g. Slime); older ones, from
@@ -225,9 +258,12 @@ class SglangEngine(Engine):
         if seen is not None and (now is None or seen > now):
             self._label = label
 
-    def _next_sequence(self) -> int:
+    def _next_version(self) -> str:
+        """Claim the version of the next swap: past the one serving (which Slime may have moved) and the ledger's."""
         incarnation, _, sequence = self.version.rpartition(":")
-        return int(sequence) + 1 if incarnation == self._incarnation and sequence.isdigit() else 1
+        if incarnation == self._weights.incarnation and sequence.isdigit():
+            self._weights.sequence = max(self._weights.sequence, int(sequence))
+        return self._weights.bump()
 
     async def _get(self, path: str) -> dict[str, Any]:
         async with self._client().get(f"{self._url}{path}") as response:
@@ -261,6 +297,26 @@ class SglangEngine(Engine):
         if self._weights_dir is None:
             raise RuntimeError("the sglang engine is not started")
         return self._weights_dir
+
+
+def _weights_of(folder: Path, served_by: str) -> WeightVersion:
+    """The version of the checkpoint in `folder` as loaded: its fingerprint's `:0`, or a random incarnation (and
+    the reason in the log) when the files cannot be read here."""
+    try:
+        return WeightVersion(fingerprint_files(folder))
+    except (OSError, ValueError) as exc:
+        return _random_weights(f"the checkpoint {folder}{served_by} cannot be read here ({exc})")
+
+
+def _random_weights(reason: str) -> WeightVersion:
+    """A version of this run's own, and why in the log (once: the engine keeps it until it stops)."""
+    weights = WeightVersion(random_incarnation())
+    log.warning(
+        "weight versions of this run use the random incarnation %s, so they match no other run's: %s",
+        weights.incarnation,
+        reason,
+    )
+    return weights
 
 
 def _sequence(version: str) -> int | None:

@@ -35,13 +35,20 @@ class LaunchPlan:
     log_file: Path
 
 
+HOST = "127.0.0.1"
+
+
+def local_url(port: int) -> str:
+    """The URL of the server reef launches on `port`."""
+    return f"http://{HOST}:{port}"
+
+
 def plan_launch(model_path: Path, version: str, embedded: EmbeddedSection, state_dir: Path) -> LaunchPlan:
     """The command line of the SGLang server reef launches."""
-    host = "127.0.0.1"
     argv = (
         sys.executable, "-m", "sglang.launch_server",
         "--model-path", str(model_path),
-        "--host", host,
+        "--host", HOST,
         "--port", str(embedded.sglang_port),
         "--tp-size", str(embedded.sglang_tp),
         "--mem-fraction-static", str(embedded.sglang_mem_fraction),
@@ -49,7 +56,7 @@ def plan_launch(model_path: Path, version: str, embedded: EmbeddedSection, state
         "--incremental-streaming-output",
         "--disable-radix-cache",
     )  # fmt: skip
-    return LaunchPlan(argv, f"http://{host}:{embedded.sglang_port}", state_dir / "logs" / "sglang.log")
+    return LaunchPlan(argv, local_url(embedded.sglang_port), state_dir / "logs" / "sglang.log")
 
 
 def check_launchable(model_path: Path | None) -> Path:
