@@ -393,6 +393,12 @@ class HarnessSection:
     eval_model_calls: int = _setting(
         200, POSITIVE_INT, help="the most model calls the evaluation gate may make for one candidate (agents and judge)"
     )
+    eval_parallel: int = _setting(
+        2,
+        POSITIVE_INT,
+        help="how many tasks the evaluation gate runs at once, each on the served version and the candidate side by "
+        "side (so twice as many agent runs in flight)",
+    )
     replays: int = _setting(
         3,
         COUNT,

@@ -110,9 +110,8 @@ class ReefineRecipe(HarnessRecipe):
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
         harness = self.settings.harness
-        rules = GateRules(
-            harness.gate_max_worse, harness.replays, EvalBounds(harness.eval_wall_s, harness.eval_model_calls)
-        )
+        bounds = EvalBounds(harness.eval_wall_s, harness.eval_model_calls)
+        rules = GateRules(harness.gate_max_worse, harness.replays, bounds, harness.eval_parallel)
         gate = Gate(self.trial, model, rules, gate_tasks)
         self._steps = HarnessSteps(
             self.harness, self._progress, runtime, model, self.answer_tokens, self.trial, self.agent, gate

@@ -2,10 +2,13 @@
 
 Each run is the trial's general run (`TrialRunner.execute`): the adapter's agent, headless, on the tree, with the
 task's prompt and its fixture files in the workspace; its model calls are recorded under `reef-trials`, tagged
-with the version (the served release id, or `candidate`) and the task id. The two runs of a task go side by side.
-One candidate's evaluation has its own bounds, shared by every run and judge call: a wall-clock deadline
-(`harness.eval-wall-s`) and a number of model calls (`harness.eval-model-calls`, refused past it by the model
-socket). A task the bounds stop is `not run`, and says which bound.
+with the version (the served release id, or `candidate`) and the task id. The two runs of a task go side by side,
+so both see the same load; the gate runs several tasks at once (`gate.py`). One candidate's evaluation has its own
+bounds, shared by every run and judge call however many run at once: a wall-clock deadline (`harness.eval-wall-s`:
+each run's time limit is what is left of it) and a number of model calls (`harness.eval-model-calls`: the model
+sockets of all its runs count against one budget, checked and counted in one step, so calls past it are refused
+and never reach the model, not even from runs already in flight; the judge takes its two calls the same way). A
+task that starts once a bound is spent, or whose run failed once it was, is `not run`, and says which bound.
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ class EvalBounds:
 
 @dataclass(frozen=True)
 class Compared:
-    """One task's evidence row, and whether the candidate's answer shows the task's check (None: not known)."""
+    """One task's evidence row, whether the candidate's answer shows the task's check (None: not known), and the
+    two runs (None where the bounds stopped the task before it ran)."""
 
     row: EvidenceRow
     candidate_passed: bool | None
+    served_run: Finished | None = None
+    candidate_run: Finished | None = None
 
 
 class Evaluation:
@@ -77,18 +83,19 @@ class Evaluation:
         served_run, candidate_run = await asyncio.gather(
             self._run(served, self._served_release, task), self._run(candidate, CANDIDATE, task)
         )
+        runs = served_run, candidate_run
         served_failed, candidate_failed = served_run.failure(), candidate_run.failure()
         if (served_failed or candidate_failed) and (why := self.spent()) is not None:
             shown = _outcome(served_run), _outcome(candidate_run)
-            return Compared(_row(task, kind, *shown, "not run", f"stopped: {why}"), None)
+            return Compared(_row(task, kind, *shown, "not run", f"stopped: {why}"), None, *runs)
         judgement = await self._judge_runs(task, served_run, candidate_run)
         if judgement is None:
             why = self.spent() or "no judge call was left"
             shown = _outcome(served_run), _outcome(candidate_run)
-            return Compared(_row(task, kind, *shown, "not run", f"stopped before the judge: {why}"), None)
+            return Compared(_row(task, kind, *shown, "not run", f"stopped before the judge: {why}"), None, *runs)
         passed = _passes(task, judgement)
         row = _row(task, kind, _outcome(served_run), _outcome(candidate_run), judgement.verdict, judgement.reason)
-        return Compared(row, passed)
+        return Compared(row, passed, *runs)
 
     async def _run(self, tree: list[Entry], version: str, task: EvalTask) -> Finished:
         left = max(self._deadline - time.monotonic(), 0.001)

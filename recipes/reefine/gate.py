@@ -10,12 +10,16 @@ published only if:
   evaluation's bounds.
 
 Replays (and unprotected tasks) are evidence only: they show what the candidate fixes, they do not block it.
+Tasks run `harness.eval-parallel` at a time (each on both versions side by side); the evidence keeps their order,
+the behaviour check first, whatever order they finish in. The first run of the candidate (and of the served
+version) that answered, in that order, is kept to stand in for the health trial (`steps.py`).
 Where no evaluation can run (trials off, the agent not installed here, no jail for an extension change) the gate
 says why and does not block: the step publishes as before, and its evidence says it was not evaluated.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,7 +28,7 @@ from recipes.reefine.behaviour import Checked
 from recipes.reefine.evaluation import Compared, EvalBounds, Evaluation
 from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Note
-from recipes.reefine.trial import TrialRunner
+from recipes.reefine.trial import Trial, TrialRunner
 from reef_daemon.contract import EvalTask, Evidence, EvidenceRow
 from reef_daemon.store import Store
 from reef_harness import Entry
@@ -37,6 +41,17 @@ class GateRules:
     max_worse: int  # protected tasks that may get worse
     replays: int  # how many replays run
     bounds: EvalBounds
+    parallel: int  # tasks run at once, each on both versions
+
+
+@dataclass(frozen=True)
+class Gated:
+    """The gate's evidence, and the health trials its runs stand in for: the first run of the candidate (`candidate`)
+    and of the served version (`served`) that answered, or None where none did (or none ran)."""
+
+    evidence: Evidence
+    candidate: Trial | None = None
+    served: Trial | None = None
 
 
 def not_evaluated(reason: str, served: str) -> Evidence:
@@ -64,26 +79,34 @@ class Gate:
         checked: Checked,
         judge: ServedModel,
         note: Note,
-    ) -> Evidence:
-        """Run the gate's tasks on both trees; the evidence says whether the candidate passed and why not."""
+    ) -> Gated:
+        """Run the gate's tasks on both trees, `rules.parallel` at a time; the evidence says whether the candidate
+        passed and why not."""
         tasks = await self._tasks(store, scenario, self.rules.replays)
         evaluation = Evaluation(self._trial, self._model, judge, served_release, self.rules.bounds)
-        rows: list[EvidenceRow] = []
-        behaviour: Compared | None = None
+        at_once = asyncio.Semaphore(self.rules.parallel)
+        listed: list[tuple[EvalTask, str]] = [(task, task["kind"]) for task in tasks]
         if checked.check is not None:
-            await note(f"gate: the behaviour check, on the served version and the candidate: {checked.check.prompt}")
-            behaviour = await evaluation.compare(
-                served, candidate, checked.check.task(scenario, time.time()), "behaviour"
-            )
-            rows.append(behaviour.row)
-            await note(f"gate: behaviour check: {behaviour.row['verdict']} ({behaviour.row['reason']})")
-        for task in tasks:
-            await note(f"gate: {task['kind']} {task['id']}{' (protected)' if task['protected'] else ''}")
-            compared = await evaluation.compare(served, candidate, task, task["kind"])
-            rows.append(compared.row)
-            await note(f"gate: {task['id']}: {compared.row['verdict']} ({compared.row['reason']})")
+            listed.insert(0, (checked.check.task(scenario, time.time()), "behaviour"))
+
+        async def compare(task: EvalTask, kind: str) -> Compared:
+            async with at_once:  # the bounds are checked once a place is free, so a task waiting sees them spent
+                if kind == "behaviour":
+                    await note(f"gate: the behaviour check, on the served version and the candidate: {task['prompt']}")
+                else:
+                    await note(f"gate: {kind} {task['id']}{' (protected)' if task['protected'] else ''}")
+                compared = await evaluation.compare(served, candidate, task, kind)
+            done = "behaviour check" if kind == "behaviour" else task["id"]
+            await note(f"gate: {done}: {compared.row['verdict']} ({compared.row['reason']})")
+            return compared
+
+        async with asyncio.TaskGroup() as group:  # one that fails stops the others
+            running = [group.create_task(compare(task, kind)) for task, kind in listed]
+        compared = [each.result() for each in running]
+        rows = [each.row for each in compared]
+        behaviour = compared[0] if checked.check is not None else None
         passed, reason = decide(checked, behaviour, rows, self.rules.max_worse)
-        return {
+        evidence: Evidence = {
             "passed": passed,
             "ran": True,
             "reason": reason,
@@ -92,6 +115,18 @@ class Gate:
             "model_calls": evaluation.budget.used,
             "rows": rows,
         }
+        return Gated(evidence, self._stand_in(compared, "candidate"), self._stand_in(compared, "served"))
+
+    def _stand_in(self, compared: list[Compared], side: str) -> Trial | None:
+        """The health trial of `side` that the first of its runs to answer (in the evidence's order) stands in for."""
+        for each in compared:
+            run = each.candidate_run if side == "candidate" else each.served_run
+            task = each.row["task"]
+            what = "the behaviour check" if each.row["kind"] == "behaviour" else f"{each.row['kind']} {task}"
+            trial = None if run is None else self._trial.stand_in(run, task, what)
+            if trial is not None:
+                return trial
+        return None
 
 
 def decide(checked: Checked, behaviour: Compared | None, rows: list[EvidenceRow], max_worse: int) -> tuple[bool, str]:

@@ -7,11 +7,10 @@ from typing import Any
 
 from recipes.reefine.agent_proposer import AgentProposer
 from recipes.reefine.conversations import low_scored
-from recipes.reefine.gate import Gate, not_evaluated
+from recipes.reefine.gate import Gate, Gated, not_evaluated
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
-from recipes.reefine.trial import Trial, TrialRunner, not_run
-from reef_daemon.contract import Evidence
+from recipes.reefine.trial import TrialRunner, not_run
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.recipe_api import StepOutcome
@@ -135,12 +134,13 @@ class HarnessSteps:
             return StepOutcome(proposal.result, metrics)
         await note(f"checking the candidate: it renders for {self._harness.adapter.name}")
         pending = touches_kind(tree, proposal.mutations, REVIEW_KIND)
-        metrics["check"], refusal = await self._check(scenario, tree, proposal.candidate, pending, note)
+        gated = await self._evaluate(scenario, parent, tree, proposal, pending, note)
+        evidence = gated.evidence
+        metrics["check"], refusal = await self._check(scenario, tree, proposal.candidate, pending, gated, note)
+        metrics["evidence"] = evidence
         if refusal is not None:
             result, metrics["reason"] = refusal
             return StepOutcome(result, metrics)
-        evidence = await self._evaluate(scenario, parent, tree, proposal, pending, note)
-        metrics["evidence"] = evidence
         if not evidence["passed"]:
             metrics["reason"] = f"the evaluation gate rejected it: {evidence['reason']}"
             await note(f"gate: rejected: {evidence['reason']}")
@@ -164,33 +164,41 @@ class HarnessSteps:
 
     async def _evaluate(
         self, scenario: str, parent: str, served: list[Entry], proposal: Proposal, pending: bool, note: Any
-    ) -> Evidence:
+    ) -> Gated:
         """The evaluation gate's evidence on the candidate; not evaluated where no agent can run it here."""
         if pending and not self._trial.jailed:
-            return not_evaluated("not evaluated: it changes an extension, and there is no jail to run it in", parent)
+            reason = "not evaluated: it changes an extension, and there is no jail to run it in"
+            return Gated(not_evaluated(reason, parent))
         binary, _bwrap, why = self._trial.plan()
         if binary is None:
-            return not_evaluated(f"not evaluated: {why}", parent)
+            return Gated(not_evaluated(f"not evaluated: {why}", parent))
         judge = ServedModel(self._runtime, self._model, self._max_tokens)
-        evidence = await self._gate.evaluate(
+        gated = await self._gate.evaluate(
             self._harness.store, scenario, parent, served, proposal.candidate, proposal.checked, judge, note
         )
+        evidence = gated.evidence
         await note(f"gate: {'passed' if evidence['passed'] else 'failed'}: {evidence['reason']}")
-        return evidence
+        return gated
 
     async def _check(
-        self, scenario: str, served: list[Entry], candidate: list[Entry], pending: bool, note: Any
+        self, scenario: str, served: list[Entry], candidate: list[Entry], pending: bool, gated: Gated, note: Any
     ) -> tuple[dict[str, Any], tuple[str, str] | None]:
         """The pre-publish check, and (result, reason) when it stops the candidate: the candidate rendered
         (admission did that); where the agent is installed here, a trial run (of an extension change only in the
-        jail). A failed trial is tried on the served tree too: if that fails as well the set-up is broken, not the
-        candidate, and the step is skipped; otherwise the candidate is rejected."""
+        jail). Where the gate ran the agent on the candidate and it answered, that run stands in for the trial.
+        A failed trial is tried on the served tree too (or the gate's answered run of it stands in): if that fails
+        as well the set-up is broken, not the candidate, and the step is skipped; otherwise the candidate is
+        rejected."""
         check: dict[str, Any] = {"renders": True}
         if pending and not self._trial.jailed:
             check["trial"] = not_run(
                 "it changes an extension, and without a jail (harness.sandbox = none) model-written code runs only "
                 "once a person promotes it"
             ).to_json()
+            return check, None
+        if gated.candidate is not None:
+            check["trial"] = gated.candidate.to_json()
+            await note(f"trial: {gated.candidate.reason}")
             return check, None
         binary, _bwrap, _why = self._trial.plan()
         if binary is not None:
@@ -200,10 +208,14 @@ class HarnessSteps:
         await note(f"trial: {trial.reason}")
         if not trial.ran or trial.passed:
             return check, None
-        await note(
-            "trial: starting it on the served harness the same way, to tell a broken candidate from a broken set-up"
-        )
-        served_trial: Trial = await self._trial.run(served, self._model, f"served-for-{scenario}")
+        served_trial = gated.served
+        if served_trial is None:
+            await note(
+                "trial: starting it on the served harness the same way, to tell a broken candidate from a broken set-up"
+            )
+            served_trial = await self._trial.run(served, self._model, f"served-for-{scenario}")
+        else:
+            await note(f"trial: on the served harness: {served_trial.reason}")
         check["served_trial"] = served_trial.to_json()
         if served_trial.passed:
             return check, (

@@ -11,7 +11,8 @@ calls and only while the trial runs; the daemon's tokens never reach it. Its mod
 prompt, an optional fixture workspace, tags, a model-call budget and a time limit; it returns the final answer.
 
 A trial proves only that the tree still works (the agent starts, loads it and answers); it says nothing about
-whether the change does what was asked: that is the review's and the person's call.
+whether the change does what was asked: that is the review's and the person's call. Where the evaluation gate
+already ran the agent on the tree and it answered, that run shows the same (`stand_in`), and no health prompt runs.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Trial:
     seconds: float | None = None
     exit_code: int | None = None
     answer: str | None = None
+    stood_in: str | None = None  # the evaluation task whose run stood in for the health prompt's, if one did
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +134,19 @@ class TrialRunner:
     async def run(self, entries: list[Entry], model: str, label: str) -> Trial:
         """Start the agent on `entries` with the health prompt; `label` tags its model calls (the release tag)."""
         finished = await self.execute(entries, model, HEALTH_PROMPT, release=label)
+        return self._health(finished, None)
+
+    def stand_in(self, finished: Finished, task: str, what: str) -> Trial | None:
+        """The trial an evaluation run of `task` (`what`, in words) stands in for: the same checks as the health
+        prompt's run (the agent started on the tree, exited 0 within its time, printed an answer), or None where
+        the run did not pass them (then only a health trial of its own tells a broken tree from a task it could not
+        do)."""
+        trial = self._health(finished, (task, what))
+        return trial if trial.passed else None
+
+    def _health(self, finished: Finished, task: tuple[str, str] | None) -> Trial:
+        """What a run shows about the tree; `task` (id, in words) is the evaluation run that stands in for the
+        health prompt's."""
         name = self._adapter.binary
         if not finished.started:
             return Trial(ran=False, passed=False, reason=finished.reason)
@@ -144,6 +159,10 @@ class TrialRunner:
             return Trial(True, False, f"{name} exited with status {code}: {said}", seconds, code, answer)
         if answer is None:
             return Trial(True, False, f"{name} exited without printing an answer", seconds, code)
+        if task is not None:
+            where = f"in the evaluation gate's run of {task[1]}, which stands in for the health prompt"
+            said = f"{name} started on it and answered in {seconds:g} s, {where}: {answer[:120]!r}"
+            return Trial(True, True, said, seconds, code, answer, stood_in=task[0])
         replied = "reef-ok" if answer == HEALTHY_ANSWER else f"{answer[:120]!r} (not reef-ok; the model chose)"
         return Trial(
             True, True, f"{name} started on it and answered in {seconds:g} s: {replied}", seconds, code, answer

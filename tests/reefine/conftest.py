@@ -48,7 +48,7 @@ async def start_reefine(tmp_path: Path) -> AsyncIterator[StartReefine]:
         session = aiohttp.ClientSession()
         started.append((server, upstream, session))
         url = str(server.make_url("")).rstrip("/")
-        reefine = Reefine(url, server, model, session, overrides.get("reef__token"), models.session)
+        reefine = Reefine(url, server, model, session, overrides.get("reef__token"), models.session, models.agents)
         await reefine.call("POST", "/reef/scenarios", {"name": SCENARIO})
         return reefine
 

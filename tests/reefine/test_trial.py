@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -16,6 +17,7 @@ from tests.support.adapters_testing import agent_binary
 from tests.support.cli_testing import clean_env, run_reef
 from tests.support.fake_proposer_model import answer, plan, skill
 from tests.support.reefine_testing import SCENARIO, StartReefine
+from tests.support.waiting import eventually
 
 TOKEN = "trial-test-token-0123456789"
 
@@ -64,12 +66,46 @@ async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(sta
 
     assert progress["result"] == "selected", progress
     texts = [line["text"] for line in progress["activity"]]
-    assert any(text.startswith(f"trial: starting {pi}") for text in texts)
-    assert any(text.startswith("trial: pi started on it and answered") for text in texts)
-    assert texts.index(next(t for t in texts if t.startswith("trial: pi"))) < texts.index("published")
+    said = next(text for text in texts if text.startswith("trial: pi started on it and answered"))
+    assert "in the evaluation gate's run of the behaviour check, which stands in for the health prompt" in said
+    assert texts.index(said) < texts.index("published")
     trial = await last_trial(reefine)
     assert trial["ran"] and trial["passed"] and trial["exit_code"] == 0 and "Paris" in trial["answer"]
+    assert trial["stood_in"] == "behaviour"
     assert (await reefine.ok("GET", "/reef/status"))["recipe"]["trial"] == f"{pi}, in a bubblewrap jail"
+
+    # The gate ran pi on the candidate, so no separate health prompt ran: two runs (the behaviour check on the
+    # served version and on the candidate), one model call each, all through reef under its own scenario.
+    assert not any(text.startswith("trial: starting") for text in texts)
+    status, listed = await reefine.call("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
+    assert status == 200
+    tried = [(await reefine.call("GET", f"/reef/records/{row['id']}"))[1] for row in listed["records"]]
+    assert sorted(row["tags"]["version"] for row in tried) == sorted(["candidate", progress["evidence"]["served"]])
+    assert not [row for row in tried if "reef-ok" in str(row["request"])]
+
+
+async def test_the_health_prompt_runs_where_the_gate_ran_nothing_on_the_candidate(
+    start_reefine: StartReefine,
+) -> None:
+    pi = require("pi")
+    # A step from a low score answers no request (no behaviour check), and with no replays there is no task.
+    reefine = await start_reefine(harness__trial=str(pi), harness__replays="0", reef__token=TOKEN)
+    await reefine.ok("POST", f"/reef/scenarios/{SCENARIO}/update", {"training_mode": "hybrid"})
+    chat = {"model": "fake-proposer", "messages": [{"role": "user", "content": "capital of France?"}]}
+    async with reefine.session.post(
+        reefine.url + "/v1/chat/completions",
+        json=chat,
+        headers={**reefine.headers(), "Authorization": f"Bearer {TOKEN}"},
+    ) as sent:
+        receipt = sent.headers["x-reef-agent-record-id"]
+    reefine.model.script("failure-skill", json.dumps(skill("answer-fully", "# Answer fully\nGive the reason too.")))
+    await reefine.ok("POST", "/reef/report", {"score": 0.1, "references": [receipt]})
+    rows = await eventually(reefine.releases, 120, "the low score's step", satisfied=lambda rows: len(rows) > 1)
+
+    assert rows[0]["result"] == "selected", rows[0]
+    evidence, trial = rows[0]["metrics"]["evidence"], rows[0]["metrics"]["check"]["trial"]
+    assert evidence["ran"] and evidence["rows"] == []
+    assert trial["passed"] and trial["stood_in"] is None and trial["reason"].startswith("pi started on it")
 
     # The health prompt went through reef with a token lent for model calls only, under its own scenario.
     status, listed = await reefine.call("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
@@ -78,10 +114,10 @@ async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(sta
     record = next(row for row in tried if row["tags"]["release"] == f"candidate-for-{SCENARIO}")
     assert "reef-ok" in str(record["request"])
     status, mine = await reefine.call("GET", f"/reef/records?scenario={SCENARIO}&type=inference")
-    assert mine["records"] == []  # the person's scenario holds only the person's conversations
+    assert [row["id"] for row in mine["records"]] == [receipt]  # the person's conversation, nothing of the trial
     # Nor is a health prompt work for the person: unscored lists leave it out unless reef-trials is asked for.
     status, to_score = await reefine.call("GET", "/reef/records?unscored=true")
-    assert to_score["records"] == []
+    assert record["id"] not in [row["id"] for row in to_score["records"]]
     status, asked = await reefine.call("GET", f"/reef/records?unscored=true&scenario={TRIAL_SCENARIO}")
     assert record["id"] in [row["id"] for row in asked["records"]]
 
@@ -313,7 +349,8 @@ async def test_a_jailed_agent_reaches_only_its_own_model_calls_whatever_the_auth
     assert [row["type"] for row in mine["records"]] == ["train"]  # the person's change request, nothing else
     trials = await reefine.ok("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
     tried = [await reefine.ok("GET", f"/reef/records/{row['id']}") for row in trials["records"]]
-    assert len([row for row in tried if row["tags"].get("release") == f"candidate-for-{SCENARIO}"]) == 2
+    # The gate's run of the behaviour check on the candidate stood in for the health prompt: its two calls.
+    assert len([row for row in tried if row["tags"].get("version") == "candidate"]) == 2
 
 
 async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(

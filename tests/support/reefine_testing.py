@@ -11,6 +11,7 @@ import aiohttp
 from aiohttp.test_utils import TestServer
 
 from tests.support.fake_proposer_model import FakeProposerModel
+from tests.support.fake_upstream import FakeUpstream
 from tests.support.scripted_agent import ScriptedAgent
 from tests.support.waiting import eventually
 
@@ -26,6 +27,7 @@ class Reefine:
     session: aiohttp.ClientSession
     token: str | None = None
     agent: ScriptedAgent | None = None
+    agents: FakeUpstream | None = None  # what answers the agents' own model calls (trials, the gate's runs)
 
     def headers(self) -> dict[str, str]:
         return {"x-reef-scenario": SCENARIO}
