@@ -6,9 +6,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-from reef_daemon.contract import Answer
-from reef_daemon.proxy.assemble import assemble, json_object
-from reef_daemon.proxy.preview import preview
+from reef_daemon.records import preview, stored_answer
 
 Migration = str | Callable[[sqlite3.Connection], None]  # an SQL script, or a step that needs Python
 
@@ -27,22 +25,13 @@ def _keep_answers(conn: sqlite3.Connection) -> None:
         if not rows:
             return
         for sequence, route, response in rows:
-            answer = _stored_answer(str(route), response)
+            answer = stored_answer(str(route), response)
             if answer is not None:
                 conn.execute(
                     "UPDATE records SET answer = ? WHERE sequence = ?",
                     (json.dumps(answer, ensure_ascii=False), sequence),
                 )
         after = rows[-1][0]
-
-
-def _stored_answer(route: str, response: bytes | str | None) -> Answer | None:
-    """The answer of a stored response: a JSON body, or a stream kept as `{"stream": true, "body": <SSE text>}`."""
-    raw = response.encode() if isinstance(response, str) else response or b""
-    stored = json_object(raw)
-    if stored.get("stream") is True and isinstance(stored.get("body"), str):
-        return assemble(route, stored["body"].encode(), stream=True)
-    return assemble(route, raw, stream=False)
 
 
 def _keep_previews(conn: sqlite3.Connection) -> None:

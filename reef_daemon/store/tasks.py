@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from reef_daemon.contract import REPLAY_ID_PREFIX, TASK_ID_PREFIX, EvalTask, ScoreScale, low_score_below
 from reef_daemon.errors import BadRequest, Conflict, NotFound
-from reef_daemon.proxy.preview import opening_turn
+from reef_daemon.records import opening_turn
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
