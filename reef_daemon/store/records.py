@@ -10,7 +10,7 @@ from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, StoredRe
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
+from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_row, summary_row
 from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
 
 RECORD_TYPES = ("inference", "report", "train")
@@ -62,7 +62,7 @@ class RecordStore:
                 json.dumps(summary.answer, ensure_ascii=False) if summary.answer is not None else None,
             ),
         )  # fmt: skip
-        row = summary_row(values)
+        row = record_row(*values)
         ctx.announce(Event("record", sequence, draft.scenario, {"record": row}))
         return row
 
@@ -79,7 +79,8 @@ class RecordStore:
             (draft.id,),
         ).fetchone()
         if existing is not None:
-            if existing[-1] != draft.content_hash or existing[2] != draft.scenario or existing[3] != draft.type:
+            same = (existing["content_hash"], existing["scenario"], existing["type"])
+            if same != (draft.content_hash, draft.scenario, draft.type):
                 raise Conflict(
                     f"agent_record_id '{draft.id}' was already used for different content; use a new id",
                     type="record_conflict",
@@ -108,7 +109,7 @@ class RecordStore:
                 "UPDATE records SET score = ? WHERE id = ? AND type = 'inference'",
                 [(score, ref) for ref in references],
             )
-        row = summary_row(values)
+        row = record_row(*values)
         if draft.type == "report":
             data = {"record": row, "references": references, "score": score}
             ctx.announce(Event("report", sequence, draft.scenario, data))
@@ -122,11 +123,11 @@ class RecordStore:
             found = conn.execute("SELECT scenario, type FROM records WHERE id = ?", (ref,)).fetchone()
             if found is None:
                 raise BadRequest(f"references: receipt '{ref}' is not a stored record", type="unknown_reference")
-            if found[0] != scenario:
+            if found["scenario"] != scenario:
                 raise BadRequest(f"references: receipt '{ref}' belongs to another scenario", type="foreign_reference")
-            if found[1] != "inference":
+            if found["type"] != "inference":
                 raise BadRequest(
-                    f"references: '{ref}' is a {found[1]} record; only inference receipts can be scored",
+                    f"references: '{ref}' is a {found['type']} record; only inference receipts can be scored",
                     type="bad_reference",
                 )
 
@@ -193,14 +194,13 @@ class RecordStore:
     @staticmethod
     def _counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
-        for scenario, type_, total in conn.execute(
-            "SELECT scenario, type, count(*) FROM records GROUP BY scenario, type"
+        for row in conn.execute("SELECT scenario, type, count(*) AS total FROM records GROUP BY scenario, type"):
+            counts.setdefault(row["scenario"], {})[row["type"]] = row["total"]
+        for row in conn.execute(
+            "SELECT scenario, count(*) AS total FROM records WHERE type = 'inference' AND score IS NULL"
+            " GROUP BY scenario"
         ):
-            counts.setdefault(scenario, {})[type_] = total
-        for scenario, total in conn.execute(
-            "SELECT scenario, count(*) FROM records WHERE type = 'inference' AND score IS NULL GROUP BY scenario"
-        ):
-            counts.setdefault(scenario, {})["unscored"] = total
+            counts.setdefault(row["scenario"], {})["unscored"] = row["total"]
         return counts
 
 
