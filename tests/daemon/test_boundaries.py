@@ -1,5 +1,5 @@
-"""Package boundaries: the adapters and the harness tree stand apart from the daemon, and a recipe can be written
-from the recipe interface alone."""
+"""Package boundaries: the adapters and the harness tree stand apart from the daemon, a recipe can be written
+from the recipe interface alone, and the records layer sits below the proxy and the store."""
 
 from __future__ import annotations
 
@@ -31,3 +31,20 @@ def test_adapters_and_the_tree_import_only_the_contract_from_the_daemon(package:
 
 def test_the_test_recipe_needs_only_the_recipe_interface() -> None:
     assert reef_imports(ROOT / "tests" / "support" / "counting_recipe.py") == {"reef_daemon.recipe_api"}
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("reef_daemon/records", ("reef_daemon.proxy", "reef_daemon.store")),
+        ("reef_daemon/store", ("reef_daemon.proxy",)),
+    ],
+)
+def test_records_stand_below_the_proxy_and_the_store(package: str, forbidden: tuple[str, ...]) -> None:
+    """Answers, previews and summaries are derived in the records layer, which both the proxy and the store import:
+    it imports neither, and the store does not import the proxy."""
+    paths = sorted((ROOT / package).rglob("*.py"))
+    assert paths
+    for path in paths:
+        crossing = {name for name in reef_imports(path) if name.split(".")[:2] in [p.split(".") for p in forbidden]}
+        assert not crossing, f"{path.relative_to(ROOT)} imports {sorted(crossing)}"
