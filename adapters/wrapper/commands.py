@@ -13,9 +13,9 @@ from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import canary_line
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
-from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
 from reef_cli.commands import evolve as reef_evolve
-from reef_cli.render.versions import HEADERS, request_text, version_cells
+from reef_client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
+from reef_client.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
 
 VERSION_TIMEOUT_S = 60

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from reef_cli.client import ReefClient, RequestProgress
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
+from reef_client import ReefClient, RequestProgress
 
 EXAMPLE = 'Example: reef evolve "add a /changelog command that drafts release notes" --scenario my-harness --wait'
 POLL_S = 1.0
