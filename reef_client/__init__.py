@@ -1,5 +1,5 @@
 """The client side of reef, shared by the `reef` CLI, the TUI and the `reef-<adapter>` wrappers: the one HTTP client
-of the daemon API, its live events, installing a harness release here, writing an
+of the daemon API, its live events, following a change request, installing a harness release here, writing an
 export to a file, and (in `reef_client.render`) the renderers that show daemon answers in a terminal.
 
 It knows the daemon only through the wire contract (`reef_daemon.contract`); the answer types below are the
@@ -18,7 +18,9 @@ from reef_client._client import (
 from reef_client._events import Event
 from reef_client._exporting import nothing_to_export, whole_file
 from reef_client._installs import ShownRelease, installed_release, mark_installed, run_install_script
+from reef_client._requests import follow_request, request_outcome, request_status
 from reef_daemon.contract import (
+    Activity,
     AdapterRow,
     BatchAck,
     CanaryEnded,
@@ -43,6 +45,7 @@ from reef_daemon.contract import (
 )
 
 __all__ = [
+    "Activity",
     "AdapterRow",
     "ApiError",
     "BatchAck",
@@ -73,9 +76,12 @@ __all__ = [
     "Unauthorized",
     "VersionScore",
     "VersionScores",
+    "follow_request",
     "installed_release",
     "mark_installed",
     "nothing_to_export",
+    "request_outcome",
+    "request_status",
     "run_install_script",
     "whole_file",
 ]

@@ -52,6 +52,16 @@ def test_the_client_package_imports_only_the_contract() -> None:
         assert outside <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
 
 
+@pytest.mark.parametrize("package", ["reef_tui", "adapters/wrapper"])
+def test_the_tui_and_the_wrappers_know_the_daemon_only_through_the_contract_and_the_client(package: str) -> None:
+    for path in sources(package):
+        found = reef_imports(path)
+        daemon_parts = {name for name in found if name.startswith("reef_daemon")}
+        assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
+        cli_parts = {name for name in found if name.split(".")[0] == "reef_cli"}
+        assert not cli_parts, f"{path.relative_to(ROOT)} imports {sorted(cli_parts)} (shared parts go in reef_client)"
+
+
 def test_only_the_client_package_speaks_http_to_the_daemon() -> None:
     for path in sources("reef_cli", "reef_tui", "adapters"):
         http = {name for name in imports(path) if name.split(".")[0] in HTTP_CLIENTS or name in HTTP_CLIENTS}
