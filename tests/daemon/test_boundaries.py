@@ -1,5 +1,6 @@
-"""Package boundaries: the adapters and the harness tree stand apart from the daemon, a recipe can be written
-from the recipe interface alone, and the records layer sits below the proxy and the store."""
+"""Package boundaries: the adapters and the harness tree stand apart from the daemon; the CLI, the TUI and the
+wrappers know the daemon only through its contract and the client package, which itself imports only the contract;
+a recipe can be written from the recipe interface alone; and the records layer sits below the proxy and the store."""
 
 from __future__ import annotations
 
@@ -9,22 +10,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+REEF_PACKAGES = ("reef_daemon", "reef_client", "reef_cli", "reef_tui", "reef_harness", "reef_transcripts", "recipes",
+                 "adapters")  # fmt: skip
+HTTP_CLIENTS = ("httpx", "httpx_sse", "aiohttp", "requests", "urllib.request", "http.client")
 
 
-def reef_imports(path: Path) -> set[str]:
-    """The modules of reef's own packages that a source file imports."""
+def imports(path: Path) -> set[str]:
+    """The modules a source file imports."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {name for name in found if name.split(".")[0] in ("reef_daemon", "reef_cli", "reef_tui", "recipes")}
+    return found
+
+
+def reef_imports(path: Path) -> set[str]:
+    """The modules of reef's own packages that a source file imports."""
+    return {name for name in imports(path) if name.split(".")[0] in REEF_PACKAGES}
+
+
+def sources(*folders: str) -> list[Path]:
+    return sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py"))
 
 
 @pytest.mark.parametrize("package", ["adapters", "reef_harness"])
 def test_adapters_and_the_tree_import_only_the_contract_from_the_daemon(package: str) -> None:
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in sources(package):
         daemon_parts = {name for name in reef_imports(path) if name.startswith("reef_daemon")}
         assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
 
@@ -48,3 +61,31 @@ def test_records_stand_below_the_proxy_and_the_store(package: str, forbidden: tu
     for path in paths:
         crossing = {name for name in reef_imports(path) if name.split(".")[:2] in [p.split(".") for p in forbidden]}
         assert not crossing, f"{path.relative_to(ROOT)} imports {sorted(crossing)}"
+
+
+def test_the_client_package_imports_only_the_contract() -> None:
+    for path in sources("reef_client"):
+        outside = {name for name in reef_imports(path) if name.split(".")[0] != "reef_client"}
+        assert outside <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
+
+
+@pytest.mark.parametrize("package", ["reef_tui", "adapters/wrapper"])
+def test_the_tui_and_the_wrappers_know_the_daemon_only_through_the_contract_and_the_client(package: str) -> None:
+    for path in sources(package):
+        found = reef_imports(path)
+        daemon_parts = {name for name in found if name.startswith("reef_daemon")}
+        assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
+        cli_parts = {name for name in found if name.split(".")[0] == "reef_cli"}
+        assert not cli_parts, f"{path.relative_to(ROOT)} imports {sorted(cli_parts)} (shared parts go in reef_client)"
+
+
+def test_only_the_client_package_speaks_http_to_the_daemon() -> None:
+    for path in sources("reef_cli", "reef_tui", "adapters"):
+        http = {name for name in imports(path) if name.split(".")[0] in HTTP_CLIENTS or name in HTTP_CLIENTS}
+        assert not http, f"{path.relative_to(ROOT)} imports {sorted(http)}; the daemon's client is reef_client"
+
+
+def test_the_client_package_is_used_through_its_public_face() -> None:
+    for path in sources("reef_cli", "reef_tui", "adapters", "tests", "bench"):
+        private = {name for name in reef_imports(path) if name.startswith("reef_client") and "._" in name}
+        assert not private, f"{path.relative_to(ROOT)} imports {sorted(private)}; import them from reef_client"

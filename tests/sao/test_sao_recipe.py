@@ -160,7 +160,7 @@ async def test_restart_resumes_from_the_checkpoint_and_rollback_restores_one(
 async def test_reef_show_says_what_training_made_of_each_report(start_weight_reef: StartWeightReef) -> None:
     from rich.console import Console
 
-    from reef_cli.render.record import record_view
+    from reef_client.render.record import record_view
 
     reef = await start_weight_reef()
     receipt, _ = await reef.ask(QUESTION)
