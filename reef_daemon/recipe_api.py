@@ -14,6 +14,16 @@ The daemon's side of the contract, in order:
 5. `promote` and `rollback` when a person asks (`POST /reef/scenarios/{s}/promote|rollback`), never during a step.
 6. `close()` on shutdown.
 
+A recipe's own settings are sections of frozen dataclasses whose fields are declared with `setting(...)`, listed by
+name in `SETTINGS_SECTIONS` in the module its reference names (`package.module`, so that they are known without
+loading the recipe's class); the recipe reads its section with `settings.of(Section)`:
+
+    @dataclass(frozen=True)
+    class SparkleSection:
+        depth: int = setting(3, POSITIVE_INT, help="how deep the sparkle goes")
+
+    SETTINGS_SECTIONS = {"sparkle": SparkleSection}  # sparkle.depth, in files, the environment and on the command line
+
 Records reach a recipe as full rows, as `GET /reef/records/{id}` shows them: `id`, `type` (`inference`, `report`,
 `train`), `sequence`, `scenario`, and the type's fields (`score`, `references` ... for a report; `text` for a
 change request).
@@ -29,7 +39,25 @@ from reef_daemon.auth import TokenGate
 from reef_daemon.contract import RecipeStatus, ReleaseRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.settings import (
+    COUNT,
+    FRACTION,
+    NUMBER,
+    OPTIONAL_PATH,
+    OPTIONAL_TEXT,
+    PATH,
+    PORT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    TEXT,
+    TOKENS,
+    URL,
+    Kind,
+    Settings,
+    SettingsError,
+    one_of,
+    setting,
+)
 from reef_daemon.store import Scenario, Store
 
 if TYPE_CHECKING:  # the harness parts load git; only a harness recipe (which imports them itself) needs them
@@ -37,11 +65,24 @@ if TYPE_CHECKING:  # the harness parts load git; only a harness recipe (which im
     from reef_daemon.harness.progress import RequestProgress
 
 __all__ = [
+    "COUNT",
+    "FRACTION",
+    "NUMBER",
+    "OPTIONAL_PATH",
+    "OPTIONAL_TEXT",
+    "PATH",
+    "PORT",
+    "POSITIVE_INT",
+    "POSITIVE_NUMBER",
+    "TEXT",
+    "TOKENS",
+    "URL",
     "BadRequest",
     "Conflict",
     "Eligible",
     "HarnessRecipe",
     "Ineligible",
+    "Kind",
     "NotFound",
     "Recipe",
     "ReefError",
@@ -55,6 +96,8 @@ __all__ = [
     "Unsupported",
     "Verdict",
     "WeightSwappable",
+    "one_of",
+    "setting",
 ]
 
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
-from reef_daemon.settings import CATALOGUE, SettingsError, load_settings
+from reef_daemon.settings import SettingsError, catalogue, load_settings
 
 
 def test_precedence_command_line_over_file_over_environment(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_help_lists_every_setting_with_its_help(command: str) -> None:
     assert result.exit_code == 0, result.output
     # Rich wraps long help over lines inside a box; read it as one run of words.
     text = " ".join(result.output.replace("│", " ").split())
-    for key, info in CATALOGUE.items():
+    for key, info in catalogue().items():
         assert f"--{key} {info.kind.metavar} {' '.join(info.help.split())}" in text, key
         if info.env:
             assert info.env in text
