@@ -24,14 +24,13 @@ from recipes.reefine.settings import HarnessSection
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
 from reef_daemon.contract import RecipeStatus, ReleaseRow, low_score_below
-from reef_daemon.harness.host import HarnessHost
-from reef_daemon.harness.jail import NONE as NO_SANDBOX
-from reef_daemon.harness.jail import check_sandbox_setting
-from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.recipe_api import (
+    NO_SANDBOX,
     Eligible,
+    HarnessHost,
     HarnessRecipe,
     Ineligible,
+    RequestProgress,
     Runtime,
     Scenario,
     Settings,
@@ -40,8 +39,9 @@ from reef_daemon.recipe_api import (
     Store,
     TokenGate,
     Verdict,
+    check_sandbox_setting,
+    gate_tasks,
 )
-from reef_daemon.store.tasks import gate_tasks
 
 __all__ = ["ReefineRecipe"]
 

@@ -11,10 +11,7 @@ from recipes.reefine.gate import Gate, Gated, not_evaluated
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import TrialRunner, not_run
-from reef_daemon.harness.host import HarnessHost
-from reef_daemon.harness.progress import RequestProgress
-from reef_daemon.recipe_api import StepOutcome
-from reef_daemon.runtimes.base import Runtime
+from reef_daemon.recipe_api import HarnessHost, RequestProgress, Runtime, StepOutcome
 from reef_harness import Entry, touches_kind
 
 DESIGN_LIMIT = 4000

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.rollout import Rollout, judge_report, parse_version
 from recipes.sao.settings import TrainingSection
-from recipes.sao.slime.contract import check_ready, plan_run
+from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer
 from reef_daemon.contract import RecipeStatus
@@ -36,7 +36,6 @@ from reef_daemon.recipe_api import (
     Verdict,
     WeightSwappable,
 )
-from reef_daemon.runtimes.embedded.sglang.launch import node_address
 
 log = logging.getLogger("reef.sao")
 

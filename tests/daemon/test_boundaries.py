@@ -1,5 +1,5 @@
-"""Package boundaries: the adapters and the harness tree stand apart from the daemon, and a recipe can be written
-from the recipe interface alone."""
+"""Package boundaries: the adapters and the harness tree stand apart from the daemon, and a recipe, built-in or
+not, is written from the recipe interface alone."""
 
 from __future__ import annotations
 
@@ -31,3 +31,22 @@ def test_adapters_and_the_tree_import_only_the_contract_from_the_daemon(package:
 
 def test_the_test_recipe_needs_only_the_recipe_interface() -> None:
     assert reef_imports(ROOT / "tests" / "support" / "counting_recipe.py") == {"reef_daemon.recipe_api"}
+
+
+RECIPE_FACES = {"reef_daemon.recipe_api", "reef_daemon.contract"}
+
+
+def test_the_built_in_recipes_import_only_the_recipe_interface_and_the_contract_from_the_daemon() -> None:
+    paths = sorted((ROOT / "recipes").rglob("*.py"))
+    assert paths, "no recipes found"
+    for path in paths:
+        daemon_parts = {
+            name for name in reef_imports(path) if name.split(".")[0] in ("reef_daemon", "reef_cli", "reef_tui")
+        }
+        assert daemon_parts <= RECIPE_FACES, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts - RECIPE_FACES)}"
+
+
+def test_the_boundary_scan_sees_imports_inside_functions_too(tmp_path: Path) -> None:
+    source = tmp_path / "late.py"
+    source.write_text("def f():\n    from reef_daemon.store import Store\n    import reef_daemon.settings\n")
+    assert reef_imports(source) == {"reef_daemon.store", "reef_daemon.settings"}

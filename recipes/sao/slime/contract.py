@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,12 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
     stop = (("ray", "job", "stop", "--address", dashboard, JOB_ID), ("ray", "stop"))
     processes = (Process("ray-head", ray_head), Process("slime-train", job))
     return SlimePlan(processes, stop, ports, router, work, spool, megatron_config(settings))
+
+
+def node_address() -> str:
+    """This node's IP, where the router Slime starts listens (it binds the node's address, not loopback); the
+    embedded runtime's SGLang engine attaches to it at the same address."""
+    return socket.gethostbyname(socket.gethostname())
 
 
 def check_ready(settings: Settings) -> None:
