@@ -24,9 +24,10 @@ loading the recipe's class); the recipe reads its section with `settings.of(Sect
 
     SETTINGS_SECTIONS = {"sparkle": SparkleSection}  # sparkle.depth, in files, the environment and on the command line
 
-Records reach a recipe as full rows, as `GET /reef/records/{id}` shows them: `id`, `type` (`inference`, `report`,
-`train`), `sequence`, `scenario`, and the type's fields (`score`, `references` ... for a report; `text` for a
-change request).
+Records reach a recipe as `Unit`s: the stored record (`contract.StoredRecord`, as `GET /reef/records/{id}` shows it:
+`id`, `type` (`inference`, `report`, `train`), `sequence`, `scenario`, and the type's fields: `score`, `references`
+... for a report; `text` for a change request), and for a report the records it references, each with
+`consumed_by_step`.
 
 Besides `reef_daemon.contract` (the wire types), this module is all of reef a recipe imports: the built-in recipes
 are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the interface above:
@@ -54,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from reef_daemon.auth import TokenGate, presented_token
-from reef_daemon.contract import RecipeStatus, ReleaseRow
+from reef_daemon.contract import RecipeStatus, ReleaseRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported, UpstreamFailed
 from reef_daemon.harness.admission import RESERVED_IDS, Refused, admit
 from reef_daemon.harness.host import HarnessHost
@@ -121,6 +122,7 @@ __all__ = [
     "Recipe",
     "RecordQuery",
     "ReefError",
+    "ReferencedRecord",
     "Refused",
     "ReleaseStore",
     "RequestProgress",
@@ -131,6 +133,7 @@ __all__ = [
     "StepOutcome",
     "Store",
     "TokenGate",
+    "Unit",
     "Unsupported",
     "UpstreamFailed",
     "Verdict",
@@ -165,6 +168,30 @@ class Ineligible:
 
 
 Verdict = Eligible | Ineligible
+
+
+class ReferencedRecord(StoredRecord):
+    """A record a report references, in full, with the step that consumed it (None while no step has)."""
+
+    consumed_by_step: int | None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A record the recipe worker hands a recipe, to `judge` and then (if eligible) to `step`.
+
+    Attributes:
+        record: the stored record, with the contract's field names (`id`, `type`, `score`, `references`, `text` ...).
+        referenced: for a report, the records it references, in its order; empty for any other record.
+    """
+
+    record: StoredRecord
+    referenced: tuple[ReferencedRecord, ...] = ()
+
+    @property
+    def id(self) -> str:
+        """The record's id."""
+        return self.record["id"]
 
 
 @dataclass(frozen=True)
@@ -260,25 +287,25 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
     async def close(self) -> None:  # noqa: B027 - optional
         """Release what `start` opened; called after the HTTP server and the recipe worker stopped."""
 
-    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+    def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         """Decide whether a record is a unit to train on. Called once per record, in sequence order.
 
         Args:
             scenario: the record's scenario.
-            record: the full row. A report's row also carries `referenced`: the full rows of the records it
-                references, each with `consumed_by` (the step that consumed it, or None).
+            unit: the stored record, and for a report the records it references, each with `consumed_by_step`
+                (the step that consumed it, or None).
 
         Returns:
             `Eligible()`, or `Ineligible(reason)`.
         """
         return Ineligible(f"the {self.name} recipe does not train")
 
-    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+    async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
         """Train on one batch of eligible units.
 
         Args:
             scenario: the units' scenario.
-            units: `batch_size` rows `judge` found eligible, oldest first.
+            units: `batch_size` units `judge` found eligible, oldest first.
 
         Returns:
             What the step produced; the daemon commits it with the units as consumed.

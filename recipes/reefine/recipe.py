@@ -38,6 +38,7 @@ from reef_daemon.recipe_api import (
     StepOutcome,
     Store,
     TokenGate,
+    Unit,
     Verdict,
     check_sandbox_setting,
     gate_tasks,
@@ -145,28 +146,28 @@ class ReefineRecipe(HarnessRecipe):
     async def close(self) -> None:
         self.harness.close()
 
-    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+    def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         """Every change request is a unit; a report is one only in auto/hybrid mode, low-scored, on fresh records."""
-        if record["type"] == "train":
+        if unit.record["type"] == "train":
             return Eligible()
         if scenario.training_mode == "manual":
             return Ineligible("manual mode: scores are kept, only change requests start a step")
-        score = record.get("score")
+        score = unit.record["score"]
         if score is None:
             return Ineligible("the report has no score")
         below = low_score_below({"min": self.settings.reports.score_min, "max": self.settings.reports.score_max})
         if score >= below:
             return Ineligible(f"score {below:g} or more: nothing to fix")
-        fresh = [row for row in record.get("referenced", []) if row.get("type") == "inference"]
-        if not fresh or any(row.get("consumed_by") is not None for row in fresh):
+        fresh = [row for row in unit.referenced if row["type"] == "inference"]
+        if not fresh or any(row["consumed_by_step"] is not None for row in fresh):
             return Ineligible("the report's conversations were already used by a step")
         return Eligible()
 
-    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+    async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
         if self._steps is None:
             raise RuntimeError("the reefine recipe is not started")
         (unit,) = units
-        if unit["type"] == "train":
+        if unit.record["type"] == "train":
             return await self._steps.for_request(scenario.name, unit)
         return await self._steps.from_failure(scenario.name, unit)
 

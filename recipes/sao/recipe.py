@@ -33,6 +33,7 @@ from reef_daemon.recipe_api import (
     SettingsError,
     StepOutcome,
     Store,
+    Unit,
     Verdict,
     WeightSwappable,
 )
@@ -128,19 +129,19 @@ class SaoRecipe(Recipe):
         self._last_swap_s = time.perf_counter() - began
         return version
 
-    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+    def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         if self._bound is not None and scenario.name != self._bound:
             return Ineligible(f"this daemon trains scenario {self._bound}; one weight scenario per process")
         verdict, rollout = judge_report(
-            record, self._version(), self.training.max_staleness, self._claimed, run_started=self._started
+            unit, self._version(), self.training.max_staleness, self._claimed, run_started=self._started
         )
         if rollout is not None:
             self._claimed.add(rollout.record_id)
             self._rollouts[rollout.report_id] = rollout
         return verdict
 
-    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
-        rollouts = [self._rollouts.pop(str(unit["id"])) for unit in units]
+    async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
+        rollouts = [self._rollouts.pop(unit.id) for unit in units]
         for rollout in rollouts:
             self._claimed.discard(rollout.record_id)
         consumed = tuple(rollout.record_id for rollout in rollouts)
