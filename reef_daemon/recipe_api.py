@@ -22,7 +22,9 @@ loading the recipe's class); the recipe reads its section with `settings.of(Sect
     class SparkleSection:
         depth: int = setting(3, POSITIVE_INT, help="how deep the sparkle goes")
 
-    SETTINGS_SECTIONS = {"sparkle": SparkleSection}  # sparkle.depth, in files, the environment and on the command line
+    SETTINGS_SECTIONS = {"sparkle": SparkleSection}  # sparkle.depth, in config files and the environment
+
+A built-in recipe's sections are known before any recipe is chosen, so they are `reef serve` options too.
 
 Records reach a recipe as `Unit`s: the stored record (`contract.StoredRecord`, as `GET /reef/records/{id}` shows it:
 `id`, `type` (`inference`, `report`, `train`), `sequence`, `scenario`, and the type's fields: `score`, `references`
