@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import StepRow
+from reef_daemon.contract import StepRow, StoredRecord
 from reef_daemon.errors import Conflict
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, Columns, detail_row
@@ -125,12 +125,10 @@ class StepStore:
 
         return await self._reader.run(read)
 
-    async def pending(
-        self, scenario: str, after: int, types: tuple[str, ...], limit: int = 256
-    ) -> list[dict[str, Any]]:
+    async def pending(self, scenario: str, after: int, types: tuple[str, ...], limit: int = 256) -> list[StoredRecord]:
         """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
 
-        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        def read(conn: sqlite3.Connection) -> list[StoredRecord]:
             marks = ",".join("?" * len(types))
             rows = conn.execute(
                 f"SELECT {DETAIL_COLUMNS} FROM records WHERE scenario = ? AND type IN ({marks}) AND sequence > ?"  # noqa: S608
@@ -138,7 +136,7 @@ class StepStore:
                 " AND id NOT IN (SELECT record_id FROM ineligible_records) ORDER BY sequence LIMIT ?",
                 (scenario, *types, after, limit),
             ).fetchall()
-            return [{**detail_row(row)} for row in rows]  # a recipe's unit: the worker adds what it knows
+            return [detail_row(row) for row in rows]
 
         return await self._reader.run(read)
 

@@ -1,6 +1,7 @@
 """Package boundaries: the adapters and the harness tree stand apart from the daemon; the CLI, the TUI and the
 wrappers know the daemon only through its contract and the client package, which itself imports only the contract;
-a recipe can be written from the recipe interface alone; and the records layer sits below the proxy and the store."""
+a recipe, built-in or not, is written from the recipe interface alone; and the records layer sits below the proxy
+and the store."""
 
 from __future__ import annotations
 
@@ -89,3 +90,22 @@ def test_the_client_package_is_used_through_its_public_face() -> None:
     for path in sources("reef_cli", "reef_tui", "adapters", "tests", "bench"):
         private = {name for name in reef_imports(path) if name.startswith("reef_client") and "._" in name}
         assert not private, f"{path.relative_to(ROOT)} imports {sorted(private)}; import them from reef_client"
+
+
+RECIPE_FACES = {"reef_daemon.recipe_api", "reef_daemon.contract"}
+
+
+def test_the_built_in_recipes_import_only_the_recipe_interface_and_the_contract_from_the_daemon() -> None:
+    paths = sorted((ROOT / "recipes").rglob("*.py"))
+    assert paths, "no recipes found"
+    for path in paths:
+        daemon_parts = {
+            name for name in reef_imports(path) if name.split(".")[0] in ("reef_daemon", "reef_cli", "reef_tui")
+        }
+        assert daemon_parts <= RECIPE_FACES, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts - RECIPE_FACES)}"
+
+
+def test_the_boundary_scan_sees_imports_inside_functions_too(tmp_path: Path) -> None:
+    source = tmp_path / "late.py"
+    source.write_text("def f():\n    from reef_daemon.store import Store\n    import reef_daemon.settings\n")
+    assert reef_imports(source) == {"reef_daemon.store", "reef_daemon.settings"}
