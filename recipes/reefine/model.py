@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reef_daemon.errors import UpstreamFailed
-from reef_daemon.runtimes.base import Runtime
+from reef_daemon.recipe_api import Runtime, UpstreamFailed
 
 ROUTE = "/v1/chat/completions"
 

@@ -30,8 +30,8 @@ from reef_daemon.proxy.headers import (
     upstream_headers,
 )
 from reef_daemon.proxy.sse import SseRelay, error_frame
+from reef_daemon.records import InferenceDraft
 from reef_daemon.runtimes.base import RuntimeResponse
-from reef_daemon.store import InferenceDraft
 
 log = logging.getLogger("reef.proxy")
 

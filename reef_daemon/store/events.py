@@ -27,22 +27,22 @@ class EventLog:
     def _after(conn: sqlite3.Connection, sequence: int, scenario: str | None, limit: int) -> list[Event]:
         scope, params = ("AND scenario = ?", (scenario,)) if scenario else ("", ())
         events: list[Event] = []
-        for values in conn.execute(
+        for stored in conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, body FROM records WHERE sequence > ? {scope}"  # noqa: S608
             " ORDER BY sequence LIMIT ?",
             (sequence, *params, limit),
         ):
-            row = summary_row(values)
+            row = summary_row(stored)
             data: dict[str, object] = {"record": row}
             if row["type"] == "report":
-                body = json.loads(values[-1] or "{}")
+                body = json.loads(stored["body"] or "{}")
                 data.update(references=body.get("references", []), score=body.get("score"))
             events.append(Event(_RECORD_EVENT[row["type"]], row["sequence"], row["scenario"], data))
-        for seq, type_, name, data_json in conn.execute(
+        for stored in conn.execute(
             f"SELECT sequence, type, scenario, data FROM events WHERE sequence > ? {scope}"  # noqa: S608
             " ORDER BY sequence LIMIT ?",
             (sequence, *params, limit),
         ):
-            events.append(Event(type_, seq, name, json.loads(data_json)))
+            events.append(Event(stored["type"], stored["sequence"], stored["scenario"], json.loads(stored["data"])))
         events.sort(key=lambda e: e.sequence)
         return events[:limit]
