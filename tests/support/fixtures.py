@@ -9,6 +9,7 @@ uses (`model`, `agent`, `process`), so the marks follow the fixtures and none is
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -88,3 +89,15 @@ def agent_cli() -> FindAgent:
         return found
 
     return find
+
+
+@pytest.fixture
+def scripted_pi(tmp_path: Path) -> Path:
+    """An executable that stands in for `pi -p` (tests.support.scripted_pi): reads the harness, asks the model
+    once through the binding, prints the answer. For the gate's logic; a test about a real agent uses `agent_cli`."""
+    program = tmp_path / "scripted-agent" / "pi"
+    program.parent.mkdir()
+    source = Path(__file__).with_name("scripted_pi.py").read_text(encoding="utf-8")
+    program.write_text(f"#!{sys.executable}\n{source}", encoding="utf-8")
+    program.chmod(0o755)
+    return program
