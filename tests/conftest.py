@@ -1,21 +1,50 @@
-"""Fixtures shared by every test folder."""
+"""The test suite's tiers, and the fixtures every folder shares (tests/support/fixtures.py).
+
+A test is marked from the fixtures it uses, directly or through other fixtures, so a mark cannot be forgotten:
+`model` for the embedded model, `agent` for a real agent CLI, `process` for a daemon run as its own process.
+`scripts/test --fast` runs what needs neither a model nor an agent. Tests that share a module-scoped fixture (one
+daemon for the module) are kept on one xdist worker (`--dist loadgroup`), so each module starts its daemon once.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+pytest_plugins = ["tests.support.fixtures"]
 
-@pytest.fixture(scope="session")
-def embedded_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A `models` folder holding the embedded model's safetensors cache, written once per test session.
+TIERS = {
+    "model": ("the embedded model (SmolLM2-135M on the CPU)", {"embedded_models"}),
+    "agent": ("a real agent CLI (pi, codex, claude, opencode, dsh)", {"agent_cli"}),
+    "process": (
+        "a daemon run as a process of its own",
+        {"daemon", "other_daemon", "reefine_daemon", "tests/adapters::reefine"},
+    ),
+}
 
-    Link it into a state directory as `<state>/models` and the daemon loads the cache instead of the GGUF.
-    """
-    from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 
-    state = tmp_path_factory.mktemp("embedded-cache")
-    (state / "models").mkdir()  # this session's own cache, not the user's
-    load_model(resolve_source(None), state)
-    return state / "models"
+def pytest_configure(config: pytest.Config) -> None:
+    for name, (meaning, _fixtures) in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: the test needs {meaning}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = fixtures_used(item)
+        for name, (_meaning, fixtures) in TIERS.items():
+            if used.keys() & fixtures:
+                item.add_marker(name)
+        if any(definition.scope in ("module", "package") for definition in used.values()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def fixtures_used(item: pytest.Item) -> dict[str, pytest.FixtureDef[object]]:
+    """The fixtures a test uses, directly or through others, by name and by `folder::name` (where two folders
+    define fixtures of one name), with the definition that serves it."""
+    info = getattr(item, "_fixtureinfo", None)
+    used: dict[str, pytest.FixtureDef[object]] = {}
+    for name, definitions in info.name2fixturedefs.items() if info else ():
+        used[name] = definitions[-1]
+        if definitions[-1].baseid:
+            used[f"{definitions[-1].baseid}::{name}"] = definitions[-1]
+    return used

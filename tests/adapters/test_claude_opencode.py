@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.adapters_testing import SCENARIO, Reefine, agent_binary, start_reefine, stop_reefine
+from tests.support.adapters_testing import SCENARIO, Reefine, start_reefine, stop_reefine
 from tests.support.agent_upstream import AgentUpstream
 from tests.support.fake_proposer_model import answer, skill
+from tests.support.fixtures import FindAgent
 from tests.support.proxy_watch import ProxyWatch
 
 TOKEN = "reef-adapter-token-0123456789"
@@ -46,11 +47,6 @@ def reef_with_token(tmp_path: Path, upstream: AgentUpstream, home: Path) -> Iter
     stop_reefine(tmp_path, started)
 
 
-def require(binary: str) -> None:
-    if agent_binary(binary) is None:
-        pytest.skip(f"{binary} is not installed on this machine; scripts/setup installs it")
-
-
 def person_config(home: Path) -> dict[str, bytes]:
     files = {}
     for relative, content in PERSON_FILES.items():
@@ -70,10 +66,10 @@ def outside_reef(home: Path) -> set[str]:
 
 @pytest.mark.parametrize("adapter", list(AGENTS))
 def test_a_headless_prompt_reaches_reef_alone_and_leaves_the_persons_config_alone(
-    reef_with_token: Reefine, adapter: str
+    reef_with_token: Reefine, adapter: str, agent_cli: FindAgent
 ) -> None:
     reefine = reef_with_token
-    require(adapter)
+    agent_cli(adapter)
     mine = person_config(reefine.home)
     before = outside_reef(reefine.home)
     assert reefine.install(adapter, REEF_TOKEN=TOKEN).returncode == 0
@@ -108,8 +104,10 @@ def test_a_headless_prompt_reaches_reef_alone_and_leaves_the_persons_config_alon
 
 
 @pytest.mark.parametrize("adapter", list(AGENTS))
-def test_reefine_and_versions_run_as_the_agents_own_commands(reefine: Reefine, adapter: str) -> None:
-    require(adapter)
+def test_reefine_and_versions_run_as_the_agents_own_commands(
+    reefine: Reefine, adapter: str, agent_cli: FindAgent
+) -> None:
+    agent_cli(adapter)
     assert reefine.install(adapter).returncode == 0
     _prompt, command, skill_path = AGENTS[adapter]
     for name in ("reefine", "versions"):

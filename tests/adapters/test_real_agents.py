@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from tests.support.adapters_testing import SCENARIO, Reefine, agent_binary
+from tests.support.adapters_testing import SCENARIO, Reefine
 from tests.support.fake_proposer_model import answer, skill
+from tests.support.fixtures import FindAgent
 
 # adapter -> (binary, headless arguments for one prompt, where a published skill lands)
 AGENTS = {
@@ -29,15 +30,10 @@ def said(done: subprocess.CompletedProcess[str]) -> str:
     return done.stdout + done.stderr
 
 
-def require(binary: str) -> None:
-    if agent_binary(binary) is None:
-        pytest.skip(f"{binary} is not installed on this machine; scripts/setup installs it")
-
-
 @pytest.mark.parametrize("adapter", list(AGENTS))
-def test_a_session_is_recorded_reported_and_updated(reefine: Reefine, adapter: str) -> None:
+def test_a_session_is_recorded_reported_and_updated(reefine: Reefine, adapter: str, agent_cli: FindAgent) -> None:
     binary, prompt, skill_path = AGENTS[adapter]
-    require(binary)
+    agent_cli(binary)
     assert reefine.install(adapter).returncode == 0
     ran = reefine.wrapper(adapter, *prompt)
     assert ran.returncode == 0, ran.stdout + ran.stderr
@@ -64,8 +60,8 @@ def test_a_session_is_recorded_reported_and_updated(reefine: Reefine, adapter: s
     assert doctor.returncode == 0 and "ok installed v1 is the served version" in doctor.stdout, doctor.stdout
 
 
-def test_pi_reefine_and_versions_inside_a_session(reefine: Reefine) -> None:
-    require("pi")
+def test_pi_reefine_and_versions_inside_a_session(reefine: Reefine, agent_cli: FindAgent) -> None:
+    agent_cli("pi")
     assert reefine.install("pi").returncode == 0
     reefine.upstream.proposer.script(
         "answer", answer("A haiku skill.\n\nHow to use: ask for a haiku.", skill("haiku", "# Haiku\nIn 5-7-5."))

@@ -1,31 +1,15 @@
-"""Fixtures of the CLI tests: the fake upstream, one daemon per test module (started with `reef start` in a
-temporary directory and stopped at the end), and the `reef` app invoked in-process against it."""
+"""Fixtures of the CLI tests: the `reef` app invoked in-process against the module's daemon (tests.support.fixtures
+starts one per test module with `reef start`, in front of the fake upstream)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from typer.testing import CliRunner, Result
 
 from reef_cli.app import app
-from tests.support.cli_testing import Daemon, ModelThread, start_daemon
-from tests.support.fake_upstream import FakeUpstream
-
-
-@pytest.fixture(scope="session")
-def upstream_url() -> Iterator[str]:
-    upstream = ModelThread(FakeUpstream().app())
-    yield upstream.start()
-    upstream.stop()
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Iterator[Daemon]:
-    """One daemon per test module, stopped at the end of it."""
-    running = start_daemon(tmp_path_factory.mktemp("reef"), upstream_url)
-    yield running
-    running.stop()
+from tests.support.cli_testing import Daemon
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from rich.console import Console
 from typer.testing import Result
 
 from reef_client.render.record import record_view
-from tests.support.cli_testing import REEF, Daemon
+from tests.support.cli_testing import REEF, Daemon, default_sigint
 from tests.support.waiting import eventually_sync
 
 Cli = Callable[..., Result]
@@ -86,7 +86,13 @@ def test_follow_prints_a_record_made_after_it_started(daemon: Daemon, as_json: b
     command = [*REEF, "records", "--follow", "--scenario", scenario, *(["--json"] if as_json else [])]
     env = {**daemon.env, "REEF_URL": daemon.url}
     follower = subprocess.Popen(
-        command, cwd=daemon.workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=daemon.workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
     )
     out: queue.Queue[str] = queue.Queue()
     err: queue.Queue[str] = queue.Queue()

@@ -1,7 +1,8 @@
 """Tests against the real embedded model (SmolLM2-135M-Instruct on the CPU).
 
-The GGUF is dequantised once per session into a safetensors cache; each test module runs one daemon, in a
-thread of this process, that loads that cache. Answers are greedy (temperature 0) and short.
+The GGUF is dequantised once per run into a safetensors cache (tests.support.fixtures' `embedded_models`); each
+test module runs one daemon, in a thread of this process, that loads that cache. Answers are greedy (temperature 0)
+and short.
 """
 
 from __future__ import annotations
@@ -17,25 +18,14 @@ from aiohttp import web
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON
 from reef_daemon.runtimes.embedded import EmbeddedRuntime
-from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.settings import load_settings
 from tests.support.embedded_running import RunningReef
 
 
-@pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The models folder of a state directory, after the one cold load of this session wrote its cache."""
-    state = tmp_path_factory.mktemp("embedded-cache")
-    (state / "models").mkdir()  # this session's own cache, not the user's
-    loaded = load_model(resolve_source(None), state)
-    assert loaded.cold and (loaded.weights_dir / "model.safetensors").is_file()
-    return state / "models"
-
-
 @pytest.fixture(scope="module")
-def reef(model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningReef]:
+def reef(embedded_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningReef]:
     state = tmp_path_factory.mktemp("embedded-state")
-    (state / "models").symlink_to(model_cache, target_is_directory=True)
+    (state / "models").symlink_to(embedded_models, target_is_directory=True)
     settings = load_settings(overrides={"reef.state-dir": str(state), "reef.port": "0"}, environ={})
     app = create_app(settings)
     loop = asyncio.new_event_loop()

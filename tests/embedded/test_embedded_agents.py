@@ -7,19 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.support.embedded_running import RunningReef
+from tests.support.fixtures import FindAgent
 
-TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin"
 PROMPT = "What is the capital of France? Answer in one sentence."
-
-
-def agent(name: str) -> Path:
-    path = TOOLS / name
-    if not path.exists():
-        pytest.skip(f"{name} is not installed; scripts/setup installs it into .tools/")
-    return path
 
 
 def run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -29,8 +20,8 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Comple
     )
 
 
-def test_pi_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
-    pi = agent("pi")
+def test_pi_answers_through_reef(reef: RunningReef, tmp_path: Path, agent_cli: FindAgent) -> None:
+    pi = agent_cli("pi")
     config = tmp_path / "pi"
     config.mkdir()
     provider = {
@@ -53,8 +44,8 @@ def test_pi_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
     assert reef.record(record["id"])["tokens"]["output_ids"]
 
 
-def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
-    codex = agent("codex")
+def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path, agent_cli: FindAgent) -> None:
+    codex = agent_cli("codex")
     home = tmp_path / "codex"
     home.mkdir()
     # Codex's own instructions are ~4k tokens, ~30 s of prompt reading on two cores: a short file keeps it quick.
@@ -80,8 +71,8 @@ def test_codex_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
     assert any(reef.record(r["id"]).get("tokens") for r in records)
 
 
-def test_claude_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
-    claude = agent("claude")
+def test_claude_answers_through_reef(reef: RunningReef, tmp_path: Path, agent_cli: FindAgent) -> None:
+    claude = agent_cli("claude")
     config = tmp_path / "claude"
     config.mkdir()
     env = {
@@ -106,8 +97,8 @@ def test_claude_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
     assert any(reef.record(r["id"]).get("tokens") for r in records)
 
 
-def test_opencode_answers_through_reef(reef: RunningReef, tmp_path: Path) -> None:
-    opencode = agent("opencode")
+def test_opencode_answers_through_reef(reef: RunningReef, tmp_path: Path, agent_cli: FindAgent) -> None:
+    opencode = agent_cli("opencode")
     folders = {f"XDG_{name}_HOME": str(tmp_path / name.lower()) for name in ("CONFIG", "DATA", "STATE", "CACHE")}
     config = tmp_path / "config" / "opencode"
     (config / "node_modules").mkdir(parents=True)

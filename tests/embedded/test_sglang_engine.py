@@ -59,12 +59,12 @@ StartSglangReef = Callable[..., Awaitable[SglangReef]]
 
 @pytest.fixture
 async def start_reef(
-    model_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    embedded_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[StartSglangReef]:
     """A fake SGLang server, and a daemon whose embedded runtime attaches to it (`embedded.engine = sglang`). The
     ledger of weight version numbers is this test's own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    folder = model_folder(model_cache)
+    folder = model_folder(embedded_models)
     started: list[tuple[TestServer, TestServer, httpx.AsyncClient]] = []
 
     async def start(incremental: bool = False) -> SglangReef:

@@ -40,8 +40,8 @@ def own_ledger(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def folder(model_cache: Path) -> Path:
-    return model_folder(model_cache)
+def folder(embedded_models: Path) -> Path:
+    return model_folder(embedded_models)
 
 
 @pytest.fixture

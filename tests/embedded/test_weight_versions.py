@@ -49,10 +49,10 @@ def test_a_restart_keeps_the_version_and_never_reuses_a_number(tmp_path: Path) -
 
 
 def test_the_embedded_model_loaded_again_has_the_same_version(
-    reef: RunningReef, model_cache: Path, tmp_path: Path
+    reef: RunningReef, embedded_models: Path, tmp_path: Path
 ) -> None:
     incarnation, _, _ = reef.runtime.weight_version.rpartition(":")
-    (tmp_path / "models").symlink_to(model_cache, target_is_directory=True)
+    (tmp_path / "models").symlink_to(embedded_models, target_is_directory=True)
     settings = load_settings(overrides={"reef.state-dir": str(tmp_path), "reef.port": "0"}, environ={})
     again = EmbeddedRuntime(settings)
     asyncio.run(again.start())

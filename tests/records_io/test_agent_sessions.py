@@ -18,17 +18,10 @@ from recipes.sao.rollout import judge_report
 from reef_daemon.contract import StoredRecord
 from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 from tests.support.cli_testing import Daemon
+from tests.support.fixtures import FindAgent
 
-TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin"
 QUESTION = "What is the capital of France?"
 ANSWER = "The capital of France is Paris."
-
-
-def agent(name: str) -> Path:
-    path = TOOLS / name
-    if not path.exists():
-        pytest.skip(f"{name} is not installed; scripts/setup installs it into .tools/")
-    return path
 
 
 def run(command: list[str], env: dict[str, str], cwd: Path) -> None:
@@ -40,7 +33,7 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> None:
     assert "Paris" in done.stdout
 
 
-def pi_session(upstream_url: str, home: Path) -> Path:
+def pi_session(pi: Path, upstream_url: str, home: Path) -> Path:
     """A session file the real pi writes for one headless prompt."""
     config = home / "pi"
     config.mkdir(parents=True)
@@ -53,12 +46,12 @@ def pi_session(upstream_url: str, home: Path) -> Path:
     }
     (config / "models.json").write_text(json.dumps({"providers": {"local": provider}}))
     env = {"PI_CODING_AGENT_DIR": str(config), "PI_OFFLINE": "1", "MODEL_KEY": "unused", "HOME": str(home)}
-    run([str(agent("pi")), "--provider", "local", "--model", "fake-model", "-p", QUESTION], env, home)
+    run([str(pi), "--provider", "local", "--model", "fake-model", "-p", QUESTION], env, home)
     (session,) = (config / "sessions").rglob("*.jsonl")
     return session
 
 
-def codex_rollout(upstream_url: str, home: Path) -> Path:
+def codex_rollout(codex: Path, upstream_url: str, home: Path) -> Path:
     """A rollout file the real codex writes for one `codex exec`."""
     codex_home = home / "codex"
     codex_home.mkdir(parents=True)
@@ -67,7 +60,7 @@ def codex_rollout(upstream_url: str, home: Path) -> Path:
         f'base_url = "{upstream_url}/v1"\nenv_key = "MODEL_KEY"\nwire_api = "responses"\n'
     )
     env = {"CODEX_HOME": str(codex_home), "MODEL_KEY": "unused", "HOME": str(home)}
-    run([str(agent("codex")), "exec", "--skip-git-repo-check", QUESTION], env, home)
+    run([str(codex), "exec", "--skip-git-repo-check", QUESTION], env, home)
     (rollout,) = (codex_home / "sessions").rglob("rollout-*.jsonl")
     return rollout
 
@@ -83,8 +76,11 @@ def imported_record(daemon: Daemon, scenario: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("agent_name", ["pi", "codex"])
-def test_a_real_agent_session_is_imported(daemon: Daemon, upstream_url: str, tmp_path: Path, agent_name: str) -> None:
-    session = (pi_session if agent_name == "pi" else codex_rollout)(upstream_url, tmp_path)
+def test_a_real_agent_session_is_imported(
+    daemon: Daemon, upstream_url: str, tmp_path: Path, agent_name: str, agent_cli: FindAgent
+) -> None:
+    write_session = pi_session if agent_name == "pi" else codex_rollout
+    session = write_session(agent_cli(agent_name), upstream_url, tmp_path)
     done = daemon.reef("import", str(tmp_path / agent_name), "--scenario", f"{agent_name}-import")
     assert done.returncode == 0, done.stderr
     assert "imported 1, skipped 0 as duplicate, refused 0" in done.stderr

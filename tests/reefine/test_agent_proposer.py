@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reef_daemon.names import TRIAL_SCENARIO
-from tests.support.adapters_testing import agent_binary
+from tests.support.fixtures import FindAgent
 from tests.support.reefine_testing import AGENT_SETTLES_S, SCENARIO, StartReefine, activity
 
 BAD_SKILL = "printf '# Be brief\\nAnswer in one sentence.\\n' > 'skills/be brief!.md'"
@@ -166,10 +166,10 @@ async def test_without_the_jail_the_text_proposer_answers_and_says_why(
     assert reefine.model.seen("plan")
 
 
-async def test_codex_proposes_for_a_codex_harness(start_reefine: StartReefine, monkeypatch: pytest.MonkeyPatch) -> None:
-    codex = agent_binary("codex")
-    if codex is None:
-        pytest.skip("codex is not installed on this machine; scripts/setup installs it")
+async def test_codex_proposes_for_a_codex_harness(
+    start_reefine: StartReefine, monkeypatch: pytest.MonkeyPatch, agent_cli: FindAgent
+) -> None:
+    codex = agent_cli("codex")
     monkeypatch.setenv("PATH", os.pathsep.join([str(codex.parent), os.environ["PATH"]]))
     reefine = await start_reefine(harness__adapter="codex", harness__proposer_agent="codex")
     assert reefine.agent is not None

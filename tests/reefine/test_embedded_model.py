@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON
 from reef_daemon.settings import load_settings
-from tests.support.adapters_testing import agent_binary
+from tests.support.fixtures import FindAgent
 from tests.support.waiting import eventually
 
 WALL_S = 60
@@ -77,11 +77,9 @@ async def test_the_embedded_model_writes_short_proposer_answers_unless_told_othe
 
 
 async def test_the_agent_proposer_settles_within_its_wall_bound_on_the_embedded_model(
-    embedded_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    embedded_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_cli: FindAgent
 ) -> None:
-    pi = agent_binary("pi")
-    if pi is None:
-        pytest.skip("pi is not installed on this machine; scripts/setup installs it")
+    pi = agent_cli("pi")
     monkeypatch.setenv("PATH", os.pathsep.join([str(pi.parent), os.environ["PATH"]]))
     state = tmp_path / "state"
     state.mkdir()

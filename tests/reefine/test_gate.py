@@ -1,7 +1,9 @@
-"""The evaluation gate with the real pi: the served version and the candidate run the behaviour check, the protected
-tasks and the replays through reef; a regex or the pairwise judge decides; the evidence stays with the step.
+"""The evaluation gate: the served version and the candidate run the behaviour check, the protected tasks and the
+replays through reef; a regex or the pairwise judge decides; the evidence stays with the step. A candidate is
+rejected and one published through the real pi; how the gate weighs its evidence is tested with the scripted
+stand-in for `pi -p` (tests.support.scripted_pi), which reads the harness as pi does.
 
-pi's model is the fake upstream, which answers "The capital of France is Paris." unless the harness carries a
+The agent's model is the fake upstream, which answers "The capital of France is Paris." unless the harness carries a
 rule `REEF-SAY[text]`, so a candidate's rule changes what the agent answers.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +21,6 @@ from reef_cli.app import app
 from reef_daemon.context import DAEMON
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.names import TRIAL_SCENARIO
-from tests.support.adapters_testing import agent_binary
 from tests.support.fake_proposer_model import answer, plan, prefers
 from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
 
@@ -28,11 +29,9 @@ def rule_saying(text: str) -> dict[str, Any]:
     return {"id": "say", "kind": "rules", "config": {"text": f"Always answer exactly: REEF-SAY[{text}]"}}
 
 
-async def start_with_pi(start_reefine: StartReefine, **settings: Any) -> Reefine:
-    pi = agent_binary("pi")
-    if pi is None:
-        pytest.skip("pi is not installed on this machine; scripts/setup installs it")
-    return await start_reefine(harness__trial=str(pi), **settings)
+async def start_with_agent(start_reefine: StartReefine, agent: Path, **settings: Any) -> Reefine:
+    """A reefine daemon whose trials and gate runs start `agent` (pi, or the scripted stand-in for it)."""
+    return await start_reefine(harness__trial=str(agent), **settings)
 
 
 async def reef(reefine: Reefine, *args: str) -> tuple[int, str]:
@@ -60,9 +59,9 @@ async def low_scored_conversation(reefine: Reefine, opening: str) -> str:
 
 
 async def test_a_candidate_that_breaks_a_protected_task_is_rejected_with_that_task_named(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, pi: Path
 ) -> None:
-    reefine = await start_with_pi(start_reefine)
+    reefine = await start_with_agent(start_reefine, pi)
     task = await reefine.ok(
         "POST",
         f"/reef/scenarios/{SCENARIO}/tasks",
@@ -94,9 +93,9 @@ async def test_a_candidate_that_breaks_a_protected_task_is_rejected_with_that_ta
 
 
 async def test_a_candidate_that_fixes_a_replayed_failure_is_published_with_the_evidence_table(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, pi: Path
 ) -> None:
-    reefine = await start_with_pi(start_reefine)
+    reefine = await start_with_agent(start_reefine, pi)
     await low_scored_conversation(reefine, "What is two plus two?")
     # The judge prefers the candidate's answer in both orders: B when it is second, A when it is first.
     reefine.model.script("judge", prefers("B", "it answers four"), prefers("A", "it answers four"))
@@ -127,8 +126,8 @@ async def test_a_candidate_that_fixes_a_replayed_failure_is_published_with_the_e
     assert code == 0 and json.loads(output)["evidence"] == evidence
 
 
-async def test_the_judge_must_agree_in_both_orders(start_reefine: StartReefine) -> None:
-    reefine = await start_with_pi(start_reefine)
+async def test_the_judge_must_agree_in_both_orders(start_reefine: StartReefine, scripted_pi: Path) -> None:
+    reefine = await start_with_agent(start_reefine, scripted_pi)
     await low_scored_conversation(reefine, "What is two plus two?")
     reefine.model.script("judge", prefers("A", "the first is better"), prefers("A", "the first is better"))
     progress = await request_saying(reefine, "four", {"prompt": "What is two plus two?", "regex": "four"})
@@ -138,8 +137,10 @@ async def test_the_judge_must_agree_in_both_orders(start_reefine: StartReefine) 
     assert progress["result"] == "selected"  # a replay is evidence; it does not block
 
 
-async def test_a_plan_without_a_usable_behaviour_check_is_not_published(start_reefine: StartReefine) -> None:
-    reefine = await start_with_pi(start_reefine)
+async def test_a_plan_without_a_usable_behaviour_check_is_not_published(
+    start_reefine: StartReefine, scripted_pi: Path
+) -> None:
+    reefine = await start_with_agent(start_reefine, scripted_pi)
     progress = await request_saying(reefine, "four", {"prompt": "What is two plus two?", "regex": "(unclosed"})
 
     assert progress["result"] == "rejected" and progress["release"] is None
@@ -149,8 +150,10 @@ async def test_a_plan_without_a_usable_behaviour_check_is_not_published(start_re
     )
 
 
-async def test_a_behaviour_check_whose_regex_runs_too_long_fails_with_the_reason(start_reefine: StartReefine) -> None:
-    reefine = await start_with_pi(start_reefine)
+async def test_a_behaviour_check_whose_regex_runs_too_long_fails_with_the_reason(
+    start_reefine: StartReefine, scripted_pi: Path
+) -> None:
+    reefine = await start_with_agent(start_reefine, scripted_pi)
     progress = await request_saying(reefine, "a" * 40 + "b", {"prompt": "Say it.", "regex": "(a|a)+$"})
 
     assert progress["result"] == "rejected" and progress["release"] is None, progress
@@ -168,8 +171,10 @@ async def test_a_behaviour_check_whose_regex_runs_too_long_fails_with_the_reason
     ],
     ids=["model-calls", "wall"],
 )
-async def test_evaluation_bounds_are_enforced(start_reefine: StartReefine, setting: dict[str, str], bound: str) -> None:
-    reefine = await start_with_pi(start_reefine, **setting)
+async def test_evaluation_bounds_are_enforced(
+    start_reefine: StartReefine, setting: dict[str, str], bound: str, scripted_pi: Path
+) -> None:
+    reefine = await start_with_agent(start_reefine, scripted_pi, **setting)
     progress = await request_saying(reefine, "four", {"prompt": "What is two plus two?", "regex": "four"})
 
     assert progress["result"] == "rejected", progress
@@ -182,13 +187,9 @@ async def test_evaluation_bounds_are_enforced(start_reefine: StartReefine, setti
     assert len([tag for tag in tags if tag.get("task") == "behaviour"]) <= 1  # the socket refused the rest
 
 
-async def test_the_agent_proposers_check_json_is_its_behaviour_check(
-    start_reefine: StartReefine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    reefine = await start_with_pi(start_reefine, harness__proposer_agent="pi")
-    pi = agent_binary("pi")
-    assert pi is not None and reefine.agent is not None
-    monkeypatch.setenv("PATH", os.pathsep.join([str(pi.parent), os.environ["PATH"]]))
+async def test_the_agent_proposers_check_json_is_its_behaviour_check(start_reefine: StartReefine, pi: Path) -> None:
+    reefine = await start_with_agent(start_reefine, pi, harness__proposer_agent="pi")
+    assert reefine.agent is not None
     reefine.agent.commands = [
         "printf 'Always answer exactly: REEF-SAY[four]\\n' > rules/say.md",
         "printf 'Say four.\\n\\nHow to use: ask.' > design.md",
@@ -205,8 +206,10 @@ async def test_the_agent_proposers_check_json_is_its_behaviour_check(
     )
 
 
-async def test_a_tasks_fixture_files_are_in_the_agents_workspace(start_reefine: StartReefine) -> None:
-    reefine = await start_with_pi(start_reefine)
+async def test_a_tasks_fixture_files_are_in_the_agents_workspace(
+    start_reefine: StartReefine, scripted_pi: Path
+) -> None:
+    reefine = await start_with_agent(start_reefine, scripted_pi)
     # pi reads AGENTS.md from the folder it starts in: the fixture's words reach the model only from there.
     fixture = {"AGENTS.md": "Answer exactly: REEF-SAY[the fixture was read]\n"}
     task = await reefine.ok(

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, cast
-
-import pytest
 
 from adapters import get_adapter
 from recipes.reefine.behaviour import NO_REQUEST
@@ -26,7 +25,6 @@ from reef_daemon.harness.model_relay import Budget
 from reef_daemon.names import TRIAL_SCENARIO
 from reef_daemon.store import Store
 from reef_harness import Entry
-from tests.support.adapters_testing import agent_binary
 from tests.support.fake_proposer_model import answer, skill
 from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
 from tests.support.waiting import eventually
@@ -35,11 +33,9 @@ FIRST, SECOND = "First task: what is the capital of France?", "Second task: name
 BEHAVIOUR = "What is the capital of France?"  # the scripted plan's behaviour check
 
 
-async def start_with_pi(start_reefine: StartReefine, **settings: Any) -> Reefine:
-    pi = agent_binary("pi")
-    if pi is None:
-        pytest.skip("pi is not installed on this machine; scripts/setup installs it")
-    return await start_reefine(harness__trial=str(pi), **settings)
+async def start_with_agent(start_reefine: StartReefine, agent: Path, **settings: Any) -> Reefine:
+    """A reefine daemon whose trials and gate runs start `agent` (pi, or the scripted stand-in for it)."""
+    return await start_reefine(harness__trial=str(agent), **settings)
 
 
 async def protected(reefine: Reefine, prompt: str) -> str:
@@ -56,9 +52,9 @@ async def trial_tags(reefine: Reefine) -> list[dict[str, str]]:
 
 
 async def test_two_tasks_are_in_flight_at_once_and_the_evidence_keeps_task_order(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, scripted_pi: Path
 ) -> None:
-    reefine = await start_with_pi(start_reefine, harness__eval_parallel="2")
+    reefine = await start_with_agent(start_reefine, scripted_pi, harness__eval_parallel="2")
     assert reefine.agents is not None
     first, second = await protected(reefine, FIRST), await protected(reefine, SECOND)
     held = asyncio.Event()
@@ -84,10 +80,14 @@ async def test_two_tasks_are_in_flight_at_once_and_the_evidence_keeps_task_order
     assert sorted(asked()) == sorted([BEHAVIOUR, BEHAVIOUR, FIRST, FIRST, SECOND, SECOND])  # no health prompt
 
 
-async def test_the_model_call_bound_holds_across_tasks_run_at_once(start_reefine: StartReefine) -> None:
+async def test_the_model_call_bound_holds_across_tasks_run_at_once(
+    start_reefine: StartReefine, scripted_pi: Path
+) -> None:
     # Six runs of one model call each (the behaviour check and two tasks, on both versions), four at once; three
     # calls allowed.
-    reefine = await start_with_pi(start_reefine, harness__eval_parallel="2", harness__eval_model_calls="3")
+    reefine = await start_with_agent(
+        start_reefine, scripted_pi, harness__eval_parallel="2", harness__eval_model_calls="3"
+    )
     first, second = await protected(reefine, FIRST), await protected(reefine, SECOND)
     reefine.model.script("answer", answer("Brief.\n\nHow to use: ask.", skill("brief")))
     progress = await reefine.settled(await reefine.train("be brief"), 180)
@@ -108,9 +108,9 @@ def extension(code: str) -> dict[str, Any]:
 
 
 async def test_a_candidate_that_breaks_the_agent_is_still_rejected_with_the_trials_reason(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, pi: Path
 ) -> None:
-    reefine = await start_with_pi(start_reefine)
+    reefine = await start_with_agent(start_reefine, pi)
     reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default (;\n")))
     progress = await reefine.settled(await reefine.train("notify me when done"), 120)
 

@@ -13,20 +13,13 @@ import pytest
 
 from reef_daemon.harness.jail import JAIL_PORT
 from reef_daemon.names import TRIAL_SCENARIO
-from tests.support.adapters_testing import agent_binary
 from tests.support.cli_testing import clean_env, run_reef
 from tests.support.fake_proposer_model import answer, plan, skill
+from tests.support.fixtures import FindAgent
 from tests.support.reefine_testing import SCENARIO, StartReefine
 from tests.support.waiting import eventually
 
 TOKEN = "trial-test-token-0123456789"
-
-
-def require(name: str) -> Path:
-    found = agent_binary(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed on this machine; scripts/setup installs it")
-    return found
 
 
 def config(entry_id: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -59,8 +52,10 @@ async def last_trial(reefine: Any) -> dict[str, Any]:
     return trial
 
 
-async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(start_reefine: StartReefine) -> None:
-    pi = require("pi")
+async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(
+    start_reefine: StartReefine, agent_cli: FindAgent
+) -> None:
+    pi = agent_cli("pi")
     reefine = await start_reefine(harness__trial=str(pi), reef__token=TOKEN)
     progress = await request_a_skill(reefine)
 
@@ -85,9 +80,9 @@ async def test_pi_starts_on_the_candidate_and_answers_before_it_is_published(sta
 
 
 async def test_the_health_prompt_runs_where_the_gate_ran_nothing_on_the_candidate(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, agent_cli: FindAgent
 ) -> None:
-    pi = require("pi")
+    pi = agent_cli("pi")
     # A step from a low score answers no request (no behaviour check), and with no replays there is no task.
     reefine = await start_reefine(harness__trial=str(pi), harness__replays="0", reef__token=TOKEN)
     await reefine.ok("POST", f"/reef/scenarios/{SCENARIO}/update", {"training_mode": "hybrid"})
@@ -123,9 +118,9 @@ async def test_the_health_prompt_runs_where_the_gate_ran_nothing_on_the_candidat
 
 
 async def test_a_candidate_the_agent_cannot_start_on_is_rejected_and_the_served_one_still_serves(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, agent_cli: FindAgent
 ) -> None:
-    codex = require("codex")
+    codex = agent_cli("codex")
     reefine = await start_reefine(harness__adapter="codex", harness__trial=str(codex))
     # codex refuses to load a config.toml whose value has the wrong type.
     reefine.model.script(
@@ -184,9 +179,9 @@ def extension(code: str) -> dict[str, Any]:
 
 
 async def test_an_extension_change_is_tried_in_the_jail_and_a_broken_one_never_reaches_review(
-    start_reefine: StartReefine,
+    start_reefine: StartReefine, agent_cli: FindAgent
 ) -> None:
-    pi = require("pi")
+    pi = agent_cli("pi")
     reefine = await start_reefine(harness__trial=str(pi))
     reefine.model.script("answer", answer("Notify.\n\nHow to use: wait.", extension("export default () => {}\n")))
     progress = await reefine.settled(await reefine.train("notify me when done"))
@@ -234,8 +229,10 @@ def test_a_bad_sandbox_setting_stops_the_daemon_with_what_to_fix(tmp_path: Path)
 
 
 @pytest.mark.parametrize("adapter", ["codex", "dsh"])
-async def test_codex_and_dsh_start_on_the_candidate_and_answer(start_reefine: StartReefine, adapter: str) -> None:
-    binary = require(adapter)
+async def test_codex_and_dsh_start_on_the_candidate_and_answer(
+    start_reefine: StartReefine, adapter: str, agent_cli: FindAgent
+) -> None:
+    binary = agent_cli(adapter)
     reefine = await start_reefine(harness__adapter=adapter, harness__trial=str(binary))
     progress = await request_a_skill(reefine)
 
@@ -354,9 +351,9 @@ async def test_a_jailed_agent_reaches_only_its_own_model_calls_whatever_the_auth
 
 
 async def test_without_bubblewrap_trials_say_how_to_get_it_or_run_unjailed(
-    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    start_reefine: StartReefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_cli: FindAgent
 ) -> None:
-    pi = require("pi")
+    pi = agent_cli("pi")
     bin_dir = tmp_path / "bin"  # git and node, no bwrap
     bin_dir.mkdir()
     for tool in ("git", "node"):
@@ -408,9 +405,9 @@ BROKEN_CONFIG = {
 
 @pytest.mark.parametrize("adapter", list(BROKEN_CONFIG))
 async def test_claude_and_opencode_answer_in_the_jail_and_a_broken_candidate_is_rejected(
-    start_reefine: StartReefine, adapter: str
+    start_reefine: StartReefine, adapter: str, agent_cli: FindAgent
 ) -> None:
-    binary = require(adapter)
+    binary = agent_cli(adapter)
     reefine = await start_reefine(harness__adapter=adapter, harness__trial=str(binary), reef__token=TOKEN)
     progress = await request_a_skill(reefine)
     assert progress["result"] == "selected", progress

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-from aiohttp.test_utils import TestServer
 
-from reef_daemon.app import create_app
 from reef_daemon.recipe_host import load_serving_settings
+from tests.support.app_servers import AppServers, url_of
 from tests.support.weight_testing import StartWeightReef, WeightReef
 
 
 @pytest.fixture
-async def start_weight_reef(embedded_models: Path, tmp_path: Path) -> AsyncIterator[StartWeightReef]:
+def start_weight_reef(embedded_models: Path, tmp_path: Path, app_servers: AppServers) -> StartWeightReef:
     """Start (or restart, on the same state directory) a daemon serving the embedded model with a weight recipe."""
     state = tmp_path / "state"
     state.mkdir()
     (state / "models").symlink_to(embedded_models, target_is_directory=True)
-    running: list[tuple[TestServer, httpx.AsyncClient]] = []
 
     async def start(**overrides: str) -> WeightReef:
         settings = load_serving_settings(
@@ -35,13 +32,9 @@ async def start_weight_reef(embedded_models: Path, tmp_path: Path) -> AsyncItera
             },
             environ={},
         )
-        server = TestServer(create_app(settings), host="127.0.0.1")
-        await server.start_server()
-        client = httpx.AsyncClient(base_url=str(server.make_url("")).rstrip("/"), timeout=120)
-        running.append((server, client))
+        server = await app_servers.reef(settings)
+        client = httpx.AsyncClient(base_url=url_of(server), timeout=120)
+        app_servers.close_later(client.aclose)
         return WeightReef(server, client)
 
-    yield start
-    for server, client in running:
-        await client.aclose()
-        await server.close()
+    return start

@@ -109,6 +109,12 @@ class Daemon:
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
+def default_sigint() -> None:
+    """Give a child the default SIGINT (Ctrl-C) handling: a child of a background job inherits SIGINT as ignored
+    (POSIX shells do that), and a test that stops its child with SIGINT would then wait for it forever."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without any REEF_ variable, plus `extra`; the checkout is importable, so a daemon
     started with it can load a recipe from `tests.support`."""

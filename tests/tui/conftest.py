@@ -1,5 +1,6 @@
 """Real daemons for the TUI tests, started with `reef start` in a temporary directory: the record-only recipe
-before the fake upstream, and the reefine recipe before the scripted proposer model."""
+before the fake upstream (tests.support.fixtures' `daemon`), and the reefine recipe before the scripted proposer
+model."""
 
 from __future__ import annotations
 
@@ -8,23 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.fake_proposer_model import FakeProposerModel
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.tui_testing import Daemon, ModelThread, start_daemon
-
-
-@pytest.fixture(scope="session")
-def upstream_url() -> Iterator[str]:
-    model = ModelThread(FakeUpstream().app())
-    yield model.start()
-    model.stop()
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Iterator[Daemon]:
-    """A record-only daemon per test module."""
-    running = start_daemon(tmp_path_factory.mktemp("reef"), upstream_url)
-    yield running
-    running.stop()
 
 
 @pytest.fixture(scope="module")

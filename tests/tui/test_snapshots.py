@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rich.syntax import Syntax
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Input, Sparkline, Static
 
 from reef_tui import ReefApp
 from reef_tui.screens.canary import CanaryScreen
@@ -96,6 +96,7 @@ async def canary_box(pilot: Pilot[Any]) -> None:
     pilot.app.screen.query_one(DataTable).move_cursor(row=3)
     await pilot.press("c")
     await eventually(lambda: isinstance(pilot.app.screen, CanaryScreen), 60, "the share box", pause=pilot.pause)
+    await settled(pilot)
 
 
 async def training(pilot: Pilot[Any]) -> None:
@@ -114,6 +115,21 @@ async def export_dialog(pilot: Pilot[Any]) -> None:
     await records(pilot)
     await pilot.press("x")
     await eventually(lambda: isinstance(pilot.app.screen, ExportScreen), 60, "the export dialog", pause=pilot.pause)
+    await settled(pilot)
+
+
+async def settled(pilot: Pilot[Any]) -> None:
+    """A dialog's input holds the focus with its cursor shown: the cursor blinks every half second, so on a loaded
+    machine the snapshot would otherwise catch it in either phase."""
+    await eventually(
+        lambda: pilot.app.focused is not None and pilot.app.focused.screen is pilot.app.screen,
+        60,
+        "the dialog's focus",
+        pause=pilot.pause,
+    )
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False
+    await pilot.pause()
 
 
 def _rows(pilot: Pilot[Any]) -> int:
