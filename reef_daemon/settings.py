@@ -407,8 +407,14 @@ class HarnessSection:
     canary_min_scored: int = _setting(
         20,
         POSITIVE_INT,
-        help="scored records a canary and the served version each need before a canary whose 95% score interval "
-        "lies wholly below the served one's is rolled back automatically",
+        help="scored records a canary and the served version each need, since the canary started, before the "
+        "canary can be rolled back automatically",
+    )
+    canary_false_rollback: float = _setting(
+        0.005,
+        FRACTION,
+        help="the most a canary that scores like the served version may be rolled back automatically (a share, "
+        "0.005: one in 200), however often it is checked; smaller waits for more evidence",
     )
 
 

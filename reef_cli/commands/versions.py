@@ -17,6 +17,7 @@ from reef_cli.output import console, fail, print_json
 from reef_cli.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_cli.render.live_scores import canary_mark, live_table
 from reef_cli.render.versions import HEADERS, request_text, version_cells
+from reef_daemon.contract import CANARY_HIGHEST_SHARE, CANARY_LOWEST_SHARE
 
 VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence)"
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4   (or --canary 20 v4)"
@@ -31,8 +32,8 @@ CanaryOption = Annotated[
     float | None,
     typer.Option(
         "--canary",
-        min=0.1,
-        max=99.9,
+        min=CANARY_LOWEST_SHARE,
+        max=CANARY_HIGHEST_SHARE,
         help="Serve the version to this percentage of new sessions beside the served one, instead of promoting it.",
         show_default=False,
     ),
