@@ -34,6 +34,7 @@ from reef_daemon.harness.score_stats import (
     describe,
     summarize,
 )
+from reef_daemon.recipe_api import HarnessRecipe
 from reef_daemon.store import Event, PeriodSums, ReleaseTally
 
 log = logging.getLogger("reef.canary")
@@ -73,7 +74,9 @@ async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
     canary."""
     scale = daemon.settings.reports
     low_below = low_score_below(daemon.store.score_scale)
-    releases = await harness_recipe(daemon).harness.versions(scenario)
+    # Only a harness recipe makes releases; under another recipe no tag names one.
+    recipe = daemon.recipe
+    releases = await recipe.harness.versions(scenario) if isinstance(recipe, HarnessRecipe) else {}
     tallies = await daemon.store.live_scores.tallies(scenario, releases, low_below, TREND_WINDOWS)
     return {
         "scenario": scenario,

@@ -154,3 +154,10 @@ async def test_status(reef: Reef) -> None:
     assert status["scenarios"]["demo"]["unscored"] == 1
     assert status["training"]["enabled"] is False
     assert status["auth"] is False
+
+
+async def test_a_recipe_without_releases_lists_no_versions_whatever_the_tags_say(reef: Reef) -> None:
+    tagged = await reef.post("/v1/chat/completions", CHAT, headers={"x-reef-tag-release": "made-up"})
+    assert tagged.status == 200
+    scores = await (await reef.get("/reef/scenarios/demo/versions/scores")).json()
+    assert scores["versions"] == [] and scores["canary"] is None
