@@ -632,6 +632,9 @@ CANARY_ROUTE: Final = "/reef/scenarios/{scenario}/canary"
 CANARY_DIR: Final = ".reef-canary"
 # The kind of the event that says a canary started or ended (and why).
 CANARY_EVENT: Final = "canary"
+# The share of new sessions a canary may serve, in percent: at least one in a hundred, and never all of them.
+CANARY_LOWEST_SHARE: Final = 1
+CANARY_HIGHEST_SHARE: Final = 99
 
 
 class ScoreInterval(TypedDict):

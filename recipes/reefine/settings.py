@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reef_daemon.contract import PROPOSER_SANDBOX_ENV
-from reef_daemon.recipe_api import COUNT, POSITIVE_INT, POSITIVE_NUMBER, TEXT, setting
+from reef_daemon.recipe_api import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, setting
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,14 @@ class HarnessSection:
     canary_min_scored: int = setting(
         20,
         POSITIVE_INT,
-        help="scored records a canary and the served version each need before a canary whose 95% score interval "
-        "lies wholly below the served one's is rolled back automatically",
+        help="scored records a canary and the served version each need, since the canary started, before the "
+        "canary can be rolled back automatically",
+    )
+    canary_false_rollback: float = setting(
+        0.005,
+        FRACTION,
+        help="the most a canary that scores like the served version may be rolled back automatically (a share, "
+        "0.005: one in 200), however often it is checked; smaller waits for more evidence",
     )
 
 

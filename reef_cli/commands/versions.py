@@ -16,6 +16,7 @@ from reef_client import ApiError, ReefClient, ReleaseRow, VersionScores, mark_in
 from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_client.render.live_scores import canary_mark, live_table
 from reef_client.render.versions import HEADERS, request_text, version_cells
+from reef_daemon.contract import CANARY_HIGHEST_SHARE, CANARY_LOWEST_SHARE
 
 VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence)"
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4   (or --canary 20 v4)"
@@ -30,8 +31,8 @@ CanaryOption = Annotated[
     float | None,
     typer.Option(
         "--canary",
-        min=0.1,
-        max=99.9,
+        min=CANARY_LOWEST_SHARE,
+        max=CANARY_HIGHEST_SHARE,
         help="Serve the version to this percentage of new sessions beside the served one, instead of promoting it.",
         show_default=False,
     ),

@@ -1,9 +1,11 @@
 """Live evidence for a harness: per-version scores of the real sessions each release served, and canaries.
 
 A canary serves a release to a share of new sessions beside the served release (the install holds both trees; the
-wrapper picks one per session). It ends when a person promotes or rolls back, or on its own when its scores fall
-clearly below the served release's: at least `harness.canary-min-scored` scored records each and 95% intervals
-that do not overlap. Every start and end is a `canary` event saying why.
+wrapper picks one per session). It ends when a person ends or replaces it, when a step serves another release
+(promote, rollback or the recipe's own), or on its own when its scores fall clearly below the served release's
+over the canary's own period: at least `harness.canary-min-scored` scored records each since it started, and a
+sequential test (`score_stats`) that noise passes in at most `harness.canary-false-rollback` of canaries however
+often it is checked. Every start and end is a `canary` event saying why.
 """
 
 from __future__ import annotations
@@ -13,18 +15,27 @@ import contextlib
 import logging
 
 from reef_daemon.context import Daemon
-from reef_daemon.contract import CanaryState, VersionScore, VersionScores, low_score_below
+from reef_daemon.contract import (
+    CANARY_HIGHEST_SHARE,
+    CANARY_LOWEST_SHARE,
+    CanaryState,
+    VersionScore,
+    VersionScores,
+    low_score_below,
+)
 from reef_daemon.errors import BadRequest, Conflict
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.score_stats import (
     CONFIDENCE,
     METHOD,
     ScoreSummary,
+    ScoreSums,
     clearly_worse,
     describe,
     summarize,
 )
-from reef_daemon.store import ReleaseTally
+from reef_daemon.recipe_api import HarnessRecipe
+from reef_daemon.store import Event, PeriodSums, ReleaseTally
 
 log = logging.getLogger("reef.canary")
 
@@ -59,10 +70,14 @@ def version_score(tally: ReleaseTally, score_min: float, score_max: float) -> Ve
 
 
 async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
-    """Every tagged release's live scores in the scenario, oldest first, and the running canary."""
+    """The live scores of each of the scenario's releases that tagged records name, oldest first, and the running
+    canary."""
     scale = daemon.settings.reports
     low_below = low_score_below(daemon.store.score_scale)
-    tallies = await daemon.store.live_scores.tallies(scenario, low_below, TREND_WINDOWS)
+    # Only a harness recipe makes releases; under another recipe no tag names one.
+    recipe = daemon.recipe
+    releases = await recipe.harness.versions(scenario) if isinstance(recipe, HarnessRecipe) else {}
+    tallies = await daemon.store.live_scores.tallies(scenario, releases, low_below, TREND_WINDOWS)
     return {
         "scenario": scenario,
         "score_min": scale.score_min,
@@ -75,11 +90,24 @@ async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
     }
 
 
+def checked_share(share: object) -> float:
+    """The share of new sessions a canary serves, in percent; BadRequest for anything but a number from
+    CANARY_LOWEST_SHARE to CANARY_HIGHEST_SHARE (a share too small to reach a session is no canary)."""
+    number = share if isinstance(share, int | float) and not isinstance(share, bool) else None
+    if number is None or not CANARY_LOWEST_SHARE <= number <= CANARY_HIGHEST_SHARE:  # NaN compares false
+        sent = "" if number is None else f"; not {number:g}" if not abs(number) >= 1e9 else "; not one that large"
+        raise BadRequest(
+            f"share must be a percentage from {CANARY_LOWEST_SHARE} to {CANARY_HIGHEST_SHARE} of new sessions,"
+            f" such as 20{sent}",
+            type="bad_share",
+        )
+    return float(number)
+
+
 async def start_canary(daemon: Daemon, scenario: str, release_id: str, share: float) -> CanaryState:
-    """Serve `release_id` to `share` percent of new sessions; BadRequest for a share outside (0, 100) or a release
-    that is the served one, NotFound for one the scenario does not have."""
-    if not 0 < share < 100:
-        raise BadRequest(f"share must be a percentage between 0 and 100 (exclusive), not {share:g}", type="bad_share")
+    """Serve `release_id` to `share` percent of new sessions (one running canary ends, replaced); BadRequest for a
+    share outside 1..99 percent, Conflict for the served release, NotFound for one the scenario does not have."""
+    share = checked_share(share)
     harness = harness_recipe(daemon).harness
     release = await harness.read(scenario, release_id)
     served = await harness.served(scenario)
@@ -89,27 +117,41 @@ async def start_canary(daemon: Daemon, scenario: str, release_id: str, share: fl
     return await daemon.store.canaries.start(scenario, release.release_id, version, share, served.release_id)
 
 
+def _sums(period: PeriodSums) -> ScoreSums:
+    return ScoreSums(period.scored, period.total, period.squares)
+
+
+def _period_summary(sums: ScoreSums) -> ScoreSummary:
+    return summarize(sums.scored, sums.total, sums.squares, 0)
+
+
 async def check_canary(daemon: Daemon, scenario: str) -> CanaryState | None:
-    """Roll the scenario's canary back when it scores clearly worse than the release it runs beside; the canary
-    rolled back, else None."""
+    """Roll the scenario's canary back when it scores clearly worse than the release it runs beside, both counted
+    since the canary started; the canary rolled back, else None."""
     canary = await daemon.store.canaries.get(scenario)
     if canary is None:
         return None
-    low_below = low_score_below(daemon.store.score_scale)
-    tallies = {tally.release_id: tally for tally in await daemon.store.live_scores.tallies(scenario, low_below, 0)}
-    ours, theirs = _summary(tallies.get(canary["release_id"])), _summary(tallies.get(canary["served_release_id"]))
+    releases = (canary["release_id"], canary["served_release_id"])
+    ours, theirs = map(_sums, await daemon.store.live_scores.sums(scenario, releases, canary["started_at"]))
     least = int(daemon.settings.value("harness.canary-min-scored"))
-    if not clearly_worse(ours, theirs, least):
+    alpha = float(daemon.settings.value("harness.canary-false-rollback"))
+    if not clearly_worse(ours, theirs, least, alpha):
         return None
-    served = describe("the served version", theirs)
+    served = describe("the served version", _period_summary(theirs))
     reason = (
-        f"rolled back automatically: {describe(canary['version'], ours)}, clearly below {served} "
-        f"(the 95% intervals do not overlap; each has at least {least} scored records)"
+        f"rolled back automatically: {describe(canary['version'], _period_summary(ours))}, clearly below {served}"
+        f" since the canary started (a sequential test that rolls back at most {alpha:.2g} of canaries scoring"
+        f" like the served version; each has at least {least} scored records)"
     )
     ended = await daemon.store.canaries.end(scenario, ROLLED_BACK, reason, canary["release_id"])
     if ended is not None:
         log.warning("canary %s of %s %s", canary["version"], scenario, reason)
     return ended
+
+
+def _reported(events: list[Event | None]) -> set[str]:
+    """The scenarios whose records these events scored."""
+    return {event.scenario for event in events if event is not None and event.type == "report" and event.scenario}
 
 
 class CanaryWatch:
@@ -134,8 +176,17 @@ class CanaryWatch:
             subscription = self._daemon.bus.subscribe()
             try:
                 while (event := await subscription.next()) is not None:
-                    if event.type == "report" and event.scenario:
-                        await self._check(event.scenario)
+                    scenarios = _reported([event])
+                    # Reports that arrived during the last check are looked at together: a burst of reports
+                    # costs one check per scenario, not one per report (the test stays valid for any looks).
+                    queued: list[Event | None] = []
+                    while not subscription.queue.empty():
+                        queued.append(subscription.queue.get_nowait())
+                    scenarios.update(_reported(queued))
+                    for scenario in sorted(scenarios):
+                        await self._check(scenario)
+                    if None in queued:
+                        break
             finally:
                 subscription.close()
 

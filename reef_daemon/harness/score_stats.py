@@ -3,6 +3,14 @@ and when a canary scores clearly worse than the served version.
 
 The interval is Student's t with n-1 degrees of freedom (exact quantiles up to 30, the Cornish-Fisher expansion
 beyond), so a handful of scores gets the wide interval it deserves; one score has a mean and no interval.
+
+The rollback rule is checked after every report, so it must stay valid however often it looks: a fixed-sample test
+(non-overlapping intervals) looked at after each of 2,000 reports rolls back several percent of canaries that are
+no worse. It is instead a mixture sequential probability ratio test (mSPRT, Robbins 1970; Johari et al. 2017) on
+the difference of the two means with the pooled variance: the likelihood ratio of "the canary differs by d"
+against "no difference", averaged over d ~ N(0, (MIXTURE_EFFECT * sd)^2), is a martingale under no difference,
+so (Ville's inequality) it ever reaches 1/alpha with probability at most alpha, however many looks.
+`bench/canary_rollback.py` measures the false rollback rate and the time to catch a worse canary.
 """
 
 from __future__ import annotations
@@ -65,14 +73,49 @@ def summarize_scores(scores: list[float], low_below: float) -> ScoreSummary:
     return summarize(len(scores), sum(scores), sum(s * s for s in scores), sum(1 for s in scores if s < low_below))
 
 
-def clearly_worse(canary: ScoreSummary, served: ScoreSummary, min_scored: int) -> bool:
-    """Whether the canary scores clearly below the served version: each has at least `min_scored` scores and the
-    canary's 95% interval lies wholly below the served one's (overlapping intervals are noise, not evidence)."""
+@dataclass(frozen=True)
+class ScoreSums:
+    """Sums over one version's scores: how many, their sum and the sum of their squares."""
+
+    scored: int
+    total: float
+    squares: float
+
+    def add(self, score: float) -> ScoreSums:
+        return ScoreSums(self.scored + 1, self.total + score, self.squares + score * score)
+
+
+NO_SCORES = ScoreSums(0, 0.0, 0.0)
+# The spread of the differences the test expects, in standard deviations of one score: it is most sensitive near
+# a difference of this size and still catches larger ones quickly.
+MIXTURE_EFFECT = 0.3
+
+
+def rollback_evidence(canary: ScoreSums, served: ScoreSums) -> float:
+    """The mSPRT's log likelihood ratio that the canary's mean is below the served one's (0.0: no evidence, as for
+    a canary scoring as well or better, or fewer than two scores on a side)."""
+    if canary.scored < 2 or served.scored < 2:
+        return 0.0
+    mean_c, mean_s = canary.total / canary.scored, served.total / served.scored
+    if mean_c >= mean_s:
+        return 0.0
+    spread = (canary.squares - canary.scored * mean_c**2) + (served.squares - served.scored * mean_s**2)
+    variance = max(0.0, spread / (canary.scored + served.scored - 2))
+    if variance == 0.0:  # both sides constant and the canary lower: as strong as evidence gets
+        return math.inf
+    n_eff = 1 / (1 / canary.scored + 1 / served.scored)
+    z_squared = (mean_c - mean_s) ** 2 * n_eff / variance
+    mixed = n_eff * MIXTURE_EFFECT**2
+    return max(0.0, z_squared * mixed / (2 * (1 + mixed)) - 0.5 * math.log1p(mixed))
+
+
+def clearly_worse(canary: ScoreSums, served: ScoreSums, min_scored: int, alpha: float) -> bool:
+    """Whether the canary scores clearly below the served version: each side has at least `min_scored` scores and
+    the sequential test's evidence reaches log(1/alpha), which noise reaches in at most `alpha` of canaries, however
+    often it is checked."""
     if canary.scored < min_scored or served.scored < min_scored:
         return False
-    if canary.interval is None or served.interval is None:
-        return False
-    return canary.interval[1] < served.interval[0]
+    return rollback_evidence(canary, served) >= math.log(1 / alpha)
 
 
 def describe(version: str, summary: ScoreSummary) -> str:

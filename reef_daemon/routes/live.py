@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import math
-
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
 from reef_daemon.contract import CANARY_ROUTE, VERSION_SCORES_ROUTE, CanaryAnswer, CanaryEnded
 from reef_daemon.errors import BadRequest
-from reef_daemon.harness.canary import start_canary, version_scores
+from reef_daemon.harness.canary import checked_share, start_canary, version_scores
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
 
@@ -45,9 +43,7 @@ async def post_canary(request: web.Request) -> web.Response:
         raise BadRequest(
             'send {"release_id": "...", "share": 20} naming a release of this scenario', type="invalid_release"
         )
-    if isinstance(share, bool) or not isinstance(share, int | float) or not math.isfinite(share):
-        raise BadRequest("share: send the percentage of new sessions the canary serves, such as 20", type="bad_share")
-    state = await start_canary(request.app[DAEMON], scenario, release_id.strip(), float(share))
+    state = await start_canary(request.app[DAEMON], scenario, release_id.strip(), checked_share(share))
     answer: CanaryAnswer = {"scenario": scenario, "canary": state}
     return json_response(answer)
 

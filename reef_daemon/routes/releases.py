@@ -38,9 +38,8 @@ async def _release_change(request: web.Request, operation: str) -> web.Response:
         raise BadRequest('send {"release_id": "..."} naming a release of this scenario', type="invalid_release")
     if not daemon.recipe.trains:
         raise Unsupported(f"the {daemon.recipe.name} recipe publishes no releases", type="no_releases")
+    # A canary running beside the old head ends with it, in the step's transaction (the step store ends it).
     step = await daemon.workers.change_release(scenario, operation, release_id.strip())
-    # A person chose what serves: a canary running beside the old head ends with it.
-    await daemon.store.canaries.end(scenario.name, "ended", f"{operation} made {step['version']} the served version")
     head = _release(step, step["release_id"] == daemon.recipe.current_release(scenario.name))
     return json_response(head)
 

@@ -12,7 +12,7 @@ from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.imports import ImportDraft, ImportStore
-from reef_daemon.store.live_scores import LiveScoreReader, ReleaseTally
+from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RECORD_TYPES, RecordQuery, RecordStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
@@ -30,6 +30,7 @@ __all__ = [
     "ImportDraft",
     "ImportStore",
     "LiveScoreReader",
+    "PeriodSums",
     "RecordQuery",
     "RecordStore",
     "ReleaseTally",

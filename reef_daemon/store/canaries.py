@@ -1,5 +1,6 @@
 """Canaries: per scenario, at most one release served to a share of new sessions beside the served one. Kept in
-the database, so a canary survives a restart; starting and ending one records a `canary` event that says why."""
+the database, so a canary survives a restart; starting and ending one records a `canary` event that says why (a
+canary replaced by another, or whose served release a new step replaced, ends too, with its own event)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ class CanaryStore:
         self._reader = reader
 
     async def start(self, scenario: str, release_id: str, version: str, share: float, served: str) -> CanaryState:
-        """Start (or replace) the scenario's canary."""
+        """Start the scenario's canary; one already running ends, replaced."""
 
         def write(ctx: WriteContext) -> CanaryState:
+            end_canary(ctx, scenario, "ended", f"replaced by a canary of {version}")
             state: CanaryState = {
                 "scenario": scenario,
                 "release_id": release_id,
@@ -53,20 +55,7 @@ class CanaryStore:
 
     async def end(self, scenario: str, action: str, reason: str, release_id: str | None = None) -> CanaryState | None:
         """End the scenario's canary (only if it is `release_id`'s, when given); the one ended, or None."""
-
-        def write(ctx: WriteContext) -> CanaryState | None:
-            row = ctx.conn.execute(
-                f"SELECT {_COLUMNS} FROM canaries WHERE scenario = ?",  # noqa: S608
-                (scenario,),
-            ).fetchone()
-            if row is None or (release_id is not None and row["release_id"] != release_id):
-                return None
-            ctx.conn.execute("DELETE FROM canaries WHERE scenario = ?", (scenario,))
-            state = _state(row)
-            ctx.record_event(CANARY_EVENT, scenario, {"action": action, "canary": state, "reason": reason})
-            return state
-
-        return await self._writer.submit(write)
+        return await self._writer.submit(lambda ctx: end_canary(ctx, scenario, action, reason, release_id))
 
     async def get(self, scenario: str) -> CanaryState | None:
         def read(conn: sqlite3.Connection) -> CanaryState | None:
@@ -74,3 +63,17 @@ class CanaryStore:
             return _state(row) if row else None
 
         return await self._reader.run(read)
+
+
+def end_canary(
+    ctx: WriteContext, scenario: str, action: str, reason: str, release_id: str | None = None
+) -> CanaryState | None:
+    """End the scenario's canary in the caller's transaction (only if it is `release_id`'s, when given), recording
+    the `canary` event that says why; the one ended, or None."""
+    row = ctx.conn.execute(f"SELECT {_COLUMNS} FROM canaries WHERE scenario = ?", (scenario,)).fetchone()  # noqa: S608
+    if row is None or (release_id is not None and row["release_id"] != release_id):
+        return None
+    ctx.conn.execute("DELETE FROM canaries WHERE scenario = ?", (scenario,))
+    state = _state(row)
+    ctx.record_event(CANARY_EVENT, scenario, {"action": action, "canary": state, "reason": reason})
+    return state

@@ -1,9 +1,15 @@
 """Live scores: a scenario's inference records grouped by the harness release they were tagged with (the
-`release` tag an installed harness sends), counted and summed in SQL over the index migration 6 made."""
+`release` tag an installed harness sends), counted and summed in SQL over the index migration 8 made. Only the
+scenario's own releases count: a tag is whatever a client sends, so other values are left out.
+
+The canary check after each report reads sums over two releases since the canary started; the index holds the
+release, time and score, so that read touches only the index entries of that period."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from reef_daemon.store.reader import Reader
@@ -29,24 +35,56 @@ class ReleaseTally:
     trend: list[float | None] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PeriodSums:
+    """One release's scored records in a period: how many, the sum and the sum of squares of their scores."""
+
+    release_id: str
+    scored: int
+    total: float
+    squares: float
+
+
 class LiveScoreReader:
     def __init__(self, reader: Reader) -> None:
         self._reader = reader
 
-    async def tallies(self, scenario: str, low_below: float, windows: int) -> list[ReleaseTally]:
-        """One tally per release tagged on the scenario's inference records, oldest first. The trend splits the
-        time from the first to the last scored record into `windows` equal windows."""
-        return await self._reader.run(lambda conn: _tallies(conn, scenario, low_below, windows))
+    async def tallies(
+        self, scenario: str, releases: Collection[str], low_below: float, windows: int
+    ) -> list[ReleaseTally]:
+        """One tally per release of `releases` tagged on the scenario's inference records, oldest first. The trend
+        splits the time from the first to the last scored record into `windows` equal windows."""
+        return await self._reader.run(lambda conn: _tallies(conn, scenario, list(releases), low_below, windows))
+
+    async def sums(self, scenario: str, releases: Collection[str], since: float) -> list[PeriodSums]:
+        """The score sums of each release's records made at `since` or later, in the order given."""
+        return await self._reader.run(lambda conn: _sums(conn, scenario, list(releases), since))
 
 
-def _tallies(conn: sqlite3.Connection, scenario: str, low_below: float, windows: int) -> list[ReleaseTally]:
-    where = f"scenario = ? AND type = 'inference' AND {_RELEASE} IS NOT NULL"
+def _sums(conn: sqlite3.Connection, scenario: str, releases: list[str], since: float) -> list[PeriodSums]:
+    found: list[PeriodSums] = []
+    for release_id in releases:
+        row = conn.execute(
+            "SELECT count(score) AS scored, coalesce(sum(score), 0) AS total,"  # noqa: S608
+            " coalesce(sum(score * score), 0) AS squares FROM records"
+            f" WHERE scenario = ? AND type = 'inference' AND {_RELEASE} = ? AND created_at >= ? AND score IS NOT NULL",
+            (scenario, release_id, since),
+        ).fetchone()
+        found.append(PeriodSums(release_id, row["scored"], float(row["total"]), float(row["squares"])))
+    return found
+
+
+def _tallies(
+    conn: sqlite3.Connection, scenario: str, releases: list[str], low_below: float, windows: int
+) -> list[ReleaseTally]:
+    where = f"scenario = ? AND type = 'inference' AND {_RELEASE} IN (SELECT value FROM json_each(?))"  # noqa: S608
+    known = json.dumps(releases)
     rows = conn.execute(
         f"SELECT {_RELEASE} AS release_id, count(DISTINCT {_SESSION}) AS sessions, count(*) AS records,"  # noqa: S608
         " count(score) AS scored, coalesce(sum(score), 0) AS total, coalesce(sum(score * score), 0) AS squares,"
         " count(CASE WHEN score < ? THEN 1 END) AS low, min(created_at) AS first_at, max(created_at) AS last_at"
         f" FROM records WHERE {where} GROUP BY 1 ORDER BY min(created_at)",
-        (low_below, scenario),
+        (low_below, scenario, known),
     ).fetchall()
     tallies: dict[str, ReleaseTally] = {}
     for row in rows:
@@ -58,7 +96,7 @@ def _tallies(conn: sqlite3.Connection, scenario: str, low_below: float, windows:
     span = conn.execute(
         "SELECT min(created_at) AS first_scored, max(created_at) AS last_scored"  # noqa: S608
         f" FROM records WHERE {where} AND score IS NOT NULL",
-        (scenario,),
+        (scenario, known),
     ).fetchone()
     if span["first_scored"] is None or windows < 1:
         return list(tallies.values())
@@ -67,7 +105,7 @@ def _tallies(conn: sqlite3.Connection, scenario: str, low_below: float, windows:
     for row in conn.execute(
         f"SELECT {_RELEASE} AS release_id, min(CAST((created_at - ?) / ? AS INTEGER), ?) AS slot,"  # noqa: S608
         f" avg(score) AS mean FROM records WHERE {where} AND score IS NOT NULL GROUP BY 1, 2",
-        (start, width, windows - 1, scenario),
+        (start, width, windows - 1, scenario, known),
     ):
         tallies[str(row["release_id"])].trend[int(row["slot"])] = float(row["mean"])
     return list(tallies.values())

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from reef_daemon.contract import ScenarioInfo
-from reef_daemon.errors import NotFound
+from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
 from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
 
@@ -21,6 +21,7 @@ TRAINING_MODES = ("auto", "manual", "hybrid")
 # Tables whose rows belong to a scenario and follow it when it is archived (records too, above them).
 _SCENARIO_TABLES = (
     "events", "steps", "consumed_records", "ineligible_records", "recipe_cursors", "eval_tasks", "replay_decisions",
+    "canaries",
 )  # fmt: skip
 
 
@@ -95,9 +96,17 @@ class ScenarioStore:
         )
         if cursor.rowcount == 0:
             row = ctx.conn.execute(
-                "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE name = ?",
+                "SELECT name, recipe, training_mode, created_at, archived_at, archived_as"
+                " FROM scenarios WHERE name = ?",
                 (scenario.name,),
             ).fetchone()
+            if row["archived_at"] is not None:
+                # The name an archive gave: its records are kept as they were archived, so nothing is added.
+                raise Conflict(
+                    f"'{scenario.name}' is the archive of scenario '{row['archived_as']}' and takes no new records;"
+                    f" send to '{row['archived_as']}' or another name",
+                    type="archived_scenario",
+                )
             return _scenario(row), False
         _announce(ctx, "created", scenario.to_json())
         return scenario, True

@@ -201,6 +201,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         started_at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 8: the canary check after each report reads two releases' scores since the canary started; with the time
+    # in the index beside the score that read touches only the index entries of that period (the grouping of
+    # the per-version scores reads the same index).
+    """
+    DROP INDEX records_by_harness_release;
+    CREATE INDEX records_by_harness_release_time
+        ON records (scenario, json_extract(tags, '$.release'), created_at, score) WHERE type = 'inference';
+    """,
 )
 
 

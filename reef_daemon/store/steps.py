@@ -15,6 +15,7 @@ from typing import Any
 
 from reef_daemon.contract import StepRow, StoredRecord
 from reef_daemon.errors import Conflict
+from reef_daemon.store.canaries import end_canary
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, Columns, detail_row
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
@@ -103,6 +104,9 @@ class StepStore:
         ctx.record_event("step", commit.scenario, {"step": row})
         if commit.release_id is not None and commit.result in ("selected", "pending"):
             ctx.record_event("release", commit.scenario, {"release": row})
+        if commit.release_id is not None and commit.result == "selected":
+            # What serves changed: a canary that ran beside the old head has nothing left to compare with.
+            end_canary(ctx, commit.scenario, "ended", f"{commit.operation} made {row['version']} the served version")
         return row
 
     async def mark_ineligible(self, scenario: str, verdicts: list[tuple[str, str]], cursor: int) -> None:

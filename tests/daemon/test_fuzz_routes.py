@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -36,6 +37,7 @@ JSON_ROUTES = [
     "/reef/scenarios/demo/rollback",
     "/reef/train",
     "/reef/scenarios/demo/tasks",
+    "/reef/scenarios/demo/canary",
 ]
 # 5xx answers that are the meaning of a route, not a failure: a recipe without releases or a harness says so.
 DESIGNED_5XX = {"no_releases", "no_harness"}
@@ -55,14 +57,15 @@ class ThreadedReef:
     database: Path
     client: httpx.Client
 
-    def counts(self) -> tuple[int, int, int, int]:
-        """Records, scenarios, stored events and tasks: what a refused request must not add to."""
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """Records, scenarios, stored events, tasks and canaries: what a refused request must not add to."""
         with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True) as conn:
             records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
             scenarios = conn.execute("SELECT count(*) FROM scenarios").fetchone()[0]
             events = conn.execute("SELECT count(*) FROM events").fetchone()[0]
             tasks = conn.execute("SELECT count(*) FROM eval_tasks").fetchone()[0]
-        return int(records), int(scenarios), int(events), int(tasks)
+            canaries = conn.execute("SELECT count(*) FROM canaries").fetchone()[0]
+        return int(records), int(scenarios), int(events), int(tasks), int(canaries)
 
     def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         before = self.counts()
@@ -136,7 +139,7 @@ VALUES = st.recursive(
 KNOWN_KEYS = [
     "model", "messages", "stream", "input", "max_tokens", "score", "feedback", "references", "metadata",
     "agent_record_id", "name", "training_mode", "release_id", "text", "session", "client",
-    "prompt", "fixture", "regex", "judge", "protected",
+    "prompt", "fixture", "regex", "judge", "protected", "share",
 ]  # fmt: skip
 OBJECTS = st.dictionaries(st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=20)), VALUES, max_size=8)
 
@@ -193,3 +196,19 @@ def test_odd_queries(fuzzed: ThreadedReef, scenario: str, after: str, limit: str
         "GET", fuzzed.url + "/reef/events", params={"scenario": scenario}, headers={"Last-Event-ID": after}
     ) as events:
         assert events.status_code < 500
+
+
+LIVE_ROUTES = ["/reef/scenarios/{}/canary", "/reef/scenarios/{}/versions/scores"]
+
+
+@FUZZ
+@given(
+    method=st.sampled_from(["GET", "POST", "DELETE"]),
+    route=st.sampled_from(LIVE_ROUTES),
+    scenario=st.one_of(SCENARIOS, st.just("demo.archived-20260101T000000Z-000")),
+    body=st.one_of(OBJECTS, st.fixed_dictionaries({"release_id": HEADER_TEXT, "share": NUMBERS})),
+)
+def test_the_canary_routes(fuzzed: ThreadedReef, method: str, route: str, scenario: str, body: dict[str, Any]) -> None:
+    """Any method, scenario (odd, unknown or archived) and canary body: an answer, never a 5xx."""
+    path = route.format(quote(scenario, safe="") or "demo")
+    fuzzed.send(method, path, content=_encode(body) if method == "POST" else None)

@@ -38,7 +38,8 @@ async def test_records_are_tallied_per_release_with_a_trend(conn: sqlite3.Connec
     add(conn, 6, 100.0, {"release": "a", "session": "s5"}, 0.0, scenario="other")
 
     reader = Reader(str(tmp_path / "reef.sqlite3"))
-    a, b = await LiveScoreReader(reader).tallies("demo", 0.5, 4)
+    add(conn, 7, 100.0, {"release": "made-up", "session": "s6"}, 0.0)  # not a release of the scenario
+    a, b = await LiveScoreReader(reader).tallies("demo", ["a", "b", "c"], 0.5, 4)
     reader.close()
     assert (a.release_id, a.sessions, a.records, a.scored, a.low) == ("a", 2, 3, 2, 1)
     assert (a.total, a.squares, a.first_at, a.last_at) == pytest.approx((1.0, 0.68, 0.0, 50.0))
@@ -46,13 +47,41 @@ async def test_records_are_tallied_per_release_with_a_trend(conn: sqlite3.Connec
     assert (b.release_id, b.sessions, b.records, b.scored, b.trend) == ("b", 1, 1, 1, [None, None, None, 1.0])
 
 
+def plan_of(conn: sqlite3.Connection, query: str, *parameters: object) -> str:
+    return " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + query, parameters))
+
+
 def test_the_grouping_reads_the_release_index(conn: sqlite3.Connection) -> None:
-    plan = " ".join(
-        str(row[-1])
-        for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT json_extract(tags, '$.release'), count(*) FROM records"
-            " WHERE scenario = ? AND type = 'inference' AND json_extract(tags, '$.release') IS NOT NULL GROUP BY 1",
-            ("demo",),
-        )
+    plan = plan_of(
+        conn,
+        "SELECT json_extract(tags, '$.release'), count(*) FROM records WHERE scenario = ? AND type = 'inference'"
+        " AND json_extract(tags, '$.release') IN (SELECT value FROM json_each(?)) GROUP BY 1",
+        "demo",
+        '["a"]',
     )
-    assert "records_by_harness_release" in plan
+    assert "records_by_harness_release_time" in plan
+
+
+async def test_a_canarys_period_is_summed_through_the_index(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """The check after each report searches the index for each release's records since the canary started,
+    rather than reading the scenario's whole history."""
+    add(conn, 1, 5.0, {"release": "a"}, 1.0)  # before the canary started: left out
+    add(conn, 2, 10.0, {"release": "a"}, 0.5)
+    add(conn, 3, 20.0, {"release": "a"}, 0.25)
+    add(conn, 4, 30.0, {"release": "a"}, None)
+    add(conn, 5, 30.0, {"release": "b"}, 0.0, scenario="other")
+    reader = Reader(str(tmp_path / "reef.sqlite3"))
+    a, b = await LiveScoreReader(reader).sums("demo", ["a", "b"], 10.0)
+    reader.close()
+    assert (a.release_id, a.scored, a.total, a.squares) == ("a", 2, 0.75, 0.3125)
+    assert (b.release_id, b.scored, b.total, b.squares) == ("b", 0, 0.0, 0.0)
+    plan = plan_of(
+        conn,
+        "SELECT count(score), sum(score), sum(score * score) FROM records WHERE scenario = ? AND type = 'inference'"
+        " AND json_extract(tags, '$.release') = ? AND created_at >= ? AND score IS NOT NULL",
+        "demo",
+        "a",
+        10.0,
+    )
+    assert "SEARCH records USING" in plan and "INDEX records_by_harness_release_time" in plan
+    assert "created_at>?" in plan

@@ -127,6 +127,24 @@ async def test_scenarios_lifecycle(reef: Reef) -> None:
     assert len(await reef.records(scenario="implicit")) == 1
 
 
+async def test_an_archive_takes_no_new_records(reef: Reef) -> None:
+    """Writing to an archived scenario's name, by the proxy or an import, is refused and does not revive it."""
+    await infer(reef, "old")
+    archived_as = (await (await reef.session.delete(reef.url + "/reef/scenarios/old")).json())["archived_as"]
+    proxied = await reef.post("/v1/chat/completions", CHAT, scenario=archived_as)
+    assert proxied.status == 409
+    refused = (await proxied.json())["error"]
+    assert refused["type"] == "archived_scenario" and "is the archive of scenario 'old'" in refused["message"]
+    conversation = {"messages": [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]}
+    imported = await reef.post("/reef/records/batch", {"records": [conversation]}, scenario=archived_as)
+    assert imported.status == 409 and (await imported.json())["error"]["type"] == "archived_scenario"
+    created = await reef.post("/reef/scenarios", {"name": archived_as}, scenario=None)
+    assert created.status == 409
+    names = {row["scenario"] for row in (await (await reef.get("/reef/scenarios")).json())["scenarios"]}
+    assert archived_as not in names and "old" not in names
+    assert len(await reef.records(scenario=archived_as)) == 1
+
+
 async def test_status(reef: Reef) -> None:
     await infer(reef)
     status = await (await reef.get("/reef/status")).json()
@@ -136,3 +154,10 @@ async def test_status(reef: Reef) -> None:
     assert status["scenarios"]["demo"]["unscored"] == 1
     assert status["training"]["enabled"] is False
     assert status["auth"] is False
+
+
+async def test_a_recipe_without_releases_lists_no_versions_whatever_the_tags_say(reef: Reef) -> None:
+    tagged = await reef.post("/v1/chat/completions", CHAT, headers={"x-reef-tag-release": "made-up"})
+    assert tagged.status == 200
+    scores = await (await reef.get("/reef/scenarios/demo/versions/scores")).json()
+    assert scores["versions"] == [] and scores["canary"] is None
