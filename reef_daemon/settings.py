@@ -277,6 +277,17 @@ class InferenceSection:
     max_tokens: int = _setting(
         512, POSITIVE_INT, help="embedded runtime: the most tokens an answer gets when its request sets no limit"
     )
+    max_prompt_chars: int = _setting(
+        1_000_000,
+        POSITIVE_INT,
+        help="embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized",
+    )
+    max_stop_sequences: int = _setting(
+        16, POSITIVE_INT, help="embedded runtime: the most stop sequences one request may send"
+    )
+    max_stop_chars: int = _setting(
+        500, POSITIVE_INT, help="embedded runtime: the most characters one stop sequence may have"
+    )
 
 
 @dataclass(frozen=True)
@@ -403,6 +414,21 @@ class HarnessSection:
         3,
         COUNT,
         help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
+    )
+    max_tasks: int = _setting(200, POSITIVE_INT, help="the most evaluation tasks one scenario may hold")
+    max_task_fixture_chars: int = _setting(
+        20_000_000,
+        POSITIVE_INT,
+        help="the most characters the fixtures (workspace files) of one scenario's tasks may hold together",
+    )
+    regex_compile_s: float = _setting(
+        1.0,
+        POSITIVE_NUMBER,
+        help="the most seconds compiling one untrusted regex (a task's, a behaviour check's, a trial's --expect) "
+        "may take; a slower one is refused",
+    )
+    regex_compile_mb: int = _setting(
+        128, POSITIVE_INT, help="the most MiB compiling one untrusted regex may take; a larger one is refused"
     )
     canary_min_scored: int = _setting(
         20,

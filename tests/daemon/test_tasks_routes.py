@@ -59,7 +59,7 @@ async def test_tasks_are_added_listed_shown_and_removed(reef: Reef) -> None:
 
     judged = await (await reef.post(TASKS, {"prompt": "Explain the design", "judge": "Is it clear?"})).json()
 
-    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task, judged], "replays": []}
+    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task, judged], "replays": [], "next_after": None}
     assert await (await reef.get(f"{TASKS}/{task['id']}")).json() == task
     removed = await reef.session.delete(f"{reef.url}{TASKS}/{task['id']}")
     assert removed.status == 200 and await removed.json() == task
@@ -193,7 +193,7 @@ async def test_promote_turns_a_replay_into_a_protected_task(reef: Reef) -> None:
     task = await response.json()
     assert task["kind"] == "task" and task["protected"] is True and task["id"].startswith("t-")
     assert task["prompt"] == "Make the build pass" and task["source_record"] == receipt
-    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task], "replays": []}
+    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task], "replays": [], "next_after": None}
     error = await error_of(await reef.post(f"{TASKS}/{replay_id}/promote"), 409)
     assert "already promoted" in error["message"]
     error = await error_of(await reef.post(f"{TASKS}/{task['id']}/promote"), 400)
