@@ -424,11 +424,14 @@ class HarnessSection:
     regex_compile_s: float = _setting(
         1.0,
         POSITIVE_NUMBER,
-        help="the most seconds compiling one untrusted regex (a task's, a behaviour check's, a trial's --expect) "
-        "may take; a slower one is refused",
+        help="the most seconds compiling a task's regex may take; a slower one is refused (behaviour checks and "
+        "harness-trial --expect are held to the default)",
     )
     regex_compile_mb: int = _setting(
-        128, POSITIVE_INT, help="the most MiB compiling one untrusted regex may take; a larger one is refused"
+        128,
+        POSITIVE_INT,
+        help="the most MiB compiling a task's regex may take; a larger one is refused (behaviour checks and "
+        "harness-trial --expect are held to the default)",
     )
     canary_min_scored: int = _setting(
         20,

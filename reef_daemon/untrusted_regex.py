@@ -7,8 +7,9 @@ runs. Compiling can cost more than matching: `regex` writes a repeat of an exact
 ones multiply (`((a{1000}){1000}){1000}` would take gigabytes). So `compiled` first refuses a pattern whose
 written-out size, estimated from its text, passes `UNROLLED_LIMIT`; then, since flags change how the text reads
 (verbose mode's `(?x)(a {3000}) {1000}` is a million items that the estimate cannot see), it compiles the pattern
-once in a child process held to `RegexBounds` (seconds and MiB; the settings harness.regex-compile-s and
-harness.regex-compile-mb) and refuses what passes either, before compiling it here. `compiled` blocks; the event
+once in a child process held to `RegexBounds` (seconds and MiB: the settings harness.regex-compile-s and
+harness.regex-compile-mb for a task's regex, their defaults elsewhere) and refuses what passes either, before
+compiling it here. `compiled` blocks; the event
 loop calls `checked`, which runs it in a worker thread.
 """
 
