@@ -9,8 +9,7 @@ written-out size, estimated from its text, passes `UNROLLED_LIMIT`; then, since 
 (verbose mode's `(?x)(a {3000}) {1000}` is a million items that the estimate cannot see), it compiles the pattern
 once in a child process held to `RegexBounds` (seconds and MiB: the settings harness.regex-compile-s and
 harness.regex-compile-mb for a task's regex, their defaults elsewhere) and refuses what passes either, before
-compiling it here. `compiled` blocks; the event
-loop calls `checked`, which runs it in a worker thread.
+compiling it here. `compiled` blocks; the event loop calls `checked`, which runs it in a worker thread.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ _OUT_OF_MEMORY: Final = 3  # the child's exit status when the pattern needs more
 # compile exits 0 too: compiling it here says why). SIGALRM's default action ends it, even inside C code.
 _CHILD: Final = """
 import resource, signal, sys, warnings
-pattern = sys.stdin.read()
+pattern = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
 seconds, mib = float(sys.argv[1]), int(sys.argv[2])
 import regex
 size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()

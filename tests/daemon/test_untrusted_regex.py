@@ -98,6 +98,7 @@ def test_the_compile_bounds_are_the_ones_given_and_the_refusal_names_them() -> N
     with pytest.raises(BadPattern, match=r"^needs more than 16 MiB to compile"):
         compiled(VERBOSE_BOMB, RegexBounds(seconds=60, mib=16))
     assert compiled("(?x) a {3} ", RegexBounds(seconds=60, mib=16)).fullmatch("aaa")
+    assert compiled("é+\udc00?").match("éé")  # any text reaches the child as it is, a lone surrogate too
 
 
 async def test_compiling_a_hostile_pattern_leaves_the_event_loop_serving() -> None:
