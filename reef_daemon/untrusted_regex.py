@@ -18,7 +18,9 @@ import asyncio
 import re
 import subprocess
 import sys
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +33,10 @@ COMPILE_S: Final = 1.0  # harness.regex-compile-s
 COMPILE_MB: Final = 128  # harness.regex-compile-mb
 _STARTUP_S: Final = 60.0  # how long the child may take to start before its own clock runs (a loaded machine)
 _OUT_OF_MEMORY: Final = 3  # the child's exit status when the pattern needs more memory than it may take
+COMPILERS: Final = 2  # patterns compiled at once, so many requests cost at most this many children's memory
+_CHILDREN = threading.BoundedSemaphore(COMPILERS)
+# `checked` compiles on threads of its own: a queue of patterns never takes the threads the store's reader uses.
+_COMPILING = ThreadPoolExecutor(COMPILERS, thread_name_prefix="reef-regex-compile")
 # The child reads the pattern from stdin, holds itself to the bounds, compiles, and exits 0 (a pattern that does not
 # compile exits 0 too: compiling it here says why). SIGALRM's default action ends it, even inside C code.
 _CHILD: Final = """
@@ -91,20 +97,21 @@ def compiled(pattern: str, bounds: RegexBounds = DEFAULT_BOUNDS) -> regex.Patter
 
 
 async def checked(pattern: str, bounds: RegexBounds = DEFAULT_BOUNDS) -> regex.Pattern[str]:
-    """`compiled`, off the event loop."""
-    return await asyncio.to_thread(compiled, pattern, bounds)
+    """`compiled`, off the event loop (on threads of its own)."""
+    return await asyncio.get_running_loop().run_in_executor(_COMPILING, compiled, pattern, bounds)
 
 
 def _within_bounds(pattern: str, bounds: RegexBounds) -> None:
     """Compile `pattern` once in a child process held to `bounds`; BadPattern when it passes one."""
     try:
-        child = subprocess.run(  # this interpreter and a constant program; the pattern goes to stdin
-            [sys.executable, "-I", "-c", _CHILD, repr(bounds.seconds), str(bounds.mib)],
-            input=pattern.encode("utf-8", "surrogatepass"),
-            capture_output=True,
-            timeout=_STARTUP_S + bounds.seconds,
-            check=False,
-        )
+        with _CHILDREN:
+            child = subprocess.run(  # this interpreter and a constant program; the pattern goes to stdin
+                [sys.executable, "-I", "-c", _CHILD, repr(bounds.seconds), str(bounds.mib)],
+                input=pattern.encode("utf-8", "surrogatepass"),
+                capture_output=True,
+                timeout=_STARTUP_S + bounds.seconds,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         raise BadPattern(_too_slow(bounds)) from None
     if child.returncode == _OUT_OF_MEMORY:
