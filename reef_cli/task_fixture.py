@@ -24,6 +24,8 @@ def read_fixture(folder: Path) -> dict[str, str]:
             raise FixtureError(f"{relative} is a link; a fixture holds plain files")
         if path.is_dir():
             continue
+        if not path.is_file():  # a FIFO, socket or device: reading one can block or never end
+            raise FixtureError(f"{relative} is not a regular file (a pipe, socket or device); a fixture holds files")
         if len(files) == MAX_FIXTURE_FILES:
             raise FixtureError(f"{folder} has more than {MAX_FIXTURE_FILES} files")
         if path.stat().st_size > 4 * MAX_FIXTURE_CHARS:  # a UTF-8 character takes at most 4 bytes

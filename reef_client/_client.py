@@ -381,8 +381,12 @@ class ReefClient:
     # --- evaluation tasks -----------------------------------------------------------------------------------
 
     def tasks(self, scenario: str) -> TaskList:
-        """A scenario's stored tasks (oldest first) and its current replays (newest first)."""
-        body: TaskList = self._call("GET", TASKS_ROUTE.format(scenario=_segment(scenario)))
+        """A scenario's stored tasks (oldest first, every page of them) and its current replays (newest first)."""
+        path = TASKS_ROUTE.format(scenario=_segment(scenario))
+        body: TaskList = self._call("GET", path)
+        while body["next_after"] is not None:
+            page: TaskList = self._call("GET", path, params={"after": body["next_after"]})
+            body = {**page, "tasks": body["tasks"] + page["tasks"]}
         return body
 
     def add_task(

@@ -561,6 +561,10 @@ MAX_TASK_CHECK_CHARS: Final = 10_000  # a regex or a judge instruction
 MAX_FIXTURE_FILES: Final = 200
 MAX_FIXTURE_CHARS: Final = 1_000_000  # all files' text together
 MAX_FIXTURE_PATH_CHARS: Final = 255
+MAX_FIXTURE_NAME_BYTES: Final = 255  # one file or folder name, in UTF-8 (what a file system takes)
+# `GET /reef/scenarios/{s}/tasks?after=<task id>&limit=N`: a page of stored tasks.
+TASK_PAGE_DEFAULT: Final = 50
+TASK_PAGE_MAX: Final = 200
 
 
 class EvalTask(TypedDict):
@@ -582,11 +586,13 @@ class EvalTask(TypedDict):
 
 
 class TaskList(TypedDict):
-    """`GET /reef/scenarios/{s}/tasks`: the stored tasks (oldest first) and the current replays (newest first)."""
+    """`GET /reef/scenarios/{s}/tasks`: a page of the stored tasks (oldest first; `next_after`: the `after` of the
+    next page, None on the last) and the current replays (newest first)."""
 
     scenario: str
     tasks: list[EvalTask]
     replays: list[EvalTask]
+    next_after: str | None
 
 
 class ReplayDismissed(TypedDict):

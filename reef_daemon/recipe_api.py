@@ -45,9 +45,11 @@ are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the in
   model calls a run may make);
 - the sandbox a recipe runs agents in: `jail_argv`, `needed_paths`, `model_endpoint`, `check_sandbox_setting` and
   the sandbox settings' words `BWRAP`, `NO_SANDBOX` (with `NO_BWRAP`, what to say when bubblewrap is missing);
-- untrusted regular expressions, with bounded size and time: `compiled`, `search`, `Found`, `BadPattern`;
+- untrusted regular expressions, with bounded size, compile memory and time: `compiled`, `checked` (compiled off
+  the event loop), `search`, `Found`, `BadPattern`;
 - `ReleaseStore`, the git release store a recipe keeps its own releases in (weight checkpoints);
-- `json_response`, for routes a recipe serves to its own processes.
+- `json_response`, `read_body` and `parse_json_object`, for routes a recipe serves to its own processes (a body
+  read with the daemon's own bounds on size and nesting).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ from reef_daemon.harness.jail import NONE as NO_SANDBOX
 from reef_daemon.harness.model_relay import Budget
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.harness.screens import find_credential
-from reef_daemon.jsonbody import json_response
+from reef_daemon.jsonbody import json_response, parse_json_object, read_body
 from reef_daemon.releases import ReleaseStore
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
 from reef_daemon.settings import (
@@ -91,7 +93,7 @@ from reef_daemon.settings import (
 )
 from reef_daemon.store import Scenario, Store, gate_tasks
 from reef_daemon.store.records import RecordQuery
-from reef_daemon.untrusted_regex import BadPattern, Found, compiled, search
+from reef_daemon.untrusted_regex import BadPattern, Found, checked, compiled, search
 
 __all__ = [
     "BWRAP",
@@ -143,6 +145,7 @@ __all__ = [
     "admit",
     "bound_files",
     "check_sandbox_setting",
+    "checked",
     "compiled",
     "find_credential",
     "gate_tasks",
@@ -151,7 +154,9 @@ __all__ = [
     "model_endpoint",
     "needed_paths",
     "one_of",
+    "parse_json_object",
     "presented_token",
+    "read_body",
     "search",
     "setting",
 ]

@@ -1,6 +1,6 @@
 """The one settings object of the daemon, and how it is assembled.
 
-Each setting is declared once, below, with `_setting(...)`: its default, the values it takes, its environment
+Each setting is declared once, below, with `setting(...)`: its default, the values it takes, its environment
 variable, whether it is secret, whether a reload applies it live, and its help. `CATALOGUE` lists them; the options of
 `reef serve` and `reef start` (`--reef.port 8900`), their help and shell completion, the config file's keys and
 `--print-config` are all made from it.
@@ -292,6 +292,17 @@ class InferenceSection:
     top_p: float = setting(1.0, TOP_P, help="embedded runtime: nucleus (top-p) mass of a request that sets none")
     max_tokens: int = setting(
         512, POSITIVE_INT, help="embedded runtime: the most tokens an answer gets when its request sets no limit"
+    )
+    max_prompt_chars: int = setting(
+        1_000_000,
+        POSITIVE_INT,
+        help="embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized",
+    )
+    max_stop_sequences: int = setting(
+        16, POSITIVE_INT, help="embedded runtime: the most stop sequences one request may send"
+    )
+    max_stop_chars: int = setting(
+        500, POSITIVE_INT, help="embedded runtime: the most characters one stop sequence may have"
     )
 
 

@@ -10,19 +10,21 @@ from typing import Any, NoReturn
 from reef_daemon.contract import (
     MAX_FIXTURE_CHARS,
     MAX_FIXTURE_FILES,
+    MAX_FIXTURE_NAME_BYTES,
     MAX_FIXTURE_PATH_CHARS,
     MAX_TASK_CHECK_CHARS,
     MAX_TASK_PROMPT_CHARS,
 )
 from reef_daemon.errors import BadRequest
 from reef_daemon.store import TaskDraft
-from reef_daemon.untrusted_regex import BadPattern, compiled
+from reef_daemon.untrusted_regex import BadPattern, RegexBounds, checked
 
 FIELDS = ("prompt", "fixture", "regex", "judge", "protected")
 
 
-def checked_task(scenario: str, body: dict[str, Any]) -> TaskDraft:
-    """The task `body` describes, or a BadRequest naming the first field at fault."""
+async def checked_task(scenario: str, body: dict[str, Any], bounds: RegexBounds) -> TaskDraft:
+    """The task `body` describes, or a BadRequest naming the first field at fault; its regex is compiled off the
+    event loop, within `bounds`."""
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
         _refuse(unknown[0], f"is not a field of a task; send {', '.join(FIELDS)}")
@@ -30,22 +32,16 @@ def checked_task(scenario: str, body: dict[str, Any]) -> TaskDraft:
     judge = _optional_text(body, "judge")
     if regex is not None and judge is not None:
         _refuse("judge", "a task has at most one check: send regex or judge, not both")
-    if regex is not None:
-        try:
-            compiled(regex)
-        except BadPattern as exc:
-            _refuse("regex", str(exc))
     protected = body.get("protected", False)
     if not isinstance(protected, bool):
         _refuse("protected", "must be true or false")
-    return TaskDraft(
-        scenario,
-        _prompt(body.get("prompt")),
-        _fixture(body.get("fixture", {})),
-        regex=regex,
-        judge=judge,
-        protected=protected,
-    )
+    prompt, fixture = _prompt(body.get("prompt")), _fixture(body.get("fixture", {}))
+    if regex is not None:  # last: it is the one check that costs time
+        try:
+            await checked(regex, bounds)
+        except BadPattern as exc:
+            _refuse("regex", str(exc))
+    return TaskDraft(scenario, prompt, fixture, regex=regex, judge=judge, protected=protected)
 
 
 def _prompt(value: Any) -> str:
@@ -98,6 +94,9 @@ def _check_path(path: str) -> None:
         _refuse("fixture", f"the path '{shown}' may not have empty, '.' or '..' parts")
     if not path.isprintable():
         _refuse("fixture", f"the path {shown!r} has characters that cannot be shown")
+    for part in path.split("/"):
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_FIXTURE_NAME_BYTES:
+            _refuse("fixture", f"the path '{shown}' has a name over {MAX_FIXTURE_NAME_BYTES} bytes (as UTF-8)")
 
 
 def _refuse(field: str, problem: str) -> NoReturn:

@@ -266,7 +266,7 @@ class AgentProposer:
             return Declined("rejected", reason, 1, design, findings, evidence=evidence)
         await note("the review says the entries deliver the request")
         review_json = {"covered": review.covered, "uncovered": review.uncovered}
-        checked = plan_check(back.check, CHECK)
+        checked = await asyncio.to_thread(plan_check, back.check, CHECK)
         if checked.problem is not None:
             await note(f"no usable behaviour check: {checked.problem}")
         return Proposal(

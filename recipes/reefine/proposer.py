@@ -7,6 +7,7 @@ records (`rejected`: candidates were made and none delivered; `skipped`: nothing
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,7 +113,7 @@ async def _plan(model: ServedModel, request: str, note: Note) -> tuple[str | Non
     """A list of steps, as text for the answer prompt (None when the model gave no usable plan: not fatal), and
     the behaviour check the plan wrote (or why there is none: the gate then rejects the candidate)."""
     text = await model.ask(prompts.PLAN_SYSTEM, prompts.plan_prompt(request), max_tokens=PLAN_TOKENS)
-    checked = plan_check(text, "the plan")
+    checked = await asyncio.to_thread(plan_check, text, "the plan")
     if checked.problem is not None:
         await note(f"plan: no usable behaviour check ({checked.problem})")
     try:

@@ -77,6 +77,24 @@ class HarnessSection:
         COUNT,
         help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
     )
+    max_tasks: int = setting(200, POSITIVE_INT, help="the most evaluation tasks one scenario may hold")
+    max_task_fixture_chars: int = setting(
+        20_000_000,
+        POSITIVE_INT,
+        help="the most characters the fixtures (workspace files) of one scenario's tasks may hold together",
+    )
+    regex_compile_s: float = setting(
+        1.0,
+        POSITIVE_NUMBER,
+        help="the most seconds compiling a task's regex may take; a slower one is refused (behaviour checks and "
+        "harness-trial --expect are held to the default)",
+    )
+    regex_compile_mb: int = setting(
+        128,
+        POSITIVE_INT,
+        help="the most MiB compiling a task's regex may take; a larger one is refused (behaviour checks and "
+        "harness-trial --expect are held to the default)",
+    )
     canary_min_scored: int = setting(
         20,
         POSITIVE_INT,

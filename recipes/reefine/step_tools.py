@@ -20,7 +20,18 @@ from aiohttp import web
 from adapters import Adapter
 from recipes.reefine.agent_trial import TrialRun
 from recipes.reefine.workspace import read_back, snapshot
-from reef_daemon.recipe_api import BadPattern, Refused, admit, compiled, json_response, presented_token, search
+from reef_daemon.recipe_api import (
+    BadPattern,
+    ReefError,
+    Refused,
+    admit,
+    checked,
+    json_response,
+    parse_json_object,
+    presented_token,
+    read_body,
+    search,
+)
 from reef_harness import Entry
 
 ROUTE = "/reef-step/{tool}"
@@ -66,11 +77,9 @@ class StepTools:
         if not hmac.compare_digest(presented.encode(), self.token.encode()):
             return _answer("refused: this tool needs the token lent for this run", 1, 401)
         try:
-            body = await request.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return _answer("refused: the request is not a JSON object", 1, 400)
+            body = parse_json_object(await read_body(request))
+        except ReefError as exc:  # bad JSON, nested too deeply, not an object, too slow to arrive
+            return _answer(f"refused: {exc}", 1, exc.status)
         tool = request.match_info["tool"]
         if tool == "check":
             return _answer(*await self.check())
@@ -126,7 +135,7 @@ class StepTools:
             return "refused: the trial needs a prompt", 1
         if expect is not None:
             try:
-                compiled(expect)
+                await checked(expect)
             except BadPattern as exc:
                 return f"refused: --expect {exc}", 1
         files = await asyncio.to_thread(self._project, project) if project is not None else {}

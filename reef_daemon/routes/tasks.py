@@ -1,4 +1,5 @@
-"""A scenario's evaluation tasks: add, list (with the current replays), show, remove; promote or dismiss a replay."""
+"""A scenario's evaluation tasks: add, list a page of them (with the current replays), show, remove; promote or
+dismiss a replay."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from aiohttp import web
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import (
     TASK_DISMISS_ROUTE,
+    TASK_PAGE_DEFAULT,
+    TASK_PAGE_MAX,
     TASK_PROMOTE_ROUTE,
     TASK_ROUTE,
     TASKS_ROUTE,
@@ -14,9 +17,12 @@ from reef_daemon.contract import (
     ReplayDismissed,
     TaskList,
 )
+from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
+from reef_daemon.store import TaskLimits
 from reef_daemon.task_input import checked_task
+from reef_daemon.untrusted_regex import RegexBounds
 
 routes = web.RouteTableDef()
 
@@ -30,19 +36,31 @@ def _scenario(request: web.Request) -> tuple[Daemon, str]:
 @routes.get(TASKS_ROUTE)
 async def list_tasks(request: web.Request) -> web.Response:
     daemon, scenario = _scenario(request)
+    page = await daemon.store.tasks.page(scenario, request.query.get("after") or None, _page_limit(request))
     body: TaskList = {
         "scenario": scenario,
-        "tasks": await daemon.store.tasks.list(scenario),
+        "tasks": page.tasks,
         "replays": await daemon.store.tasks.replays(scenario, int(daemon.settings.value("harness.replays"))),
+        "next_after": page.next_after,
     }
     return json_response(body)
+
+
+def _page_limit(request: web.Request) -> int:
+    raw = request.query.get("limit") or str(TASK_PAGE_DEFAULT)
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= TASK_PAGE_MAX:
+        raise BadRequest(f"limit must be a whole number from 1 to {TASK_PAGE_MAX}", type="invalid_query")
+    return int(raw)
 
 
 @routes.post(TASKS_ROUTE)
 async def add_task(request: web.Request) -> web.Response:
     daemon, scenario = _scenario(request)
-    draft = checked_task(scenario, await read_json_object(request))
-    task: EvalTask = await daemon.store.tasks.add(draft)
+    value = daemon.settings.value
+    bounds = RegexBounds(float(value("harness.regex-compile-s")), int(value("harness.regex-compile-mb")))
+    draft = await checked_task(scenario, await read_json_object(request), bounds)
+    limits = TaskLimits(int(value("harness.max-tasks")), int(value("harness.max-task-fixture-chars")))
+    task: EvalTask = await daemon.store.tasks.add(draft, limits)
     return json_response(task, status=201)
 
 

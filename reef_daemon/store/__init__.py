@@ -17,7 +17,7 @@ from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RECORD_TYPES, RecordQuery, RecordStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.steps import StepCommit, StepStore
-from reef_daemon.store.tasks import TaskDraft, TaskStore, gate_tasks
+from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "StepStore",
     "Store",
     "TaskDraft",
+    "TaskLimits",
+    "TaskPage",
     "TaskStore",
     "gate_tasks",
 ]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 TASK_COLUMNS = "id, scenario, prompt, fixture, regex, judge, protected, source_record, created_at"
 REPLAY_PAGE = 50  # low-scored records read at a time while looking for replays
 REPLAY_SCAN = 200  # the most low-scored records looked at for one list of replays (their requests are parsed)
+PAGE_FIXTURE_CHARS = 4_000_000  # a page of tasks ends after the task that brings its fixtures past this
 Tasks = list[EvalTask]  # (TaskStore.list shadows `list` in the class body)
 
 
@@ -41,21 +42,48 @@ class TaskDraft:
     source_record: str | None = None
 
 
+@dataclass(frozen=True)
+class TaskLimits:
+    """What one scenario may hold: tasks (harness.max-tasks), and characters of all their fixtures together
+    (harness.max-task-fixture-chars); the defaults are the settings' defaults."""
+
+    tasks: int = 200
+    fixture_chars: int = 20_000_000
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    """Stored tasks, oldest first, and the id to list after for the next page (None: this is the last)."""
+
+    tasks: list[EvalTask]
+    next_after: str | None
+
+
 class TaskStore:
     def __init__(self, writer: GroupCommitWriter, reader: Reader, score_scale: ScoreScale) -> None:
         self._writer = writer
         self._reader = reader
         self._below = low_score_below(score_scale)
 
-    async def add(self, draft: TaskDraft) -> EvalTask:
-        """Store a task; returns it with its new id."""
+    async def add(self, draft: TaskDraft, limits: TaskLimits | None = None) -> EvalTask:
+        """Store a task; returns it with its new id. Conflict when the scenario would hold more than `limits`."""
         task = _task_of(draft, f"{TASK_ID_PREFIX}{os.urandom(8).hex()}", time.time())
-        await self._writer.submit(lambda ctx: _insert(ctx.conn, task))
+
+        def write(ctx: WriteContext) -> None:
+            _check_room(ctx.conn, task, limits or TaskLimits())
+            _insert(ctx.conn, task)
+
+        await self._writer.submit(write)
         return task
 
     async def list(self, scenario: str) -> Tasks:
-        """The scenario's stored tasks, oldest first."""
+        """The scenario's stored tasks, oldest first (all of them: bounded by `TaskLimits` when added)."""
         return await self._reader.run(lambda conn: _tasks(conn, scenario))
+
+    async def page(self, scenario: str, after: str | None, limit: int) -> TaskPage:
+        """Up to `limit` of the scenario's stored tasks, oldest first, after the task `after` (None: from the
+        first); a page also ends once its fixtures pass `PAGE_FIXTURE_CHARS`."""
+        return await self._reader.run(lambda conn: _page(conn, scenario, after, limit))
 
     async def get(self, scenario: str, task_id: str) -> EvalTask:
         """A stored task, or a replay that is still offered; NotFound otherwise."""
@@ -148,6 +176,50 @@ def _insert(conn: sqlite3.Connection, task: EvalTask) -> None:
             task["regex"], task["judge"], int(task["protected"]), task["source_record"], task["created_at"],
         ),
     )  # fmt: skip
+
+
+def _check_room(conn: sqlite3.Connection, task: EvalTask, limits: TaskLimits) -> None:
+    scenario = task["scenario"]
+    count, chars = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(LENGTH(fixture)), 0) FROM eval_tasks WHERE scenario = ?", (scenario,)
+    ).fetchone()
+    if count >= limits.tasks:
+        raise Conflict(
+            f"scenario '{scenario}' already holds {count} tasks, the most it may (the setting harness.max-tasks); "
+            "remove one first",
+            type="too_many_tasks",
+        )
+    added = len(json.dumps(task["fixture"], ensure_ascii=False))
+    if chars + added > limits.fixture_chars:
+        raise Conflict(
+            f"scenario '{scenario}' would hold {chars + added} characters of task fixtures, over its "
+            f"{limits.fixture_chars} (the setting harness.max-task-fixture-chars); remove a task first",
+            type="too_many_tasks",
+        )
+
+
+def _page(conn: sqlite3.Connection, scenario: str, after: str | None, limit: int) -> TaskPage:
+    where, args = "scenario = ?", [scenario]
+    if after is not None:
+        start = conn.execute(
+            "SELECT created_at, id FROM eval_tasks WHERE id = ? AND scenario = ?", (after, scenario)
+        ).fetchone()
+        if start is None:
+            raise NotFound(f"scenario '{scenario}' has no task '{after}' to list after", type="unknown_task")
+        where += " AND (created_at, id) > (?, ?)"
+        args += [start["created_at"], start["id"]]
+    rows = conn.execute(
+        f"SELECT {TASK_COLUMNS} FROM eval_tasks WHERE {where} ORDER BY created_at, id LIMIT ?",  # noqa: S608
+        (*args, limit + 1),
+    )
+    tasks: list[EvalTask] = []
+    chars = 0
+    for row in rows:
+        if len(tasks) == limit or chars > PAGE_FIXTURE_CHARS:
+            return TaskPage(tasks, tasks[-1]["id"])
+        chars += len(row["fixture"])
+        tasks.append(_row(row))
+    return TaskPage(tasks, None)
 
 
 def _row(row: sqlite3.Row) -> EvalTask:

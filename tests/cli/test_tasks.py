@@ -4,12 +4,16 @@ named and nothing stored; replays of low-scored conversations listed as such, pr
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from typer.testing import Result
 
+from reef_daemon.contract import TASK_PAGE_DEFAULT
 from tests.support.cli_testing import Daemon
 
 Cli = Callable[..., Result]
@@ -100,3 +104,42 @@ def test_replays_are_listed_promoted_and_dismissed(daemon: Daemon, cli: Cli) -> 
     assert body["replays"] == []
     (task,) = body["tasks"]
     assert task["protected"] and task["prompt"] == "Make the build pass" and task["source_record"] == promoted
+
+
+def test_a_fixture_holding_a_pipe_is_refused_without_reading_it(daemon: Daemon, cli: Cli, tmp_path: Path) -> None:
+    daemon.post("/reef/scenarios", {"name": "piped"})
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("fine\n")
+    os.mkfifo(workspace / "pipe")
+    done = threading.Event()
+    feeder = threading.Thread(target=_feed_once, args=(workspace / "pipe", done), daemon=True)
+    feeder.start()  # a reader that opens the pipe gets a line (and would otherwise wait for one for ever)
+    try:
+        added = cli("tasks", "add", "p", "--scenario", "piped", "--fixture", str(workspace))
+    finally:
+        done.set()
+        feeder.join(5)
+    assert added.exit_code == 2, added.output
+    assert "--fixture: pipe is not a regular file (a pipe, socket or device)" in added.stderr
+    assert listed(cli, "piped")["tasks"] == []
+
+
+def _feed_once(pipe: Path, done: threading.Event) -> None:
+    while not done.is_set():
+        try:
+            writer = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # no reader yet
+            time.sleep(0.01)
+            continue
+        os.write(writer, b"from the pipe\n")
+        os.close(writer)
+        return
+
+
+def test_tasks_list_shows_every_page(daemon: Daemon, cli: Cli) -> None:
+    daemon.post("/reef/scenarios", {"name": "paged"})
+    prompts = [f"task {n}" for n in range(TASK_PAGE_DEFAULT + 3)]
+    for prompt in prompts:
+        daemon.post("/reef/scenarios/paged/tasks", {"prompt": prompt})
+    assert [t["prompt"] for t in listed(cli, "paged")["tasks"]] == prompts

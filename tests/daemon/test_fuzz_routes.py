@@ -1,5 +1,6 @@
 """A standing fuzz test of every JSON route: random, deep and huge bodies, numbers out of range, odd headers and
-queries. Whatever arrives, reef answers without a 5xx, and a request it refuses stores nothing.
+queries, odd task ids, and the step tools a proposer run is served. Whatever arrives, reef answers without a 5xx,
+and a request it refuses stores nothing.
 
 The daemon runs on its own event loop in a thread so that hypothesis can drive it with a plain HTTP client.
 """
@@ -11,6 +12,7 @@ import json
 import sqlite3
 import string
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +21,20 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters import get_adapter
+from recipes.reefine.step_tools import StepTools
+from recipes.reefine.workspace import lay_out, make_writable
 from reef_daemon.app import create_app
 from reef_daemon.settings import load_settings
 from tests.support.fake_upstream import FakeUpstream
 
+TASKED = "tasked"  # a scenario that exists, so its task routes get past the 404
+STEP_TOKEN = "fuzz-step-token"
 INFERENCE = ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]
 JSON_ROUTES = [
     *INFERENCE,
@@ -38,6 +46,9 @@ JSON_ROUTES = [
     "/reef/train",
     "/reef/scenarios/demo/tasks",
     "/reef/scenarios/demo/canary",
+    f"/reef/scenarios/{TASKED}/tasks",
+    f"/reef/scenarios/{TASKED}/tasks/r-0190/promote",
+    f"/reef/scenarios/{TASKED}/tasks/r-0190/dismiss",
 ]
 # 5xx answers that are the meaning of a route, not a failure: a recipe without releases or a harness says so.
 DESIGNED_5XX = {"no_releases", "no_harness"}
@@ -56,6 +67,7 @@ class ThreadedReef:
     url: str
     database: Path
     client: httpx.Client
+    step_url: str  # the step tools of one proposer run (without a trial agent)
 
     def counts(self) -> tuple[int, int, int, int, int]:
         """Records, scenarios, stored events, tasks and canaries: what a refused request must not add to."""
@@ -107,11 +119,26 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedReef]:
         await server.start_server()
         return upstream, server
 
+    async def start_step_tools() -> TestServer:
+        pi = get_adapter("pi")
+        lay_out(workspace, [], pi, "make answers brief", [], "# Your job\n")
+        tools = StepTools(pi, [], workspace, (3, 30.0, time.time() + 600), None, "no agent here", STEP_TOKEN)
+        app = web.Application()
+        app.router.add_routes(tools.routes())
+        served = TestServer(app, host="127.0.0.1")
+        await served.start_server()
+        return served
+
+    workspace = tmp_path_factory.mktemp("fuzz-step") / "workspace"
     upstream, server = asyncio.run_coroutine_threadsafe(start(), loop).result(60)
+    steps = asyncio.run_coroutine_threadsafe(start_step_tools(), loop).result(60)
+    url = str(server.make_url("")).rstrip("/")
     with httpx.Client(timeout=30) as client:
-        yield ThreadedReef(str(server.make_url("")).rstrip("/"), state / "reef.sqlite3", client)
+        assert client.post(f"{url}/reef/scenarios", json={"name": TASKED}).status_code in (200, 201)
+        yield ThreadedReef(url, state / "reef.sqlite3", client, str(steps.make_url("")).rstrip("/"))
 
     async def stop() -> None:
+        await steps.close()
         await server.close()
         await upstream.close()
 
@@ -119,6 +146,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedReef]:
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)
     loop.close()
+    make_writable(workspace)
 
 
 HEADER_TEXT = st.text(alphabet=string.printable.strip("\t\n\r\x0b\x0c"), max_size=200).map(str.strip)
@@ -212,3 +240,36 @@ def test_the_canary_routes(fuzzed: ThreadedReef, method: str, route: str, scenar
     """Any method, scenario (odd, unknown or archived) and canary body: an answer, never a 5xx."""
     path = route.format(quote(scenario, safe="") or "demo")
     fuzzed.send(method, path, content=_encode(body) if method == "POST" else None)
+
+
+@FUZZ
+@given(
+    after=st.one_of(HEADER_TEXT, NUMBERS.map(str)),
+    limit=st.one_of(HEADER_TEXT, NUMBERS.map(str)),
+    task=HEADER_TEXT,
+)
+def test_odd_task_queries_and_ids(fuzzed: ThreadedReef, after: str, limit: str, task: str) -> None:
+    tasks = f"/reef/scenarios/{TASKED}/tasks"
+    fuzzed.send("GET", tasks, params={"after": after, "limit": limit})
+    shown = quote(task, safe="") or "t-"
+    for method, path in (("GET", shown), ("DELETE", shown), ("POST", f"{shown}/promote"), ("POST", f"{shown}/dismiss")):
+        fuzzed.send(method, f"{tasks}/{path}")
+
+
+STEP_TOOLS = ["check", "trial", "notes", "nothing"]
+STEP_VALUES = st.one_of(VALUES, st.text(max_size=300), st.sampled_from(["(?x)(a {3000}) {1000}", "(a|a)+$", "("]))
+STEP_BODIES = st.one_of(
+    RAW_BODIES,
+    st.dictionaries(st.sampled_from(["prompt", "expect", "workspace", "text"]), STEP_VALUES, max_size=4).map(_encode),
+)
+
+
+@FUZZ
+@given(tool=st.sampled_from(STEP_TOOLS), body=STEP_BODIES)
+def test_the_step_tools_answer_whatever_arrives(fuzzed: ThreadedReef, tool: str, body: bytes) -> None:
+    response = fuzzed.client.post(
+        f"{fuzzed.step_url}/reef-step/{tool}", content=body, headers={"Authorization": f"Bearer {STEP_TOKEN}"}
+    )
+    assert response.status_code < 500, (tool, body[:200], response.text[:500])
+    if response.status_code != 413:  # aiohttp's own answer to a body over its 1 MiB
+        assert set(response.json()) == {"output", "code"}, response.text[:500]

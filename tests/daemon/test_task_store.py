@@ -18,7 +18,8 @@ from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Sc
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
-from reef_daemon.store import Store, TaskDraft, gate_tasks
+from reef_daemon.store import Store, TaskDraft, TaskLimits, gate_tasks
+from reef_daemon.store.tasks import PAGE_FIXTURE_CHARS
 
 SCENARIO = "coding"
 
@@ -198,3 +199,14 @@ async def test_tasks_follow_their_scenario_when_it_is_archived(store: Store) -> 
         "belongs to the old scenario",
         "an old failure",
     ]
+
+
+async def test_a_page_of_tasks_ends_once_its_fixtures_are_large(store: Store) -> None:
+    big = {"a.txt": "x" * (PAGE_FIXTURE_CHARS // 2 + 1)}
+    limits = TaskLimits(tasks=10, fixture_chars=10 * PAGE_FIXTURE_CHARS)
+    added = [await store.tasks.add(TaskDraft(SCENARIO, f"task {n}", big), limits) for n in range(4)]
+    first = await store.tasks.page(SCENARIO, None, 50)
+    assert [task["id"] for task in first.tasks] == [task["id"] for task in added[:2]]  # the 2nd passes the bound
+    assert first.next_after == added[1]["id"]
+    rest = await store.tasks.page(SCENARIO, first.next_after, 50)
+    assert [task["id"] for task in rest.tasks] == [added[2]["id"], added[3]["id"]] and rest.next_after is None

@@ -4,6 +4,7 @@ through the proxy (at most harness.replays of them); promote makes one a protect
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from typing import Any
@@ -59,7 +60,7 @@ async def test_tasks_are_added_listed_shown_and_removed(reef: Reef) -> None:
 
     judged = await (await reef.post(TASKS, {"prompt": "Explain the design", "judge": "Is it clear?"})).json()
 
-    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task, judged], "replays": []}
+    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task, judged], "replays": [], "next_after": None}
     assert await (await reef.get(f"{TASKS}/{task['id']}")).json() == task
     removed = await reef.session.delete(f"{reef.url}{TASKS}/{task['id']}")
     assert removed.status == 200 and await removed.json() == task
@@ -193,7 +194,7 @@ async def test_promote_turns_a_replay_into_a_protected_task(reef: Reef) -> None:
     task = await response.json()
     assert task["kind"] == "task" and task["protected"] is True and task["id"].startswith("t-")
     assert task["prompt"] == "Make the build pass" and task["source_record"] == receipt
-    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task], "replays": []}
+    assert await listed(reef) == {"scenario": SCENARIO, "tasks": [task], "replays": [], "next_after": None}
     error = await error_of(await reef.post(f"{TASKS}/{replay_id}/promote"), 409)
     assert "already promoted" in error["message"]
     error = await error_of(await reef.post(f"{TASKS}/{task['id']}/promote"), 400)
@@ -212,3 +213,58 @@ async def test_dismiss_hides_a_replay(reef: Reef) -> None:
     assert (await listed(reef))["tasks"] == []
     error = await error_of(await reef.post(f"{TASKS}/r-{'0' * 32}/dismiss"), 404)
     assert error["type"] == "unknown_task"
+
+
+async def test_a_regex_whose_flags_hide_its_size_is_refused_while_healthz_keeps_answering(reef: Reef) -> None:
+    await ensure_scenario(reef)
+    adding = asyncio.create_task(reef.post(TASKS, {"prompt": "p", "regex": "(?x)(a {3000}) {1000}"}))
+    await asyncio.sleep(0.05)  # the task route is compiling
+    health = await reef.get("/healthz")
+    assert health.status == 200
+    assert not adding.done()  # /healthz answered while the regex was being compiled
+    error = await error_of(await adding, 400)
+    assert error["message"].startswith("regex: needs more than 128 MiB to compile")
+    assert "harness.regex-compile-mb" in error["message"]
+    assert (await listed(reef))["tasks"] == []
+
+
+async def test_a_fixture_name_longer_than_a_file_system_takes_is_refused(reef: Reef) -> None:
+    await ensure_scenario(reef)
+    error = await error_of(await reef.post(TASKS, {"prompt": "p", "fixture": {"é" * 200: "x"}}), 400)
+    assert error["message"].startswith("fixture: the path 'ééé")
+    assert error["message"].endswith("has a name over 255 bytes (as UTF-8)")
+    accepted = await reef.post(TASKS, {"prompt": "p", "fixture": {"src/" + "é" * 126 + ".py": "x"}})
+    assert accepted.status == 201, await accepted.text()
+
+
+async def test_a_scenario_holds_at_most_the_settings_tasks_and_fixture_text(start_reef: StartReef) -> None:
+    reef = await start_reef(harness__max_tasks="2", harness__max_task_fixture_chars="1000")
+    await ensure_scenario(reef)
+    first = await reef.post(TASKS, {"prompt": "one", "fixture": {"a.txt": "x" * 900}})
+    assert first.status == 201, await first.text()
+    error = await error_of(await reef.post(TASKS, {"prompt": "two", "fixture": {"b.txt": "y" * 200}}), 409)
+    assert error["type"] == "too_many_tasks" and "harness.max-task-fixture-chars" in error["message"]
+    assert (await reef.post(TASKS, {"prompt": "two"})).status == 201
+    error = await error_of(await reef.post(TASKS, {"prompt": "three"}), 409)
+    assert error["message"] == (
+        f"scenario '{SCENARIO}' already holds 2 tasks, the most it may (the setting harness.max-tasks); "
+        "remove one first"
+    )
+    assert [task["prompt"] for task in (await listed(reef))["tasks"]] == ["one", "two"]
+
+
+async def test_the_task_list_comes_in_pages(reef: Reef) -> None:
+    await ensure_scenario(reef)
+    ids = []
+    for prompt in ("one", "two", "three"):
+        response = await reef.post(TASKS, {"prompt": prompt})
+        ids.append((await response.json())["id"])
+    first = await (await reef.get(TASKS, params={"limit": "2"})).json()
+    assert [task["id"] for task in first["tasks"]] == ids[:2] and first["next_after"] == ids[1]
+    last = await (await reef.get(TASKS, params={"limit": "2", "after": first["next_after"]})).json()
+    assert [task["id"] for task in last["tasks"]] == ids[2:] and last["next_after"] is None
+    for limit in ("0", "201", "x", "-1"):
+        error = await error_of(await reef.get(TASKS, params={"limit": limit}), 400)
+        assert error["message"] == "limit must be a whole number from 1 to 200"
+    error = await error_of(await reef.get(TASKS, params={"after": "t-nothing"}), 404)
+    assert "t-nothing" in error["message"]

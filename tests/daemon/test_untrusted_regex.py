@@ -7,7 +7,16 @@ import asyncio
 
 import pytest
 
-from reef_daemon.untrusted_regex import TIMEOUT_S, BadPattern, Found, compiled, search, unrolled_size
+from reef_daemon.untrusted_regex import (
+    TIMEOUT_S,
+    BadPattern,
+    Found,
+    RegexBounds,
+    checked,
+    compiled,
+    search,
+    unrolled_size,
+)
 
 CATASTROPHIC = "(a|a)+$"  # backtracks 2**n ways on n a's and then a b
 
@@ -65,3 +74,53 @@ def test_the_written_out_size_multiplies_nested_exact_counts() -> None:
     assert unrolled_size("(ab){3}c") == 7
     assert unrolled_size("(x{10}){10}") == 100
     assert unrolled_size("a{2,}b{2,5}c{5,5}") == 1 + 1 + 5
+
+
+# Verbose mode ignores the spaces, so each of these is a million `a`s written out; the estimate reads the text as
+# written (the spaces are what repeat), and version 1 reads `[[x])]` as one nested set where the estimate ends it early.
+VERBOSE_BOMB = "(?x)(a {3000}) {1000}"
+HIDDEN_BOMBS = [VERBOSE_BOMB, "(?V1)(a{1000}[[x])]){1000}", "(?x)(a{1000}#(\n){1000}"]
+
+
+@pytest.mark.parametrize("pattern", HIDDEN_BOMBS)
+def test_a_pattern_whose_flags_hide_its_size_is_refused_by_the_compile_bound(pattern: str) -> None:
+    with pytest.raises(BadPattern) as refused:
+        compiled(pattern)
+    assert "MiB to compile" in str(refused.value)
+    assert "harness.regex-compile-mb" in str(refused.value)
+
+
+def test_the_compile_bounds_are_the_ones_given_and_the_refusal_names_them() -> None:
+    with pytest.raises(BadPattern) as slow:
+        compiled(VERBOSE_BOMB, RegexBounds(seconds=0.05, mib=100_000))
+    assert str(slow.value).startswith("takes longer than 0.05 s or more than 100000 MiB to compile")
+    assert "harness.regex-compile-s" in str(slow.value)
+    with pytest.raises(BadPattern, match=r"^needs more than 16 MiB to compile"):
+        compiled(VERBOSE_BOMB, RegexBounds(seconds=60, mib=16))
+    assert compiled("(?x) a {3} ", RegexBounds(seconds=60, mib=16)).fullmatch("aaa")
+    assert compiled("é+\udc00?").match("éé")  # any text reaches the child as it is, a lone surrogate too
+
+
+async def test_compiling_a_hostile_pattern_leaves_the_event_loop_serving() -> None:
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ticking = asyncio.create_task(tick())
+    try:
+        with pytest.raises(BadPattern):
+            await checked(VERBOSE_BOMB)
+    finally:
+        ticking.cancel()
+    assert ticks >= 5  # the loop ran all along (compiling it here would take seconds without a tick)
+    assert (await search(VERBOSE_BOMB, "aaa")).problem == f"regex {_refusal(VERBOSE_BOMB)}"
+
+
+def _refusal(pattern: str) -> str:
+    with pytest.raises(BadPattern) as refused:
+        compiled(pattern)
+    return str(refused.value)

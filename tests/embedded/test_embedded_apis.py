@@ -221,3 +221,48 @@ def test_a_late_stream_starts_before_an_early_one_ends(reef: RunningReef, oai: o
     early_end = early_record["created_at"] + early_record["timings"]["duration_ms"] / 1000
     late_first_token = late_record["created_at"] + late_record["timings"]["ttft_ms"] / 1000
     assert late_first_token < early_end
+
+
+USER = [{"role": "user", "content": "hi"}]
+REFUSED: list[tuple[str, dict[str, Any], str]] = [
+    ("/v1/chat/completions", {"messages": USER, "seed": 2**63}, "seed must be a whole number from "),
+    ("/v1/chat/completions", {"messages": USER, "seed": -(2**63) - 1}, "seed must be a whole number from "),
+    (
+        "/v1/chat/completions",
+        {"messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": "f"}]}, *USER]},
+        "messages[0].tool_calls[0].function must be an object",
+    ),
+    ("/v1/chat/completions", {"messages": [{"role": {"a": 1}, "content": "hi"}]}, "messages[0].role must be one of"),
+    ("/v1/responses", {"input": [{"type": "message", "role": {}, "content": "hi"}]}, "input[0].role must be one of"),
+    ("/v1/responses", {"input": [{"role": ["user"], "content": "hi"}]}, "input[0].role must be one of"),
+    (
+        "/v1/chat/completions",
+        {"messages": USER, "stop": [f"stop {n}" for n in range(17)]},
+        "stop has 17 stop sequences; the embedded model takes at most 16 (the setting inference.max-stop-sequences)",
+    ),
+    (
+        "/v1/messages",
+        {"max_tokens": 5, "messages": USER, "stop_sequences": ["x" * 501]},
+        "stop_sequences[0] has 501 characters; a stop sequence has at most 500 (the setting inference.max-stop-chars)",
+    ),
+    (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "x" * 1_000_001}]},
+        "the prompt has 1000001 characters; the embedded model takes at most 1000000 "
+        "(the setting inference.max-prompt-chars)",
+    ),
+    (
+        "/v1/messages/count_tokens",
+        {"messages": [{"role": "user", "content": "x" * 1_000_001}]},
+        "the prompt has 1000001 characters",
+    ),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "message"), REFUSED, ids=[m[:30] for _, _, m in REFUSED])
+def test_a_request_the_model_cannot_take_is_a_400_that_says_why(
+    reef: RunningReef, route: str, body: dict[str, Any], message: str
+) -> None:
+    response = httpx.post(f"{reef.url}{route}", headers=HEADERS, json={"model": "m", **body}, timeout=60)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"].startswith(message)

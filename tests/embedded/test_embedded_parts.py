@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
 from reef_daemon.errors import BadRequest
+from reef_daemon.runtimes.embedded import runtime as runtime_module
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
+from reef_daemon.runtimes.embedded.runtime import EmbeddedRuntime
 from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingParams, new_generator, pick_token
 from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content
 from reef_daemon.runtimes.embedded.text import TextAssembler
+from reef_daemon.settings import load_settings
 
 DEFAULTS = SamplingDefaults(temperature=0.3, top_p=0.8, max_tokens=99)
 
@@ -162,3 +169,74 @@ def test_text_releases_what_was_held_when_no_stop_came() -> None:
 def test_text_waits_for_a_whole_character() -> None:
     text = TextAssembler(CharTokenizer(), ())
     assert text.add(0xFFFD) == ""  # decoders show an unfinished UTF-8 sequence as U+FFFD
+
+
+class SlowTokenizer:
+    """A chat template that holds each prompt until `release` is set, and counts the prompts it reads at once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.reading = 0
+        self.most_at_once = 0
+        self.read = 0
+        self._lock = threading.Lock()
+
+    def apply_chat_template(self, messages: list[dict[str, str]], **_options: Any) -> list[int]:
+        with self._lock:
+            self.reading += 1
+            self.read += 1
+            self.most_at_once = max(self.most_at_once, self.reading)
+        self.release.wait(30)
+        with self._lock:
+            self.reading -= 1
+        return [ord(c) for c in messages[-1]["content"]]
+
+
+class PromptOnlyEngine:
+    """An engine that only has a tokenizer: enough for `count_tokens`."""
+
+    name = "prompt-only"
+    model_name = "prompt-only"
+    context_length = 1000
+    version = "test:0"
+
+    def __init__(self, tokenizer: SlowTokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_prompts_are_tokenized_on_threads_of_their_own_and_a_long_one_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokenizer = SlowTokenizer()
+    monkeypatch.setattr(runtime_module, "build_engine", lambda _settings: PromptOnlyEngine(tokenizer))
+    settings = load_settings(
+        overrides={"reef.state-dir": str(tmp_path), "inference.max-prompt-chars": "10"}, environ={}
+    )
+    runtime = EmbeddedRuntime(settings)
+    await runtime.start()
+    try:
+        count = "/v1/messages/count_tokens"
+        payload = {"messages": [{"role": "user", "content": "hello"}]}
+        counting = [asyncio.create_task(runtime.send(count, b"", payload, {})) for _ in range(40)]
+        await asyncio.sleep(0.2)
+        # Forty prompts being tokenized leave the shared pool (the store's reader's) free.
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 5) == "free"
+        assert tokenizer.most_at_once == runtime_module.PROMPT_THREADS
+        tokenizer.release.set()
+        answers = await asyncio.gather(*counting)
+        assert {answer.status for answer in answers} == {200}
+        read = tokenizer.read
+        long = {"messages": [{"role": "user", "content": "x" * 11}]}
+        refused = await runtime.send(count, b"", long, {})
+        assert refused.status == 400 and tokenizer.read == read  # refused by its length, never tokenized
+        body = json.loads(b"".join([chunk async for chunk in refused.chunks()]))
+        assert "the setting inference.max-prompt-chars" in body["error"]["message"]
+    finally:
+        tokenizer.release.set()
+        await runtime.close()

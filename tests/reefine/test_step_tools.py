@@ -155,3 +155,44 @@ async def test_an_expect_that_runs_too_long_does_not_match_and_says_so(workspace
     finally:
         await server.close()
     assert len(trials.started) == 1  # a refused pattern starts no trial
+
+
+async def test_an_expect_whose_flags_hide_its_size_is_refused_and_no_trial_runs(workspace: Path) -> None:
+    trials = Trials()
+    server, ask = await serve(step_tools(workspace, trials))
+    try:
+        _status, answer = await ask("trial", {"prompt": "hello", "expect": "(?x)(a {3000}) {1000}"})
+        assert answer["code"] == 1 and trials.started == []
+        assert answer["output"].startswith("refused: --expect needs more than 128 MiB to compile")
+    finally:
+        await server.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "refused: the request body is nested too deeply"),
+        (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "refused: the request body is nested too deeply"),
+        (b"[1]", "refused: the request body must be a JSON object, not list"),
+        (b"{not json", "refused: the request body is not valid JSON"),
+        (b'{"prompt": 1e400}', "refused: the request body is not valid JSON: the number 1e400 is out of range"),
+    ],
+    ids=["deep-list", "deep-object", "list", "not-json", "out-of-range"],
+)
+async def test_a_body_that_is_not_a_usable_json_object_is_a_400_that_says_why(
+    workspace: Path, body: bytes, why: str
+) -> None:
+    trials = Trials()
+    server, _ask = await serve(step_tools(workspace, trials))
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                str(server.make_url("/reef-step/trial")), data=body, headers={"Authorization": f"Bearer {TOKEN}"}
+            ) as answer,
+        ):
+            assert answer.status == 400
+            assert (await answer.json())["output"].startswith(why)
+        assert trials.started == []
+    finally:
+        await server.close()

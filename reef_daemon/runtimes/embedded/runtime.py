@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -23,13 +24,14 @@ from reef_daemon.runtimes.embedded.engines import build_engine
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.response import GenerationAnswer, JsonAnswer
 from reef_daemon.runtimes.embedded.sampling import SamplingDefaults
-from reef_daemon.runtimes.embedded.templating import render_prompt
+from reef_daemon.runtimes.embedded.templating import ChatTurn, render_prompt
 from reef_daemon.runtimes.embedded.text import TextAssembler
 from reef_daemon.settings import Settings
 
 log = logging.getLogger("reef.embedded")
 
 COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
+PROMPT_THREADS = 2  # prompts tokenized at once, on threads of their own (not the pool the store's reader uses)
 
 
 class Api(NamedTuple):
@@ -50,7 +52,9 @@ class EmbeddedRuntime(WeightSwappable):
 
     def __init__(self, settings: Settings) -> None:
         self._defaults = _sampling_defaults(settings)
+        self._max_prompt_chars = settings.inference.max_prompt_chars
         self._engine = build_engine(settings)
+        self._prompts = ThreadPoolExecutor(PROMPT_THREADS, thread_name_prefix="reef-embedded-prompt")
         self._started = False
 
     async def start(self) -> None:
@@ -60,6 +64,7 @@ class EmbeddedRuntime(WeightSwappable):
     async def close(self) -> None:
         self._started = False
         await self._engine.close()
+        self._prompts.shutdown(wait=False, cancel_futures=True)
 
     @property
     def engine(self) -> Engine:
@@ -106,8 +111,7 @@ class EmbeddedRuntime(WeightSwappable):
         engine = self._running()
         if route == COUNT_TOKENS_ROUTE:
             try:
-                turns = messages.conversation(payload)
-                ids = await asyncio.to_thread(render_prompt, engine.tokenizer, turns)
+                ids = await self._prompt_ids(engine, messages.conversation(payload))
             except BadRequest as exc:
                 return JsonAnswer(400, messages.error_body(exc.message))
             return JsonAnswer(200, {"input_tokens": len(ids)})
@@ -116,7 +120,7 @@ class EmbeddedRuntime(WeightSwappable):
             return JsonAnswer(404, {"error": {"type": "not_found", "message": f"no route {route}"}})
         try:
             request: GenerationRequest = api.parse(payload, self._defaults)
-            prompt_ids = await asyncio.to_thread(render_prompt, engine.tokenizer, request.turns)
+            prompt_ids = await self._prompt_ids(engine, request.turns)
         except BadRequest as exc:
             return JsonAnswer(400, api.error_body(exc.message))
         if len(prompt_ids) >= engine.context_length:
@@ -136,6 +140,18 @@ class EmbeddedRuntime(WeightSwappable):
             job, api.renderer(engine.model_name, payload, request.params, len(prompt_ids)), request.stream
         )
 
+    async def _prompt_ids(self, engine: Engine, turns: list[ChatTurn]) -> list[int]:
+        """The prompt's token ids; a BadRequest, before any tokenizing, when its text passes
+        inference.max-prompt-chars (tokenizing takes time and memory in proportion to the text)."""
+        chars = sum(len(turn.content) for turn in turns)
+        if chars > self._max_prompt_chars:
+            raise BadRequest(
+                f"the prompt has {chars} characters; the embedded model takes at most {self._max_prompt_chars} "
+                "(the setting inference.max-prompt-chars)"
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._prompts, render_prompt, engine.tokenizer, turns)
+
     def _running(self) -> Engine:
         if not self._started:
             raise RuntimeError("the embedded runtime is not started")
@@ -144,4 +160,10 @@ class EmbeddedRuntime(WeightSwappable):
 
 def _sampling_defaults(settings: Settings) -> SamplingDefaults:
     inference = settings.inference
-    return SamplingDefaults(inference.temperature, inference.top_p, inference.max_tokens)
+    return SamplingDefaults(
+        inference.temperature,
+        inference.top_p,
+        inference.max_tokens,
+        max_stop_sequences=inference.max_stop_sequences,
+        max_stop_chars=inference.max_stop_chars,
+    )

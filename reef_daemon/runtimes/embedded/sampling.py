@@ -13,14 +13,21 @@ import torch
 
 from reef_daemon.errors import BadRequest
 
+SEED_MIN = -(2**63)  # a signed 64-bit whole number: what the record (SQLite) and the engines keep
+SEED_MAX = 2**63 - 1
+
 
 @dataclass(frozen=True)
 class SamplingDefaults:
-    """What decoding uses where a request sets nothing (`inference.temperature`, `.top-p`, `.max-tokens`)."""
+    """What decoding uses where a request sets nothing (`inference.temperature`, `.top-p`, `.max-tokens`), and the
+    most stop sequences a request may send, and their length (`inference.max-stop-sequences`, `.max-stop-chars`):
+    every generated token is compared with each of them."""
 
     temperature: float
     top_p: float
     max_tokens: int
+    max_stop_sequences: int = 16
+    max_stop_chars: int = 500
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ class SamplingParams:
         }
 
     def __post_init__(self) -> None:
+        if self.seed is not None and not SEED_MIN <= self.seed <= SEED_MAX:
+            raise BadRequest(f"seed must be a whole number from {SEED_MIN} to {SEED_MAX}")
         if self.max_tokens < 1:
             raise BadRequest("the maximum number of tokens must be at least 1")
         if not 0.0 <= self.temperature <= 2.0:

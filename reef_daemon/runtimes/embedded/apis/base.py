@@ -132,14 +132,34 @@ def seed(payload: dict[str, Any]) -> int | None:
     return value
 
 
-def stop_sequences(value: Any, key: str) -> tuple[str, ...]:
+def stop_sequences(value: Any, key: str, defaults: SamplingDefaults) -> tuple[str, ...]:
+    """The request's stop sequences, at most `defaults.max_stop_sequences` of at most `.max_stop_chars` each."""
     if value is None:
         return ()
     if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return tuple(value)
-    raise BadRequest(f"{key} must be a string or a list of strings")
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise BadRequest(f"{key} must be a string or a list of strings")
+    if len(value) > defaults.max_stop_sequences:
+        raise BadRequest(
+            f"{key} has {len(value)} stop sequences; the embedded model takes at most {defaults.max_stop_sequences} "
+            "(the setting inference.max-stop-sequences)"
+        )
+    for index, item in enumerate(value):
+        if len(item) > defaults.max_stop_chars:
+            raise BadRequest(
+                f"{key}[{index}] has {len(item)} characters; a stop sequence has at most {defaults.max_stop_chars} "
+                "(the setting inference.max-stop-chars)"
+            )
+    return tuple(value)
+
+
+def role_of(value: Any, roles: dict[str, str], where: str) -> str:
+    """The template role a message's `role` names, or a BadRequest listing the accepted ones."""
+    role = roles.get(value) if isinstance(value, str) else None
+    if role is None:
+        raise BadRequest(f"{where}.role must be one of {', '.join(roles)}")
+    return role
 
 
 def message_list(payload: dict[str, Any], key: str) -> list[dict[str, Any]]:

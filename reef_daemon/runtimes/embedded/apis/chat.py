@@ -12,6 +12,7 @@ from reef_daemon.runtimes.embedded.apis.base import (
     dump,
     message_list,
     new_id,
+    role_of,
     sampling,
     seed,
     stop_sequences,
@@ -31,23 +32,23 @@ def parse(payload: dict[str, Any], defaults: SamplingDefaults) -> GenerationRequ
         payload,
         defaults,
         ("max_completion_tokens", "max_tokens"),
-        stop=stop_sequences(payload.get("stop"), "stop"),
+        stop=stop_sequences(payload.get("stop"), "stop", defaults),
         seed=seed(payload),
     )
     return GenerationRequest(merge_turns(turns), params, stream_flag(payload))
 
 
 def _turn(message: dict[str, Any], where: str) -> ChatTurn:
-    role = _ROLES.get(message.get("role", ""))
-    if role is None:
-        raise BadRequest(f"{where}.role must be one of {', '.join(_ROLES)}")
+    role = role_of(message.get("role"), _ROLES, where)
     text = flatten_content(message.get("content"), f"{where}.content")
     if message.get("role") == "tool":
         text = f"[tool result] {text}"
     calls = message.get("tool_calls") or []
     if isinstance(calls, list):
-        for call in calls:
+        for index, call in enumerate(calls):
             function = call.get("function", {}) if isinstance(call, dict) else {}
+            if not isinstance(function, dict):
+                raise BadRequest(f"{where}.tool_calls[{index}].function must be an object")
             text = "\n".join(filter(None, [text, tool_call_text(function.get("name"), function.get("arguments"))]))
     return ChatTurn(role, text)
 

@@ -33,7 +33,10 @@ def conversation(payload: dict[str, Any]) -> list[ChatTurn]:
 
 def parse(payload: dict[str, Any], defaults: SamplingDefaults) -> GenerationRequest:
     params = sampling(
-        payload, defaults, ("max_tokens",), stop=stop_sequences(payload.get("stop_sequences"), "stop_sequences")
+        payload,
+        defaults,
+        ("max_tokens",),
+        stop=stop_sequences(payload.get("stop_sequences"), "stop_sequences", defaults),
     )
     return GenerationRequest(conversation(payload), params, stream_flag(payload))
 

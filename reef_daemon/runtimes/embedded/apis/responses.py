@@ -15,6 +15,7 @@ from reef_daemon.runtimes.embedded.apis.base import (
     Renderer,
     event_frame,
     new_id,
+    role_of,
     sampling,
     stream_flag,
 )
@@ -48,9 +49,7 @@ def _item_turn(item: Any, where: str) -> ChatTurn:
         raise BadRequest(f"{where} must be an object")
     kind = item.get("type", "message")
     if kind == "message":
-        role = _ROLES.get(item.get("role", ""))
-        if role is None:
-            raise BadRequest(f"{where}.role must be one of {', '.join(_ROLES)}")
+        role = role_of(item.get("role"), _ROLES, where)
         return ChatTurn(role, flatten_content(item.get("content"), f"{where}.content"))
     if isinstance(kind, str) and kind.endswith("_call_output"):
         return ChatTurn("user", tool_result_text(item.get("output"), f"{where}.output"))
