@@ -246,6 +246,12 @@ class ReefSection:
     tokens: tuple[str, ...] = _setting((), TOKENS, secret=True, live=True, help="more accepted tokens, for rotation")
     state_dir: Path = _setting(DEFAULT_STATE_DIR, PATH, help="where records and releases are kept")
     max_body_mb: float = _setting(64.0, POSITIVE_NUMBER, help="largest request body accepted, in MiB")
+    export_page_mb: float = _setting(
+        16.0,
+        POSITIVE_NUMBER,
+        help="how many MiB of stored records an export reads at a time; an export holds one such page and the "
+        "record it is writing, whatever the records' sizes",
+    )
 
 
 @dataclass(frozen=True)
