@@ -7,6 +7,7 @@ import json
 import logging
 import math
 from datetime import UTC, datetime
+from functools import partial
 
 from aiohttp import web
 
@@ -25,7 +26,7 @@ from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import SCENARIO_HEADER, check_scenario_name, scenario_from_header
 from reef_daemon.records_io.exported import Skipped, export_lines, query_for
 from reef_daemon.records_io.imported import Refused, checked, draft_of
-from reef_daemon.store import ImportDraft
+from reef_daemon.store import DraftFor
 
 routes = web.RouteTableDef()
 log = logging.getLogger("reef.export")
@@ -43,17 +44,17 @@ async def import_batch(request: web.Request) -> web.Response:
     if len(conversations) > MAX_BATCH:
         raise BadRequest(f"a batch holds at most {MAX_BATCH} conversations; send several", type="invalid_batch")
     results: list[ImportResult] = []
-    drafts: list[tuple[int, ImportDraft]] = []
+    drafts: list[tuple[int, DraftFor]] = []
     for index, value in enumerate(conversations):
         try:
-            drafts.append((index, draft_of(scenario, checked(value))))
+            drafts.append((index, partial(draft_of, scenario, checked(value, daemon.reports.score_scale))))
         except Refused as exc:
             results.append({"index": index, "status": "refused", "id": None, "report_id": None, "reason": str(exc)})
     if drafts:
         await daemon.ensure_scenario(scenario)
-        outcomes = await daemon.store.imports.append([draft for _, draft in drafts])
-        for (index, draft), (status, report_id) in zip(drafts, outcomes, strict=True):
-            results.append({"index": index, "status": status, "id": draft.record.id, "report_id": report_id,
+        outcomes = await daemon.store.imports.append([draft_for for _, draft_for in drafts])
+        for (index, _), (status, record_id, report_id) in zip(drafts, outcomes, strict=True):
+            results.append({"index": index, "status": status, "id": record_id, "report_id": report_id,
                             "reason": None})  # fmt: skip
     results.sort(key=lambda result: result["index"])
     ack: BatchAck = {
