@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.client_exceptions import ClientConnectionResetError
 from typer.testing import CliRunner
 
 from reef_cli.app import app
@@ -134,6 +136,28 @@ async def test_odd_export_queries(reef: InProcessReef, params: dict[str, str], s
     await _append(reef, "present", "q")
     response = await reef.client.get("/reef/export", params=params)
     assert response.status_code == status and words in response.json()["error"]["message"]
+
+
+async def test_a_client_leaving_an_export_logs_no_traceback(
+    reef: InProcessReef, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    for i in range(3):
+        await _append(reef, "leave", f"q{i}")
+    real = web.StreamResponse.write
+    writes = 0
+
+    async def write(self: web.StreamResponse, data: bytes) -> None:
+        nonlocal writes
+        writes += 1
+        if writes == 2:  # what aiohttp raises when the reader has gone
+            raise ClientConnectionResetError("Cannot write to closing transport")
+        await real(self, data)
+
+    monkeypatch.setattr(web.StreamResponse, "write", write)
+    with caplog.at_level(logging.INFO), caplog.at_level(logging.INFO, logger="reef.export"):
+        await reef.client.get("/reef/export", params={"scenario": "leave"})
+    assert "export of leave as openai: the client left before its end" in caplog.text
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
 
 
 class _Unreadable:
