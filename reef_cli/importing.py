@@ -11,13 +11,17 @@ from typing import Any
 
 from reef_client import ApiError, ReefClient
 from reef_daemon.contract import MAX_BATCH, ImportConversation, ImportResult
-from reef_transcripts.sessions import BadLine, Conversation, read_conversations, session_files
+from reef_transcripts.sessions import (
+    MAX_CONVERSATION_BYTES,
+    BadLine,
+    Conversation,
+    read_conversations,
+    session_files,
+)
 
 # A batch is sent when it holds this many conversations or this many bytes of JSON, whichever comes first.
 BATCH_CONVERSATIONS = min(200, MAX_BATCH)
 BATCH_BYTES = 8 * 1024 * 1024
-# One conversation larger than this would not fit the daemon's default body limit (64 MiB) with room to spare.
-MAX_CONVERSATION_BYTES = 48 * 1024 * 1024
 
 
 @dataclass
@@ -66,7 +70,11 @@ def import_files(
             refuse(item)
             continue
         wire: Any = item.to_wire()
-        size = len(json.dumps(wire, ensure_ascii=False).encode())
+        encoded = _encoded(wire)
+        if isinstance(encoded, str):
+            refuse(BadLine(item.file, item.line, encoded))
+            continue
+        size = len(encoded)
         if size > MAX_CONVERSATION_BYTES:
             refuse(BadLine(item.file, item.line, f"the conversation is larger than {MAX_CONVERSATION_BYTES >> 20} MiB"))
             continue
@@ -79,6 +87,19 @@ def import_files(
     if batch.conversations:
         _send(client, scenario, batch, summary, refuse, on_stored)
     return summary
+
+
+def _encoded(wire: Any) -> bytes | str:
+    """The conversation as the JSON it is sent as, or why it cannot be sent (the daemon would refuse the whole
+    batch it came in)."""
+    try:
+        return json.dumps(wire, ensure_ascii=False, allow_nan=False).encode()
+    except UnicodeEncodeError:
+        return "the line holds a lone surrogate (\\ud800-\\udfff), which is not text"
+    except ValueError:
+        return "the line holds NaN or Infinity, which JSON has no place for"
+    except RecursionError:
+        return "the line is nested too deeply to read"
 
 
 def import_size(paths: list[Path]) -> int:

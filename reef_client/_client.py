@@ -128,6 +128,15 @@ class ExportStream(NamedTuple):
     lines: Iterator[str]
 
 
+def _export_lines(response: httpx.Response) -> Iterator[str]:
+    try:
+        yield from (line for line in response.iter_lines() if line)
+    except httpx.RemoteProtocolError as exc:  # the daemon cut the body: the export failed part way
+        raise ApiError(
+            500, "export_broken", f"the export broke off before its end ({exc}); the daemon log says why"
+        ) from None
+
+
 class ReefClient:
     """A synchronous client of one daemon. Use it as a context manager, or call `close()`."""
 
@@ -358,15 +367,24 @@ class ReefClient:
 
     @contextmanager
     def export(
-        self, scenario: str, *, format: str = "openai", min_score: float | None = None, since: str | None = None
+        self,
+        scenario: str,
+        *,
+        format: str = "openai",
+        min_score: float | None = None,
+        since: str | None = None,
+        include_cut: bool = False,
     ) -> Iterator[ExportStream]:
         """A scenario's records as JSON lines in `format` (openai, preference, tokens), streamed; `since` is a
-        date, an ISO 8601 time or epoch seconds."""
+        date, an ISO 8601 time or epoch seconds; `include_cut` adds answers cut before their end. A body that
+        breaks off before its end is an ApiError (`export_broken`), never a short export."""
         params = {"scenario": scenario, "format": format}
         if min_score is not None:
             params["min_score"] = repr(min_score)
         if since is not None:
             params["since"] = since
+        if include_cut:
+            params["include_cut"] = "true"
         timeout = httpx.Timeout(DEFAULT_TIMEOUT_S, read=None)  # a large preference export reads before it writes
         try:
             with self._http.stream("GET", EXPORT_ROUTE, params=params, timeout=timeout) as response:
@@ -374,7 +392,7 @@ class ReefClient:
                     response.read()
                     self._raise_for(response)
                 total = int(response.headers.get(EXPORT_TOTAL_HEADER) or 0)
-                yield ExportStream(total, (line for line in response.iter_lines() if line))
+                yield ExportStream(total, _export_lines(response))
         except httpx.TransportError as exc:
             raise DaemonUnreachable(self.url, _reason(exc)) from None
 

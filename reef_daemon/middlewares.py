@@ -33,13 +33,18 @@ async def remember_started(request: web.Request, response: web.StreamResponse) -
 
 
 async def _end_started(request: web.Request, type_: str, message: str) -> web.StreamResponse:
-    """A failure after the answer began: a second HTTP response inside the body would be garbage, so the stream
-    ends with an error frame its clients understand, and the connection closes."""
+    """A failure after the answer began: a second HTTP response inside the body would be garbage, so an event
+    stream ends with an error frame its clients understand, any other body is cut short, and the connection
+    closes."""
     response = request[STARTED]
     log.error("%s %s failed after its answer began: %s", request.method, request.path, message)
     if response.content_type == "text/event-stream":
         with contextlib.suppress(ConnectionError):
             await response.write(error_frame(request.path, type_, message))
+    elif request.transport is not None:
+        # Other bodies (an export's JSON lines) have no error frame: cut the connection before the last chunk, so
+        # the client sees a broken body rather than a short one that looks whole.
+        request.transport.abort()
     response.force_close()
     return response
 

@@ -262,6 +262,12 @@ class ReefSection:
     tokens: tuple[str, ...] = setting((), TOKENS, secret=True, live=True, help="more accepted tokens, for rotation")
     state_dir: Path = setting(DEFAULT_STATE_DIR, PATH, help="where records and releases are kept")
     max_body_mb: float = setting(64.0, POSITIVE_NUMBER, help="largest request body accepted, in MiB")
+    export_page_mb: float = setting(
+        16.0,
+        POSITIVE_NUMBER,
+        help="how many MiB of stored records an export reads at a time; an export holds one such page and the "
+        "record it is writing, whatever the records' sizes",
+    )
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,10 @@ def messages_request(request: dict[str, Any]) -> list[Message]:
     system = request.get("system")
     if system:
         messages.append({"role": "system", "content": text_of(system)})
-    for message in request.get("messages") or []:
-        if isinstance(message, dict):
-            for converted in block_messages(str(message.get("role", "user")), message.get("content")):
+    found = request.get("messages")
+    for message in found if isinstance(found, list) else []:
+        role = message.get("role", "user") if isinstance(message, dict) else None
+        if isinstance(role, str):  # a message whose role is not text has no place in a chat conversation
+            for converted in block_messages(role, message.get("content")):
                 append_message(messages, converted)
     return messages

@@ -22,7 +22,8 @@ def request_messages(route: str | None, request: Any) -> list[Message]:
     if route == RESPONSES_ROUTE:
         return responses_request(request)
     messages: list[Message] = []
-    for message in request.get("messages") or []:
+    found = request.get("messages")
+    for message in found if isinstance(found, list) else []:
         if isinstance(message, dict) and isinstance(message.get("role"), str):
             append_message(messages, _chat_message(message))
     return messages
@@ -34,10 +35,11 @@ def _chat_message(message: dict[str, Any]) -> Message:
     out: Message = {"role": role, "content": text_of(message.get("content")) if message.get("content") else None}
     if role != "assistant" and out["content"] is None:
         out["content"] = ""
-    if message.get("tool_calls"):
-        calls = [call for call in message["tool_calls"] if isinstance(call, dict)]
-        functions = [(call.get("id"), call.get("function") or {}) for call in calls]
-        out["tool_calls"] = [tool_call(id_, fn.get("name"), fn.get("arguments", "")) for id_, fn in functions]
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:  # anything else (`true`, an object) is no call at all
+        functions = [(call.get("id"), call.get("function")) for call in calls if isinstance(call, dict)]
+        out["tool_calls"] = [tool_call(id_, fn.get("name"), fn.get("arguments", ""))
+                             for id_, fn in functions if isinstance(fn, dict)]  # fmt: skip
     if message.get("tool_call_id") is not None:
         out["tool_call_id"] = str(message["tool_call_id"])
     return out

@@ -13,8 +13,9 @@ ROLES = {"developer": "system", "system": "system", "user": "user", "assistant":
 def item_message(item: dict[str, Any]) -> Message | None:
     """One input or output item as a chat message; None for items chat has no place for (reasoning, searches)."""
     kind = item.get("type", "message")
-    if kind == "message" and item.get("role") in ROLES:
-        role = ROLES[str(item["role"])]
+    role = item.get("role")
+    if kind == "message" and isinstance(role, str) and role in ROLES:
+        role = ROLES[role]
         text = text_of(item.get("content"))
         return assistant_message(text, []) if role == "assistant" else {"role": role, "content": text}
     if kind == "function_call":

@@ -101,6 +101,10 @@ def export(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="The file to write; stdout if not given.", show_default=False)
     ] = None,
+    include_cut: Annotated[
+        bool,
+        typer.Option("--include-cut", help='Also answers cut before their end, marked "complete": false.'),
+    ] = False,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
@@ -108,12 +112,13 @@ def export(
 
     openai: chat fine-tuning lines (messages with tool calls, tools, score). preference: chosen/rejected pairs of
     records with the same prompt and different scores (the format DPO trainers read). tokens: prompt and output
-    token ids, log-probs, weight versions and reward, for records the embedded model generated. The file loads
-    with datasets.load_dataset("json", data_files=FILE).
+    token ids, log-probs, weight versions and reward, for records the embedded model generated. Only answers that
+    arrived whole, unless --include-cut. The file loads with datasets.load_dataset("json", data_files=FILE). An
+    export that fails part way exits 1 and leaves no file.
     """
     written = 0
     with daemon_client(url, token) as client, client.export(
-        scenario, format=format.value, min_score=min_score, since=since
+        scenario, format=format.value, min_score=min_score, since=since, include_cut=include_cut
     ) as stream, _sink(output) as sink, _progress(MofNCompleteColumn()) as progress:  # fmt: skip
         task = progress.add_task("exporting", total=stream.total or None)
         for line in stream.lines:

@@ -1,6 +1,8 @@
 """An imported conversation checked and turned into what the store keeps: a chat exchange (the conversation before
 the last answer as the request, the last answer as the response), tagged as imported, with an id made from its
-content so the same conversation imported twice is one record; and a report when it came with a score."""
+content so the same conversation imported twice into one scenario is one record; and a report when it came with a
+score (on the deployment's scale, like any report). Content is text: a list of text parts is taken as its text, any
+other part (an image) is refused rather than dropped."""
 
 from __future__ import annotations
 
@@ -26,8 +28,12 @@ class Refused(ValueError):
     """A conversation the store will not take; the message says why, for the person importing."""
 
 
-def checked(value: Any) -> ImportConversation:
-    """The conversation when its shape is one reef can store; Refused with the first fault otherwise."""
+TEXT_PARTS = ("text", "input_text", "output_text")
+
+
+def checked(value: Any, score_scale: tuple[float, float] = (0.0, 1.0)) -> ImportConversation:
+    """The conversation when its shape is one reef can store and its score is on `score_scale`; Refused with the
+    first fault otherwise."""
     if not isinstance(value, dict):
         raise Refused(f"a conversation must be a JSON object, not {type(value).__name__}")
     unknown = sorted(set(value) - set(FIELDS))
@@ -48,6 +54,12 @@ def checked(value: Any) -> ImportConversation:
             raise Refused(f"{key} must be a finite number")
     if "created_at" in value and not 0 <= value["created_at"] < MAX_EPOCH_S:
         raise Refused("created_at must be seconds since the epoch")
+    if "duration_ms" in value and value["duration_ms"] < 0:
+        raise Refused("duration_ms must not be negative")
+    low, high = score_scale
+    if "score" in value and not low <= value["score"] <= high:
+        raise Refused(f"score {value['score']:g} is outside this deployment's scale: from {low:g} (worst) to "
+                      f"{high:g} (best)")  # fmt: skip
     if "feedback" in value and not isinstance(value["feedback"], str | dict):
         raise Refused("feedback must be a string or an object")
     conversation: ImportConversation = value  # type: ignore[assignment] # its shape was checked above
@@ -60,6 +72,12 @@ def _check_message(index: int, message: Any) -> None:
     content = message.get("content")
     if content is not None and not isinstance(content, str | list):
         raise Refused(f"messages[{index}].content must be text, a list of parts, or null")
+    for number, part in enumerate(content if isinstance(content, list) else []):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if not isinstance(kind, str) or kind not in TEXT_PARTS or not isinstance(part.get("text"), str):
+            named = f"a {kind} part" if isinstance(kind, str) else "not a text part"
+            raise Refused(f"messages[{index}].content[{number}] is {named}; reef imports text parts only "
+                          f"({', '.join(TEXT_PARTS)})")  # fmt: skip
     calls = message.get("tool_calls")
     if calls is not None and not (
         isinstance(calls, list) and all(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls)
@@ -68,18 +86,24 @@ def _check_message(index: int, message: Any) -> None:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond a double's range
+        return False
 
 
-def draft_of(scenario: str, conversation: ImportConversation) -> ImportDraft:
-    """What the store keeps for a checked conversation."""
+def draft_of(scenario: str, conversation: ImportConversation, attempt: int = 0) -> ImportDraft:
+    """What the store keeps for a checked conversation; `attempt` > 0 gives the record another id, for when the
+    first is held by the same conversation in an archived scenario."""
     messages = conversation["messages"]
     model = conversation.get("model")
     request: dict[str, Any] = {"model": model, "messages": messages[:-1]}
     if conversation.get("tools"):
         request["tools"] = conversation["tools"]
-    answer = messages[-1]
-    record_id = _digest(["conversation", scenario, request, answer])
+    answer = _as_text(messages[-1])
+    record_id = _digest(["conversation", scenario, request, answer, *([attempt] if attempt else [])])
     created_at = conversation.get("created_at", time.time())
     response = {
         "id": f"imported-{record_id}",
@@ -98,6 +122,14 @@ def draft_of(scenario: str, conversation: ImportConversation) -> ImportDraft:
         ttft_ms=None, duration_ms=conversation.get("duration_ms"), overhead_ms=None, tags=tags,
     )  # fmt: skip
     return ImportDraft(record, _report_of(scenario, record_id, created_at, conversation))
+
+
+def _as_text(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with a list of text parts as one text, the shape every answer is read in."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    return {**message, "content": "\n".join(part["text"] for part in content)}
 
 
 def _report_of(

@@ -11,7 +11,7 @@ from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
-from reef_daemon.store.imports import ImportDraft, ImportStore
+from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
 from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RECORD_TYPES, RecordQuery, RecordStore
@@ -24,6 +24,7 @@ __all__ = [
     "RECORD_TYPES",
     "TRAINING_MODES",
     "CanaryStore",
+    "DraftFor",
     "Event",
     "EventLog",
     "ExportReader",

@@ -1,5 +1,7 @@
-"""Reading records for an export: the inference records of a scenario that answered, filtered by score, time and
-token data, a page at a time in sequence order, so an export of any size holds one page in memory."""
+"""Reading records for an export: the inference records of a scenario that answered in full (or, when asked, were
+cut), filtered by score, time and token data, in sequence order, a page at a time. A page ends at a row count or
+at a number of stored bytes, whichever comes first, and holds its rows as stored; each is decoded only when its
+line is written, so an export holds one page of stored bytes and one decoded record, whatever their sizes."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import decode_body
 
 PAGE = 200
-_COLUMNS = "sequence, id, route, model, created_at, score, request, answer, tokens"
+_COLUMNS = (
+    "sequence, id, route, model, created_at, score, complete, request, answer, tokens, "
+    "coalesce(length(request), 0) + coalesce(length(answer), 0) + coalesce(length(tokens), 0) AS size"
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,7 @@ class ExportQuery:
     since: float | None = None  # epoch seconds
     scored: bool = False
     with_tokens: bool = False
+    include_cut: bool = False  # streams cut before their end (complete: false) too
 
 
 @dataclass(frozen=True)
@@ -34,14 +40,47 @@ class ExportRow:
     model: str | None
     created_at: float
     score: float | None
+    complete: bool
     request: Any
     answer: Any
     tokens: dict[str, Any] | None
 
 
+@dataclass(frozen=True)
+class StoredRow:
+    """A row as read, its bodies still as stored; `size` is their length in bytes."""
+
+    sequence: int
+    id: str
+    score: float | None
+    size: int
+    _row: sqlite3.Row
+
+    def decoded(self) -> ExportRow:
+        """The row with its request, answer and token data parsed."""
+        stored = self._row
+        return ExportRow(
+            sequence=stored["sequence"],
+            id=stored["id"],
+            route=stored["route"],
+            model=stored["model"],
+            created_at=stored["created_at"],
+            score=stored["score"],
+            complete=stored["complete"] != 0,
+            request=decode_body(stored["request"]),
+            answer=json.loads(stored["answer"]) if stored["answer"] else None,
+            tokens=json.loads(stored["tokens"]) if stored["tokens"] else None,
+        )
+
+
 class ExportReader:
     def __init__(self, reader: Reader) -> None:
         self._reader = reader
+
+    async def known(self, scenario: str) -> bool:
+        """Whether the scenario exists (an archived one is known by its archived name)."""
+        sql = "SELECT 1 FROM scenarios WHERE name = ?"
+        return await self._reader.run(lambda conn: conn.execute(sql, (scenario,)).fetchone() is not None)
 
     async def count(self, query: ExportQuery) -> int:
         """How many records the query reads."""
@@ -50,17 +89,18 @@ class ExportReader:
         found = await self._reader.run(lambda conn: conn.execute(sql, params).fetchone())
         return int(found["total"])
 
-    async def page(self, query: ExportQuery, after: int) -> list[ExportRow]:
-        """The next page of records after sequence `after`, oldest first; empty at the end."""
+    async def page(self, query: ExportQuery, after: int, max_bytes: int) -> list[StoredRow]:
+        """The next records after sequence `after`, oldest first: PAGE of them, or fewer where they pass
+        `max_bytes` stored (at least one, however large); empty at the end."""
         where, params = _where(query)
         sql = f"SELECT {_COLUMNS} FROM records WHERE {where} AND sequence > ? ORDER BY sequence LIMIT ?"  # noqa: S608
-        return await self._reader.run(lambda conn: _rows(conn.execute(sql, (*params, after, PAGE)).fetchall()))
+        return await self._reader.run(lambda conn: _bounded(conn.execute(sql, (*params, after, PAGE)), max_bytes))
 
-    async def by_sequence(self, sequences: list[int]) -> list[ExportRow]:
+    async def by_sequence(self, sequences: list[int]) -> list[StoredRow]:
         """The records with these sequences, in that order (a missing one is left out)."""
         marks = ",".join("?" * len(sequences))
         sql = f"SELECT {_COLUMNS} FROM records WHERE sequence IN ({marks})"  # noqa: S608
-        rows = await self._reader.run(lambda conn: _rows(conn.execute(sql, sequences).fetchall()))
+        rows = await self._reader.run(lambda conn: _bounded(conn.execute(sql, sequences), None))
         found = {row.sequence: row for row in rows}
         return [found[s] for s in sequences if s in found]
 
@@ -68,6 +108,8 @@ class ExportReader:
 def _where(query: ExportQuery) -> tuple[str, tuple[Any, ...]]:
     clauses = ["scenario = ?", "type = 'inference'", "status < 400", "answer IS NOT NULL"]
     params: list[Any] = [query.scenario]
+    if not query.include_cut:
+        clauses.append("coalesce(complete, 1) != 0")
     if query.min_score is not None:
         clauses.append("score >= ?")
         params.append(query.min_score)
@@ -81,20 +123,14 @@ def _where(query: ExportQuery) -> tuple[str, tuple[Any, ...]]:
     return " AND ".join(clauses), tuple(params)
 
 
-def _rows(found: list[sqlite3.Row]) -> list[ExportRow]:
-    rows: list[ExportRow] = []
-    for stored in found:
-        rows.append(
-            ExportRow(
-                sequence=stored["sequence"],
-                id=stored["id"],
-                route=stored["route"],
-                model=stored["model"],
-                created_at=stored["created_at"],
-                score=stored["score"],
-                request=decode_body(stored["request"]),
-                answer=json.loads(stored["answer"]) if stored["answer"] else None,
-                tokens=json.loads(stored["tokens"]) if stored["tokens"] else None,
-            )
-        )
+def _bounded(cursor: sqlite3.Cursor, max_bytes: int | None) -> list[StoredRow]:
+    """The cursor's rows, up to the first that brings them past `max_bytes` (None: all of them)."""
+    rows: list[StoredRow] = []
+    total = 0
+    for stored in cursor:
+        rows.append(StoredRow(stored["sequence"], stored["id"], stored["score"], stored["size"], stored))
+        total += stored["size"]
+        if max_bytes is not None and total >= max_bytes:
+            break
+    cursor.close()
     return rows

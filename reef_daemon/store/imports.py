@@ -1,8 +1,12 @@
-"""Imported conversations written in one transaction per batch: a conversation already stored (same content, same
-id) is a duplicate and adds nothing; a new one adds its record and, with a score, its report."""
+"""Imported conversations written in one transaction per batch: a conversation already stored in its scenario (same
+content, same id) is a duplicate and adds nothing; a new one adds its record and, with a score, its report. An id
+held by a record of another scenario (the same conversation, kept under an archived scenario's name) is passed
+over for the conversation's next one, so a scenario imported again after its archive is whole again."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,7 +23,10 @@ class ImportDraft:
     report: ClientRecordDraft | None
 
 
-Outcome = tuple[Literal["imported", "duplicate"], str | None]
+# A conversation's draft under its n-th id (0 first).
+DraftFor = Callable[[int], ImportDraft]
+# Whether it was imported or a duplicate, its record id, and its report's id (if any).
+Outcome = tuple[Literal["imported", "duplicate"], str, str | None]
 
 
 class ImportStore:
@@ -27,16 +34,20 @@ class ImportStore:
         self._writer = writer
         self._records = records
 
-    async def append(self, drafts: list[ImportDraft]) -> list[Outcome]:
-        """Store each draft not stored yet; per draft, whether it was imported or a duplicate, and its report id."""
-        return await self._writer.submit(lambda ctx: [self._insert(ctx, draft) for draft in drafts])
+    async def append(self, drafts: list[DraftFor]) -> list[Outcome]:
+        """Store each draft not stored yet; per draft, whether it was imported or a duplicate, and its ids."""
+        return await self._writer.submit(lambda ctx: [self._insert(ctx, draft_for) for draft_for in drafts])
 
-    def _insert(self, ctx: WriteContext, draft: ImportDraft) -> Outcome:
-        found = ctx.conn.execute("SELECT 1 FROM records WHERE id = ?", (draft.record.id,)).fetchone()
-        if found is not None:
-            return "duplicate", None
+    def _insert(self, ctx: WriteContext, draft_for: DraftFor) -> Outcome:
+        for attempt in itertools.count():
+            draft = draft_for(attempt)
+            found = ctx.conn.execute("SELECT scenario FROM records WHERE id = ?", (draft.record.id,)).fetchone()
+            if found is None:
+                break
+            if found["scenario"] == draft.record.scenario:
+                return "duplicate", draft.record.id, None
         self._records.insert_inference(ctx, draft.record)
         if draft.report is None:
-            return "imported", None
+            return "imported", draft.record.id, None
         row, _created = self._records.insert_client_record(ctx, draft.report)
-        return "imported", row["id"]
+        return "imported", draft.record.id, row["id"]

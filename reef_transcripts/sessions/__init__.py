@@ -2,10 +2,11 @@
 codex and pi. Each reader streams its file and yields conversations and the bad lines it skipped."""
 
 from reef_transcripts.sessions.detect import FORMATS, UnknownFormat, detect_format, read_conversations, session_files
-from reef_transcripts.sessions.items import BadLine, Conversation
+from reef_transcripts.sessions.items import MAX_CONVERSATION_BYTES, BadLine, Conversation
 
 __all__ = [
     "FORMATS",
+    "MAX_CONVERSATION_BYTES",
     "BadLine",
     "Conversation",
     "UnknownFormat",

@@ -10,14 +10,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from reef_transcripts.anthropic import block_messages
-from reef_transcripts.chat import Message, append_message
-from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, session_conversation, timestamp
+from reef_transcripts.sessions.items import (
+    Advance,
+    BadLine,
+    Conversation,
+    Transcript,
+    json_lines,
+    session_conversation,
+    timestamp,
+)
 
 FORMAT = "claude-code"
 
 
 def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine]:
-    messages: list[Message] = []
+    transcript = Transcript()
     model: str | None = None
     session: str | None = None
     first: float | None = None
@@ -48,7 +55,7 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
         if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
             model = message["model"]
         for converted in block_messages(str(line["type"]), message["content"]):
-            append_message(messages, converted)
+            transcript.add(converted)
     yield session_conversation(
-        FORMAT, path, messages, model=model, first=first, last=last, session=session, noun="transcript"
+        FORMAT, path, transcript, model=model, first=first, last=last, session=session, noun="transcript"
     )

@@ -6,16 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from reef_transcripts.chat import Message, append_message, text_of
+from reef_transcripts.chat import text_of
 from reef_transcripts.responses import item_message
-from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, session_conversation, timestamp
+from reef_transcripts.sessions.items import (
+    Advance,
+    BadLine,
+    Conversation,
+    Transcript,
+    json_lines,
+    session_conversation,
+    timestamp,
+)
 
 FORMAT = "codex"
 
 
 def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine]:
-    messages: list[Message] = []
+    transcript = Transcript()
     model: str | None = None
     session: str | None = None
     first: float | None = None
@@ -34,16 +43,21 @@ def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine
         kind = line.get("type")
         if kind == "session_meta":
             session = str(payload.get("id") or "") or None
-            instructions = text_of((payload.get("base_instructions") or {}).get("text", ""))
+            instructions = _instructions(payload.get("base_instructions"))
             if instructions:
-                messages.insert(0, {"role": "system", "content": instructions})
+                transcript.add({"role": "system", "content": instructions}, first=True)
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             model = payload["model"]
         elif kind == "response_item":
             message = item_message(payload)
             if message is not None:
-                append_message(messages, message)
+                transcript.add(message)
                 last = at if at is not None else last
     yield session_conversation(
-        FORMAT, path, messages, model=model, first=first, last=last, session=session, noun="rollout"
+        FORMAT, path, transcript, model=model, first=first, last=last, session=session, noun="rollout"
     )
+
+
+def _instructions(value: Any) -> str:
+    """Base instructions as codex writes them: `{"text": ...}`, or (older rollouts) the text itself."""
+    return text_of(value.get("text", "") if isinstance(value, dict) else value)

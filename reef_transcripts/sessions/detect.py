@@ -60,8 +60,11 @@ def _format_of(line: Any) -> str:
 def read_conversations(
     path: Path, format: str | None = None, advance: Advance = None
 ) -> Iterator[Conversation | BadLine]:
-    """The conversations of one file, in the named format or the detected one; an unreadable or unknown file
-    is one BadLine (line 0)."""
+    """The conversations of one file, in the named format or the detected one; an unreadable or unknown file, or
+    one that is not a regular file, is one BadLine (line 0)."""
+    if not path.is_file():  # a FIFO would block the import, a device (/dev/zero) never end it
+        yield BadLine(str(path), 0, "not a regular file (a pipe, device or socket); name session files or folders")
+        return
     try:
         name = format or detect_format(path)
         reader = FORMATS.get(name)

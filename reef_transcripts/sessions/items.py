@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reef_transcripts.chat import Message, trim_to_last_answer
+from reef_transcripts.chat import Message, append_message, trim_to_last_answer
 
 # A longer line is reported and skipped without being held in memory.
 MAX_LINE_BYTES = 16 * 1024 * 1024
+# One conversation larger than this would not fit the daemon's default body limit (64 MiB) with room to spare; a
+# session reader stops keeping a conversation's messages once they pass it, so its memory stays bounded.
+MAX_CONVERSATION_BYTES = 48 * 1024 * 1024
 _CHUNK = 1024 * 1024
 # Told how many bytes of the file were read, for a progress bar.
 Advance = Callable[[int], None] | None
@@ -62,11 +66,19 @@ class Conversation:
 
 
 def json_lines(path: Path, advance: Advance = None) -> Iterator[tuple[int, Any] | BadLine]:
-    """Each non-blank line of a file parsed as JSON, with its number; a line that is not JSON, not UTF-8 or
-    longer than MAX_LINE_BYTES comes back as a BadLine (the long one is skipped in chunks, never held whole)."""
+    """Each non-blank line of a file parsed as JSON, with its number; a line that is not JSON, not UTF-8, nested
+    too deeply or longer than MAX_LINE_BYTES comes back as a BadLine (the long one is skipped in chunks, never
+    held whole)."""
+    for item in indexed_json_lines(path, advance):
+        yield item if isinstance(item, BadLine) else (item[0], item[2])
+
+
+def indexed_json_lines(path: Path, advance: Advance = None) -> Iterator[tuple[int, int, Any] | BadLine]:
+    """As `json_lines`, with the byte offset each line starts at (for `json_line_at`)."""
     with path.open("rb") as stream:
         number = 0
         while True:
+            offset = stream.tell()
             raw = stream.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
@@ -83,18 +95,54 @@ def json_lines(path: Path, advance: Advance = None) -> Iterator[tuple[int, Any] 
                 continue
             if not raw.strip():
                 continue
-            try:
-                yield number, json.loads(raw)
-            except UnicodeDecodeError:
-                yield BadLine(str(path), number, "the line is not UTF-8 text")
-            except ValueError as exc:
-                yield BadLine(str(path), number, f"not JSON ({exc})")
+            parsed = _parsed(raw)
+            yield BadLine(str(path), number, parsed) if isinstance(parsed, str) else (number, offset, parsed[0])
+
+
+def json_line_at(stream: Any, offset: int) -> Any:
+    """The JSON line at `offset` of an open binary file, read again (it parsed once already)."""
+    stream.seek(offset)
+    return json.loads(stream.readline(MAX_LINE_BYTES + 1))
+
+
+def _parsed(raw: bytes) -> tuple[Any] | str:
+    """The line's value (in a 1-tuple), or why it cannot be read."""
+    try:
+        return (json.loads(raw),)
+    except UnicodeDecodeError:
+        return "the line is not UTF-8 text"
+    except RecursionError:
+        return "the line is nested too deeply to read"
+    except ValueError as exc:
+        return f"not JSON ({exc})"
+
+
+class Transcript:
+    """A session's messages as they are read, merged like `append_message`; once they pass MAX_CONVERSATION_BYTES
+    they are dropped and the conversation marked too large, so a reader holds at most that much of any file."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.size = 0
+        self.too_large = False
+
+    def add(self, message: Message, *, first: bool = False) -> None:
+        if self.too_large:
+            return
+        self.size += len(json.dumps(message, ensure_ascii=False))
+        if self.size > MAX_CONVERSATION_BYTES:
+            self.too_large = True
+            self.messages = []
+        elif first:
+            self.messages.insert(0, message)
+        else:
+            append_message(self.messages, message)
 
 
 def session_conversation(
     format: str,
     path: Path,
-    messages: list[Message],
+    transcript: Transcript,
     *,
     model: str | None,
     first: float | None,
@@ -103,8 +151,11 @@ def session_conversation(
     noun: str,
 ) -> Conversation | BadLine:
     """A session file's one conversation, trimmed to its last answer, from its `first` to its `last` timestamp; a
-    BadLine for the whole file when the `noun` (transcript, rollout, session) has no assistant answer."""
-    messages = trim_to_last_answer(messages)
+    BadLine for the whole file when the `noun` (transcript, rollout, session) has no assistant answer or is too
+    large to import."""
+    if transcript.too_large:
+        return BadLine(str(path), 0, f"the conversation is larger than {MAX_CONVERSATION_BYTES >> 20} MiB")
+    messages = trim_to_last_answer(transcript.messages)
     if not messages:
         return BadLine(str(path), 0, f"the {noun} has no assistant answer")
     return Conversation(format, str(path), 1, messages, model=model, created_at=first,
@@ -114,7 +165,11 @@ def session_conversation(
 def timestamp(value: Any) -> float | None:
     """Seconds since the epoch from an ISO 8601 string (a trailing Z included) or from epoch seconds/ms."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value) / 1000 if value > 1e11 else float(value)
+        try:
+            seconds = float(value) / 1000 if value > 1e11 else float(value)
+        except OverflowError:
+            return None
+        return seconds if math.isfinite(seconds) else None
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()

@@ -3,6 +3,7 @@ fine-tuning format, and what `reef export --format openai` writes)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,17 @@ def _problem(line: Any) -> str | None:
     score = line.get("score")
     if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
         return "`score` must be a number"
+    if score is not None and not _finite(score):
+        return "`score` must be a finite number"
+    if line.get("created_at") is not None and timestamp(line["created_at"]) is None:
+        return "`created_at` must be a time (ISO 8601 or epoch seconds)"
     if line.get("tools") is not None and not isinstance(line["tools"], list):
         return "`tools` must be a list"
     return None
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond a double's range
+        return False

@@ -9,59 +9,76 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reef_transcripts.chat import Message, append_message, assistant_message, text_of, tool_call
-from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, session_conversation, timestamp
+from reef_transcripts.chat import Message, assistant_message, text_of, tool_call
+from reef_transcripts.sessions.items import (
+    Advance,
+    BadLine,
+    Conversation,
+    Transcript,
+    indexed_json_lines,
+    json_line_at,
+    session_conversation,
+    timestamp,
+)
 
 FORMAT = "pi"
 
 
 def read(path: Path, advance: Advance = None) -> Iterator[Conversation | BadLine]:
-    entries: dict[str, dict[str, Any]] = {}
+    # A first pass keeps only where each entry starts and its parent; the branch's entries are read again one at a
+    # time, so the file is never held whole.
+    entries: dict[str, tuple[str | None, int]] = {}
     last_id: str | None = None
     session: str | None = None
-    for item in json_lines(path, advance):
+    for item in indexed_json_lines(path, advance):
         if isinstance(item, BadLine):
             yield item
             continue
-        number, line = item
+        number, offset, line = item
         if not isinstance(line, dict) or not isinstance(line.get("type"), str):
             yield BadLine(str(path), number, "a session line must be an object with a `type`")
             continue
         if line["type"] == "session":
             session = str(line.get("id") or "") or None
         elif isinstance(line.get("id"), str):
-            entries[line["id"]] = line
+            parent = line.get("parentId")
+            entries[line["id"]] = (parent if isinstance(parent, str) else None, offset)
             last_id = line["id"]
-    branch = _branch(entries, last_id)
-    messages: list[Message] = []
+    transcript = Transcript()
     model: str | None = None
-    for entry in branch:
-        if entry["type"] == "model_change" and isinstance(entry.get("modelId"), str):
-            model = entry["modelId"]
-        message = entry.get("message")
-        if entry["type"] == "message" and isinstance(message, dict):
-            if isinstance(message.get("model"), str):
-                model = message["model"]
-            converted = _message(message)
-            if converted is not None:
-                append_message(messages, converted)
-    first = timestamp(branch[0].get("timestamp")) if branch else None
-    last = timestamp(branch[-1].get("timestamp")) if branch else None
+    first: float | None = None
+    last: float | None = None
+    with path.open("rb") as stream:
+        for index, offset in enumerate(offsets := _branch(entries, last_id)):
+            entry = json_line_at(stream, offset)
+            if index == 0:
+                first = timestamp(entry.get("timestamp"))
+            if index == len(offsets) - 1:
+                last = timestamp(entry.get("timestamp"))
+            if entry["type"] == "model_change" and isinstance(entry.get("modelId"), str):
+                model = entry["modelId"]
+            message = entry.get("message")
+            if entry["type"] == "message" and isinstance(message, dict):
+                if isinstance(message.get("model"), str):
+                    model = message["model"]
+                converted = _message(message)
+                if converted is not None:
+                    transcript.add(converted)
     yield session_conversation(
-        FORMAT, path, messages, model=model, first=first, last=last, session=session, noun="session"
+        FORMAT, path, transcript, model=model, first=first, last=last, session=session, noun="session"
     )
 
 
-def _branch(entries: dict[str, dict[str, Any]], last_id: str | None) -> list[dict[str, Any]]:
-    """The entries from the root to `last_id`, following `parentId` (a cycle ends the walk)."""
-    branch: list[dict[str, Any]] = []
+def _branch(entries: dict[str, tuple[str | None, int]], last_id: str | None) -> list[int]:
+    """The offsets of the entries from the root to `last_id`, following `parentId` (a cycle ends the walk)."""
+    branch: list[int] = []
     seen: set[str] = set()
     current = last_id
     while current is not None and current in entries and current not in seen:
         seen.add(current)
-        branch.append(entries[current])
-        parent = entries[current].get("parentId")
-        current = parent if isinstance(parent, str) else None
+        parent, offset = entries[current]
+        branch.append(offset)
+        current = parent
     branch.reverse()
     return branch
 

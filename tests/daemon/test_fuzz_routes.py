@@ -49,6 +49,7 @@ JSON_ROUTES = [
     f"/reef/scenarios/{TASKED}/tasks",
     f"/reef/scenarios/{TASKED}/tasks/r-0190/promote",
     f"/reef/scenarios/{TASKED}/tasks/r-0190/dismiss",
+    "/reef/records/batch",
 ]
 # 5xx answers that are the meaning of a route, not a failure: a recipe without releases or a harness says so.
 DESIGNED_5XX = {"no_releases", "no_harness"}
@@ -167,7 +168,7 @@ VALUES = st.recursive(
 KNOWN_KEYS = [
     "model", "messages", "stream", "input", "max_tokens", "score", "feedback", "references", "metadata",
     "agent_record_id", "name", "training_mode", "release_id", "text", "session", "client",
-    "prompt", "fixture", "regex", "judge", "protected", "share",
+    "prompt", "fixture", "regex", "judge", "protected", "share", "records",
 ]  # fmt: skip
 OBJECTS = st.dictionaries(st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=20)), VALUES, max_size=8)
 
@@ -273,3 +274,31 @@ def test_the_step_tools_answer_whatever_arrives(fuzzed: ThreadedReef, tool: str,
     assert response.status_code < 500, (tool, body[:200], response.text[:500])
     if response.status_code != 413:  # aiohttp's own answer to a body over its 1 MiB
         assert set(response.json()) == {"output", "code"}, response.text[:500]
+
+
+@FUZZ
+@given(
+    scenario=SCENARIOS,
+    format=st.one_of(st.sampled_from(["openai", "preference", "tokens"]), HEADER_TEXT),
+    min_score=st.one_of(HEADER_TEXT, NUMBERS.map(str)),
+    since=st.one_of(HEADER_TEXT, NUMBERS.map(str), st.sampled_from(["nan", "inf", "-inf", "2026-01-31"])),
+    include_cut=st.one_of(st.sampled_from(["true", "false"]), HEADER_TEXT),
+)
+def test_odd_export_queries(
+    fuzzed: ThreadedReef, scenario: str, format: str, min_score: str, since: str, include_cut: str
+) -> None:
+    params = {"scenario": scenario, "format": format, "min_score": min_score, "since": since,
+              "include_cut": include_cut}  # fmt: skip
+    response = fuzzed.send("GET", "/reef/export", params=params)  # read whole: a cut body would raise here
+    if response.status_code == 200:
+        assert all(json.loads(line) for line in response.text.splitlines())
+
+
+@FUZZ
+@given(conversations=st.lists(st.one_of(OBJECTS, VALUES), max_size=5), scenario=SCENARIOS)
+def test_random_import_batches(fuzzed: ThreadedReef, conversations: list[Any], scenario: str) -> None:
+    response = fuzzed.send("POST", "/reef/records/batch", content=_encode({"records": conversations}),
+                           headers={"x-reef-scenario": scenario})  # fmt: skip
+    if response.status_code == 200:
+        assert len(response.json()["results"]) == len(conversations)
+        fuzzed.send("GET", "/reef/export", params={"scenario": response.json()["scenario"]})
