@@ -11,11 +11,11 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import ScoreScale
+from reef_daemon.contract import INFERENCE_ROUTES, ScoreScale
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
-from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
+from reef_daemon.proxy.handler import handle_inference
 from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers

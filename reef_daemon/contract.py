@@ -18,6 +18,9 @@ DEFAULT_URL: Final = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 DEFAULT_STATE_DIR: Final = Path(".reef")
 
 # --- headers ----------------------------------------------------------------------------------------------------
+# Header names are lower-case, as the proxy compares them. Every header of reef's own starts with the prefix: the
+# proxy never forwards one upstream nor relays one from upstream.
+REEF_HEADER_PREFIX: Final = "x-reef-"
 SCENARIO_HEADER: Final = "x-reef-scenario"
 RECEIPT_HEADER: Final = "x-reef-agent-record-id"
 OVERHEAD_HEADER: Final = "x-reef-overhead-ms"
@@ -35,6 +38,11 @@ UPSTREAM_API_KEY_ENV: Final = "REEF_UPSTREAM_API_KEY"
 PROPOSER_SANDBOX_ENV: Final = "REEF_PROPOSER_SANDBOX"
 # The interpreter an install script runs reef's wrapper with.
 PYTHON_ENV: Final = "REEF_PYTHON"
+# Settings an environment variable may give (`reef serve --help` lists them with their keys).
+INFERENCE_TIMEOUT_ENV: Final = "REEF_INFERENCE_TIMEOUT_S"
+SAO_BATCH_SIZE_ENV: Final = "REEF_SAO_BATCH_SIZE"
+MAX_STALENESS_ENV: Final = "REEF_MAX_STALENESS"
+HARNESS_ADAPTER_ENV: Final = "REEF_HARNESS_ADAPTER"
 
 # --- routes -----------------------------------------------------------------------------------------------------
 CHAT_ROUTE: Final = "/v1/chat/completions"

@@ -30,7 +30,11 @@ from reef_daemon.contract import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
+    HARNESS_ADAPTER_ENV,
+    INFERENCE_TIMEOUT_ENV,
+    MAX_STALENESS_ENV,
     PROPOSER_SANDBOX_ENV,
+    SAO_BATCH_SIZE_ENV,
     TOKEN_ENV,
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
@@ -160,7 +164,7 @@ def _parse_url(value: Any) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError("expected an http:// or https:// URL")
     if parts.username or parts.password:
-        raise ValueError("put credentials in REEF_UPSTREAM_API_KEY, not in the URL")
+        raise ValueError(f"put credentials in {UPSTREAM_API_KEY_ENV}, not in the URL")
     # Clients send the path (`/v1/...`) themselves, so a base URL ending in /v1 would double it.
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
@@ -264,9 +268,7 @@ class InferenceSection:
         live=True,
         help="key reef sends upstream instead of the client's",
     )
-    timeout_s: float = _setting(
-        300.0, POSITIVE_NUMBER, env="REEF_INFERENCE_TIMEOUT_S", live=True, help="upstream timeout"
-    )
+    timeout_s: float = _setting(300.0, POSITIVE_NUMBER, env=INFERENCE_TIMEOUT_ENV, live=True, help="upstream timeout")
     model_path: Path | None = _setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
     temperature: float = _setting(
         0.0,
@@ -283,14 +285,12 @@ class InferenceSection:
 class TrainingSection:
     """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
 
-    batch_size: int = _setting(1, POSITIVE_INT, env="REEF_SAO_BATCH_SIZE", help="rollouts per step")
+    batch_size: int = _setting(1, POSITIVE_INT, env=SAO_BATCH_SIZE_ENV, help="rollouts per step")
     learning_rate: float = _setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam)")
     critic_learning_rate: float = _setting(1e-3, POSITIVE_NUMBER, help="value head learning rate (Adam)")
     critic_steps: int = _setting(2, POSITIVE_INT, help="critic updates per step")
     critic_warmup_steps: int = _setting(2, COUNT, help="critic-only steps before the policy moves")
-    max_staleness: int = _setting(
-        0, COUNT, env="REEF_MAX_STALENESS", help="how many weight versions old a rollout may be"
-    )
+    max_staleness: int = _setting(0, COUNT, env=MAX_STALENESS_ENV, help="how many weight versions old a rollout may be")
     dis_low: float = _setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
     dis_high: float = _setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
     lambda_alpha: float = _setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
@@ -346,7 +346,7 @@ class HarnessSection:
     adapter: str = _setting(
         "pi",
         TEXT,
-        env="REEF_HARNESS_ADAPTER",
+        env=HARNESS_ADAPTER_ENV,
         help="the agent a harness recipe renders for: pi, codex, dsh, claude or opencode",
     )
     max_tokens: int = _setting(

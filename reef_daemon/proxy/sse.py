@@ -12,14 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
+
 _DELIMITER = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _CHAT_IDENTITY_KEYS = ("id", "created", "model", "system_fingerprint", "service_tier")
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete")
-
-CHAT_ROUTE = "/v1/chat/completions"
-MESSAGES_ROUTE = "/v1/messages"
-RESPONSES_ROUTE = "/v1/responses"
 
 
 def parse_frame(frame: bytes) -> tuple[str | None, str]:

@@ -9,13 +9,13 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import REQUEST_ROUTE, TRAIN_ROUTE, TrainAck
+from reef_daemon.contract import REQUEST_ROUTE, SCENARIO_HEADER, TRAIN_ROUTE, TrainAck
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.screens import screen_request
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
-from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.names import scenario_from_header
 from reef_daemon.reports import content_hash
 from reef_daemon.store import ClientRecordDraft
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.names import TRIAL_SCENARIO
+from reef_daemon.contract import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
 from tests.support.reefine_testing import AGENT_SETTLES_S, SCENARIO, StartReefine, activity
 

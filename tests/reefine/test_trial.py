@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.contract import TRIAL_SCENARIO
 from reef_daemon.harness.jail import JAIL_PORT
-from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.adapters_testing import agent_binary
 from tests.support.cli_testing import clean_env, run_reef
 from tests.support.fake_proposer_model import answer, plan, skill
