@@ -32,7 +32,6 @@ from reef_daemon.routes import (
     scenarios,
     status,
     tasks,
-    train,
 )
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
@@ -74,7 +73,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install, live):
+    for module in (reports, scenarios, records, releases, events, status, requests, harness, install, live):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
     app.router.add_routes(tasks.routes)

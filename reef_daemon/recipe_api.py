@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reef_daemon.auth import TokenGate
-from reef_daemon.contract import RecipeStatus, ReleaseRow
+from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
 from reef_daemon.settings import Settings, SettingsError
@@ -103,14 +103,14 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         name: the recipe's name, stored with each scenario it serves.
         default_training_mode: a new scenario's mode: `auto` (scores start steps), `manual` (only change
             requests do) or `hybrid` (both).
-        consumes: the record types the recipe learns from (`report`, `train`); empty means it never trains.
+        consumes: the record types the recipe learns from (`report`, `request`); empty means it never trains.
         profile: settings the recipe changes from reef's defaults, e.g. `{"reef.port": 8901}`; anything the user
             sets wins.
     """
 
     name: ClassVar[str] = "recipe"
     default_training_mode: ClassVar[str] = "auto"
-    consumes: ClassVar[tuple[str, ...]] = ()
+    consumes: ClassVar[tuple[RecordType, ...]] = ()
     profile: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, settings: Settings) -> None:
@@ -255,8 +255,8 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
 
 
 class HarnessRecipe(Recipe):
-    """A recipe that evolves an agent harness: the harness routes (`/reef/harness*`, `/reef/train`,
-    `/reef/requests/{id}`) serve only when the deployment's recipe is one; otherwise they answer 501.
+    """A recipe that evolves an agent harness: the harness routes (`/reef/harness*`, `/reef/requests*`,
+    `/reef/train`) serve only when the deployment's recipe is one; otherwise they answer 501.
 
     Its parts are the daemon's: `reef_daemon.harness.host.HarnessHost(state_dir, adapter)` keeps the releases
     (opened with the store in `start`), `reef_daemon.harness.progress.RequestProgress(store)` the requests'

@@ -1,4 +1,4 @@
-"""The wrapper's commands besides running the agent: report, evolve, versions, update and doctor."""
+"""The wrapper's commands besides running the agent: report, request, versions, update and doctor."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from adapters.wrapper.canary import canary_line
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
-from reef_cli.commands import evolve as reef_evolve
+from reef_cli.commands import request as reef_request
 from reef_cli.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
 
@@ -43,11 +43,11 @@ def report(installed: Installed, score: float, feedback: str | None) -> int:
     return 0
 
 
-def evolve(installed: Installed, text: str, wait: bool, timeout: float) -> int:
-    """`reef evolve` for this install's scenario and daemon; says how to install what it publishes."""
+def request(installed: Installed, text: str, wait: bool, timeout: float) -> int:
+    """`reef request` for this install's scenario and daemon; says how to install what it publishes."""
     binding = installed.binding
     try:
-        reef_evolve.evolve(text, binding.scenario, wait, timeout, False, binding.url, installed.token)
+        reef_request.request(text, binding.scenario, wait, timeout, False, binding.url, installed.token)
     except (click.exceptions.Exit, typer.Exit) as exc:
         # reef's commands end with typer.Exit; here its status is the wrapper's, without a traceback.
         return int(exc.exit_code)

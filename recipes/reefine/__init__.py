@@ -1,6 +1,6 @@
 """The `reefine` recipe (old name `harness-evolve`): change requests and low scores become harness releases.
 
-One step per unit, oldest first. A change request (`POST /reef/train`) goes to the agent proposer where its agent
+One step per unit, oldest first. A change request (`POST /reef/requests`) goes to the agent proposer where its agent
 runs here (in the jail, or without one where `harness.sandbox = none`), else to the text proposer; in `auto` and
 `hybrid` mode a low-scored report becomes a failure-driven proposal of one skill. Every candidate passes admission
 and a render check, then (where the adapter's agent is installed on this host) a trial run that starts the agent
@@ -22,7 +22,7 @@ from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
-from reef_daemon.contract import RecipeStatus, ReleaseRow, low_score_below
+from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, low_score_below
 from reef_daemon.harness.host import HarnessHost
 from reef_daemon.harness.jail import NONE as NO_SANDBOX
 from reef_daemon.harness.jail import check_sandbox_setting
@@ -56,7 +56,7 @@ def _embedded_caps_answers(settings: Settings) -> bool:
 class ReefineRecipe(HarnessRecipe):
     name: ClassVar[str] = "reefine"
     default_training_mode: ClassVar[str] = "manual"
-    consumes: ClassVar[tuple[str, ...]] = ("train", "report")
+    consumes: ClassVar[tuple[RecordType, ...]] = ("request", "report")
     profile: ClassVar[dict[str, Any]] = {"reef.port": 8901, "reef.state-dir": ".reef/reefine"}
 
     def __init__(self, settings: Settings) -> None:
@@ -147,7 +147,7 @@ class ReefineRecipe(HarnessRecipe):
 
     def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
         """Every change request is a unit; a report is one only in auto/hybrid mode, low-scored, on fresh records."""
-        if record["type"] == "train":
+        if record["type"] == "request":
             return Eligible()
         if scenario.training_mode == "manual":
             return Ineligible("manual mode: scores are kept, only change requests start a step")
@@ -166,7 +166,7 @@ class ReefineRecipe(HarnessRecipe):
         if self._steps is None:
             raise RuntimeError("the reefine recipe is not started")
         (unit,) = units
-        if unit["type"] == "train":
+        if unit["type"] == "request":
             return await self._steps.for_request(scenario.name, unit)
         return await self._steps.from_failure(scenario.name, unit)
 

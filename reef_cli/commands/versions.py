@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from reef_cli.client import ApiError, ReefClient, ReleaseRow, VersionScores
-from reef_cli.commands.evolve import ScenarioOption
+from reef_cli.commands.request import ScenarioOption
 from reef_cli.connect import daemon_client
 from reef_cli.installs import mark_installed
 from reef_cli.options import JsonOption, TokenOption, UrlOption

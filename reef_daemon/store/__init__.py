@@ -15,7 +15,6 @@ from reef_daemon.store.imports import ImportDraft, ImportStore
 from reef_daemon.store.live_scores import LiveScoreReader, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import (
-    RECORD_TYPES,
     ClientRecordDraft,
     InferenceDraft,
     InferenceSummary,
@@ -29,7 +28,6 @@ from reef_daemon.store.tasks import TaskDraft, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
-    "RECORD_TYPES",
     "TRAINING_MODES",
     "CanaryStore",
     "ClientRecordDraft",

@@ -8,13 +8,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import TRIAL_SCENARIO, Answer, RecordPage, RecordPreview, RecordRow, StoredRecord
+from reef_daemon.contract import (
+    TRIAL_SCENARIO,
+    Answer,
+    ClientRecordType,
+    RecordPage,
+    RecordPreview,
+    RecordRow,
+    RecordType,
+    StoredRecord,
+)
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, summary_row
-from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
+from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, summary_row
+from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
-RECORD_TYPES = ("inference", "report", "train")
 MAX_PAGE = 500
 # A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
 WithReports = tuple[StoredRecord, list[StoredRecord]]
@@ -60,11 +68,11 @@ Summarizer = Callable[[InferenceDraft], InferenceSummary]
 
 @dataclass(frozen=True)
 class ClientRecordDraft:
-    """A record a client sends with its own content: a report, or a change request (type `train`)."""
+    """A record a client sends with its own content: a report, or a change request."""
 
     id: str
     scenario: str
-    type: str  # report | train
+    type: ClientRecordType
     created_at: float
     content: dict[str, Any]  # a report: {score?, feedback?, references, metadata?}; a request: {text, ...}
     content_hash: str
@@ -73,7 +81,7 @@ class ClientRecordDraft:
 @dataclass(frozen=True)
 class RecordQuery:
     scenario: str | None = None
-    type: str | None = None
+    type: RecordType | None = None
     unscored: bool = False
     after: int | None = None
     before: int | None = None
@@ -115,7 +123,7 @@ class RecordStore:
             ),
         )  # fmt: skip
         row = summary_row(values)
-        ctx.announce(Event("record", sequence, draft.scenario, {"record": row}))
+        ctx.announce(record_event(row, {}))
         return row
 
     async def append_client_record(self, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
@@ -161,11 +169,7 @@ class RecordStore:
                 [(score, ref) for ref in references],
             )
         row = summary_row(values)
-        if draft.type == "report":
-            data = {"record": row, "references": references, "score": score}
-            ctx.announce(Event("report", sequence, draft.scenario, data))
-        else:
-            ctx.announce(Event("request", sequence, draft.scenario, {"record": row}))
+        ctx.announce(record_event(row, draft.content))
         return row, True
 
     @staticmethod

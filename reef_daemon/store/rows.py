@@ -1,11 +1,14 @@
-"""How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`."""
+"""How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`,
+and the event a record publishes when stored (and is replayed as)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from reef_daemon.contract import RecordContent, RecordRow, StoredRecord
+from reef_daemon.contract import RECORD_EVENTS, EventData, RecordContent, RecordRow, StoredRecord
+from reef_daemon.store.writer import Event
 
 SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"
@@ -57,6 +60,19 @@ def detail_row(values: tuple[Any, ...]) -> StoredRecord:
         "tags": json.loads(tags) if tags else {},
         **content,
     }
+
+
+def record_event(row: RecordRow, content: Mapping[str, Any]) -> Event:
+    """The event a stored record publishes, named by RECORD_EVENTS: its row, and for a report what it scored; a
+    change request is announced as filed (queued), as its progress events will announce it moving on."""
+    data: EventData
+    if row["type"] == "report":
+        data = {"record": row, "references": content.get("references", []), "score": content.get("score")}
+    elif row["type"] == "request":
+        data = {"request": {"id": row["id"], "state": "queued", "activity": None}, "record": row}
+    else:
+        data = {"record": row}
+    return Event(RECORD_EVENTS[row["type"]], row["sequence"], row["scenario"], data)
 
 
 def decode_body(raw: bytes | str | None) -> Any:

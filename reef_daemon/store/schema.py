@@ -212,6 +212,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         started_at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 8: a change request's record type is `request` (it was `train`).
+    "UPDATE records SET type = 'request' WHERE type = 'train';",
 )
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import StepRow
+from reef_daemon.contract import RecordType, StepRow
 from reef_daemon.errors import Conflict
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
@@ -124,7 +124,7 @@ class StepStore:
         return await self._reader.run(read)
 
     async def pending(
-        self, scenario: str, after: int, types: tuple[str, ...], limit: int = 256
+        self, scenario: str, after: int, types: tuple[RecordType, ...], limit: int = 256
     ) -> list[dict[str, Any]]:
         """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
 

@@ -1,4 +1,5 @@
-"""`reef evolve`: ask for a harness change; with --wait, watch it to the end and say how to use the result."""
+"""`reef request`: file a change request for a scenario's harness; with --wait, watch it to the end and say how to
+use the result. `reef evolve`, its first name, still works."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
 
-EXAMPLE = 'Example: reef evolve "add a /changelog command that drafts release notes" --scenario my-harness --wait'
+EXAMPLE = 'Example: reef request "add a /changelog command that drafts release notes" --scenario my-harness --wait'
 POLL_S = 1.0
 PUBLISHED = ("selected", "pending")
 EXIT_TIMED_OUT = 2
@@ -23,7 +24,7 @@ ScenarioOption = Annotated[
 ]
 
 
-def evolve(
+def request(
     text: Annotated[str, typer.Argument(help="What to change, in your own words (at most 4000 characters).")],
     scenario: ScenarioOption,
     wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
@@ -32,9 +33,10 @@ def evolve(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Ask reef's proposer for a harness change. Exit 0 published, 1 rejected or skipped, 2 still running."""
+    """File a change request: ask reef's proposer for a harness change, in your own words. Exit 0 published, 1
+    rejected or skipped, 2 still running."""
     with daemon_client(url, token) as client:
-        filed = client.train(scenario, text)
+        filed = client.file_request(scenario, text)
         request_id = str(filed["agent_record_id"])
         if not wait:
             if json:
