@@ -22,6 +22,7 @@ import torch
 from transformers import AutoModelForCausalLM, DynamicCache, LlamaConfig, Qwen2Config
 
 from recipes.sao.rollout import Rollout
+from recipes.sao.settings import TrainingSection
 from recipes.sao.trainer import Trainer
 from reef_daemon.runtimes.embedded.versions import copy_weights
 from reef_daemon.settings import load_settings
@@ -82,7 +83,7 @@ def measure(name: str, device: torch.device, folder: Path) -> Figures:
     settings = load_settings(
         overrides={"training.device": device.type, "training.critic-warmup-steps": "0"}, environ={}
     )
-    trainer = Trainer(folder, settings.training)
+    trainer = Trainer(folder, settings.of(TrainingSection))
     vocab = SHAPES[name].vocab_size
     generator = torch.Generator().manual_seed(1)
     rollout = Rollout(

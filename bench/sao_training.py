@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reef_cli.client import ReefClient, ReefClientError
 from reef_cli.daemon_process import start_daemon, stop_daemon
 from reef_cli.demo_run import model_cache
 from reef_cli.state import DaemonFiles
+from reef_client import ReefClient, ReefClientError
 
 SCENARIO = "bench"
 LOAD_SCENARIO = "bench-load"

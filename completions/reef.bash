@@ -39,18 +39,14 @@ _reef() {
                 --inference.temperature) return 0 ;;
                 --inference.top-p) return 0 ;;
                 --inference.max-tokens) return 0 ;;
-                --training.batch-size) return 0 ;;
-                --training.learning-rate) return 0 ;;
-                --training.critic-learning-rate) return 0 ;;
-                --training.critic-steps) return 0 ;;
-                --training.critic-warmup-steps) return 0 ;;
-                --training.max-staleness) return 0 ;;
-                --training.dis-low) return 0 ;;
-                --training.dis-high) return 0 ;;
-                --training.lambda-alpha) return 0 ;;
-                --training.checkpoint-every) return 0 ;;
-                --training.trainer) return 0 ;;
-                --training.device) return 0 ;;
+                --reports.score-min) return 0 ;;
+                --reports.score-max) return 0 ;;
+                --embedded.engine) return 0 ;;
+                --embedded.sglang-url) return 0 ;;
+                --embedded.sglang-port) return 0 ;;
+                --embedded.sglang-tp) return 0 ;;
+                --embedded.sglang-mem-fraction) return 0 ;;
+                --embedded.sglang-start-timeout-s) return 0 ;;
                 --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
                 --harness.max-tokens) return 0 ;;
                 --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
@@ -67,14 +63,18 @@ _reef() {
                 --harness.eval-parallel) return 0 ;;
                 --harness.replays) return 0 ;;
                 --harness.canary-min-scored) return 0 ;;
-                --reports.score-min) return 0 ;;
-                --reports.score-max) return 0 ;;
-                --embedded.engine) return 0 ;;
-                --embedded.sglang-url) return 0 ;;
-                --embedded.sglang-port) return 0 ;;
-                --embedded.sglang-tp) return 0 ;;
-                --embedded.sglang-mem-fraction) return 0 ;;
-                --embedded.sglang-start-timeout-s) return 0 ;;
+                --training.batch-size) return 0 ;;
+                --training.learning-rate) return 0 ;;
+                --training.critic-learning-rate) return 0 ;;
+                --training.critic-steps) return 0 ;;
+                --training.critic-warmup-steps) return 0 ;;
+                --training.max-staleness) return 0 ;;
+                --training.dis-low) return 0 ;;
+                --training.dis-high) return 0 ;;
+                --training.lambda-alpha) return 0 ;;
+                --training.checkpoint-every) return 0 ;;
+                --training.trainer) return 0 ;;
+                --training.device) return 0 ;;
                 --slime.path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --slime.actor-gpus) return 0 ;;
                 --slime.rollout-gpus) return 0 ;;
@@ -85,7 +85,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.canary-min-scored --reports.score-min --reports.score-max --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --reports.score-min --reports.score-max --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.canary-min-scored --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -105,18 +105,14 @@ _reef() {
                 --inference.temperature) return 0 ;;
                 --inference.top-p) return 0 ;;
                 --inference.max-tokens) return 0 ;;
-                --training.batch-size) return 0 ;;
-                --training.learning-rate) return 0 ;;
-                --training.critic-learning-rate) return 0 ;;
-                --training.critic-steps) return 0 ;;
-                --training.critic-warmup-steps) return 0 ;;
-                --training.max-staleness) return 0 ;;
-                --training.dis-low) return 0 ;;
-                --training.dis-high) return 0 ;;
-                --training.lambda-alpha) return 0 ;;
-                --training.checkpoint-every) return 0 ;;
-                --training.trainer) return 0 ;;
-                --training.device) return 0 ;;
+                --reports.score-min) return 0 ;;
+                --reports.score-max) return 0 ;;
+                --embedded.engine) return 0 ;;
+                --embedded.sglang-url) return 0 ;;
+                --embedded.sglang-port) return 0 ;;
+                --embedded.sglang-tp) return 0 ;;
+                --embedded.sglang-mem-fraction) return 0 ;;
+                --embedded.sglang-start-timeout-s) return 0 ;;
                 --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
                 --harness.max-tokens) return 0 ;;
                 --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
@@ -133,14 +129,18 @@ _reef() {
                 --harness.eval-parallel) return 0 ;;
                 --harness.replays) return 0 ;;
                 --harness.canary-min-scored) return 0 ;;
-                --reports.score-min) return 0 ;;
-                --reports.score-max) return 0 ;;
-                --embedded.engine) return 0 ;;
-                --embedded.sglang-url) return 0 ;;
-                --embedded.sglang-port) return 0 ;;
-                --embedded.sglang-tp) return 0 ;;
-                --embedded.sglang-mem-fraction) return 0 ;;
-                --embedded.sglang-start-timeout-s) return 0 ;;
+                --training.batch-size) return 0 ;;
+                --training.learning-rate) return 0 ;;
+                --training.critic-learning-rate) return 0 ;;
+                --training.critic-steps) return 0 ;;
+                --training.critic-warmup-steps) return 0 ;;
+                --training.max-staleness) return 0 ;;
+                --training.dis-low) return 0 ;;
+                --training.dis-high) return 0 ;;
+                --training.lambda-alpha) return 0 ;;
+                --training.checkpoint-every) return 0 ;;
+                --training.trainer) return 0 ;;
+                --training.device) return 0 ;;
                 --slime.path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --slime.actor-gpus) return 0 ;;
                 --slime.rollout-gpus) return 0 ;;
@@ -151,7 +151,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.canary-min-scored --reports.score-min --reports.score-max --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --reports.score-min --reports.score-max --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.canary-min-scored --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

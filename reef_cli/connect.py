@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
 from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, Target, find_daemon
 from reef_cli.output import fail
+from reef_client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
 
 
 @contextmanager

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reef_cli.client import DaemonUnreachable, ReefClient
 from reef_cli.state import DaemonFiles, process_alive
+from reef_client import DaemonUnreachable, ReefClient
 from reef_daemon.contract import loopback_url
 
 START_TIMEOUT_S = 180.0  # the embedded model's first load takes ~30 s on two cores; leave room

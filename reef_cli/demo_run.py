@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from recipes.sao.examples.toy import task
-from reef_cli.client import ApiError, ReefClient
 from reef_cli.daemon_process import start_daemon, stop_daemon
 from reef_cli.state import DaemonFiles
+from reef_client import ApiError, ReefClient
 from reef_daemon.runtimes.model_cache import user_model_cache
 
 SCENARIO = "toy"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reef_cli.client import ApiError, ReefClient
+from reef_client import ApiError, ReefClient
 from reef_daemon.contract import MAX_BATCH, ImportConversation, ImportResult
 from reef_transcripts.sessions import BadLine, Conversation, read_conversations, session_files
 

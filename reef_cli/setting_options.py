@@ -1,10 +1,11 @@
 """The daemon's settings as options of `reef serve` and `reef start`, made from their declarations.
 
-Every setting of `reef_daemon.settings.CATALOGUE` becomes an option named after its key (`--reef.port VALUE` or
-`--reef.port=VALUE`; `--reef.state_dir` names `--reef.state-dir` too), listed by `--help` with its help, default and
-environment variable, and completed by the shell scripts. The command gets the ones given as one mapping of raw
-strings: checking them is `load_settings`'s job, so a bad value reads the same from the command line, a file or the
-environment. A mistake on the command line is one line and exit status 2, as every settings error is.
+Every setting of `reef_daemon.settings.catalogue()` (the daemon's and the built-in recipes' sections) becomes an
+option named after its key (`--reef.port VALUE` or `--reef.port=VALUE`; `--reef.state_dir` names `--reef.state-dir`
+too), listed by `--help` with its help, default and environment variable, and completed by the shell scripts. The
+command gets the ones given as one mapping of raw strings: checking them is `load_settings`'s job, so a bad value reads
+the same from the command line, a file or the environment. A mistake on the command line is one line and exit status
+2, as every settings error is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typer._click.exceptions import BadOptionUsage, NoSuchOption
 from typer.core import TyperCommand
 
 from reef_daemon.recipe_host import BUILTIN_RECIPES, RENAMED_RECIPES
-from reef_daemon.settings import CATALOGUE, SettingInfo, SettingsError, canonical_key
+from reef_daemon.settings import SettingInfo, SettingsError, canonical_key, catalogue
 
 Command = Callable[..., None]
 
@@ -37,7 +38,8 @@ def _parameter_name(key: str) -> str:
     return "setting_" + key.replace(".", "__").replace("-", "_")
 
 
-_KEYS = {_parameter_name(key): key for key in CATALOGUE}
+SETTINGS = catalogue()
+_KEYS = {_parameter_name(key): key for key in SETTINGS}
 
 
 def _recipe_names() -> list[str]:
@@ -97,7 +99,7 @@ def with_setting_options(command: Command) -> Command:
         command(*args, overrides={key: value for key, value in given.items() if value is not None}, **kwargs)
 
     setattr(  # noqa: B010 (typer reads the options from the signature)
-        with_overrides, "__signature__", signature.replace(parameters=[*own, *map(_option, CATALOGUE.values())])
+        with_overrides, "__signature__", signature.replace(parameters=[*own, *map(_option, SETTINGS.values())])
     )
     return with_overrides
 
@@ -138,6 +140,6 @@ def _unknown(option: str) -> str:
 
 def _missing_value(exc: BadOptionUsage) -> str:
     key = exc.option_name.removeprefix("--")
-    if key in CATALOGUE:  # every setting takes a value, so this is the only way to misuse one
+    if key in SETTINGS:  # every setting takes a value, so this is the only way to misuse one
         return f"setting {key} needs a value, as in --{key} VALUE"
     return exc.format_message()

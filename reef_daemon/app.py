@@ -16,7 +16,6 @@ from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import handle_inference
-from reef_daemon.proxy.summary import summarize
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
@@ -52,7 +51,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     recipe_class = resolve_recipe(settings.recipe)
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
-    store = Store(settings.reef.state_dir, summarize, bus.publish, score_scale=scale)
+    store = Store(settings.reef.state_dir, bus.publish, score_scale=scale)
     recipe = recipe_class(settings)
     daemon = Daemon(
         workers=RecipeWorkers(recipe, store, bus),

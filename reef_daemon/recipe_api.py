@@ -14,37 +14,120 @@ The daemon's side of the contract, in order:
 5. `promote` and `rollback` when a person asks (`POST /reef/scenarios/{s}/promote|rollback`), never during a step.
 6. `close()` on shutdown.
 
-Records reach a recipe as full rows, as `GET /reef/records/{id}` shows them: `id`, `type` (`inference`, `report`,
-`train`), `sequence`, `scenario`, and the type's fields (`score`, `references` ... for a report; `text` for a
-change request).
+A recipe's own settings are sections of frozen dataclasses whose fields are declared with `setting(...)`, listed by
+name in `SETTINGS_SECTIONS` in the module its reference names (`package.module`, so that they are known without
+loading the recipe's class); the recipe reads its section with `settings.of(Section)`:
+
+    @dataclass(frozen=True)
+    class SparkleSection:
+        depth: int = setting(3, POSITIVE_INT, help="how deep the sparkle goes")
+
+    SETTINGS_SECTIONS = {"sparkle": SparkleSection}  # sparkle.depth, in config files and the environment
+
+A built-in recipe's sections are known before any recipe is chosen, so they are `reef serve` options too.
+
+Records reach a recipe as `Unit`s: the stored record (`contract.StoredRecord`, as `GET /reef/records/{id}` shows it:
+`id`, `type` (`inference`, `report`, `request`), `sequence`, `scenario`, and the type's fields: `score`, `references`
+... for a report; `text` for a change request), and for a report the records it references, each with
+`consumed_by_step`.
+
+Besides `reef_daemon.contract` (the wire types), this module is all of reef a recipe imports: the built-in recipes
+are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the interface above:
+
+- errors: the `ReefError` family a recipe raises to answer a person (`NotFound`, `Conflict`, `BadRequest`,
+  `Unsupported`), and `UpstreamFailed`, what `Runtime.send` raises when the model cannot be reached;
+- the store: `Store` (scenarios, records, steps, tasks), `RecordQuery` for `store.records.list`, and `gate_tasks`,
+  the protected tasks and replays an evaluation of a candidate runs;
+- tokens: `TokenGate` lends model-call tokens to the recipe's processes; `presented_token` reads one off a request;
+- a harness recipe's parts (`HarnessRecipe`): `HarnessHost` (its releases), `RequestProgress` (its requests'
+  progress), `admit` and `Refused` (the check every proposed change passes; `RESERVED_IDS` are reef's own entries),
+  `bound_files` (a tree as the adapter's files), `find_credential` (a credential in text), `Budget` (a count of
+  model calls a run may make);
+- the sandbox a recipe runs agents in: `jail_argv`, `needed_paths`, `model_endpoint`, `check_sandbox_setting` and
+  the sandbox settings' words `BWRAP`, `NO_SANDBOX` (with `NO_BWRAP`, what to say when bubblewrap is missing);
+- untrusted regular expressions, with bounded size and time: `compiled`, `search`, `Found`, `BadPattern`;
+- `ReleaseStore`, the git release store a recipe keeps its own releases in (weight checkpoints);
+- `json_response`, for routes a recipe serves to its own processes.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from reef_daemon.auth import TokenGate
-from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow
-from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported
+from reef_daemon.auth import TokenGate, presented_token
+from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, StoredRecord
+from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported, UpstreamFailed
+from reef_daemon.harness.admission import RESERVED_IDS, Refused, admit
+from reef_daemon.harness.host import HarnessHost
+from reef_daemon.harness.install.files import bound_files
+from reef_daemon.harness.jail import BWRAP, NO_BWRAP, check_sandbox_setting, jail_argv, model_endpoint, needed_paths
+from reef_daemon.harness.jail import NONE as NO_SANDBOX
+from reef_daemon.harness.model_relay import Budget
+from reef_daemon.harness.progress import RequestProgress
+from reef_daemon.harness.screens import find_credential
+from reef_daemon.jsonbody import json_response
+from reef_daemon.releases import ReleaseStore
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
-from reef_daemon.settings import Settings, SettingsError
-from reef_daemon.store import Scenario, Store
-
-if TYPE_CHECKING:  # the harness parts load git; only a harness recipe (which imports them itself) needs them
-    from reef_daemon.harness.host import HarnessHost
-    from reef_daemon.harness.progress import RequestProgress
+from reef_daemon.settings import (
+    COUNT,
+    FRACTION,
+    NUMBER,
+    OPTIONAL_PATH,
+    OPTIONAL_TEXT,
+    PATH,
+    PORT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    TEXT,
+    TOKENS,
+    URL,
+    Kind,
+    Settings,
+    SettingsError,
+    one_of,
+    setting,
+)
+from reef_daemon.store import Scenario, Store, gate_tasks
+from reef_daemon.store.records import RecordQuery
+from reef_daemon.untrusted_regex import BadPattern, Found, compiled, search
 
 __all__ = [
+    "BWRAP",
+    "COUNT",
+    "FRACTION",
+    "NO_BWRAP",
+    "NO_SANDBOX",
+    "NUMBER",
+    "OPTIONAL_PATH",
+    "OPTIONAL_TEXT",
+    "PATH",
+    "PORT",
+    "POSITIVE_INT",
+    "POSITIVE_NUMBER",
+    "RESERVED_IDS",
+    "TEXT",
+    "TOKENS",
+    "URL",
+    "BadPattern",
     "BadRequest",
+    "Budget",
     "Conflict",
     "Eligible",
+    "Found",
+    "HarnessHost",
     "HarnessRecipe",
     "Ineligible",
+    "Kind",
     "NotFound",
     "Recipe",
+    "RecordQuery",
     "ReefError",
+    "ReferencedRecord",
+    "Refused",
+    "ReleaseStore",
+    "RequestProgress",
     "Runtime",
     "Scenario",
     "Settings",
@@ -52,9 +135,25 @@ __all__ = [
     "StepOutcome",
     "Store",
     "TokenGate",
+    "Unit",
     "Unsupported",
+    "UpstreamFailed",
     "Verdict",
     "WeightSwappable",
+    "admit",
+    "bound_files",
+    "check_sandbox_setting",
+    "compiled",
+    "find_credential",
+    "gate_tasks",
+    "jail_argv",
+    "json_response",
+    "model_endpoint",
+    "needed_paths",
+    "one_of",
+    "presented_token",
+    "search",
+    "setting",
 ]
 
 
@@ -73,6 +172,30 @@ class Ineligible:
 Verdict = Eligible | Ineligible
 
 
+class ReferencedRecord(StoredRecord):
+    """A record a report references, in full, with the step that consumed it (None while no step has)."""
+
+    consumed_by_step: int | None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A record the recipe worker hands a recipe, to `judge` and then (if eligible) to `step`.
+
+    Attributes:
+        record: the stored record, with the contract's field names (`id`, `type`, `score`, `references`, `text` ...).
+        referenced: for a report, the records it references, in its order; empty for any other record.
+    """
+
+    record: StoredRecord
+    referenced: tuple[ReferencedRecord, ...] = ()
+
+    @property
+    def id(self) -> str:
+        """The record's id."""
+        return self.record["id"]
+
+
 @dataclass(frozen=True)
 class StepOutcome:
     """What a step (or a promote or rollback) produced; the daemon commits it as the scenario's next step.
@@ -83,7 +206,7 @@ class StepOutcome:
         metrics: JSON-serialisable facts about the step, shown with it (`reason` is shown as the why).
         release_id: the release the step made or now serves, if any.
         parent_release_id: the release it was built on, if any.
-        request_id: the change request (a `train` record) the step answered, if any.
+        request_id: the change request (a `request` record) the step answered, if any.
         also_consumed: records the step used besides its units (the rollouts a report scored); they are never
             handed to a step again.
     """
@@ -166,25 +289,25 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
     async def close(self) -> None:  # noqa: B027 - optional
         """Release what `start` opened; called after the HTTP server and the recipe worker stopped."""
 
-    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+    def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         """Decide whether a record is a unit to train on. Called once per record, in sequence order.
 
         Args:
             scenario: the record's scenario.
-            record: the full row. A report's row also carries `referenced`: the full rows of the records it
-                references, each with `consumed_by` (the step that consumed it, or None).
+            unit: the stored record, and for a report the records it references, each with `consumed_by_step`
+                (the step that consumed it, or None).
 
         Returns:
             `Eligible()`, or `Ineligible(reason)`.
         """
         return Ineligible(f"the {self.name} recipe does not train")
 
-    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
+    async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
         """Train on one batch of eligible units.
 
         Args:
             scenario: the units' scenario.
-            units: `batch_size` rows `judge` found eligible, oldest first.
+            units: `batch_size` units `judge` found eligible, oldest first.
 
         Returns:
             What the step produced; the daemon commits it with the units as consumed.
@@ -258,9 +381,9 @@ class HarnessRecipe(Recipe):
     """A recipe that evolves an agent harness: the harness routes (`/reef/harness*`, `/reef/requests*`,
     `/reef/train`) serve only when the deployment's recipe is one; otherwise they answer 501.
 
-    Its parts are the daemon's: `reef_daemon.harness.host.HarnessHost(state_dir, adapter)` keeps the releases
-    (opened with the store in `start`), `reef_daemon.harness.progress.RequestProgress(store)` the requests'
-    progress, and `reef_daemon.harness.admission.admit` is the check every proposed change must pass.
+    Its parts are the daemon's, exported here: `HarnessHost(state_dir, adapter)` keeps the releases (opened with
+    the store in `start`), `RequestProgress(store)` the requests' progress, and `admit` is the check every proposed
+    change must pass.
     """
 
     def status(self) -> RecipeStatus:

@@ -7,15 +7,17 @@ implements is `recipe_api.py`; the recipe worker (`recipe_worker.py`) drives it.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from reef_daemon.recipe_api import Recipe
-from reef_daemon.settings import Settings, SettingsError, load_settings
+from reef_daemon.settings import Settings, SettingsError, load_settings, read_config_table
 
 # Built-in names. Anything else must be a dotted reference `package.module:Class`.
 BUILTIN_RECIPES: dict[str, str] = {
@@ -33,19 +35,59 @@ _DOTTED = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 def load_serving_settings(
     *, config_file: Path | None, overrides: Mapping[str, Any], environ: Mapping[str, str]
 ) -> Settings:
-    """Settings for `reef serve`: as the user gave them, over the profile of the recipe they name."""
-    plain = load_settings(config_file=config_file, overrides=overrides, environ=environ)
+    """Settings for `reef serve`: as the user gave them, over the profile of the recipe they name, with that
+    recipe's settings sections."""
+    reference = _named_recipe(config_file, overrides)
+    sections = recipe_sections(reference)
+    plain = load_settings(config_file=config_file, overrides=overrides, environ=environ, recipe_sections=sections)
     if plain.recipe in RENAMED_RECIPES:
         print(f"reef: recipe '{plain.recipe}' is the old name of '{RENAMED_RECIPES[plain.recipe]}'", file=sys.stderr)
     profile = resolve_recipe(plain.recipe).profile
     if not profile:
         return plain
-    return load_settings(config_file=config_file, overrides=overrides, environ=environ, profile=profile)
+    return load_settings(
+        config_file=config_file, overrides=overrides, environ=environ, profile=profile, recipe_sections=sections
+    )
+
+
+def _named_recipe(config_file: Path | None, overrides: Mapping[str, Any]) -> str:
+    """The recipe the command line or the config file names, before any other setting is read."""
+    if "recipe" in overrides:
+        return str(overrides["recipe"])
+    named = read_config_table(config_file).get("recipe") if config_file is not None else None
+    return named if isinstance(named, str) else "record"
+
+
+def recipe_sections(reference: str) -> dict[str, type[Any]]:
+    """The settings sections the recipe's module declares (`SETTINGS_SECTIONS`), by section name; SettingsError
+    for an unknown recipe."""
+    sections = getattr(_recipe_module(reference)[0], "SETTINGS_SECTIONS", {})
+    if not (isinstance(sections, Mapping) and all(isinstance(cls, type) for cls in sections.values())):
+        raise SettingsError(f"recipe '{reference}': SETTINGS_SECTIONS must map section names to dataclasses")
+    return dict(sections)
+
+
+@functools.cache
+def builtin_sections() -> dict[str, type[Any]]:
+    """Every built-in recipe's settings sections, so that `--help`, config files and completion know them."""
+    found: dict[str, type[Any]] = {}
+    for name in BUILTIN_RECIPES:
+        found.update(recipe_sections(name))
+    return found
 
 
 def resolve_recipe(reference: str) -> type[Recipe]:
     """The recipe class named by a built-in name (any case) or `package.module:Class`; SettingsError otherwise,
     suggesting the closest built-in name."""
+    module, target, class_name = _recipe_module(reference)
+    found = getattr(module, class_name, None)
+    if not (isinstance(found, type) and issubclass(found, Recipe)):
+        raise SettingsError(f"'{target}' is not a recipe class (a subclass of reef_daemon.recipe_api.Recipe)")
+    return found
+
+
+def _recipe_module(reference: str) -> tuple[ModuleType, str, str]:
+    """The module a recipe reference names, the reference as `package.module:Class`, and the class's name."""
     target = BUILTIN_RECIPES.get(reference.strip().lower(), reference)
     if not _DOTTED.fullmatch(target):
         close = difflib.get_close_matches(reference.strip().lower(), BUILTIN_RECIPES, n=1)
@@ -58,7 +100,4 @@ def resolve_recipe(reference: str) -> type[Recipe]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SettingsError(f"cannot import recipe module '{module_name}': {exc}") from None
-    found = getattr(module, class_name, None)
-    if not (isinstance(found, type) and issubclass(found, Recipe)):
-        raise SettingsError(f"'{target}' is not a recipe class (a subclass of reef_daemon.recipe_api.Recipe)")
-    return found
+    return module, target, class_name

@@ -16,7 +16,7 @@ from typing import Any
 
 from reef_daemon.contract import EVENT_RECORD_TYPES, RecordType, ScenarioTraining, StepRow, record_type
 from reef_daemon.events import EventBus, Subscription
-from reef_daemon.recipe_api import Ineligible, Recipe, StepOutcome
+from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.store import Scenario, StepCommit, Store
 
 log = logging.getLogger("reef.recipe")
@@ -35,7 +35,7 @@ class ScenarioWorker:
         self._wake = asyncio.Event()
         self._wake.set()
         self._consumes = consumed_types(recipe)
-        self.buffered: list[dict[str, Any]] = []
+        self.buffered: list[Unit] = []
         self.running_since: float | None = None
         self.last_error: str | None = None
         # Held while a step runs; release changes (promote, rollback) take it too, so they never interleave.
@@ -61,30 +61,30 @@ class ScenarioWorker:
                 return seen
             refused: list[tuple[str, str]] = []
             for row in rows:
-                if row["type"] == "report":
-                    row["referenced"] = await self._referenced(row.get("references", []))
-                verdict = self._recipe.judge(scenario, row)
+                referenced = await self._referenced(row.get("references", [])) if row["type"] == "report" else ()
+                unit = Unit(row, referenced)
+                verdict = self._recipe.judge(scenario, unit)
                 if isinstance(verdict, Ineligible):
-                    refused.append((str(row["id"]), verdict.reason))
+                    refused.append((unit.id, verdict.reason))
                 else:
-                    self.buffered.append(row)
-                seen = int(row["sequence"])
+                    self.buffered.append(unit)
+                seen = row["sequence"]
             if refused:
                 await self._store.steps.mark_ineligible(self.scenario, refused, self._durable_position(seen))
             while len(self.buffered) >= self._recipe.batch_size:
                 await self._step(scenario, seen)
 
-    async def _referenced(self, references: list[str]) -> list[dict[str, Any]]:
+    async def _referenced(self, references: list[str]) -> tuple[ReferencedRecord, ...]:
         consumed = await self._store.steps.consumed_by(references)
-        rows: list[dict[str, Any]] = []
+        rows: list[ReferencedRecord] = []
         for reference in references:
             row = await self._store.records.get(reference)
-            rows.append({**row, "consumed_by": consumed.get(reference)})
-        return rows
+            rows.append({**row, "consumed_by_step": consumed.get(reference)})
+        return tuple(rows)
 
     def _durable_position(self, seen: int) -> int:
         """Everything up to here is decided: consumed or ineligible. Buffered units stay after it."""
-        return int(self.buffered[0]["sequence"]) - 1 if self.buffered else seen
+        return self.buffered[0].record["sequence"] - 1 if self.buffered else seen
 
     async def _step(self, scenario: Scenario, seen: int) -> None:
         size = self._recipe.batch_size
@@ -101,7 +101,7 @@ class ScenarioWorker:
             finally:
                 self.running_since = None
             metrics = {**outcome.metrics, "step_time_s": round(time.perf_counter() - started, 3)}
-            consumed = tuple(str(unit["id"]) for unit in units) + outcome.also_consumed
+            consumed = tuple(unit.id for unit in units) + outcome.also_consumed
             await self.commit(outcome, "training", metrics, consumed, self._durable_position(seen))
 
     async def commit(

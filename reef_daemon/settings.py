@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 import math
 import os
@@ -21,7 +22,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
@@ -30,11 +31,7 @@ from reef_daemon.contract import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
-    HARNESS_ADAPTER_ENV,
     INFERENCE_TIMEOUT_ENV,
-    MAX_STALENESS_ENV,
-    PROPOSER_SANDBOX_ENV,
-    SAO_BATCH_SIZE_ENV,
     TOKEN_ENV,
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
@@ -213,12 +210,17 @@ TOKENS = Kind("TOKENS", _parse_tokens)
 URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
-ENGINE = Kind("ENGINE", _choice("torch", "sglang"))
-TRAINER = Kind("TRAINER", _choice("torch", "slime"))
-DEVICE = Kind("DEVICE", _choice("auto", "cpu", "cuda"))
 
 
-def _setting(
+def one_of(metavar: str, *choices: str) -> Kind:
+    """A kind of setting that takes one of a few words (any case), shown in `--help` as `metavar`."""
+    return Kind(metavar, _choice(*choices))
+
+
+ENGINE = one_of("ENGINE", "torch", "sglang")
+
+
+def setting(
     default: Any,
     kind: Kind,
     *,
@@ -227,8 +229,19 @@ def _setting(
     live: bool = False,
     help: str,
 ) -> Any:
-    """Declare a setting: its default, the values it takes, the environment variable it falls back to, whether it is
-    secret (masked by --print-config), whether a reload applies it without a restart, and its help."""
+    """Declare a setting, as a field of a frozen dataclass that is one section of settings.
+
+    Args:
+        default: the value when nothing sets it; immutable (a str, number, tuple, Path or None).
+        kind: the values it takes (`TEXT`, `POSITIVE_INT`, `one_of(...)` ...).
+        env: the environment variable it falls back to, if any.
+        secret: masked by `--print-config`.
+        live: a reload applies it without a restart.
+        help: one line for `--help`.
+
+    Returns:
+        The dataclass field.
+    """
     metadata = {"kind": kind, "env": env, "secret": secret, "live": live, "help": help}
     if isinstance(default, tuple | Path) or default is None or isinstance(default, str | int | float):
         return field(default=default, metadata=metadata)
@@ -237,9 +250,9 @@ def _setting(
 
 @dataclass(frozen=True)
 class ReefSection:
-    host: str = _setting(DEFAULT_HOST, TEXT, help="address to bind; keep it on loopback unless you mean it")
-    port: int = _setting(DEFAULT_PORT, PORT, help="port to listen on")
-    token: str | None = _setting(
+    host: str = setting(DEFAULT_HOST, TEXT, help="address to bind; keep it on loopback unless you mean it")
+    port: int = setting(DEFAULT_PORT, PORT, help="port to listen on")
+    token: str | None = setting(
         None,
         OPTIONAL_TEXT,
         env=TOKEN_ENV,
@@ -247,20 +260,20 @@ class ReefSection:
         live=True,
         help="bearer token clients must send",
     )
-    tokens: tuple[str, ...] = _setting((), TOKENS, secret=True, live=True, help="more accepted tokens, for rotation")
-    state_dir: Path = _setting(DEFAULT_STATE_DIR, PATH, help="where records and releases are kept")
-    max_body_mb: float = _setting(64.0, POSITIVE_NUMBER, help="largest request body accepted, in MiB")
+    tokens: tuple[str, ...] = setting((), TOKENS, secret=True, live=True, help="more accepted tokens, for rotation")
+    state_dir: Path = setting(DEFAULT_STATE_DIR, PATH, help="where records and releases are kept")
+    max_body_mb: float = setting(64.0, POSITIVE_NUMBER, help="largest request body accepted, in MiB")
 
 
 @dataclass(frozen=True)
 class InferenceSection:
-    upstream_url: str | None = _setting(
+    upstream_url: str | None = setting(
         None, URL, env=UPSTREAM_URL_ENV, live=True, help="base URL of the model API reef fronts"
     )
-    upstream_model: str | None = _setting(
+    upstream_model: str | None = setting(
         None, OPTIONAL_TEXT, env=UPSTREAM_MODEL_ENV, live=True, help="the model id served upstream"
     )
-    upstream_api_key: str | None = _setting(
+    upstream_api_key: str | None = setting(
         None,
         OPTIONAL_TEXT,
         env=UPSTREAM_API_KEY_ENV,
@@ -268,147 +281,37 @@ class InferenceSection:
         live=True,
         help="key reef sends upstream instead of the client's",
     )
-    timeout_s: float = _setting(300.0, POSITIVE_NUMBER, env=INFERENCE_TIMEOUT_ENV, live=True, help="upstream timeout")
-    model_path: Path | None = _setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
-    temperature: float = _setting(
+    timeout_s: float = setting(300.0, POSITIVE_NUMBER, env=INFERENCE_TIMEOUT_ENV, live=True, help="upstream timeout")
+    model_path: Path | None = setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
+    temperature: float = setting(
         0.0,
         TEMPERATURE,
         help="embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md)",
     )
-    top_p: float = _setting(1.0, TOP_P, help="embedded runtime: nucleus (top-p) mass of a request that sets none")
-    max_tokens: int = _setting(
+    top_p: float = setting(1.0, TOP_P, help="embedded runtime: nucleus (top-p) mass of a request that sets none")
+    max_tokens: int = setting(
         512, POSITIVE_INT, help="embedded runtime: the most tokens an answer gets when its request sets no limit"
     )
-
-
-@dataclass(frozen=True)
-class TrainingSection:
-    """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
-
-    batch_size: int = _setting(1, POSITIVE_INT, env=SAO_BATCH_SIZE_ENV, help="rollouts per step")
-    learning_rate: float = _setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam)")
-    critic_learning_rate: float = _setting(1e-3, POSITIVE_NUMBER, help="value head learning rate (Adam)")
-    critic_steps: int = _setting(2, POSITIVE_INT, help="critic updates per step")
-    critic_warmup_steps: int = _setting(2, COUNT, help="critic-only steps before the policy moves")
-    max_staleness: int = _setting(0, COUNT, env=MAX_STALENESS_ENV, help="how many weight versions old a rollout may be")
-    dis_low: float = _setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
-    dis_high: float = _setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
-    lambda_alpha: float = _setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
-    checkpoint_every: int = _setting(10, POSITIVE_INT, help="save a checkpoint release every N steps")
-    trainer: str = _setting(
-        "torch",
-        TRAINER,
-        help="what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang)",
-    )
-    device: str = _setting("auto", DEVICE, help="torch trainer: cuda, cpu, or auto (cuda when a GPU is present)")
 
 
 @dataclass(frozen=True)
 class EmbeddedSection:
     """The embedded runtime's engine: the model in this process (torch), or an SGLang server (sglang)."""
 
-    engine: str = _setting(
+    engine: str = setting(
         "torch",
         ENGINE,
         help="what generates: torch (this process) or sglang (an SGLang server reef launches from "
         "inference.model-path, or attaches to at embedded.sglang-url)",
     )
-    sglang_url: str | None = _setting(None, URL, help="attach to the SGLang server (or router) at this URL")
-    sglang_port: int = _setting(30000, PORT, help="port of the SGLang server (or Slime's router) reef starts")
-    sglang_tp: int = _setting(1, POSITIVE_INT, help="tensor-parallel GPUs of the SGLang server reef launches")
-    sglang_mem_fraction: float = _setting(
+    sglang_url: str | None = setting(None, URL, help="attach to the SGLang server (or router) at this URL")
+    sglang_port: int = setting(30000, PORT, help="port of the SGLang server (or Slime's router) reef starts")
+    sglang_tp: int = setting(1, POSITIVE_INT, help="tensor-parallel GPUs of the SGLang server reef launches")
+    sglang_mem_fraction: float = setting(
         0.8, FRACTION, help="share of GPU memory the launched SGLang server takes for weights and cache"
     )
-    sglang_start_timeout_s: float = _setting(
+    sglang_start_timeout_s: float = setting(
         900.0, POSITIVE_NUMBER, help="how long a launched SGLang server may take to answer its health check"
-    )
-
-
-@dataclass(frozen=True)
-class SlimeSection:
-    """The Slime training job (training.trainer = slime): where Slime is, and the GPUs and ports it takes."""
-
-    path: Path | None = _setting(None, OPTIONAL_PATH, help="the Slime checkout holding train.py")
-    actor_gpus: int = _setting(1, POSITIVE_INT, help="GPUs of the Megatron actor (the critic shares them)")
-    rollout_gpus: int = _setting(1, POSITIVE_INT, help="GPUs of the SGLang engines Slime starts")
-    num_rollout: int = _setting(1000, POSITIVE_INT, help="training steps the Slime job runs before it ends")
-    ray_port: int = _setting(6379, PORT, help="port of the Ray head reef starts")
-    ray_dashboard_port: int = _setting(8265, PORT, help="port of the Ray dashboard (jobs are submitted through it)")
-    model_args: tuple[str, ...] = _setting(
-        (), TOKENS, help="Megatron architecture flags Slime needs for the model (e.g. --num-layers 28 ...)"
-    )
-
-
-@dataclass(frozen=True)
-class HarnessSection:
-    """Knobs of the harness recipe (reefine)."""
-
-    adapter: str = _setting(
-        "pi",
-        TEXT,
-        env=HARNESS_ADAPTER_ENV,
-        help="the agent a harness recipe renders for: pi, codex, dsh, claude or opencode",
-    )
-    max_tokens: int = _setting(
-        8192,
-        POSITIVE_INT,
-        help="the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model)",
-    )
-    trial: str = _setting(
-        "auto",
-        TEXT,
-        help="before publishing, start the agent on the candidate once: auto (where the adapter's binary is on "
-        "PATH), off, or the binary's path",
-    )
-    sandbox: str = _setting(
-        "bwrap",
-        TEXT,
-        env=PROPOSER_SANDBOX_ENV,
-        help="where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain "
-        "child, for a trusted machine)",
-    )
-    trial_timeout_s: float = _setting(
-        180.0, POSITIVE_NUMBER, help="how long the trial run may take before it counts as failed"
-    )
-    proposer_agent: str = _setting(
-        "pi",
-        TEXT,
-        help="the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer "
-        "answers where it is not installed or the jail does not start",
-    )
-    proposer_wall_s: float = _setting(900.0, POSITIVE_NUMBER, help="the most seconds one agent proposer run may take")
-    proposer_trial_s: float = _setting(
-        120.0, POSITIVE_NUMBER, help="the most seconds one harness-trial of the agent proposer may take"
-    )
-    proposer_model_calls: int = _setting(
-        200, POSITIVE_INT, help="the most model calls one agent proposer run may make, its trials included"
-    )
-    proposer_trials: int = _setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
-    gate_max_worse: int = _setting(
-        0, COUNT, help="the evaluation gate publishes a candidate only if at most this many protected tasks got worse"
-    )
-    eval_wall_s: float = _setting(
-        900.0, POSITIVE_NUMBER, help="the most seconds the evaluation gate spends on one candidate, all runs together"
-    )
-    eval_model_calls: int = _setting(
-        200, POSITIVE_INT, help="the most model calls the evaluation gate may make for one candidate (agents and judge)"
-    )
-    eval_parallel: int = _setting(
-        2,
-        POSITIVE_INT,
-        help="how many tasks the evaluation gate runs at once, each on the served version and the candidate side by "
-        "side (so twice as many agent runs in flight)",
-    )
-    replays: int = _setting(
-        3,
-        COUNT,
-        help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
-    )
-    canary_min_scored: int = _setting(
-        20,
-        POSITIVE_INT,
-        help="scored records a canary and the served version each need before a canary whose 95% score interval "
-        "lies wholly below the served one's is rolled back automatically",
     )
 
 
@@ -416,19 +319,20 @@ class HarnessSection:
 class ReportsSection:
     """What a report may say: the one score scale every client uses (`reef score`, `--from`, the TUI's keys, HTTP)."""
 
-    score_min: float = _setting(0.0, NUMBER, help="the worst score a report may give")
-    score_max: float = _setting(1.0, NUMBER, help="the best score a report may give")
+    score_min: float = setting(0.0, NUMBER, help="the worst score a report may give")
+    score_max: float = setting(1.0, NUMBER, help="the best score a report may give")
 
 
-SECTIONS: dict[str, type[Any]] = {
+# The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see
+# recipe_api.py); every built-in recipe's are known, so `--help`, the config file and completion offer them.
+CORE_SECTIONS: dict[str, type[Any]] = {
     "reef": ReefSection,
     "inference": InferenceSection,
-    "training": TrainingSection,
-    "harness": HarnessSection,
     "reports": ReportsSection,
     "embedded": EmbeddedSection,
-    "slime": SlimeSection,
 }
+
+Section = TypeVar("Section")
 
 
 @dataclass(frozen=True)
@@ -437,12 +341,11 @@ class Settings:
 
     reef: ReefSection = field(default_factory=ReefSection)
     inference: InferenceSection = field(default_factory=InferenceSection)
-    training: TrainingSection = field(default_factory=TrainingSection)
-    harness: HarnessSection = field(default_factory=HarnessSection)
     reports: ReportsSection = field(default_factory=ReportsSection)
     embedded: EmbeddedSection = field(default_factory=EmbeddedSection)
-    slime: SlimeSection = field(default_factory=SlimeSection)
-    recipe: str = _setting("record", TEXT, help="recipe name or package.module:Class")
+    recipe: str = setting("record", TEXT, help="recipe name or package.module:Class")
+    # The recipes' sections, by name (`harness`, `training` ...): read one with `of`.
+    recipe_sections: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
     config_file: Path | None = None
 
@@ -451,16 +354,31 @@ class Settings:
         tokens = ((self.reef.token,) if self.reef.token else ()) + self.reef.tokens
         return tuple(dict.fromkeys(tokens))
 
+    def of(self, section: type[Section]) -> Section:
+        """A recipe's section of settings, by its class (`settings.of(HarnessSection)`); its defaults if none was
+        loaded."""
+        for value in self.recipe_sections.values():
+            if isinstance(value, section):
+                return value
+        return section()
+
+    @property
+    def catalogue(self) -> dict[str, SettingInfo]:
+        """The settings these were loaded with: the daemon's and the recipes' sections."""
+        return _catalogue_of((*CORE_SECTIONS.items(), *((n, type(v)) for n, v in self.recipe_sections.items())))
+
     def value(self, key: str) -> Any:
-        info = CATALOGUE[key]
+        info = self.catalogue[key]
         if not info.section:
             return getattr(self, info.attr)
-        return getattr(getattr(self, info.section), info.attr)
+        if info.section in CORE_SECTIONS:
+            return getattr(getattr(self, info.section), info.attr)
+        return getattr(self.recipe_sections[info.section], info.attr)
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(key, shown value, source) for every setting; secrets are masked."""
         rows = []
-        for key, info in CATALOGUE.items():
+        for key, info in self.catalogue.items():
             value = self.value(key)
             if info.secret:
                 shown = "(unset)" if not value else "****"
@@ -489,9 +407,10 @@ class SettingInfo:
     help: str
 
 
-def _catalogue() -> dict[str, SettingInfo]:
+@functools.cache
+def _catalogue_of(sections: tuple[tuple[str, type[Any]], ...]) -> dict[str, SettingInfo]:
     infos: dict[str, SettingInfo] = {}
-    for section, cls in SECTIONS.items():
+    for section, cls in sections:
         for f in dataclasses.fields(cls):
             key = f"{section}.{f.name.replace('_', '-')}"
             infos[key] = SettingInfo(key, section, f.name, f.default, **f.metadata)
@@ -501,34 +420,53 @@ def _catalogue() -> dict[str, SettingInfo]:
     return infos
 
 
-CATALOGUE = _catalogue()
+def all_sections(recipe_sections: Mapping[str, type[Any]] | None = None) -> dict[str, type[Any]]:
+    """The daemon's sections, every built-in recipe's, and `recipe_sections` (a recipe named by reference).
+
+    Raises:
+        SettingsError: a recipe declares a section under a name another part already uses.
+    """
+    # Imported here: the recipe host imports this module, and finding the built-in recipes' sections is its job.
+    from reef_daemon.recipe_host import builtin_sections
+
+    sections = dict(CORE_SECTIONS)
+    for name, cls in [*builtin_sections().items(), *(recipe_sections or {}).items()]:
+        if sections.setdefault(name, cls) is not cls or name in ("recipe", "sources", "config_file"):
+            raise SettingsError(f"the recipe's settings section '{name}' is already a section of reef's settings")
+    return sections
 
 
-def canonical_key(raw: str) -> str:
+def catalogue(recipe_sections: Mapping[str, type[Any]] | None = None) -> dict[str, SettingInfo]:
+    """Every setting, by canonical key: the daemon's, every built-in recipe's, and `recipe_sections`'."""
+    return _catalogue_of(tuple(all_sections(recipe_sections).items()))
+
+
+def canonical_key(raw: str, known: Mapping[str, SettingInfo] | None = None) -> str:
     """`reef.state_dir`, `reef.state-dir` and `--reef.state-dir` all name `reef.state-dir`."""
+    known = catalogue() if known is None else known
     key = raw.lstrip("-").strip().replace("_", "-").lower()
-    if key not in CATALOGUE:
-        close = difflib.get_close_matches(key, CATALOGUE, n=1)
+    if key not in known:
+        close = difflib.get_close_matches(key, known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(CATALOGUE)}")
+        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(known)}")
     return key
 
 
-def _flatten_file(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+def _flatten_file(data: Mapping[str, Any], path: Path, known: Mapping[str, SettingInfo]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for top, value in data.items():
         if not isinstance(top, str):
             raise SettingsError(f"{path}: keys must be strings, found {top!r}")
         if isinstance(value, Mapping):
             for sub, inner in value.items():
-                flat[canonical_key(f"{top}.{sub}")] = inner
+                flat[canonical_key(f"{top}.{sub}", known)] = inner
         else:
-            flat[canonical_key(top)] = value
+            flat[canonical_key(top, known)] = value
     return flat
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Read a TOML or YAML file into canonical dotted keys."""
+def read_config_table(path: Path) -> Mapping[str, Any]:
+    """A TOML or YAML config file's table, as written."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -546,7 +484,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, Mapping):
         raise SettingsError(f"config file {path} must hold a table of settings")
-    return _flatten_file(data, path)
+    return data
+
+
+def read_config_file(path: Path, known: Mapping[str, SettingInfo] | None = None) -> dict[str, Any]:
+    """Read a TOML or YAML file into canonical dotted keys."""
+    return _flatten_file(read_config_table(path), path, catalogue() if known is None else known)
 
 
 def load_settings(
@@ -555,26 +498,30 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     profile: Mapping[str, Any] | None = None,
+    recipe_sections: Mapping[str, type[Any]] | None = None,
 ) -> Settings:
-    """Assemble settings: command line > file > environment > the recipe's profile > default."""
+    """Assemble settings: command line > file > environment > the recipe's profile > default. `recipe_sections`
+    are the sections of a recipe named by reference (the built-in recipes' are always known)."""
     environ = os.environ if environ is None else environ
+    sections_by_name = all_sections(recipe_sections)
+    known = _catalogue_of(tuple(sections_by_name.items()))
     chosen: dict[str, tuple[Any, str]] = {}
     for key, value in (profile or {}).items():
-        chosen[canonical_key(key)] = (value, "recipe profile")
-    for key, info in CATALOGUE.items():
+        chosen[canonical_key(key, known)] = (value, "recipe profile")
+    for key, info in known.items():
         if info.env and environ.get(info.env, "").strip():
             chosen[key] = (environ[info.env], f"environment ({info.env})")
     if config_file is not None:
-        for key, value in read_config_file(config_file).items():
+        for key, value in read_config_file(config_file, known).items():
             chosen[key] = (value, "file")
     for key, value in (overrides or {}).items():
-        chosen[canonical_key(key)] = (value, "command line")
+        chosen[canonical_key(key, known)] = (value, "command line")
 
-    sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    sections: dict[str, dict[str, Any]] = {name: {} for name in sections_by_name}
     top: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, (raw, source) in chosen.items():
-        info = CATALOGUE[key]
+        info = known[key]
         try:
             value = info.kind.parse(raw)
         except ValueError as exc:
@@ -592,11 +539,11 @@ def load_settings(
     return Settings(
         reef=ReefSection(**sections["reef"]),
         inference=InferenceSection(**sections["inference"]),
-        training=TrainingSection(**sections["training"]),
-        harness=HarnessSection(**sections["harness"]),
         reports=reports,
         embedded=EmbeddedSection(**sections["embedded"]),
-        slime=SlimeSection(**sections["slime"]),
+        recipe_sections={
+            name: cls(**sections[name]) for name, cls in sections_by_name.items() if name not in CORE_SECTIONS
+        },
         sources=sources,
         config_file=config_file,
         **top,
@@ -607,7 +554,7 @@ def live_changes(old: Settings, new: Settings) -> tuple[list[str], list[str]]:
     """Keys that changed between two loads: (applied without a restart, needing a restart)."""
     live: list[str] = []
     restart: list[str] = []
-    for key, info in CATALOGUE.items():
+    for key, info in old.catalogue.items():
         if old.value(key) != new.value(key):
             (live if info.live else restart).append(key)
     return live, restart
@@ -615,19 +562,19 @@ def live_changes(old: Settings, new: Settings) -> tuple[list[str], list[str]]:
 
 def with_live_values(current: Settings, fresh: Settings) -> Settings:
     """`current` with only the live settings (tokens, upstream) taken from `fresh`."""
-    sections: dict[str, Any] = {}
-    for name in SECTIONS:
-        changes = {
-            info.attr: getattr(getattr(fresh, name), info.attr)
-            for info in CATALOGUE.values()
-            if info.section == name and info.live
-        }
-        sections[name] = dataclasses.replace(getattr(current, name), **changes)
+    known = current.catalogue
+
+    def refreshed(name: str, section: Any) -> Any:
+        changes = {info.attr: fresh.value(info.key) for info in known.values() if info.section == name and info.live}
+        return dataclasses.replace(section, **changes)
+
+    core = {name: refreshed(name, getattr(current, name)) for name in CORE_SECTIONS}
+    recipes = {name: refreshed(name, section) for name, section in current.recipe_sections.items()}
     sources = dict(current.sources)
-    for key, info in CATALOGUE.items():
+    for key, info in known.items():
         if info.live:
             if key in fresh.sources:
                 sources[key] = fresh.sources[key]
             else:
                 sources.pop(key, None)
-    return dataclasses.replace(current, sources=sources, **sections)
+    return dataclasses.replace(current, sources=sources, recipe_sections=recipes, **core)

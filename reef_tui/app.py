@@ -17,7 +17,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 
-from reef_cli.client import Event, ReefClient, ReefClientError, Status
+from reef_client import Event, ReefClient, ReefClientError, Status
 from reef_daemon.contract import ScoreScale
 from reef_tui.bindings import score_key
 from reef_tui.live import DaemonConnected, DaemonEvent, DaemonGone, EventFollower

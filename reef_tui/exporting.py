@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from textual.screen import Screen
 
-from reef_cli.client import ReefClientError
-from reef_cli.exporting import nothing_to_export, whole_file
+from reef_client import ReefClientError, nothing_to_export, whole_file
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp

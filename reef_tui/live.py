@@ -9,7 +9,7 @@ import threading
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from reef_cli.client import Event, ReefClient, ReefClientError, Status
+from reef_client import Event, ReefClient, ReefClientError, Status
 
 RETRY_PAUSES_S = (0.5, 1.0, 2.0, 5.0)
 

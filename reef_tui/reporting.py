@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from textual.screen import Screen
 
-from reef_cli.client import ReefClientError
+from reef_client import ReefClientError
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp

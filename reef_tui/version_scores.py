@@ -3,9 +3,9 @@ time, a line for the selected version's details, and a line for the running cana
 
 from __future__ import annotations
 
-from reef_cli.client import VersionScore, VersionScores
-from reef_cli.render.formats import MISSING, timestamp
-from reef_cli.render.live_scores import mean_text, sparkline
+from reef_client import VersionScore, VersionScores
+from reef_client.render.formats import MISSING, timestamp
+from reef_client.render.live_scores import mean_text, sparkline
 
 
 def _score(live: VersionScores | None, release_id: str | None) -> VersionScore | None:

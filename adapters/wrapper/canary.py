@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from adapters.wrapper.installed import Installed
-from reef_cli.client import CanaryState, ReefClient, ReefClientError
+from reef_client import CanaryState, ReefClient, ReefClientError
 
 
 def in_canary(session: str, share: float) -> bool:

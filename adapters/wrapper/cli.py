@@ -8,7 +8,7 @@ import sys
 from adapters.wrapper import commands
 from adapters.wrapper.installed import NotInstalled, load
 from adapters.wrapper.session import run
-from reef_cli.client import ReefClientError
+from reef_client import ReefClientError
 
 COMMANDS = ("report", "request", "versions", "update", "doctor")
 # Old names of commands, still taken: harness commands installed before the rename run `evolve`.

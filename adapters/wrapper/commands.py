@@ -6,16 +6,23 @@ import os
 import subprocess
 import sys
 
-import click
-import typer
-
 from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import canary_line
 from adapters.wrapper.installed import Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
-from reef_cli.client import ApiError, DaemonUnreachable, ReefClient, ReleaseRow, Unauthorized
-from reef_cli.commands import request as reef_request
-from reef_cli.render.versions import HEADERS, request_text, version_cells
+from reef_client import (
+    Activity,
+    ApiError,
+    DaemonUnreachable,
+    ReefClient,
+    ReleaseRow,
+    RequestProgress,
+    Unauthorized,
+    follow_request,
+    request_outcome,
+    request_status,
+)
+from reef_client.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
 
 VERSION_TIMEOUT_S = 60
@@ -44,16 +51,26 @@ def report(installed: Installed, score: float, feedback: str | None) -> int:
 
 
 def request(installed: Installed, text: str, wait: bool, timeout: float) -> int:
-    """`reef request` for this install's scenario and daemon; says how to install what it publishes."""
+    """`reef request` for this install's scenario and daemon: file the change request and, with `wait`, follow it
+    to the end (its activity on stderr) and say how to install what it publishes. Exit status as `reef request`."""
     binding = installed.binding
-    try:
-        reef_request.request(text, binding.scenario, wait, timeout, False, binding.url, installed.token)
-    except (click.exceptions.Exit, typer.Exit) as exc:
-        # reef's commands end with typer.Exit; here its status is the wrapper's, without a traceback.
-        return int(exc.exit_code)
-    if wait:
+    with ReefClient(binding.url, installed.token) as client:
+        filed = client.file_request(binding.scenario, text)
+        request_id = str(filed["agent_record_id"])
+        if not wait:
+            print(f"request {request_id} queued; its progress: {filed['progress_path']}")
+            return 0
+        progress = follow_request(client, request_id, timeout, _show_activity)
+    print("\n".join(request_outcome(progress)))
+    status = request_status(progress)
+    if status == 0:
         print(f"install the served version with: {installed.wrapper} update")
-    return 0
+    return status
+
+
+def _show_activity(progress: RequestProgress, new: list[Activity]) -> None:
+    for entry in new:
+        print(f"· {entry['text']}", file=sys.stderr, flush=True)
 
 
 def versions(installed: Installed, wanted: list[str] | None = None) -> int:

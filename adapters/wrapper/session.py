@@ -16,7 +16,7 @@ from adapters._agent import SESSION_ENV
 from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import session_install
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
-from reef_cli.client import ReefClient
+from reef_client import ReefClient
 from reef_daemon.contract import CANARY_DIR, TOKEN_ENV
 
 SESSIONS = ".reef-sessions"

@@ -38,12 +38,19 @@ from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Declined, Proposal, review_answer
 from recipes.reefine.step_tools import StartTrial, StepTools
 from recipes.reefine.workspace import CHECK, lay_out, read_back
-from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV, TRIAL_SCENARIO
-from reef_daemon.harness.admission import Refused, admit
-from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, model_endpoint, needed_paths
-from reef_daemon.harness.model_relay import Budget
+from reef_daemon.recipe_api import (
+    BWRAP,
+    NO_BWRAP,
+    Budget,
+    Refused,
+    TokenGate,
+    admit,
+    bound_files,
+    jail_argv,
+    model_endpoint,
+    needed_paths,
+)
 from reef_harness import Entry
 
 OFF = "off"

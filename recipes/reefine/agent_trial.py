@@ -22,9 +22,7 @@ from pathlib import Path
 from adapters import SESSION_ENV, Adapter, Binding
 from recipes.reefine.transcripts import tool_calls
 from reef_daemon.contract import TOKEN_ENV, TRIAL_SCENARIO
-from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import jail_argv, model_endpoint, needed_paths
-from reef_daemon.harness.model_relay import Budget
+from reef_daemon.recipe_api import Budget, bound_files, jail_argv, model_endpoint, needed_paths
 from reef_harness import Entry
 
 NO_TOKEN = "none"  # noqa: S105 - agents want some key; a daemon without auth ignores it

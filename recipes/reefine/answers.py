@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.harness.screens import find_credential
+from reef_daemon.recipe_api import find_credential
 from reef_harness import Entry, Mutation
 
 REQUIRE_KINDS = ("env", "binary", "permission", "service")

@@ -15,7 +15,7 @@ from typing import Any
 
 from recipes.reefine.answers import Unusable, first_json
 from reef_daemon.contract import EvalTask
-from reef_daemon.untrusted_regex import BadPattern, compiled
+from reef_daemon.recipe_api import BadPattern, compiled
 
 BEHAVIOUR_ID = "behaviour"
 PROMPT_LIMIT = 2000

@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 from reef_daemon.contract import low_score_below
-from reef_daemon.store import Store
-from reef_daemon.store.records import RecordQuery
+from reef_daemon.recipe_api import RecordQuery, Store
 
 SHOWN = 3  # conversations
 SCANNED = 200  # newest inference records looked at

@@ -22,7 +22,7 @@ from recipes.reefine.judge import Judgement, pairwise, regex_verdict
 from recipes.reefine.model import ServedModel
 from recipes.reefine.trial import Finished, TrialRunner
 from reef_daemon.contract import EvalTask, EvidenceRow
-from reef_daemon.harness.model_relay import Budget
+from reef_daemon.recipe_api import Budget
 from reef_harness import Entry
 
 CANDIDATE = "candidate"

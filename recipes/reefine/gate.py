@@ -30,7 +30,7 @@ from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Note
 from recipes.reefine.trial import Trial, TrialRunner
 from reef_daemon.contract import EvalTask, Evidence, EvidenceRow
-from reef_daemon.store import Store
+from reef_daemon.recipe_api import Store
 from reef_harness import Entry
 
 TaskSource = Callable[[Store, str, int], Awaitable[list[EvalTask]]]

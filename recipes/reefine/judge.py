@@ -17,7 +17,7 @@ from recipes.reefine.answers import Unusable, first_json
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.prompts import fence
 from reef_daemon.contract import EvalTask
-from reef_daemon.untrusted_regex import Found, search
+from reef_daemon.recipe_api import Found, search
 
 Verdict = Literal["better", "same", "worse"]
 JUDGE_TOKENS = 512

@@ -9,8 +9,7 @@ import json
 from dataclasses import dataclass
 
 from reef_daemon.contract import CHAT_ROUTE
-from reef_daemon.errors import UpstreamFailed
-from reef_daemon.runtimes.base import Runtime
+from reef_daemon.recipe_api import Runtime, UpstreamFailed
 
 
 class ModelFailed(Exception):

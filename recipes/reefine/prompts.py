@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 
 from adapters import Adapter
-from reef_daemon.harness.admission import RESERVED_IDS
+from reef_daemon.recipe_api import RESERVED_IDS
 from reef_harness import KINDS, Entry
 
 PREVIEW_CHARS = 240

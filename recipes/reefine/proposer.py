@@ -24,7 +24,7 @@ from recipes.reefine.answers import (
 )
 from recipes.reefine.behaviour import NO_REQUEST, Checked, plan_check
 from recipes.reefine.model import ServedModel
-from reef_daemon.harness.admission import Refused, admit
+from reef_daemon.recipe_api import Refused, admit
 from reef_harness import Entry, Mutation
 
 ATTEMPTS = 3

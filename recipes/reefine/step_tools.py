@@ -20,10 +20,7 @@ from aiohttp import web
 from adapters import Adapter
 from recipes.reefine.agent_trial import TrialRun
 from recipes.reefine.workspace import read_back, snapshot
-from reef_daemon.auth import presented_token
-from reef_daemon.harness.admission import Refused, admit
-from reef_daemon.jsonbody import json_response
-from reef_daemon.untrusted_regex import BadPattern, compiled, search
+from reef_daemon.recipe_api import BadPattern, Refused, admit, compiled, json_response, presented_token, search
 from reef_harness import Entry
 
 ROUTE = "/reef-step/{tool}"

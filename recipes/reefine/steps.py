@@ -11,10 +11,8 @@ from recipes.reefine.gate import Gate, Gated, not_evaluated
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import TrialRunner, not_run
-from reef_daemon.harness.host import HarnessHost
-from reef_daemon.harness.progress import RequestProgress
-from reef_daemon.recipe_api import StepOutcome
-from reef_daemon.runtimes.base import Runtime
+from reef_daemon.contract import StoredRecord
+from reef_daemon.recipe_api import HarnessHost, RequestProgress, Runtime, StepOutcome, Unit
 from reef_harness import Entry, touches_kind
 
 DESIGN_LIMIT = 4000
@@ -43,10 +41,10 @@ class HarnessSteps:
         self._agent = agent
         self._gate = gate
 
-    async def for_request(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
+    async def for_request(self, scenario: str, unit: Unit) -> StepOutcome:
         """One change request, start to end. Its progress is durable; the committed step settles it."""
-        request_id = str(unit["id"])
-        text = str(unit.get("text", ""))
+        request_id = unit.id
+        text = unit.record.get("text", "")
         await self._progress.begin(request_id, scenario)
 
         async def note(line: str) -> None:
@@ -89,12 +87,12 @@ class HarnessSteps:
         )
         return StepOutcome(outcome.result, metrics, outcome.release_id, served.release_id, request_id)
 
-    async def from_failure(self, scenario: str, unit: dict[str, Any]) -> StepOutcome:
+    async def from_failure(self, scenario: str, unit: Unit) -> StepOutcome:
         """A low-scored report: one skill from the conversations it scored."""
         served = await self._harness.served(scenario)
         tree = await self._harness.tree(scenario, served.release_id)
-        referenced = [row for row in unit.get("referenced", []) if row.get("type") == "inference"]
-        traces = [{"score": str(unit.get("score")), "text": _trace(row)} for row in referenced]
+        referenced = [row for row in unit.referenced if row["type"] == "inference"]
+        traces = [{"score": str(unit.record["score"]), "text": _trace(row)} for row in referenced]
         model = ServedModel(self._runtime, self._model, self._max_tokens)
 
         async def note(line: str) -> None:
@@ -238,6 +236,6 @@ def how_to_use(design: str) -> str | None:
     return found
 
 
-def _trace(row: dict[str, Any]) -> str:
-    shown = {"request": row.get("request"), "response": row.get("response")}
+def _trace(row: StoredRecord) -> str:
+    shown = {"request": row["request"], "response": row["response"]}
     return json.dumps(shown, ensure_ascii=False)[:TRACE_LIMIT]

@@ -31,11 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from adapters import SESSION_ENV, Adapter, Binding, find_agent, not_found
-from reef_daemon.auth import TokenGate
 from reef_daemon.contract import TOKEN_ENV, TRIAL_SCENARIO
-from reef_daemon.harness.install.files import bound_files
-from reef_daemon.harness.jail import BWRAP, NO_BWRAP, jail_argv, model_endpoint, needed_paths
-from reef_daemon.harness.model_relay import Budget
+from reef_daemon.recipe_api import (
+    BWRAP,
+    NO_BWRAP,
+    Budget,
+    TokenGate,
+    bound_files,
+    jail_argv,
+    model_endpoint,
+    needed_paths,
+)
 from reef_harness import Entry
 
 HEALTH_PROMPT = "This is a health check. Reply with exactly one word, reef-ok, and nothing else."

@@ -1,18 +1,20 @@
 """Weight recipes: SAO (single-rollout, critic baseline) and its GRPO control, on the embedded model.
 
 `recipes.sao:SaoRecipe` and `recipes.sao:GrpoRecipe` resolve lazily, so that importing the package's pure parts
-(the toy task, the objective) does not load torch.
+(the toy task, the objective, the settings) does not load torch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GrpoRecipe", "SaoRecipe"]
+from recipes.sao.settings import SETTINGS_SECTIONS
+
+__all__ = ["SETTINGS_SECTIONS", "GrpoRecipe", "SaoRecipe"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in ("GrpoRecipe", "SaoRecipe"):
         from recipes.sao import recipe
 
         return getattr(recipe, name)

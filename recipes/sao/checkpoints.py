@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from safetensors.torch import load, save
 
-from reef_daemon.releases import ReleaseStore
+from reef_daemon.recipe_api import ReleaseStore
 
 WEIGHTS_FILE = "weights.safetensors"
 MANIFEST_FILE = "manifest.json"

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.rollout import Rollout, judge_report, parse_version
-from recipes.sao.slime.contract import check_ready, plan_run
+from recipes.sao.settings import TrainingSection
+from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer
 from reef_daemon.contract import RecipeStatus, RecordType
@@ -32,10 +33,10 @@ from reef_daemon.recipe_api import (
     SettingsError,
     StepOutcome,
     Store,
+    Unit,
     Verdict,
     WeightSwappable,
 )
-from reef_daemon.runtimes.embedded.sglang.launch import node_address
 
 log = logging.getLogger("reef.sao")
 
@@ -52,7 +53,8 @@ class SaoRecipe(Recipe):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.batch_size = settings.training.batch_size
+        self.training = settings.of(TrainingSection)
+        self.batch_size = self.training.batch_size
         self._runtime: WeightSwappable | None = None
         self._trainer: Trainer | None = None
         self._bound: str | None = None  # the one scenario this process trains
@@ -63,7 +65,7 @@ class SaoRecipe(Recipe):
         self._last_swap_s: float | None = None
         self._checkpoint_list: list[str] = []  # oldest first
         self._slime: SlimeRun | None = None
-        if settings.training.trainer == "slime":
+        if self.training.trainer == "slime":
             check_ready(settings)  # refused here, before anything starts, with what to install
         self._started = time.time()  # rollouts made before this run by trained weights are not trained on
 
@@ -73,12 +75,12 @@ class SaoRecipe(Recipe):
                 f"the {self.name} recipe trains the embedded model; start reef without --inference.upstream-url"
             )
         self._runtime = runtime
-        if self.settings.training.trainer == "slime":
+        if self.training.trainer == "slime":
             plan = plan_run(self.settings, REEF_ROOT, node_address())
             self._slime = SlimeRun(plan, self.settings.reef.state_dir / "logs")
             await asyncio.to_thread(self._slime.launch)
             return
-        self._trainer = await asyncio.to_thread(Trainer, runtime.weights_dir, self.settings.training, self.advantage)
+        self._trainer = await asyncio.to_thread(Trainer, runtime.weights_dir, self.training, self.advantage)
         for scenario in store.scenarios.all():
             if scenario.recipe == self.name and await store.steps.last(scenario.name) is not None:
                 await self._bind(scenario.name)
@@ -127,19 +129,19 @@ class SaoRecipe(Recipe):
         self._last_swap_s = time.perf_counter() - began
         return version
 
-    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
+    def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         if self._bound is not None and scenario.name != self._bound:
             return Ineligible(f"this daemon trains scenario {self._bound}; one weight scenario per process")
         verdict, rollout = judge_report(
-            record, self._version(), self.settings.training.max_staleness, self._claimed, run_started=self._started
+            unit, self._version(), self.training.max_staleness, self._claimed, run_started=self._started
         )
         if rollout is not None:
             self._claimed.add(rollout.record_id)
             self._rollouts[rollout.report_id] = rollout
         return verdict
 
-    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
-        rollouts = [self._rollouts.pop(str(unit["id"])) for unit in units]
+    async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
+        rollouts = [self._rollouts.pop(unit.id) for unit in units]
         for rollout in rollouts:
             self._claimed.discard(rollout.record_id)
         consumed = tuple(rollout.record_id for rollout in rollouts)
@@ -169,7 +171,7 @@ class SaoRecipe(Recipe):
             self._head = metrics["weight_version"]
         else:
             metrics["weight_version"] = self._version()
-        if self._trainer.steps_done % self.settings.training.checkpoint_every == 0:
+        if self._trainer.steps_done % self.training.checkpoint_every == 0:
             self._head = await self._checkpoint(metrics)
             metrics["checkpoint"] = self._head
         return StepOutcome("selected", metrics, self._head, parent, also_consumed=consumed)
@@ -180,7 +182,7 @@ class SaoRecipe(Recipe):
         for rollout in rollouts:
             produced = [parse_version(v) for v in rollout.versions]
             if now is None or any(
-                p is None or p[0] != now[0] or now[1] - p[1] > self.settings.training.max_staleness for p in produced
+                p is None or p[0] != now[0] or now[1] - p[1] > self.training.max_staleness for p in produced
             ):
                 return "a rollout became older than training.max-staleness while it waited for its batch"
         return None

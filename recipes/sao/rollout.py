@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from reef_daemon.contract import IMPORTED_TAG
-from reef_daemon.recipe_api import Eligible, Ineligible, Verdict
+from reef_daemon.contract import IMPORTED_TAG, StoredRecord
+from reef_daemon.recipe_api import Eligible, Ineligible, Unit, Verdict
 
 # An imported conversation was sampled elsewhere: there are no log-probs of this model to train on.
 IMPORTED_REASON = "imported: no log-probs (the conversation was not sampled by this model)"
@@ -36,23 +36,23 @@ def parse_version(version: str) -> tuple[str, int] | None:
 
 
 def judge_report(
-    report: dict[str, Any], current_version: str, max_staleness: int, claimed: set[str], *, run_started: float = 0.0
+    report: Unit, current_version: str, max_staleness: int, claimed: set[str], *, run_started: float = 0.0
 ) -> tuple[Verdict, Rollout | None]:
     """Is this report an eligible scored rollout? Returns the verdict and, when eligible, the rollout. A rollout
     made before `run_started` (this daemon's start) is eligible only if the weights as loaded generated it: the
     weights trained in an earlier run are not the ones training now, though they share a fingerprint."""
-    score = report.get("score")
+    score = report.record.get("score")
     if not isinstance(score, int | float) or not math.isfinite(score):
         return Ineligible("the report has no score"), None
-    referenced = report.get("referenced") or []
-    if len(referenced) != 1:
+    if len(report.referenced) != 1:
         return Ineligible("the report must reference exactly one inference record"), None
-    (record,) = referenced
-    if record.get("consumed_by") is not None or record["id"] in claimed:
+    (record,) = report.referenced
+    if record.get("consumed_by_step") is not None or record["id"] in claimed:
         return Ineligible("the rollout was already trained on"), None
     if IMPORTED_TAG in (record.get("tags") or {}):
         return Ineligible(IMPORTED_REASON), None
-    tokens = record.get("tokens")
+    # The runtime records the sampling it used beside the token data (`sampling`), which TokenData does not list.
+    tokens: dict[str, Any] | None = cast("dict[str, Any] | None", record.get("tokens"))
     if not tokens or not tokens.get("output_ids"):
         return Ineligible("the rollout has no token data from this runtime (it was not served by the model)"), None
     if not record.get("complete"):
@@ -67,7 +67,7 @@ def judge_report(
     temperature = _sampled_temperature(record, tokens)
     rollout = Rollout(
         record_id=str(record["id"]),
-        report_id=str(report["id"]),
+        report_id=report.id,
         prompt_ids=tuple(int(t) for t in tokens["prompt_ids"]),
         output_ids=tuple(int(t) for t in tokens["output_ids"]),
         logprobs=tuple(float(p) for p in tokens["logprobs"]),
@@ -79,7 +79,7 @@ def judge_report(
     return Eligible(), rollout
 
 
-def _sampled_temperature(record: dict[str, Any], tokens: dict[str, Any]) -> float:
+def _sampled_temperature(record: StoredRecord, tokens: dict[str, Any]) -> float:
     """The temperature the rollout was sampled at: as the runtime recorded it (a request that set none got the
     runtime's default), else as the request asked. Greedy log-probs are the model's own, at temperature 1."""
     sampling, request = tokens.get("sampling"), record.get("request")

@@ -20,7 +20,8 @@ import torch
 
 from recipes.sao.algorithm import DisBounds, dis_policy_loss, gae, grpo_advantages, length_adaptive_lambda
 from recipes.sao.rollout import Rollout
-from reef_daemon.settings import SettingsError, TrainingSection
+from recipes.sao.settings import TrainingSection
+from reef_daemon.recipe_api import SettingsError
 
 TRAINABLE_LAYERS = 4
 

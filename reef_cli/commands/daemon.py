@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from reef_cli.client import ReefClient, ReefClientError
 from reef_cli.connect import daemon_client
 from reef_cli.daemon_process import StartFailed, is_reef_daemon, start_daemon, stop_daemon
 from reef_cli.options import JsonOption, TokenOption, UrlOption
@@ -17,6 +16,7 @@ from reef_cli.render.status import status_view
 from reef_cli.serve import settings_from_command_line
 from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DaemonFiles, running_here
+from reef_client import ReefClient, ReefClientError
 from reef_daemon.contract import DEFAULT_STATE_DIR
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.scenario_recipes import other_recipe_notice

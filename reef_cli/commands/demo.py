@@ -12,7 +12,6 @@ from rich.columns import Columns
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from recipes.sao.examples.toy import task
-from reef_cli.client import ReefClient, ReefClientError
 from reef_cli.daemon_process import StartFailed
 from reef_cli.demo_run import (
     MOVING_WINDOW,
@@ -27,6 +26,7 @@ from reef_cli.demo_run import (
 from reef_cli.options import TokenOption
 from reef_cli.output import console, error_console, fail
 from reef_cli.render.demo import curve_line, step_line, steps_table, summary
+from reef_client import ReefClient, ReefClientError
 from reef_daemon.contract import TOKEN_ENV
 
 EXAMPLE = "Example: reef demo sao --compare --steps 32 --seeds 3"

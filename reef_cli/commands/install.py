@@ -9,9 +9,9 @@ import typer
 
 from reef_cli.commands.versions import resolve_version
 from reef_cli.connect import daemon_client, found_daemon
-from reef_cli.installs import run_install_script
 from reef_cli.options import TokenOption, UrlOption
 from reef_cli.setting_options import adapter_names
+from reef_client import run_install_script
 
 EXAMPLE = "Example: reef install --adapter pi --scenario my-harness    (then run: reef-pi)"
 

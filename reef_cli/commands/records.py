@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from reef_cli.client import RecordRow, ReefClient
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
-from reef_cli.render.records import records_table
+from reef_client import RecordRow, ReefClient
+from reef_client.render.records import records_table
 from reef_daemon.contract import RECORD_TYPES, RecordType, awaits_score, record_type
 
 EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"

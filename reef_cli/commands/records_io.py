@@ -13,10 +13,10 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from reef_cli.connect import daemon_client
-from reef_cli.exporting import nothing_to_export, whole_file
 from reef_cli.importing import import_files, import_size
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import error_console, print_json, say_error
+from reef_client import nothing_to_export, whole_file
 from reef_daemon.contract import ImportResult
 from reef_transcripts.sessions import FORMATS, BadLine, Conversation
 

@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from reef_cli.client import ReefClient
 from reef_cli.commands.score_from import score_from_lines
 from reef_cli.commands.score_next import score_next
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import fail, print_json
+from reef_client import ReefClient
 
 EXAMPLE = (
     "Examples: reef score 3f2a9c0d4e5b6a7980c1d2e3f4a5b6c7 1 --feedback 'right answer' (1 is the best score)  |  "

@@ -10,9 +10,9 @@ from typing import Any
 
 import typer
 
-from reef_cli.client import ApiError, ReefClient
 from reef_cli.output import print_json, say_error
 from reef_cli.score_lines import LineRefused, ScoreLine, parse_line
+from reef_client import ApiError, ReefClient
 
 
 @dataclass(frozen=True)

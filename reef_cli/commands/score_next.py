@@ -8,9 +8,9 @@ from typing import Literal
 
 import typer
 
-from reef_cli.client import ReefClient
 from reef_cli.output import console
-from reef_cli.render.record import record_view
+from reef_client import ReefClient
+from reef_client.render.record import record_view
 from reef_daemon.contract import ScoreScale
 
 QUIT: Literal["quit"] = "quit"

@@ -9,7 +9,7 @@ import typer
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, print_json
-from reef_cli.render.record import record_view
+from reef_client.render.record import record_view
 
 EXAMPLE = "Example: reef show 3f2a9c0d4e5b6a7980c1d2e3f4a5b6c7 --json"
 

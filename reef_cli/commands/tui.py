@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from reef_cli.client import ReefClient, ReefClientError
 from reef_cli.connect import found_daemon
 from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, find_daemon
 from reef_cli.options import TokenOption, UrlOption
+from reef_client import ReefClient, ReefClientError
 
 EXAMPLE = "Example: reef tui --scenario demo   (inside: ? for help, ctrl+p for every action)"
 PROBE_TIMEOUT_S = 1.0

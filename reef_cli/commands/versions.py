@@ -8,15 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from reef_cli.client import ApiError, ReefClient, ReleaseRow, VersionScores
 from reef_cli.commands.request import ScenarioOption
 from reef_cli.connect import daemon_client
-from reef_cli.installs import mark_installed
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
-from reef_cli.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
-from reef_cli.render.live_scores import canary_mark, live_table
-from reef_cli.render.versions import HEADERS, request_text, version_cells
+from reef_client import ApiError, ReefClient, ReleaseRow, VersionScores, mark_installed
+from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
+from reef_client.render.live_scores import canary_mark, live_table
+from reef_client.render.versions import HEADERS, request_text, version_cells
 
 VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence)"
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4   (or --canary 20 v4)"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from reef_cli.client import ScenarioRow, Status
-from reef_cli.render.formats import MISSING, duration
+from reef_client import ScenarioRow, Status
+from reef_client.render.formats import MISSING, duration
 from reef_daemon.contract import SamplingDefaults, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 

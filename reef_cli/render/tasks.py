@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from reef_cli.render.formats import MISSING, clock
+from reef_client.render.formats import MISSING, clock
 from reef_daemon.contract import EvalTask, TaskList
 
 PROMPT_WIDTH = 70

@@ -98,7 +98,7 @@ async def check_canary(daemon: Daemon, scenario: str) -> CanaryState | None:
     low_below = low_score_below(daemon.store.score_scale)
     tallies = {tally.release_id: tally for tally in await daemon.store.live_scores.tallies(scenario, low_below, 0)}
     ours, theirs = _summary(tallies.get(canary["release_id"])), _summary(tallies.get(canary["served_release_id"]))
-    least = daemon.settings.harness.canary_min_scored
+    least = int(daemon.settings.value("harness.canary-min-scored"))
     if not clearly_worse(ours, theirs, least):
         return None
     served = describe("the served version", theirs)

@@ -20,17 +20,16 @@ MAX_ACTIVITY = 200
 _COLUMNS = "id, scenario, state, design, activity, outcome, started_at, updated_at"
 
 
-def _row(values: tuple[Any, ...]) -> dict[str, Any]:
-    request_id, scenario, state, design, activity, outcome, started_at, updated_at = values
+def _row(row: sqlite3.Row) -> dict[str, Any]:
     return {
-        "id": request_id,
-        "scenario": scenario,
-        "state": state,
-        "design": design,
-        "activity": json.loads(activity),
-        "outcome": json.loads(outcome) if outcome else None,
-        "started_at": started_at,
-        "updated_at": updated_at,
+        "id": row["id"],
+        "scenario": row["scenario"],
+        "state": row["state"],
+        "design": row["design"],
+        "activity": json.loads(row["activity"]),
+        "outcome": json.loads(row["outcome"]) if row["outcome"] else None,
+        "started_at": row["started_at"],
+        "updated_at": row["updated_at"],
     }
 
 

@@ -25,8 +25,8 @@ from reef_daemon.jsonbody import parse_json_object, read_body
 from reef_daemon.names import scenario_from_header
 from reef_daemon.proxy.headers import client_headers, tags_from, upstream_headers
 from reef_daemon.proxy.sse import SseRelay, error_frame
+from reef_daemon.records import InferenceDraft
 from reef_daemon.runtimes.base import RuntimeResponse
-from reef_daemon.store import InferenceDraft
 
 log = logging.getLogger("reef.proxy")
 

@@ -8,33 +8,14 @@ the receipt added as API.md says.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
+from reef_daemon.records import FRAME_DELIMITER, parse_frame
 
-_DELIMITER = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _CHAT_IDENTITY_KEYS = ("id", "created", "model", "system_fingerprint", "service_tier")
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete")
-
-
-def parse_frame(frame: bytes) -> tuple[str | None, str]:
-    """(event name, data) of one SSE frame; data lines joined by newlines."""
-    event: str | None = None
-    data_lines: list[str] = []
-    for line in _LINE_BREAK.split(frame.decode("utf-8", errors="replace")):
-        if line.startswith("data:"):
-            data_lines.append(line[5:].removeprefix(" "))
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-    return event, "\n".join(data_lines)
-
-
-def split_frames(text: bytes) -> list[bytes]:
-    """Every complete frame of an SSE body, without delimiters (used when assembling a stored stream)."""
-    return [frame for frame in _DELIMITER.split(text) if frame.strip()]
 
 
 def _json_object(data: str) -> dict[str, Any] | None:
@@ -95,7 +76,7 @@ class SseRelay:
         if not self._carriage_returns:  # the common case: plain `\n\n`, found without a regex
             found = buffer.find(b"\n\n", start)
             return None if found < 0 else (found, found + 2)
-        match = _DELIMITER.search(buffer, start)
+        match = FRAME_DELIMITER.search(buffer, start)
         return None if match is None else (match.start(), match.end())
 
     def remainder(self) -> bytes:

@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from reef_daemon.contract import CHAT_ROUTE, IMPORTED_TAG, SESSION_HEADER, TAG_HEADER_PREFIX, ImportConversation
+from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.reports import content_hash
-from reef_daemon.store import ClientRecordDraft, InferenceDraft
 from reef_daemon.store.imports import ImportDraft
 
 ROLES = ("system", "developer", "user", "assistant", "tool")

@@ -27,8 +27,9 @@ from reef_daemon.harness.screens import screen_request
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import scenario_from_header
+from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports import content_hash
-from reef_daemon.store import ClientRecordDraft, Store
+from reef_daemon.store import Store
 
 routes = web.RouteTableDef()
 

@@ -33,7 +33,7 @@ async def list_tasks(request: web.Request) -> web.Response:
     body: TaskList = {
         "scenario": scenario,
         "tasks": await daemon.store.tasks.list(scenario),
-        "replays": await daemon.store.tasks.replays(scenario, daemon.settings.harness.replays),
+        "replays": await daemon.store.tasks.replays(scenario, int(daemon.settings.value("harness.replays"))),
     }
     return json_response(body)
 

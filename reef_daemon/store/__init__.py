@@ -14,14 +14,7 @@ from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.imports import ImportDraft, ImportStore
 from reef_daemon.store.live_scores import LiveScoreReader, ReleaseTally
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.records import (
-    ClientRecordDraft,
-    InferenceDraft,
-    InferenceSummary,
-    RecordQuery,
-    RecordStore,
-    Summarizer,
-)
+from reef_daemon.store.records import RecordQuery, RecordStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.tasks import TaskDraft, TaskStore, gate_tasks
@@ -30,14 +23,11 @@ from reef_daemon.store.writer import Event, GroupCommitWriter
 __all__ = [
     "TRAINING_MODES",
     "CanaryStore",
-    "ClientRecordDraft",
     "Event",
     "EventLog",
     "ExportReader",
     "ImportDraft",
     "ImportStore",
-    "InferenceDraft",
-    "InferenceSummary",
     "LiveScoreReader",
     "RecordQuery",
     "RecordStore",
@@ -47,7 +37,6 @@ __all__ = [
     "StepCommit",
     "StepStore",
     "Store",
-    "Summarizer",
     "TaskDraft",
     "TaskStore",
     "gate_tasks",
@@ -62,7 +51,6 @@ class Store:
     def __init__(
         self,
         state_dir: Path,
-        summarize: Summarizer,
         on_events: Callable[[list[Event]], None],
         *,
         score_scale: ScoreScale,
@@ -72,7 +60,6 @@ class Store:
         self.writer = GroupCommitWriter(str(self.path), on_events)
         self._checkpointer = Checkpointer(str(self.path))
         self._reader: Reader | None = None
-        self._summarize = summarize
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
         self.scenarios = ScenarioStore(self.writer)
 
@@ -86,7 +73,7 @@ class Store:
         self.writer.start(loop)  # creates the file and applies migrations first
         self._checkpointer.start()
         self._reader = Reader(str(self.path))
-        self.records = RecordStore(self.writer, self._reader, self._summarize)
+        self.records = RecordStore(self.writer, self._reader)
         self.imports = ImportStore(self.writer, self.records)
         self.exports = ExportReader(self._reader)
         self.events = EventLog(self._reader)

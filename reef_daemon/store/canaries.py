@@ -13,15 +13,14 @@ from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 _COLUMNS = "scenario, release_id, version, share, served_release_id, started_at"
 
 
-def _state(values: tuple[object, ...]) -> CanaryState:
-    scenario, release_id, version, share, served, started_at = values
+def _state(row: sqlite3.Row) -> CanaryState:
     return {
-        "scenario": str(scenario),
-        "release_id": str(release_id),
-        "version": str(version),
-        "share": float(share),  # type: ignore[arg-type]  # a REAL column
-        "served_release_id": str(served),
-        "started_at": float(started_at),  # type: ignore[arg-type]  # a REAL column
+        "scenario": str(row["scenario"]),
+        "release_id": str(row["release_id"]),
+        "version": str(row["version"]),
+        "share": float(row["share"]),
+        "served_release_id": str(row["served_release_id"]),
+        "started_at": float(row["started_at"]),
     }
 
 
@@ -34,9 +33,16 @@ class CanaryStore:
         """Start (or replace) the scenario's canary."""
 
         def write(ctx: WriteContext) -> CanaryState:
-            state = _state((scenario, release_id, version, share, served, time.time()))
+            state: CanaryState = {
+                "scenario": scenario,
+                "release_id": release_id,
+                "version": version,
+                "share": share,
+                "served_release_id": served,
+                "started_at": time.time(),
+            }
             ctx.conn.execute(
-                f"INSERT OR REPLACE INTO canaries ({_COLUMNS}) VALUES (?,?,?,?,?,?)",  # noqa: S608
+                f"INSERT OR REPLACE INTO canaries ({', '.join(state)}) VALUES (?,?,?,?,?,?)",  # noqa: S608
                 tuple(state.values()),
             )
             reason = f"{version} serves {share:g}% of new sessions"
@@ -53,7 +59,7 @@ class CanaryStore:
                 f"SELECT {_COLUMNS} FROM canaries WHERE scenario = ?",  # noqa: S608
                 (scenario,),
             ).fetchone()
-            if row is None or (release_id is not None and row[1] != release_id):
+            if row is None or (release_id is not None and row["release_id"] != release_id):
                 return None
             ctx.conn.execute("DELETE FROM canaries WHERE scenario = ?", (scenario,))
             state = _state(row)

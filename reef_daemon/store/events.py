@@ -25,17 +25,17 @@ class EventLog:
     def _after(conn: sqlite3.Connection, sequence: int, scenario: str | None, limit: int) -> list[Event]:
         scope, params = ("AND scenario = ?", (scenario,)) if scenario else ("", ())
         events: list[Event] = []
-        for values in conn.execute(
+        for stored in conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, body FROM records WHERE sequence > ? {scope}"  # noqa: S608
             " ORDER BY sequence LIMIT ?",
             (sequence, *params, limit),
         ):
-            events.append(record_event(summary_row(values), json.loads(values[-1] or "{}")))
-        for seq, type_, name, data_json in conn.execute(
+            events.append(record_event(summary_row(stored), json.loads(stored["body"] or "{}")))
+        for stored in conn.execute(
             f"SELECT sequence, type, scenario, data FROM events WHERE sequence > ? {scope}"  # noqa: S608
             " ORDER BY sequence LIMIT ?",
             (sequence, *params, limit),
         ):
-            events.append(Event(type_, seq, name, json.loads(data_json)))
+            events.append(Event(stored["type"], stored["sequence"], stored["scenario"], json.loads(stored["data"])))
         events.sort(key=lambda e: e.sequence)
         return events[:limit]

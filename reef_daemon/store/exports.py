@@ -46,10 +46,9 @@ class ExportReader:
     async def count(self, query: ExportQuery) -> int:
         """How many records the query reads."""
         where, params = _where(query)
-        found = await self._reader.run(
-            lambda conn: conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()  # noqa: S608
-        )
-        return int(found[0])
+        sql = f"SELECT count(*) AS total FROM records WHERE {where}"  # noqa: S608
+        found = await self._reader.run(lambda conn: conn.execute(sql, params).fetchone())
+        return int(found["total"])
 
     async def page(self, query: ExportQuery, after: int) -> list[ExportRow]:
         """The next page of records after sequence `after`, oldest first; empty at the end."""
@@ -84,10 +83,18 @@ def _where(query: ExportQuery) -> tuple[str, tuple[Any, ...]]:
 
 def _rows(found: list[sqlite3.Row]) -> list[ExportRow]:
     rows: list[ExportRow] = []
-    for sequence, record_id, route, model, created_at, score, request, answer, tokens in found:
-        answer_json = json.loads(answer) if answer else None
-        token_data = json.loads(tokens) if tokens else None
-        body = decode_body(request)
-        row = ExportRow(sequence, record_id, route, model, created_at, score, body, answer_json, token_data)
-        rows.append(row)
+    for stored in found:
+        rows.append(
+            ExportRow(
+                sequence=stored["sequence"],
+                id=stored["id"],
+                route=stored["route"],
+                model=stored["model"],
+                created_at=stored["created_at"],
+                score=stored["score"],
+                request=decode_body(stored["request"]),
+                answer=json.loads(stored["answer"]) if stored["answer"] else None,
+                tokens=json.loads(stored["tokens"]) if stored["tokens"] else None,
+            )
+        )
     return rows

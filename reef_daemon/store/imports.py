@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from reef_daemon.store.records import ClientRecordDraft, InferenceDraft, RecordStore
+from reef_daemon.records import ClientRecordDraft, InferenceDraft
+from reef_daemon.store.records import RecordStore
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 

@@ -42,27 +42,32 @@ class LiveScoreReader:
 def _tallies(conn: sqlite3.Connection, scenario: str, low_below: float, windows: int) -> list[ReleaseTally]:
     where = f"scenario = ? AND type = 'inference' AND {_RELEASE} IS NOT NULL"
     rows = conn.execute(
-        f"SELECT {_RELEASE}, count(DISTINCT {_SESSION}), count(*), count(score), coalesce(sum(score), 0),"  # noqa: S608
-        f" coalesce(sum(score * score), 0), count(CASE WHEN score < ? THEN 1 END), min(created_at),"
-        f" max(created_at) FROM records WHERE {where} GROUP BY 1 ORDER BY min(created_at)",
+        f"SELECT {_RELEASE} AS release_id, count(DISTINCT {_SESSION}) AS sessions, count(*) AS records,"  # noqa: S608
+        " count(score) AS scored, coalesce(sum(score), 0) AS total, coalesce(sum(score * score), 0) AS squares,"
+        " count(CASE WHEN score < ? THEN 1 END) AS low, min(created_at) AS first_at, max(created_at) AS last_at"
+        f" FROM records WHERE {where} GROUP BY 1 ORDER BY min(created_at)",
         (low_below, scenario),
     ).fetchall()
     tallies: dict[str, ReleaseTally] = {}
-    for release_id, sessions, records, scored, total, squares, low, first_at, last_at in rows:
-        tallies[str(release_id)] = ReleaseTally(
-            str(release_id), sessions, records, scored, total, squares, low, first_at, last_at, [None] * windows
-        )
-    start, end = conn.execute(
-        f"SELECT min(created_at), max(created_at) FROM records WHERE {where} AND score IS NOT NULL",  # noqa: S608
+    for row in rows:
+        release_id = str(row["release_id"])
+        tallies[release_id] = ReleaseTally(
+            release_id, row["sessions"], row["records"], row["scored"], row["total"], row["squares"], row["low"],
+            row["first_at"], row["last_at"], [None] * windows,
+        )  # fmt: skip
+    span = conn.execute(
+        "SELECT min(created_at) AS first_scored, max(created_at) AS last_scored"  # noqa: S608
+        f" FROM records WHERE {where} AND score IS NOT NULL",
         (scenario,),
     ).fetchone()
-    if start is None or windows < 1:
+    if span["first_scored"] is None or windows < 1:
         return list(tallies.values())
-    width = (end - start) / windows or 1.0
-    for release_id, window, mean in conn.execute(
-        f"SELECT {_RELEASE}, min(CAST((created_at - ?) / ? AS INTEGER), ?), avg(score) FROM records"  # noqa: S608
-        f" WHERE {where} AND score IS NOT NULL GROUP BY 1, 2",
+    start = span["first_scored"]
+    width = (span["last_scored"] - start) / windows or 1.0
+    for row in conn.execute(
+        f"SELECT {_RELEASE} AS release_id, min(CAST((created_at - ?) / ? AS INTEGER), ?) AS slot,"  # noqa: S608
+        f" avg(score) AS mean FROM records WHERE {where} AND score IS NOT NULL GROUP BY 1, 2",
         (start, width, windows - 1, scenario),
     ):
-        tallies[str(release_id)].trend[int(window)] = float(mean)
+        tallies[str(row["release_id"])].trend[int(row["slot"])] = float(row["mean"])
     return list(tallies.values())

@@ -4,78 +4,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from reef_daemon.contract import (
-    TRIAL_SCENARIO,
-    Answer,
-    ClientRecordType,
-    RecordPage,
-    RecordPreview,
-    RecordRow,
-    RecordType,
-    StoredRecord,
-)
+from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
+from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, summary_row
+from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 MAX_PAGE = 500
 # A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
 WithReports = tuple[StoredRecord, list[StoredRecord]]
-
-
-@dataclass
-class InferenceDraft:
-    """An exchange as the proxy saw it, before the writer derives its summary and stores it."""
-
-    id: str
-    scenario: str
-    route: str
-    created_at: float
-    model: str | None  # as the client asked; the response may name the model more exactly
-    request: bytes
-    status: int
-    response: bytes
-    stream: bool
-    complete: bool
-    error: str | None
-    ttft_ms: float | None
-    duration_ms: float | None  # None: not known (an imported conversation that had no timestamps)
-    overhead_ms: float | None
-    tags: dict[str, str] = field(default_factory=dict)
-    release: str | None = None
-    tokens: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class InferenceSummary:
-    """What the writer stores besides the raw bytes: derived once, off the event loop."""
-
-    model: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    response: bytes
-    answer: Answer | None  # None where the exchange has no assistant message (an error, count_tokens)
-    preview: RecordPreview | None = None  # None where there are no words to show
-
-
-Summarizer = Callable[[InferenceDraft], InferenceSummary]
-
-
-@dataclass(frozen=True)
-class ClientRecordDraft:
-    """A record a client sends with its own content: a report, or a change request."""
-
-    id: str
-    scenario: str
-    type: ClientRecordType
-    created_at: float
-    content: dict[str, Any]  # a report: {score?, feedback?, references, metadata?}; a request: {text, ...}
-    content_hash: str
 
 
 @dataclass(frozen=True)
@@ -89,10 +29,9 @@ class RecordQuery:
 
 
 class RecordStore:
-    def __init__(self, writer: GroupCommitWriter, reader: Reader, summarize: Summarizer) -> None:
+    def __init__(self, writer: GroupCommitWriter, reader: Reader) -> None:
         self._writer = writer
         self._reader = reader
-        self._summarize = summarize
 
     async def append_inference(self, draft: InferenceDraft) -> RecordRow:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
@@ -103,11 +42,12 @@ class RecordStore:
         return self._insert_inference(ctx, draft)
 
     def _insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
-        summary = self._summarize(draft)
+        summary = summarize(draft)
         sequence = ctx.allocate_sequence()
         words = summary.preview or {"asked": None, "answered": None}
+        kind: RecordType = "inference"
         values = (
-            sequence, draft.id, draft.scenario, "inference", draft.created_at, draft.route, summary.model,
+            sequence, draft.id, draft.scenario, kind, draft.created_at, draft.route, summary.model,
             draft.status, int(draft.complete), draft.duration_ms, summary.input_tokens, summary.output_tokens,
             None, draft.release, words["asked"], words["answered"],
         )  # fmt: skip
@@ -122,7 +62,7 @@ class RecordStore:
                 json.dumps(summary.answer, ensure_ascii=False) if summary.answer is not None else None,
             ),
         )  # fmt: skip
-        row = summary_row(values)
+        row = record_row(*values)
         ctx.announce(record_event(row, {}))
         return row
 
@@ -139,7 +79,8 @@ class RecordStore:
             (draft.id,),
         ).fetchone()
         if existing is not None:
-            if existing[-1] != draft.content_hash or existing[2] != draft.scenario or existing[3] != draft.type:
+            same = (existing["content_hash"], existing["scenario"], existing["type"])
+            if same != (draft.content_hash, draft.scenario, draft.type):
                 raise Conflict(
                     f"agent_record_id '{draft.id}' was already used for different content; use a new id",
                     type="record_conflict",
@@ -168,7 +109,7 @@ class RecordStore:
                 "UPDATE records SET score = ? WHERE id = ? AND type = 'inference'",
                 [(score, ref) for ref in references],
             )
-        row = summary_row(values)
+        row = record_row(*values)
         ctx.announce(record_event(row, draft.content))
         return row, True
 
@@ -178,11 +119,11 @@ class RecordStore:
             found = conn.execute("SELECT scenario, type FROM records WHERE id = ?", (ref,)).fetchone()
             if found is None:
                 raise BadRequest(f"references: receipt '{ref}' is not a stored record", type="unknown_reference")
-            if found[0] != scenario:
+            if found["scenario"] != scenario:
                 raise BadRequest(f"references: receipt '{ref}' belongs to another scenario", type="foreign_reference")
-            if found[1] != "inference":
+            if found["type"] != "inference":
                 raise BadRequest(
-                    f"references: '{ref}' is a {found[1]} record; only inference receipts can be scored",
+                    f"references: '{ref}' is a {found['type']} record; only inference receipts can be scored",
                     type="bad_reference",
                 )
 
@@ -249,14 +190,13 @@ class RecordStore:
     @staticmethod
     def _counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
-        for scenario, type_, total in conn.execute(
-            "SELECT scenario, type, count(*) FROM records GROUP BY scenario, type"
+        for row in conn.execute("SELECT scenario, type, count(*) AS total FROM records GROUP BY scenario, type"):
+            counts.setdefault(row["scenario"], {})[row["type"]] = row["total"]
+        for row in conn.execute(
+            "SELECT scenario, count(*) AS total FROM records WHERE type = 'inference' AND score IS NULL"
+            " GROUP BY scenario"
         ):
-            counts.setdefault(scenario, {})[type_] = total
-        for scenario, total in conn.execute(
-            "SELECT scenario, count(*) FROM records WHERE type = 'inference' AND score IS NULL GROUP BY scenario"
-        ):
-            counts.setdefault(scenario, {})["unscored"] = total
+            counts.setdefault(row["scenario"], {})["unscored"] = row["total"]
         return counts
 
 

@@ -1,13 +1,18 @@
 """How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`,
-and the event a record publishes when stored (and is replayed as)."""
+and the event a record publishes when stored (and is replayed as).
+
+Every store connection gives rows that are read by column name (`schema.connect` sets `sqlite3.Row`), so a SELECT's
+column list can change without its readers counting positions.
+"""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from reef_daemon.contract import RECORD_EVENTS, EventData, RecordContent, RecordRow, StoredRecord
+from reef_daemon.contract import RECORD_EVENTS, EventData, RecordContent, RecordRow, RecordType, StoredRecord
 from reef_daemon.store.writer import Event
 
 SUMMARY_COLUMNS = (
@@ -17,10 +22,19 @@ SUMMARY_COLUMNS = (
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer"
 
 
-def summary_row(values: tuple[Any, ...]) -> RecordRow:
-    """The row of SUMMARY_COLUMNS' values (extra values after them are ignored)."""
-    (sequence, record_id, scenario, type_, created_at, route, model, status, complete, duration_ms,
-     input_tokens, output_tokens, score, release, asked, answered) = values[:16]  # fmt: skip
+class Columns(Protocol):
+    """A row's values by column name: an `sqlite3.Row`, or a dict a writer built before inserting it."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
+
+
+def record_row(
+    sequence: int, record_id: str, scenario: str, type_: RecordType, created_at: float, route: str | None,
+    model: str | None, status: int | None, complete: int | None, duration_ms: float | None,
+    input_tokens: int | None, output_tokens: int | None, score: float | None, release: str | None,
+    asked: str | None, answered: str | None,
+) -> RecordRow:  # fmt: skip
+    """The row clients see, from the values of SUMMARY_COLUMNS (the writer calls this with what it just inserted)."""
     row: RecordRow = {
         "sequence": sequence,
         "id": record_id,
@@ -41,23 +55,35 @@ def summary_row(values: tuple[Any, ...]) -> RecordRow:
     return row
 
 
-def detail_row(values: tuple[Any, ...]) -> StoredRecord:
-    """The record in full, from DETAIL_COLUMNS' values; a client record's content is merged in."""
-    summary = summary_row(values)
-    ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer = values[16:25]
+def summary_row(row: sqlite3.Row) -> RecordRow:
+    """The row clients see, from a stored row that has SUMMARY_COLUMNS (other columns are ignored)."""
+    return record_row(
+        row["sequence"], row["id"], row["scenario"], row["type"], row["created_at"], row["route"], row["model"],
+        row["status"], row["complete"], row["duration_ms"], row["input_tokens"], row["output_tokens"], row["score"],
+        row["release"], row["asked"], row["answered"],
+    )  # fmt: skip
+
+
+def detail_row(row: sqlite3.Row) -> StoredRecord:
+    """The record in full, from a stored row that has DETAIL_COLUMNS; a client record's content is merged in."""
+    summary = summary_row(row)
     content: RecordContent = {}
-    if tokens:
-        content["tokens"] = json.loads(tokens)
-    if body:
-        content.update(json.loads(body))
+    if row["tokens"]:
+        content["tokens"] = json.loads(row["tokens"])
+    if row["body"]:
+        content.update(json.loads(row["body"]))
     return {
         **summary,
-        "timings": {"ttft_ms": ttft_ms, "duration_ms": summary["duration_ms"], "overhead_ms": overhead_ms},
-        "request": decode_body(request),
-        "response": decode_body(response),
-        "answer": json.loads(answer) if answer else None,
-        "error": error,
-        "tags": json.loads(tags) if tags else {},
+        "timings": {
+            "ttft_ms": row["ttft_ms"],
+            "duration_ms": summary["duration_ms"],
+            "overhead_ms": row["overhead_ms"],
+        },
+        "request": decode_body(row["request"]),
+        "response": decode_body(row["response"]),
+        "answer": json.loads(row["answer"]) if row["answer"] else None,
+        "error": row["error"],
+        "tags": json.loads(row["tags"]) if row["tags"] else {},
         **content,
     }
 

@@ -47,7 +47,7 @@ class ScenarioStore:
     def load(self, conn: sqlite3.Connection) -> None:
         """Fill the in-memory view from the database at start-up."""
         rows = conn.execute("SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL")
-        self._active = {row[0]: Scenario(*row) for row in rows}
+        self._active = {row["name"]: _scenario(row) for row in rows}
 
     def get(self, name: str) -> Scenario | None:
         return self._active.get(name)
@@ -97,7 +97,7 @@ class ScenarioStore:
                 "SELECT name, recipe, training_mode, created_at FROM scenarios WHERE name = ?",
                 (scenario.name,),
             ).fetchone()
-            return Scenario(*row), False
+            return _scenario(row), False
         _announce(ctx, "created", scenario.to_json())
         return scenario, True
 
@@ -147,6 +147,10 @@ class ScenarioStore:
         await self._writer.submit(write)
         self._active.pop(name, None)
         return archived_as
+
+
+def _scenario(row: sqlite3.Row) -> Scenario:
+    return Scenario(row["name"], row["recipe"], row["training_mode"], row["created_at"])
 
 
 def _announce(

@@ -6,9 +6,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-from reef_daemon.contract import Answer
-from reef_daemon.proxy.assemble import assemble, json_object
-from reef_daemon.proxy.preview import preview
+from reef_daemon.records import preview, stored_answer
 
 Migration = str | Callable[[sqlite3.Connection], None]  # an SQL script, or a step that needs Python
 
@@ -26,23 +24,14 @@ def _keep_answers(conn: sqlite3.Connection) -> None:
         ).fetchall()
         if not rows:
             return
-        for sequence, route, response in rows:
-            answer = _stored_answer(str(route), response)
+        for row in rows:
+            answer = stored_answer(str(row["route"]), row["response"])
             if answer is not None:
                 conn.execute(
                     "UPDATE records SET answer = ? WHERE sequence = ?",
-                    (json.dumps(answer, ensure_ascii=False), sequence),
+                    (json.dumps(answer, ensure_ascii=False), row["sequence"]),
                 )
-        after = rows[-1][0]
-
-
-def _stored_answer(route: str, response: bytes | str | None) -> Answer | None:
-    """The answer of a stored response: a JSON body, or a stream kept as `{"stream": true, "body": <SSE text>}`."""
-    raw = response.encode() if isinstance(response, str) else response or b""
-    stored = json_object(raw)
-    if stored.get("stream") is True and isinstance(stored.get("body"), str):
-        return assemble(route, stored["body"].encode(), stream=True)
-    return assemble(route, raw, stream=False)
+        after = rows[-1]["sequence"]
 
 
 def _keep_previews(conn: sqlite3.Connection) -> None:
@@ -59,14 +48,14 @@ def _keep_previews(conn: sqlite3.Connection) -> None:
         ).fetchall()
         if not rows:
             return
-        for sequence, route, request, answer in rows:
-            words = preview(str(route), request, json.loads(answer) if answer else None)
+        for row in rows:
+            words = preview(str(row["route"]), row["request"], json.loads(row["answer"]) if row["answer"] else None)
             if words is not None:
                 conn.execute(
                     "UPDATE records SET asked = ?, answered = ? WHERE sequence = ?",
-                    (words["asked"], words["answered"], sequence),
+                    (words["asked"], words["answered"], row["sequence"]),
                 )
-        after = rows[-1][0]
+        after = rows[-1]["sequence"]
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -218,11 +207,12 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 
 def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the database with the pragmas every connection needs."""
+    """Open the database with the pragmas every connection needs; its rows are read by column name."""
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
     else:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 10000")
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
@@ -234,7 +224,7 @@ def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
 
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply the migrations the database has not seen yet; returns the schema version."""
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    version = conn.execute("PRAGMA user_version").fetchone()["user_version"]
     if version > len(MIGRATIONS):
         raise RuntimeError(
             f"the database has schema version {version}, newer than this reef ({len(MIGRATIONS)}); upgrade reef"

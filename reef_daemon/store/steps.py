@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import RecordType, StepRow
+from reef_daemon.contract import RecordType, StepRow, StoredRecord
 from reef_daemon.errors import Conflict
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
+from reef_daemon.store.rows import DETAIL_COLUMNS, Columns, detail_row
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 STEP_COLUMNS = (
@@ -25,7 +25,7 @@ STEP_COLUMNS = (
 STEP_RESULTS = ("selected", "rejected", "skipped", "pending")
 VERSIONED = ("selected", "pending")  # the results of steps that made a version; skipped and rejected made none
 # The versions made up to and including each step, read beside STEP_COLUMNS.
-VERSIONS_SO_FAR = "count(CASE WHEN result IN ('selected', 'pending') THEN 1 END) OVER (ORDER BY step)"
+VERSIONS_SO_FAR = "count(CASE WHEN result IN ('selected', 'pending') THEN 1 END) OVER (ORDER BY step) AS versions_made"
 
 
 @dataclass(frozen=True)
@@ -44,21 +44,20 @@ class StepCommit:
     cursor: int | None = None  # the scenario's new read position, when the step moves it
 
 
-def step_row(values: tuple[Any, ...]) -> StepRow:
-    """A row of STEP_COLUMNS followed by the versions made so far (VERSIONS_SO_FAR)."""
-    scenario, step, operation, result, release_id, parent, request_id, consumed, metrics, created_at, made = values
+def step_row(row: Columns) -> StepRow:
+    """A row of STEP_COLUMNS with the versions made so far (VERSIONS_SO_FAR's `versions_made`)."""
     return {
-        "scenario": scenario,
-        "step": step,
-        "version": f"v{made}" if result in VERSIONED else None,
-        "operation": operation,
-        "result": result,
-        "release_id": release_id,
-        "parent_release_id": parent,
-        "request_id": request_id,
-        "consumed": json.loads(consumed),
-        "metrics": json.loads(metrics),
-        "created_at": created_at,
+        "scenario": row["scenario"],
+        "step": row["step"],
+        "version": f"v{row['versions_made']}" if row["result"] in VERSIONED else None,
+        "operation": row["operation"],
+        "result": row["result"],
+        "release_id": row["release_id"],
+        "parent_release_id": row["parent_release_id"],
+        "request_id": row["request_id"],
+        "consumed": json.loads(row["consumed"]),
+        "metrics": json.loads(row["metrics"]),
+        "created_at": row["created_at"],
     }
 
 
@@ -74,20 +73,23 @@ class StepStore:
     @staticmethod
     def _commit(ctx: WriteContext, commit: StepCommit) -> StepRow:
         conn = ctx.conn
-        (last,) = conn.execute(
-            "SELECT coalesce(max(step), 0) FROM steps WHERE scenario = ?", (commit.scenario,)
-        ).fetchone()
+        last = conn.execute(
+            "SELECT coalesce(max(step), 0) AS last FROM steps WHERE scenario = ?", (commit.scenario,)
+        ).fetchone()["last"]
         if commit.step != last + 1:
             raise Conflict(f"step {commit.step} of {commit.scenario} is stale; the last step is {last}")
-        (made,) = conn.execute(
-            "SELECT count(*) FROM steps WHERE scenario = ? AND result IN ('selected', 'pending')", (commit.scenario,)
-        ).fetchone()
-        values = (
-            commit.scenario, commit.step, commit.operation, commit.result, commit.release_id,
-            commit.parent_release_id, commit.request_id, json.dumps(list(commit.consumed)),
-            json.dumps(commit.metrics), time.time(),
-        )  # fmt: skip
-        conn.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", values)  # noqa: S608
+        made = conn.execute(
+            "SELECT count(*) AS made FROM steps WHERE scenario = ? AND result IN ('selected', 'pending')",
+            (commit.scenario,),
+        ).fetchone()["made"]
+        columns = {
+            "scenario": commit.scenario, "step": commit.step, "operation": commit.operation, "result": commit.result,
+            "release_id": commit.release_id, "parent_release_id": commit.parent_release_id,
+            "request_id": commit.request_id, "consumed": json.dumps(list(commit.consumed)),
+            "metrics": json.dumps(commit.metrics), "created_at": time.time(),
+        }  # fmt: skip
+        marks = ",".join("?" * len(columns))
+        conn.execute(f"INSERT INTO steps ({', '.join(columns)}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
         try:
             conn.executemany(
                 "INSERT INTO consumed_records (record_id, scenario, step) VALUES (?,?,?)",
@@ -97,7 +99,7 @@ class StepStore:
             raise Conflict("a record in this step was already consumed by an earlier step") from None
         if commit.cursor is not None:
             _set_cursor(conn, commit.scenario, commit.cursor)
-        row = step_row((*values, made + 1))  # the version this step makes, if it makes one
+        row = step_row({**columns, "versions_made": made + 1})  # the version this step makes, if it makes one
         ctx.record_event("step", commit.scenario, {"step": row})
         if commit.release_id is not None and commit.result in ("selected", "pending"):
             ctx.record_event("release", commit.scenario, {"release": row})
@@ -119,16 +121,16 @@ class StepStore:
     async def cursor(self, scenario: str) -> int:
         def read(conn: sqlite3.Connection) -> int:
             row = conn.execute("SELECT sequence FROM recipe_cursors WHERE scenario = ?", (scenario,)).fetchone()
-            return int(row[0]) if row else 0
+            return int(row["sequence"]) if row else 0
 
         return await self._reader.run(read)
 
     async def pending(
         self, scenario: str, after: int, types: tuple[RecordType, ...], limit: int = 256
-    ) -> list[dict[str, Any]]:
+    ) -> list[StoredRecord]:
         """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
 
-        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        def read(conn: sqlite3.Connection) -> list[StoredRecord]:
             marks = ",".join("?" * len(types))
             rows = conn.execute(
                 f"SELECT {DETAIL_COLUMNS} FROM records WHERE scenario = ? AND type IN ({marks}) AND sequence > ?"  # noqa: S608
@@ -136,7 +138,7 @@ class StepStore:
                 " AND id NOT IN (SELECT record_id FROM ineligible_records) ORDER BY sequence LIMIT ?",
                 (scenario, *types, after, limit),
             ).fetchall()
-            return [{**detail_row(row)} for row in rows]  # a recipe's unit: the worker adds what it knows
+            return [detail_row(row) for row in rows]
 
         return await self._reader.run(read)
 
@@ -172,7 +174,7 @@ class StepStore:
                 f"SELECT record_id, step FROM consumed_records WHERE record_id IN ({marks})",  # noqa: S608
                 record_ids,
             )
-            return {record_id: step for record_id, step in rows}
+            return {row["record_id"]: row["step"] for row in rows}
 
         return await self._reader.run(read) if record_ids else {}
 
@@ -181,16 +183,17 @@ class StepStore:
 
         def read(conn: sqlite3.Connection) -> dict[str, int]:
             rows = conn.execute(
-                "SELECT reason, count(*) FROM ineligible_records WHERE scenario = ? GROUP BY reason", (scenario,)
+                "SELECT reason, count(*) AS total FROM ineligible_records WHERE scenario = ? GROUP BY reason",
+                (scenario,),
             )
-            return {reason: count for reason, count in rows}
+            return {row["reason"]: row["total"] for row in rows}
 
         return await self._reader.run(read)
 
     async def ineligible_reason(self, record_id: str) -> str | None:
         def read(conn: sqlite3.Connection) -> str | None:
             row = conn.execute("SELECT reason FROM ineligible_records WHERE record_id = ?", (record_id,)).fetchone()
-            return str(row[0]) if row else None
+            return str(row["reason"]) if row else None
 
         return await self._reader.run(read)
 

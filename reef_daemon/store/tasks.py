@@ -11,11 +11,11 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reef_daemon.contract import REPLAY_ID_PREFIX, TASK_ID_PREFIX, EvalTask, ScoreScale, low_score_below
 from reef_daemon.errors import BadRequest, Conflict, NotFound
-from reef_daemon.proxy.preview import opening_turn
+from reef_daemon.records import opening_turn
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
@@ -150,19 +150,18 @@ def _insert(conn: sqlite3.Connection, task: EvalTask) -> None:
     )  # fmt: skip
 
 
-def _row(values: tuple[Any, ...]) -> EvalTask:
-    task_id, scenario, prompt, fixture, regex, judge, protected, source_record, created_at = values
+def _row(row: sqlite3.Row) -> EvalTask:
     return {
-        "id": task_id,
-        "scenario": scenario,
+        "id": row["id"],
+        "scenario": row["scenario"],
         "kind": "task",
-        "prompt": prompt,
-        "fixture": json.loads(fixture),
-        "regex": regex,
-        "judge": judge,
-        "protected": bool(protected),
-        "source_record": source_record,
-        "created_at": created_at,
+        "prompt": row["prompt"],
+        "fixture": json.loads(row["fixture"]),
+        "regex": row["regex"],
+        "judge": row["judge"],
+        "protected": bool(row["protected"]),
+        "source_record": row["source_record"],
+        "created_at": row["created_at"],
     }
 
 
@@ -200,10 +199,12 @@ def _replay(scenario: str, record_id: str, prompt: str, created_at: float) -> Ev
 
 
 def _replays(conn: sqlite3.Connection, scenario: str, below: float, limit: int) -> list[EvalTask]:
-    decided = {row[0] for row in conn.execute("SELECT record_id FROM replay_decisions WHERE scenario = ?", (scenario,))}
+    decided_sql = "SELECT record_id, prompt FROM replay_decisions WHERE scenario = ?"
+    decisions = conn.execute(decided_sql, (scenario,)).fetchall()
+    decided = {row["record_id"] for row in decisions}
     # A prompt already decided on, or already a task, is not offered again from another conversation.
-    seen = {row[0] for row in conn.execute("SELECT prompt FROM replay_decisions WHERE scenario = ?", (scenario,))}
-    seen |= {row[0] for row in conn.execute("SELECT prompt FROM eval_tasks WHERE scenario = ?", (scenario,))}
+    seen = {row["prompt"] for row in decisions}
+    seen |= {row["prompt"] for row in conn.execute("SELECT prompt FROM eval_tasks WHERE scenario = ?", (scenario,))}
     found: list[EvalTask] = []
     for offset in range(0, REPLAY_SCAN, REPLAY_PAGE):
         if len(found) >= limit:
@@ -213,14 +214,14 @@ def _replays(conn: sqlite3.Connection, scenario: str, below: float, limit: int) 
             " AND score IS NOT NULL AND score < ? ORDER BY sequence DESC LIMIT ? OFFSET ?",
             (scenario, below, REPLAY_PAGE, offset),
         ).fetchall()
-        for record_id, route, request, created_at in rows:
-            if record_id in decided:
+        for row in rows:
+            if row["id"] in decided:
                 continue
-            prompt = opening_turn(str(route), request)
+            prompt = opening_turn(str(row["route"]), row["request"])
             if prompt is None or prompt in seen:
                 continue
             seen.add(prompt)
-            found.append(_replay(scenario, record_id, prompt, created_at))
+            found.append(_replay(scenario, row["id"], prompt, row["created_at"]))
             if len(found) >= limit:
                 break
         if len(rows) < REPLAY_PAGE:
@@ -237,18 +238,18 @@ def _offered_replay(conn: sqlite3.Connection, scenario: str, record_id: str) -> 
     ).fetchone()
     if row is None:
         raise NotFound(f"scenario '{scenario}' has no conversation '{record_id}' to replay", type="unknown_task")
-    prompt = opening_turn(str(row[0]), row[1])
+    prompt = opening_turn(str(row["route"]), row["request"])
     if prompt is None:
         raise BadRequest(f"record '{record_id}' has no user turn to replay", type="no_user_turn")
     decided = _decision(conn, record_id)
     if decided is not None:
         raise Conflict(f"the replay of record '{record_id}' was already {decided}", type=f"replay_{decided}")
-    return _replay(scenario, record_id, prompt, row[2])
+    return _replay(scenario, record_id, prompt, row["created_at"])
 
 
 def _decision(conn: sqlite3.Connection, record_id: str) -> str | None:
     row = conn.execute("SELECT decision FROM replay_decisions WHERE record_id = ?", (record_id,)).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else str(row["decision"])
 
 
 def _decide(conn: sqlite3.Connection, scenario: str, record_id: str, decision: str, prompt: str) -> None:

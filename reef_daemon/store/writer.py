@@ -113,9 +113,9 @@ class GroupCommitWriter:
     def _max_sequence(conn: sqlite3.Connection) -> int:
         row = conn.execute(
             "SELECT max(coalesce((SELECT max(sequence) FROM records), 0),"
-            " coalesce((SELECT max(sequence) FROM events), 0))"
+            " coalesce((SELECT max(sequence) FROM events), 0)) AS last"
         ).fetchone()
-        return int(row[0])
+        return int(row["last"])
 
     async def submit(self, operation: Operation[T], *, fallible: bool = True) -> T:
         """Run `operation` in the next group transaction and return its result once committed.

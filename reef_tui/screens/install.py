@@ -14,8 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from reef_cli.client import ApiError, ReefClientError
-from reef_cli.installs import run_install_script
+from reef_client import ApiError, ReefClientError, run_install_script
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp

@@ -11,8 +11,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from reef_cli.client import Event, RecordDetail, ReefClientError
-from reef_cli.render.record import record_view
+from reef_client import Event, RecordDetail, ReefClientError
+from reef_client.render.record import record_view
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.receipts import abbreviated
 from reef_tui.reporting import send_report

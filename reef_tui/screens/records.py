@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.widgets import Static
 
-from reef_cli.client import Event, RecordDetail, RecordPage, RecordRow, ReefClientError
+from reef_client import Event, RecordDetail, RecordPage, RecordRow, ReefClientError
 from reef_daemon.contract import awaits_score
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.exporting import ExportChoice, export_records

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
-from reef_cli.client import Event
+from reef_client import Event
 from reef_tui.widgets.daemon_bar import DaemonBar
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable
 
-from reef_cli.client import Event, ReefClientError, RequestProgress
-from reef_cli.render import formats
+from reef_client import Event, ReefClientError, RequestProgress
+from reef_client.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.screens.new_request import NewRequestScreen
 from reef_tui.screens.scenario_screen import ScenarioScreen

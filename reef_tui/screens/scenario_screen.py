@@ -9,7 +9,7 @@ from typing import ClassVar, Generic, TypeVar
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from reef_cli.client import Event, ReefClientError
+from reef_client import Event, ReefClientError
 from reef_tui.screens.reef_screen import ReefScreen
 
 Loaded = TypeVar("Loaded")

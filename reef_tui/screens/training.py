@@ -12,8 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from reef_cli.client import ReleaseRow, Status
-from reef_cli.render import formats
+from reef_client import ReleaseRow, Status
+from reef_client.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine

@@ -17,10 +17,9 @@ from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from reef_cli.client import Event, ReefClientError, VersionScores
-from reef_cli.installs import ShownRelease, mark_installed
-from reef_cli.render import formats
-from reef_cli.render.live_scores import canary_mark
+from reef_client import Event, ReefClientError, ShownRelease, VersionScores, mark_installed
+from reef_client.render import formats
+from reef_client.render.live_scores import canary_mark
 from reef_daemon.contract import CANARY_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff

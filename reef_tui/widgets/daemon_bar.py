@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, cast
 from rich.text import Text
 from textual.widgets import Static
 
-from reef_cli.client import Status
+from reef_client import Status
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp

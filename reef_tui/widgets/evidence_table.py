@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from reef_cli.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
+from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 
 
 def evidence_view(metrics: dict[str, Any]) -> RenderableType | None:

@@ -1,4 +1,4 @@
-"""The records list's columns: the `reef records` columns (widths and cells from `reef_cli.render.records`) with the
+"""The records list's columns: the `reef records` columns (widths and cells from `reef_client.render.records`) with the
 receipt shortened as git shortens hashes and the model and scenario as wide as the longest loaded, then the first
 words of the exchange in whatever width is left. Columns are chosen by what matters on screen."""
 
@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from rich.text import Text
 
-from reef_cli.client import RecordRow
-from reef_cli.render.records import COLUMNS, Column, record_cells
+from reef_client import RecordRow
+from reef_client.render.records import COLUMNS, Column, record_cells
 from reef_tui.receipts import SHORT, short
 
 WORDS = "words"  # what was asked → the start of the answer

@@ -13,8 +13,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from reef_cli.client import RecordRow
-from reef_cli.render.records import Column
+from reef_client import RecordRow
+from reef_client.render.records import Column
 from reef_daemon.contract import awaits_score
 from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line
 

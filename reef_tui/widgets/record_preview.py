@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from reef_cli.client import RecordDetail
-from reef_cli.render import formats
-from reef_cli.render.conversation import Part, Turn, answer_turns, request_turns
+from reef_client import RecordDetail
+from reef_client.render import formats
+from reef_client.render.conversation import Part, Turn, answer_turns, request_turns
 
 EXCERPT = 600  # characters of a tool call or result shown; the detail screen shows them whole
 

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from reef_cli.client import RequestProgress
-from reef_cli.render import formats
+from reef_client import RequestProgress
+from reef_client.render import formats
 
 _RESULT_STYLE = {"selected": "green", "rejected": "red", "skipped": "yellow", "pending": "cyan"}
 

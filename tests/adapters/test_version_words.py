@@ -4,7 +4,7 @@ published nothing shows no release and no version, and the versions after it run
 from __future__ import annotations
 
 from adapters.wrapper.commands import version_table
-from reef_cli.client import ReleaseRow
+from reef_client import ReleaseRow
 
 
 def row(

@@ -1,5 +1,5 @@
-"""The client and the TUI depend on the daemon only through its wire contract, so they run without the daemon's
-server stack (aiohttp) or a model runtime (torch) loaded."""
+"""The client package, the TUI and the wrappers depend on the daemon only through its wire contract, so they run
+without the daemon's server stack (aiohttp), a model runtime (torch) or the `reef` command's own modules loaded."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import subprocess
 import sys
 
 LOADED = (
-    "import json, sys\n"
-    "import reef_cli.client, reef_tui.app\n"
-    "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('reef_daemon', 'aiohttp', 'torch'))))\n"
+    "import json, pkgutil, sys\n"
+    "import reef_client, reef_client.render, reef_tui.app, adapters.wrapper.cli\n"
+    "for module in pkgutil.iter_modules(reef_client.render.__path__, 'reef_client.render.'):\n"
+    "    __import__(module.name)\n"
+    "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('reef_daemon', 'reef_cli', 'aiohttp',"
+    " 'torch'))))\n"
 )
 
 
-def test_the_client_and_the_tui_load_only_the_contract_of_the_daemon() -> None:
+def test_the_client_the_tui_and_the_wrappers_load_only_the_contract_of_the_daemon() -> None:
     done = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True, check=True, timeout=120)
     loaded = json.loads(done.stdout)
     assert loaded[:2] == ["reef_daemon", "reef_daemon.contract"], loaded

@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 from typer.testing import Result
 
-from reef_cli.render.record import record_view
+from reef_client.render.record import record_view
 from tests.support.cli_testing import REEF, Daemon
 from tests.support.waiting import eventually_sync
 

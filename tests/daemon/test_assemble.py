@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reef_daemon.contract import Answer
-from reef_daemon.proxy.assemble import assemble
+from reef_daemon.records import assemble
 
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"

@@ -1,5 +1,7 @@
-"""Package boundaries: the adapters and the harness tree stand apart from the daemon, and a recipe can be written
-from the recipe interface alone."""
+"""Package boundaries: the adapters and the harness tree stand apart from the daemon; the CLI, the TUI and the
+wrappers know the daemon only through its contract and the client package, which itself imports only the contract;
+a recipe, built-in or not, is written from the recipe interface alone; the records layer sits below the proxy and
+the store; and the daemon and the recipes spell wire names only through the contract."""
 
 from __future__ import annotations
 
@@ -10,22 +12,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+REEF_PACKAGES = ("reef_daemon", "reef_client", "reef_cli", "reef_tui", "reef_harness", "reef_transcripts", "recipes",
+                 "adapters")  # fmt: skip
+HTTP_CLIENTS = ("httpx", "httpx_sse", "aiohttp", "requests", "urllib.request", "http.client")
 
 
-def reef_imports(path: Path) -> set[str]:
-    """The modules of reef's own packages that a source file imports."""
+def imports(path: Path) -> set[str]:
+    """The modules a source file imports."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {name for name in found if name.split(".")[0] in ("reef_daemon", "reef_cli", "reef_tui", "recipes")}
+    return found
+
+
+def reef_imports(path: Path) -> set[str]:
+    """The modules of reef's own packages that a source file imports."""
+    return {name for name in imports(path) if name.split(".")[0] in REEF_PACKAGES}
+
+
+def sources(*folders: str) -> list[Path]:
+    return sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py"))
 
 
 @pytest.mark.parametrize("package", ["adapters", "reef_harness"])
 def test_adapters_and_the_tree_import_only_the_contract_from_the_daemon(package: str) -> None:
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in sources(package):
         daemon_parts = {name for name in reef_imports(path) if name.startswith("reef_daemon")}
         assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
 
@@ -80,3 +94,67 @@ def test_the_scan_finds_a_wire_name(tmp_path: Path) -> None:
     source = tmp_path / "route.py"
     source.write_text('"""Serves /reef/status."""\nROUTE = "/reef/status"\nHEADER = "X-Reef-Scenario"\n')
     assert wire_names_spelled(source) == ["/reef/status", "X-Reef-Scenario"]
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("reef_daemon/records", ("reef_daemon.proxy", "reef_daemon.store")),
+        ("reef_daemon/store", ("reef_daemon.proxy",)),
+    ],
+)
+def test_records_stand_below_the_proxy_and_the_store(package: str, forbidden: tuple[str, ...]) -> None:
+    """Answers, previews and summaries are derived in the records layer, which both the proxy and the store import:
+    it imports neither, and the store does not import the proxy."""
+    paths = sorted((ROOT / package).rglob("*.py"))
+    assert paths
+    for path in paths:
+        crossing = {name for name in reef_imports(path) if name.split(".")[:2] in [p.split(".") for p in forbidden]}
+        assert not crossing, f"{path.relative_to(ROOT)} imports {sorted(crossing)}"
+
+
+def test_the_client_package_imports_only_the_contract() -> None:
+    for path in sources("reef_client"):
+        outside = {name for name in reef_imports(path) if name.split(".")[0] != "reef_client"}
+        assert outside <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
+
+
+@pytest.mark.parametrize("package", ["reef_tui", "adapters/wrapper"])
+def test_the_tui_and_the_wrappers_know_the_daemon_only_through_the_contract_and_the_client(package: str) -> None:
+    for path in sources(package):
+        found = reef_imports(path)
+        daemon_parts = {name for name in found if name.startswith("reef_daemon")}
+        assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
+        cli_parts = {name for name in found if name.split(".")[0] == "reef_cli"}
+        assert not cli_parts, f"{path.relative_to(ROOT)} imports {sorted(cli_parts)} (shared parts go in reef_client)"
+
+
+def test_only_the_client_package_speaks_http_to_the_daemon() -> None:
+    for path in sources("reef_cli", "reef_tui", "adapters"):
+        http = {name for name in imports(path) if name.split(".")[0] in HTTP_CLIENTS or name in HTTP_CLIENTS}
+        assert not http, f"{path.relative_to(ROOT)} imports {sorted(http)}; the daemon's client is reef_client"
+
+
+def test_the_client_package_is_used_through_its_public_face() -> None:
+    for path in sources("reef_cli", "reef_tui", "adapters", "tests", "bench"):
+        private = {name for name in reef_imports(path) if name.startswith("reef_client") and "._" in name}
+        assert not private, f"{path.relative_to(ROOT)} imports {sorted(private)}; import them from reef_client"
+
+
+RECIPE_FACES = {"reef_daemon.recipe_api", "reef_daemon.contract"}
+
+
+def test_the_built_in_recipes_import_only_the_recipe_interface_and_the_contract_from_the_daemon() -> None:
+    paths = sorted((ROOT / "recipes").rglob("*.py"))
+    assert paths, "no recipes found"
+    for path in paths:
+        daemon_parts = {
+            name for name in reef_imports(path) if name.split(".")[0] in ("reef_daemon", "reef_cli", "reef_tui")
+        }
+        assert daemon_parts <= RECIPE_FACES, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts - RECIPE_FACES)}"
+
+
+def test_the_boundary_scan_sees_imports_inside_functions_too(tmp_path: Path) -> None:
+    source = tmp_path / "late.py"
+    source.write_text("def f():\n    from reef_daemon.store import Store\n    import reef_daemon.settings\n")
+    assert reef_imports(source) == {"reef_daemon.store", "reef_daemon.settings"}

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
-from reef_daemon.settings import CATALOGUE, SettingsError, load_settings
+from reef_daemon.settings import SettingsError, catalogue, load_settings
 
 
 def test_precedence_command_line_over_file_over_environment(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_help_lists_every_setting_with_its_help(command: str) -> None:
     assert result.exit_code == 0, result.output
     # Rich wraps long help over lines inside a box; read it as one run of words.
     text = " ".join(result.output.replace("│", " ").split())
-    for key, info in CATALOGUE.items():
+    for key, info in catalogue().items():
         assert f"--{key} {info.kind.metavar} {' '.join(info.help.split())}" in text, key
         if info.env:
             assert info.env in text
@@ -156,3 +156,45 @@ def test_print_config_shows_the_answer_cap_reefine_uses_with_the_embedded_model(
     )
     row = next(line for line in upstream.output.splitlines() if "harness.max-tokens" in line)
     assert "8192" in row and "default" in row
+
+
+SPARKLE = "tests.daemon.sectioned_recipe:SparkleRecipe"
+
+
+def test_a_recipe_named_by_reference_brings_its_own_settings_section(tmp_path: Path) -> None:
+    from reef_daemon.recipe_host import load_serving_settings, resolve_recipe
+    from tests.daemon.sectioned_recipe import SparkleSection
+
+    given = load_serving_settings(config_file=None, overrides={"recipe": SPARKLE, "sparkle.depth": "5"}, environ={})
+    assert given.of(SparkleSection).depth == 5 and given.sources["sparkle.depth"] == "command line"
+    assert resolve_recipe(given.recipe)(given).depth == 5  # type: ignore[attr-defined]
+    config = tmp_path / "reef.toml"
+    config.write_text(f'recipe = "{SPARKLE}"\n[sparkle]\ndepth = 7\n')
+    assert load_serving_settings(config_file=config, overrides={}, environ={}).of(SparkleSection).depth == 7
+    from_env = load_serving_settings(config_file=None, overrides={"recipe": SPARKLE}, environ={"SPARKLE_DEPTH": "9"})
+    assert from_env.of(SparkleSection).depth == 9
+    defaults = load_serving_settings(config_file=None, overrides={"recipe": SPARKLE}, environ={})
+    assert defaults.of(SparkleSection).depth == 3
+    with pytest.raises(SettingsError, match=r"unknown setting 'sparkle\.depth'"):
+        load_serving_settings(config_file=None, overrides={"sparkle.depth": "5"}, environ={})
+
+    shown = runner.invoke(app, ["serve", "-c", str(config), "--print-config"], env={})
+    assert shown.exit_code == 0, shown.output
+    row = next(line for line in shown.output.splitlines() if "sparkle.depth" in line)
+    assert "7" in row and "file" in row
+
+
+def test_a_recipe_section_may_not_take_a_name_reef_uses() -> None:
+    from tests.daemon.sectioned_recipe import ClashingSection
+
+    with pytest.raises(SettingsError, match="'reef' is already a section"):
+        load_settings(environ={}, recipe_sections={"reef": ClashingSection})
+
+
+def test_the_built_in_recipes_declare_the_harness_training_and_slime_sections() -> None:
+    from reef_daemon.recipe_host import builtin_sections
+
+    assert set(builtin_sections()) == {"harness", "training", "slime"}
+    keys = catalogue()
+    assert keys["harness.adapter"].env == "REEF_HARNESS_ADAPTER" and keys["training.batch-size"].default == 1
+    assert keys["slime.ray-port"].default == 6379

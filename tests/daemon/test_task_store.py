@@ -17,15 +17,15 @@ import pytest
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, ScoreScale
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.ids import new_record_id
-from reef_daemon.proxy.summary import summarize
-from reef_daemon.store import ClientRecordDraft, InferenceDraft, Store, TaskDraft, gate_tasks
+from reef_daemon.records import ClientRecordDraft, InferenceDraft
+from reef_daemon.store import Store, TaskDraft, gate_tasks
 
 SCENARIO = "coding"
 
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = Store(tmp_path, summarize, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
+    store = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
     store.open(asyncio.get_running_loop())
     yield store
     await asyncio.to_thread(store.close)
@@ -106,7 +106,7 @@ async def test_replays_are_the_newest_low_scored_opening_turns(store: Store) -> 
 
 async def test_low_follows_the_configured_score_scale(tmp_path: Path) -> None:
     scale: ScoreScale = {"min": 1.0, "max": 5.0}
-    store = Store(tmp_path, summarize, lambda _events: None, score_scale=scale)
+    store = Store(tmp_path, lambda _events: None, score_scale=scale)
     store.open(asyncio.get_running_loop())
     try:
         await conversation(store, "scored two of five", 2.0)
@@ -178,7 +178,7 @@ async def test_gate_tasks_are_protected_tasks_then_replays(store: Store) -> None
 async def test_tasks_survive_a_reopen(tmp_path: Path, store: Store) -> None:
     task = await store.tasks.add(TaskDraft(SCENARIO, "kept", {"notes.md": "é"}, protected=True))
     await asyncio.to_thread(store.close)
-    again = Store(tmp_path, summarize, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
+    again = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
     again.open(asyncio.get_running_loop())
     try:
         assert await again.tasks.list(SCENARIO) == [task]

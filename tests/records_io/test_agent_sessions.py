@@ -10,12 +10,13 @@ import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from recipes.sao.rollout import judge_report
-from reef_daemon.recipe_api import Ineligible
+from reef_daemon.contract import StoredRecord
+from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 from tests.support.cli_testing import Daemon
 
 TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules" / ".bin"
@@ -166,7 +167,8 @@ def test_a_claude_code_transcript_is_imported_and_sao_refuses_it(daemon: Daemon,
 
     scored = daemon.reef("score", record["id"], "1")
     assert scored.returncode == 0, scored.stderr
-    report = {"id": "probe", "score": 1.0, "referenced": [{**daemon.record(record["id"]), "consumed_by": None}]}
+    stored = cast(ReferencedRecord, {**daemon.record(record["id"]), "consumed_by_step": None})
+    report = Unit(cast(StoredRecord, {"id": "probe", "score": 1.0}), (stored,))
     verdict, rollout = judge_report(report, "v:1", 10, set())
     assert rollout is None and isinstance(verdict, Ineligible)
     assert verdict.reason.startswith("imported: no log-probs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from recipes.reefine.settings import HarnessSection
 from reef_daemon.context import DAEMON
 from reef_daemon.recipe_host import load_serving_settings
 from tests.support.reefine_testing import SCENARIO, Reefine
@@ -66,12 +67,12 @@ async def test_unknown_request_and_adapters(reefine: Reefine) -> None:
 def test_the_profile_and_the_old_name(capsys: pytest.CaptureFixture[str]) -> None:
     settings = load_serving_settings(config_file=None, overrides={"recipe": "harness-evolve"}, environ={})
     assert settings.reef.port == 8901 and str(settings.reef.state_dir) == ".reef/reefine"
-    assert (settings.reef.host, settings.harness.adapter) == ("127.0.0.1", "pi")
+    assert (settings.reef.host, settings.of(HarnessSection).adapter) == ("127.0.0.1", "pi")
     assert "'harness-evolve' is the old name of 'reefine'" in capsys.readouterr().err
     chosen = load_serving_settings(
         config_file=None, overrides={"recipe": "reefine", "harness.adapter": "codex"}, environ={}
     )
-    assert chosen.harness.adapter == "codex"
+    assert chosen.of(HarnessSection).adapter == "codex"
 
 
 async def test_request_events_have_one_shape_from_filing_to_settling(reefine: Reefine) -> None:

@@ -3,22 +3,23 @@ this run is trained on only if the loaded weights made it; weights trained in an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from recipes.sao.rollout import judge_report
-from reef_daemon.recipe_api import Eligible, Ineligible
+from reef_daemon.contract import StoredRecord
+from reef_daemon.recipe_api import Eligible, Ineligible, ReferencedRecord, Unit
 
 LOADED = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 STARTED = 1_767_268_800.0
 
 
-def report(versions: list[str], created_at: float) -> dict[str, Any]:
+def report(versions: list[str], created_at: float) -> Unit:
     record = {
-        "id": "r1", "created_at": created_at, "complete": True, "tags": {}, "consumed_by": None,
+        "id": "r1", "created_at": created_at, "complete": True, "tags": {}, "consumed_by_step": None,
         "request": {"temperature": 1.0},
         "tokens": {"prompt_ids": [1, 2], "output_ids": [3, 4], "logprobs": [-0.5, -0.25], "versions": versions},
     }  # fmt: skip
-    return {"id": "report-1", "score": 1.0, "referenced": [record]}
+    return Unit(cast(StoredRecord, {"id": "report-1", "score": 1.0}), (cast(ReferencedRecord, record),))
 
 
 def test_a_rollout_of_the_loaded_weights_from_an_earlier_run_is_trained_on() -> None:

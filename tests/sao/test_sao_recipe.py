@@ -3,7 +3,7 @@ request, nothing trains twice, restarts resume from the last checkpoint, and rol
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from rich.console import Console
@@ -11,6 +11,8 @@ from rich.console import Console
 from recipes.sao.recipe import SaoRecipe
 from recipes.sao.rollout import Rollout, judge_report
 from reef_cli.render.status import status_view
+from reef_daemon.contract import StoredRecord
+from reef_daemon.recipe_api import ReferencedRecord, Unit
 from tests.support.waiting import eventually
 from tests.support.weight_testing import StartWeightReef, WeightReef
 
@@ -30,7 +32,10 @@ async def steps_reach(reef: WeightReef, count: int) -> dict[str, Any]:
 def rollout_of(reef: WeightReef, record: dict[str, Any]) -> Rollout:
     recipe = reef.daemon.recipe
     assert isinstance(recipe, SaoRecipe)
-    report = {"id": "probe", "score": 1.0, "referenced": [{**record, "consumed_by": None}]}
+    report = Unit(
+        cast(StoredRecord, {"id": "probe", "score": 1.0}),
+        (cast(ReferencedRecord, {**record, "consumed_by_step": None}),),
+    )
     _, rollout = judge_report(report, record["tokens"]["versions"][0], 10**6, set())
     assert rollout is not None
     return rollout
@@ -160,7 +165,7 @@ async def test_restart_resumes_from_the_checkpoint_and_rollback_restores_one(
 async def test_reef_show_says_what_training_made_of_each_report(start_weight_reef: StartWeightReef) -> None:
     from rich.console import Console
 
-    from reef_cli.render.record import record_view
+    from reef_client.render.record import record_view
 
     reef = await start_weight_reef()
     receipt, _ = await reef.ask(QUESTION)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from recipes.sao.rollout import Rollout
+from recipes.sao.settings import TrainingSection
 from recipes.sao.slime.contract import JOB_ID, ROLLOUT_FUNCTION, check_ready, plan_run, sample_fields, slime_flags
 from recipes.sao.slime.rollout_fn import to_sample
 from recipes.sao.slime.spool import hand_over, next_index, take
@@ -126,7 +127,8 @@ def test_processes_and_ports_reef_starts(tmp_path: Path) -> None:
     assert plan.router_url == "http://10.0.0.5:30000"
     assert plan.stop[0][:3] == ("ray", "job", "stop") and plan.stop[-1] == ("ray", "stop")
     roles = {entry["role"]: entry["overrides"]["lr"] for entry in plan.megatron_config["megatron"]}
-    assert roles == {"actor": chosen.training.learning_rate, "critic": chosen.training.critic_learning_rate}
+    training = chosen.of(TrainingSection)
+    assert roles == {"actor": training.learning_rate, "critic": training.critic_learning_rate}
 
 
 def test_rollouts_are_handed_over_once_each_in_order(tmp_path: Path) -> None:

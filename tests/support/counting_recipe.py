@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from reef_daemon.recipe_api import Eligible, Ineligible, Recipe, Scenario, Settings, StepOutcome, Verdict
+from reef_daemon.recipe_api import Eligible, Ineligible, Recipe, Scenario, Settings, StepOutcome, Unit, Verdict
 
 STEPS_TAKEN: list[list[str]] = []
 
@@ -20,18 +20,18 @@ class CountingRecipe(Recipe):
         super().__init__(settings)
         self.batch_size = 2
 
-    def judge(self, scenario: Scenario, record: dict[str, Any]) -> Verdict:
-        if record.get("score") is None:
+    def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
+        if unit.record["score"] is None:
             return Ineligible("the report has no score")
-        if len(record.get("references", [])) != 1:
+        if len(unit.referenced) != 1:
             return Ineligible("the report must reference exactly one receipt")
         return Eligible()
 
-    async def step(self, scenario: Scenario, units: list[dict[str, Any]]) -> StepOutcome:
-        if any(unit.get("feedback") == "explode" for unit in units):
+    async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
+        if any(unit.record.get("feedback") == "explode" for unit in units):
             raise RuntimeError("the step blew up")
-        STEPS_TAKEN.append([str(unit["id"]) for unit in units])
-        mean = sum(float(unit["score"]) for unit in units) / len(units)
+        STEPS_TAKEN.append([unit.id for unit in units])
+        mean = sum(float(unit.record["score"] or 0.0) for unit in units) / len(units)
         return StepOutcome("selected", {"mean_reward": mean}, release_id=f"weights-{len(STEPS_TAKEN)}")
 
     async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:

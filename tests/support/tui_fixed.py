@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from reef_cli.client import Event, RecordPage, RecordRow, ReefClient, ReportAck
+from reef_client import Event, RecordPage, RecordRow, ReefClient, ReportAck
 
 T0 = 1767268800.0  # 2026-01-01 12:00:00 UTC
 URL = "http://127.0.0.1:8900"

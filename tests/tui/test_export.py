@@ -13,7 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select
 from textual.widgets._footer import FooterKey
 
-from reef_cli.client import ReefClient
+from reef_client import ReefClient
 from reef_tui import ReefApp
 from reef_tui.screens.export import ExportScreen
 from reef_tui.widgets.record_list import RecordList

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_cli.installs import installed_release
+from reef_client import installed_release
 from reef_tui.screens.versions import state_of
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from reef_cli.client import Event, RecordRow
+from reef_client import Event, RecordRow
 from reef_tui import ReefApp
 from reef_tui.live import DaemonEvent
 from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reef_cli.render.formats import timestamp
+from reef_client.render.formats import timestamp
 from reef_tui.version_scores import canary_line, live_cell, live_summary
 from tests.support.tui_fixed import T0, version_scores
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recipes.sao.rollout import Rollout
+from recipes.sao.settings import SlimeSection, TrainingSection
 from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.recipe_api import Settings, SettingsError
 
 ROLLOUT_FUNCTION = "recipes.sao.slime.rollout_fn.generate_rollout"
 DIS_MASK_FUNCTION = "recipes.sao.slime.hooks.dis_mask"
@@ -59,17 +61,18 @@ def sample_fields(rollout: Rollout, index: int) -> dict[str, Any]:
 
 def megatron_config(settings: Settings) -> dict[str, Any]:
     """The role overrides file (`--megatron-config-path`): the critic learns at its own rate."""
+    training = settings.of(TrainingSection)
     return {
         "megatron": [
-            {"name": "default", "role": "actor", "overrides": {"lr": settings.training.learning_rate}},
-            {"name": "default", "role": "critic", "overrides": {"lr": settings.training.critic_learning_rate}},
+            {"name": "default", "role": "actor", "overrides": {"lr": training.learning_rate}},
+            {"name": "default", "role": "critic", "overrides": {"lr": training.critic_learning_rate}},
         ]
     }
 
 
 def slime_flags(settings: Settings, work: Path) -> list[str]:
     """`train.py`'s command-line flags for SAO from the settings; `work` is the run's folder (checkpoints, config)."""
-    training, slime, embedded = settings.training, settings.slime, settings.embedded
+    training, slime, embedded = settings.of(TrainingSection), settings.of(SlimeSection), settings.embedded
     model = str(settings.inference.model_path.resolve()) if settings.inference.model_path else ""
     work = work.resolve()
     batch = str(training.batch_size)
@@ -135,7 +138,7 @@ class SlimePlan:
 
 def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
     """The Ray head, then `train.py` as a Ray job (with reef importable and the spool named in its environment)."""
-    slime, embedded = settings.slime, settings.embedded
+    slime, embedded = settings.of(SlimeSection), settings.embedded
     if slime.path is None:
         raise SettingsError(
             f"training.trainer = slime needs slime.path (the checkout holding train.py); {SLIME_INSTALL_HINT}"
@@ -150,7 +153,7 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
         "--num-gpus", str(gpus),
         "--disable-usage-stats",
     )  # fmt: skip
-    alpha = str(settings.training.lambda_alpha)
+    alpha = str(settings.of(TrainingSection).lambda_alpha)
     environment = {"env_vars": {"PYTHONPATH": str(reef_root), SLIME_SPOOL_ENV: str(spool), SAO_LAMBDA_ALPHA_ENV: alpha}}
     dashboard = f"http://127.0.0.1:{slime.ray_dashboard_port}"
     job = (
@@ -176,18 +179,25 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
     return SlimePlan(processes, stop, ports, router, work, spool, megatron_config(settings))
 
 
+def node_address() -> str:
+    """This node's IP, where the router Slime starts listens (it binds the node's address, not loopback); the
+    embedded runtime's SGLang engine attaches to it at the same address."""
+    return socket.gethostbyname(socket.gethostname())
+
+
 def check_ready(settings: Settings) -> None:
     """SettingsError naming what to install or set when a Slime run cannot start here: Slime, Ray, SGLang, CUDA
     GPUs (actor and engines), and the settings it needs."""
     missing = []
-    if settings.slime.path is None or not (settings.slime.path / "train.py").is_file():
+    slime = settings.of(SlimeSection)
+    if slime.path is None or not (slime.path / "train.py").is_file():
         missing.append(f"Slime ({SLIME_INSTALL_HINT})")
     if importlib.util.find_spec("ray") is None:
         missing.append("Ray (pip install 'ray[default]')")
     if importlib.util.find_spec("sglang") is None:
         missing.append("SGLang (pip install -e '.[embedded,gpu]')")
     gpus = _cuda_devices()
-    wanted = settings.slime.actor_gpus + settings.slime.rollout_gpus
+    wanted = slime.actor_gpus + slime.rollout_gpus
     if gpus < wanted:
         missing.append(f"{wanted} CUDA GPUs (slime.actor-gpus + slime.rollout-gpus; {gpus} visible)")
     if missing:

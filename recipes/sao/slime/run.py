@@ -14,7 +14,7 @@ import yaml
 from recipes.sao.rollout import Rollout
 from recipes.sao.slime.contract import SlimePlan, sample_fields
 from recipes.sao.slime.spool import hand_over, next_index
-from reef_daemon.settings import SettingsError
+from reef_daemon.recipe_api import SettingsError
 
 log = logging.getLogger("reef.sao")
 

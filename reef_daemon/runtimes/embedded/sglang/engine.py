@@ -62,7 +62,7 @@ class SglangEngine(Engine):
         self._plan: launch.LaunchPlan | None = None
         # Under a Slime run, Slime starts the engines and their router once reef's recipe has started it: reef
         # attaches to the router without waiting for it.
-        self._by_slime = settings.training.trainer == "slime"
+        self._by_slime = settings.value("training.trainer") == "slime"
         if self._by_slime:
             self._url = embedded.sglang_url or f"http://{launch.node_address()}:{embedded.sglang_port}"
         elif embedded.sglang_url is None:

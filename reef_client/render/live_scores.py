@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich import box
 from rich.table import Table
 
-from reef_cli.client import CanaryState, ReleaseRow, VersionScore, VersionScores
-from reef_cli.render.formats import MISSING
+from reef_client import CanaryState, ReleaseRow, VersionScore, VersionScores
+from reef_client.render.formats import MISSING
 
 LIVE_HEADERS = ("sessions", "records", "scored", "mean [95% CI]", "low")
 _BARS = "▁▂▃▄▅▆▇█"

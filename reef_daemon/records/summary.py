@@ -7,15 +7,29 @@ Runs on the store's writer thread, never on the event loop, so the proxy's hot p
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from reef_daemon.contract import COUNT_TOKENS_ROUTE
-from reef_daemon.proxy.assemble import assemble, json_object
-from reef_daemon.proxy.preview import preview
-from reef_daemon.store import InferenceDraft, InferenceSummary
+from reef_daemon.contract import COUNT_TOKENS_ROUTE, Answer, RecordPreview
+from reef_daemon.records.assemble import assemble, json_object
+from reef_daemon.records.drafts import InferenceDraft
+from reef_daemon.records.preview import preview
+
+
+@dataclass(frozen=True)
+class InferenceSummary:
+    """What the writer stores besides the raw bytes: derived once, off the event loop."""
+
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    response: bytes
+    answer: Answer | None  # None where the exchange has no assistant message (an error, count_tokens)
+    preview: RecordPreview | None = None  # None where there are no words to show
 
 
 def summarize(draft: InferenceDraft) -> InferenceSummary:
+    """The model, usage, answer and first words of an exchange, and its response as the store keeps it."""
     answer = assemble(draft.route, draft.response, stream=draft.stream) if draft.status < 400 else None
     model = answer["model"] if answer is not None and answer["model"] else draft.model
     input_tokens = answer["usage"]["input_tokens"] if answer is not None else None
@@ -27,6 +41,15 @@ def summarize(draft: InferenceDraft) -> InferenceSummary:
         counted = json_object(draft.response).get("input_tokens")
         input_tokens = counted if isinstance(counted, int) else None
     return InferenceSummary(model, input_tokens, output_tokens, draft.response, answer, words)
+
+
+def stored_answer(route: str, response: bytes | str | None) -> Answer | None:
+    """The answer of a stored response: a JSON body, or a stream kept as `{"stream": true, "body": <SSE text>}`."""
+    raw = response.encode() if isinstance(response, str) else response or b""
+    stored = json_object(raw)
+    if stored.get("stream") is True and isinstance(stored.get("body"), str):
+        return assemble(route, stored["body"].encode(), stream=True)
+    return assemble(route, raw, stream=False)
 
 
 def _stored_stream(draft: InferenceDraft) -> bytes:

@@ -10,8 +10,8 @@ from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from reef_cli.client import RecordRow
-from reef_cli.render import formats
+from reef_client import RecordRow
+from reef_client.render import formats
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ next vN; a rejected or skipped step publishes nothing, takes no number and shows
 
 from __future__ import annotations
 
-from reef_cli.client import ReleaseRow
-from reef_cli.render.formats import MISSING
+from reef_client import ReleaseRow
+from reef_client.render.formats import MISSING
 
 HEADERS = ("version", "release", "operation", "result", "status")
 REQUEST_WIDTH = 60

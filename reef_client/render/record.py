@@ -12,9 +12,9 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from reef_cli.client import JudgedRecord, RecordDetail, StoredRecord
-from reef_cli.render import formats
-from reef_cli.render.conversation import Part, Turn, answer_turns, body_turns, request_turns, tool_names
+from reef_client import JudgedRecord, RecordDetail, StoredRecord
+from reef_client.render import formats
+from reef_client.render.conversation import Part, Turn, answer_turns, body_turns, request_turns, tool_names
 from reef_daemon.contract import Usage
 
 # What `reef show` says of token counts an API did not report (a stream asked without usage, say).

@@ -1,4 +1,4 @@
-"""The one HTTP client of the daemon API. The CLI, the TUI and the adapter wrappers all talk to reef through it.
+"""`ReefClient`: the one HTTP client of the daemon API.
 
 Every failure is one of three exceptions, each carrying a sentence a person can act on:
 `DaemonUnreachable` (nothing answers at the URL), `Unauthorized` (the daemon wants a token) and `ApiError`
@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import SSEError, connect_sse
 
-from reef_cli.events import Event, event_of
+from reef_client._events import Event, event_of
 from reef_daemon.contract import (
     CANARY_ROUTE,
     CHAT_ROUTE,
@@ -58,10 +58,8 @@ from reef_daemon.contract import (
     HarnessFiles,
     Health,
     ImportConversation,
-    JudgedRecord,
     RecordDetail,
     RecordPage,
-    RecordRow,
     ReleaseList,
     ReleaseRow,
     ReplayDismissed,
@@ -72,42 +70,9 @@ from reef_daemon.contract import (
     ScenarioList,
     ScenarioRow,
     Status,
-    StoredRecord,
     TaskList,
-    VersionScore,
     VersionScores,
 )
-
-__all__ = [
-    "AdapterRow",
-    "ApiError",
-    "BatchAck",
-    "CanaryEnded",
-    "CanaryState",
-    "ChatReply",
-    "DaemonUnreachable",
-    "EvalTask",
-    "Event",
-    "ExportStream",
-    "HarnessFiles",
-    "JudgedRecord",
-    "RecordDetail",
-    "RecordPage",
-    "RecordRow",
-    "ReefClient",
-    "ReefClientError",
-    "ReleaseRow",
-    "ReportAck",
-    "RequestProgress",
-    "ScenarioInfo",
-    "ScenarioRow",
-    "Status",
-    "StoredRecord",
-    "TaskList",
-    "Unauthorized",
-    "VersionScore",
-    "VersionScores",
-]
 
 DEFAULT_TIMEOUT_S = 30.0
 # The events stream sends a keep-alive every 15 s; a minute of silence means the daemon is gone.

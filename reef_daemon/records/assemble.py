@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Answer, AnswerPart, Usage
-from reef_daemon.proxy.sse import parse_frame, split_frames
+from reef_daemon.records.frames import parse_frame, split_frames
 
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 

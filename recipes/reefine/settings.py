@@ -1,0 +1,88 @@
+"""The reefine recipe's settings: the `harness` section.
+
+Declared here, apart from the recipe, so that `reef serve --help` lists them without loading the proposers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reef_daemon.contract import HARNESS_ADAPTER_ENV, PROPOSER_SANDBOX_ENV
+from reef_daemon.recipe_api import COUNT, POSITIVE_INT, POSITIVE_NUMBER, TEXT, setting
+
+
+@dataclass(frozen=True)
+class HarnessSection:
+    """Knobs of the harness recipe (reefine)."""
+
+    adapter: str = setting(
+        "pi",
+        TEXT,
+        env=HARNESS_ADAPTER_ENV,
+        help="the agent a harness recipe renders for: pi, codex, dsh, claude or opencode",
+    )
+    max_tokens: int = setting(
+        8192,
+        POSITIVE_INT,
+        help="the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model)",
+    )
+    trial: str = setting(
+        "auto",
+        TEXT,
+        help="before publishing, start the agent on the candidate once: auto (where the adapter's binary is on "
+        "PATH), off, or the binary's path",
+    )
+    sandbox: str = setting(
+        "bwrap",
+        TEXT,
+        env=PROPOSER_SANDBOX_ENV,
+        help="where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain "
+        "child, for a trusted machine)",
+    )
+    trial_timeout_s: float = setting(
+        180.0, POSITIVE_NUMBER, help="how long the trial run may take before it counts as failed"
+    )
+    proposer_agent: str = setting(
+        "pi",
+        TEXT,
+        help="the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer "
+        "answers where it is not installed or the jail does not start",
+    )
+    proposer_wall_s: float = setting(900.0, POSITIVE_NUMBER, help="the most seconds one agent proposer run may take")
+    proposer_trial_s: float = setting(
+        120.0, POSITIVE_NUMBER, help="the most seconds one harness-trial of the agent proposer may take"
+    )
+    proposer_model_calls: int = setting(
+        200, POSITIVE_INT, help="the most model calls one agent proposer run may make, its trials included"
+    )
+    proposer_trials: int = setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
+    gate_max_worse: int = setting(
+        0, COUNT, help="the evaluation gate publishes a candidate only if at most this many protected tasks got worse"
+    )
+    eval_wall_s: float = setting(
+        900.0, POSITIVE_NUMBER, help="the most seconds the evaluation gate spends on one candidate, all runs together"
+    )
+    eval_model_calls: int = setting(
+        200, POSITIVE_INT, help="the most model calls the evaluation gate may make for one candidate (agents and judge)"
+    )
+    eval_parallel: int = setting(
+        2,
+        POSITIVE_INT,
+        help="how many tasks the evaluation gate runs at once, each on the served version and the candidate side by "
+        "side (so twice as many agent runs in flight)",
+    )
+    replays: int = setting(
+        3,
+        COUNT,
+        help="how many of a scenario's most recent low-scored conversations are replayed as evaluation tasks (0: none)",
+    )
+    canary_min_scored: int = setting(
+        20,
+        POSITIVE_INT,
+        help="scored records a canary and the served version each need before a canary whose 95% score interval "
+        "lies wholly below the served one's is rolled back automatically",
+    )
+
+
+SETTINGS_SECTIONS: dict[str, type[Any]] = {"harness": HarnessSection}

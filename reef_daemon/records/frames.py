@@ -1,0 +1,28 @@
+"""Server-sent events as frames: a body split at its frame delimiters, a frame read as its event name and data.
+
+The proxy's relay finds frames in a live stream with these rules; the assembler reads a recorded stream with them.
+"""
+
+from __future__ import annotations
+
+import re
+
+FRAME_DELIMITER = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def parse_frame(frame: bytes) -> tuple[str | None, str]:
+    """(event name, data) of one SSE frame; data lines joined by newlines."""
+    event: str | None = None
+    data_lines: list[str] = []
+    for line in _LINE_BREAK.split(frame.decode("utf-8", errors="replace")):
+        if line.startswith("data:"):
+            data_lines.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+    return event, "\n".join(data_lines)
+
+
+def split_frames(text: bytes) -> list[bytes]:
+    """Every complete frame of an SSE body, without delimiters (used when assembling a stored stream)."""
+    return [frame for frame in FRAME_DELIMITER.split(text) if frame.strip()]
