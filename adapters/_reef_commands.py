@@ -21,7 +21,7 @@ the change, checks it and publishes it as a new version.
    {wrapper} and stop.
 2. Run this once, with the request as one quoted argument (it reaches reef over the network, so ask to run it
    outside the sandbox if you must; allow it up to 30 minutes):
-   "$REEF_HARNESS_WRAPPER" evolve "<the request>" --wait
+   "$REEF_HARNESS_WRAPPER" request "<the request>" --wait
 3. Tell the person the result line it printed and its "How to use" line, if any.
 4. If a version was published, ask whether to install it. On yes run "$REEF_HARNESS_WRAPPER" update and tell them
    to start a new session to use it.
@@ -55,7 +55,7 @@ _SHELL_REEFINE = """\
 
 reef filed the person's change request and followed it until it settled. What it printed:
 
-!`{wrapper} evolve "$ARGUMENTS" --wait`
+!`{wrapper} request "$ARGUMENTS" --wait`
 
 Show the person that output as it is and run nothing else. If it names a published version vN, tell them that
 `/versions vN install` installs it and that a new session uses it.
@@ -79,7 +79,7 @@ def shell_commands(adapter: str, fields: dict[str, str | bool]) -> tuple[Entry, 
     files; `fields` are extra frontmatter lines (such as the permission to run the wrapper)."""
     wrapper = f"reef-{adapter}"
     descriptions = {
-        "reefine": f"Ask reef to change this harness: /reefine <what to change> (runs {wrapper} evolve)",
+        "reefine": f"Ask reef to change this harness: /reefine <what to change> (runs {wrapper} request)",
         "versions": f"List this harness's versions, or install one: /versions [vN install] (runs {wrapper})",
     }
     entries = []

@@ -91,7 +91,7 @@ async function watch(reef, ctx, requestId) {
     shown = line;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
-  say(ctx, `reef: request ${requestId} is still running; reef-pi evolve shows the rest`, "warning");
+  say(ctx, `reef: request ${requestId} is still running; reef requests ${requestId} --wait shows the rest`, "warning");
 }
 
 async function reefine(reef, text, ctx) {
@@ -103,7 +103,7 @@ async function reefine(reef, text, ctx) {
   if (reef.session) body.session = reef.session;
   const installed = installedRelease(reef);
   if (installed) body.release_id = installed;
-  const filed = await call(reef, "POST", "/reef/train", body);
+  const filed = await call(reef, "POST", "/reef/requests", body);
   say(ctx, `reef: request ${filed.agent_record_id} filed; reef's proposer is on it`);
   const watching = watch(reef, ctx, filed.agent_record_id).catch((error) => say(ctx, `reef: ${error.message}`, "error"));
   // In print mode the process ends with the prompt, so wait here; with a UI the session goes on meanwhile.

@@ -72,7 +72,7 @@ async def settle(session: aiohttp.ClientSession, base: str, text: str, limit_s: 
     """File the change request `text` for SCENARIO and poll it until it settles, or until `limit_s` have passed:
     its last progress."""
     started = time.monotonic()
-    async with session.post(f"{base}/reef/train", json={"text": text}, headers=HEADERS) as filed:
+    async with session.post(f"{base}/reef/requests", json={"text": text}, headers=HEADERS) as filed:
         request_id = (await filed.json())["agent_record_id"]
     while True:
         async with session.get(f"{base}/reef/requests/{request_id}", headers=HEADERS) as answered:

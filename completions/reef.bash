@@ -10,7 +10,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/evolve|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/request|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -19,7 +19,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show import export score evolve requests versions promote rollback install tui completion scenarios tasks demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show import export score request requests versions promote rollback install tui completion scenarios tasks demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -192,7 +192,7 @@ _reef() {
         reef/records)
             case "$prev" in
                 --scenario|-s) return 0 ;;
-                --type|-t) COMPREPLY=($(compgen -W "inference report train" -- "$cur")); return 0 ;;
+                --type|-t) COMPREPLY=($(compgen -W "inference report request" -- "$cur")); return 0 ;;
                 --limit|-n) return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
@@ -247,7 +247,7 @@ _reef() {
                 COMPREPLY=($(compgen -W "--feedback -m --from --next --scenario -s --json --url --token --help" -- "$cur"))
             fi
             ;;
-        reef/evolve)
+        reef/request)
             case "$prev" in
                 --scenario|-s) return 0 ;;
                 --timeout) return 0 ;;

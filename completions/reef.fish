@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/evolve reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/demo reef/demo/sao
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -27,7 +27,7 @@ complete -c reef -n '__reef_at reef' -a show -d 'Show one record, made readable.
 complete -c reef -n '__reef_at reef' -a import -d 'Import agent sessions as records.'
 complete -c reef -n '__reef_at reef' -a export -d 'Export a scenario\'s records as JSON lines.'
 complete -c reef -n '__reef_at reef' -a score -d 'Score records: by receipt, from JSON lines, or one by one.'
-complete -c reef -n '__reef_at reef' -a evolve -d 'Ask reef\'s proposer for a harness change.'
+complete -c reef -n '__reef_at reef' -a request -d 'File a change request: ask reef\'s proposer for a harness change, in your own words.'
 complete -c reef -n '__reef_at reef' -a requests -d 'Show a change request\'s state, or its result once settled.'
 complete -c reef -n '__reef_at reef' -a versions -d 'List a scenario\'s harness versions, oldest first: release, operation, result, status, request.'
 complete -c reef -n '__reef_at reef' -a promote -d 'Serve a pending version (one that changes an extension): republished as a new version; this ends a canary.'
@@ -186,7 +186,7 @@ complete -c reef -n '__reef_at reef/status' -l token -x -d 'The daemon\'s token.
 complete -c reef -n '__reef_at reef/status' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/status' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/records' -l scenario -s s -x -d 'Only this scenario.'
-complete -c reef -n '__reef_at reef/records' -l type -s t -x -a 'inference report train' -d 'Only this kind of record.'
+complete -c reef -n '__reef_at reef/records' -l type -s t -x -a 'inference report request' -d 'Only this kind of record: inference, report, request.'
 complete -c reef -n '__reef_at reef/records' -l unscored -d 'Only inference records nobody scored yet.'
 complete -c reef -n '__reef_at reef/records' -l limit -s n -x -d 'How many recent records.'
 complete -c reef -n '__reef_at reef/records' -l follow -s f -d 'Then print new records as they come (Ctrl-C).'
@@ -221,13 +221,13 @@ complete -c reef -n '__reef_at reef/score' -l json -d 'Print JSON for scripts in
 complete -c reef -n '__reef_at reef/score' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/score' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/score' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/evolve' -l scenario -s s -x -d 'The scenario whose harness to change.'
-complete -c reef -n '__reef_at reef/evolve' -l wait -d 'Watch the request until it settles.'
-complete -c reef -n '__reef_at reef/evolve' -l timeout -x -d 'Seconds --wait waits before giving up (exit 2).'
-complete -c reef -n '__reef_at reef/evolve' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/evolve' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/evolve' -l token -x -d 'The daemon\'s token.'
-complete -c reef -n '__reef_at reef/evolve' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/request' -l scenario -s s -x -d 'The scenario whose harness to change.'
+complete -c reef -n '__reef_at reef/request' -l wait -d 'Watch the request until it settles.'
+complete -c reef -n '__reef_at reef/request' -l timeout -x -d 'Seconds --wait waits before giving up (exit 2).'
+complete -c reef -n '__reef_at reef/request' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/request' -l url -x -d 'Daemon URL.'
+complete -c reef -n '__reef_at reef/request' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/request' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/requests' -l wait -d 'Watch the request until it settles.'
 complete -c reef -n '__reef_at reef/requests' -l timeout -x -d 'Seconds --wait waits before giving up (exit 2).'
 complete -c reef -n '__reef_at reef/requests' -l json -d 'Print JSON for scripts instead of tables.'

@@ -11,9 +11,9 @@ from reef_cli.commands import (
     completion,
     daemon,
     demo,
-    evolve,
     install,
     records,
+    request,
     requests,
     scenarios,
     score,
@@ -59,7 +59,9 @@ app.command("show", epilog=show.EXAMPLE)(show.show)
 app.command("import", epilog=records_io.IMPORT_EXAMPLE)(records_io.import_)
 app.command("export", epilog=records_io.EXPORT_EXAMPLE)(records_io.export)
 app.command("score", context_settings={"ignore_unknown_options": True}, epilog=score.EXAMPLE)(score.score)
-app.command("evolve", epilog=evolve.EXAMPLE)(evolve.evolve)
+app.command("request", epilog=request.EXAMPLE)(request.request)
+# Its first name, kept for the scripts and installed harness commands that type it.
+app.command("evolve", hidden=True, epilog=request.EXAMPLE)(request.request)
 app.command("requests", epilog=requests.EXAMPLE)(requests.requests)
 app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)

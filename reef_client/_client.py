@@ -36,6 +36,7 @@ from reef_daemon.contract import (
     RELEASES_ROUTE,
     REPORT_ROUTE,
     REQUEST_ROUTE,
+    REQUESTS_ROUTE,
     SCENARIO_HEADER,
     SCENARIO_ROUTE,
     SCENARIO_UPDATE_ROUTE,
@@ -45,7 +46,6 @@ from reef_daemon.contract import (
     TASK_PROMOTE_ROUTE,
     TASK_ROUTE,
     TASKS_ROUTE,
-    TRAIN_ROUTE,
     VERSION_SCORES_ROUTE,
     AdapterList,
     AdapterRow,
@@ -64,13 +64,13 @@ from reef_daemon.contract import (
     ReleaseRow,
     ReplayDismissed,
     ReportAck,
+    RequestAck,
     RequestProgress,
     ScenarioInfo,
     ScenarioList,
     ScenarioRow,
     Status,
     TaskList,
-    TrainAck,
     VersionScores,
 )
 
@@ -290,12 +290,12 @@ class ReefClient:
 
     # --- harness (reefine) ----------------------------------------------------------------------------------
 
-    def train(self, scenario: str, text: str, *, session: str | None = None) -> TrainAck:
+    def file_request(self, scenario: str, text: str, *, session: str | None = None) -> RequestAck:
         """File a change request for a scenario's harness; returns its id and progress path (202 = queued)."""
         body: dict[str, Any] = {"text": text}
         if session is not None:
             body["session"] = session
-        ack: TrainAck = self._call("POST", TRAIN_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})
+        ack: RequestAck = self._call("POST", REQUESTS_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})
         return ack
 
     def request_progress(self, request_id: str) -> RequestProgress:

@@ -1,5 +1,5 @@
-"""Following a change request to its end and saying what came of it, for `reef evolve`, `reef requests` and the
-wrappers' `evolve` alike: the polling, the words for the outcome and the exit status that goes with it."""
+"""Following a change request to its end and saying what came of it, for `reef request`, `reef requests` and the
+wrappers' `request` alike: the polling, the words for the outcome and the exit status that goes with it."""
 
 from __future__ import annotations
 

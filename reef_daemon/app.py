@@ -11,11 +11,11 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import ScoreScale
+from reef_daemon.contract import INFERENCE_ROUTES, ScoreScale
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
-from reef_daemon.proxy.handler import INFERENCE_ROUTES, handle_inference
+from reef_daemon.proxy.handler import handle_inference
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
@@ -31,7 +31,6 @@ from reef_daemon.routes import (
     scenarios,
     status,
     tasks,
-    train,
 )
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
@@ -73,7 +72,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, releases, events, status, train, requests, harness, install, live):
+    for module in (reports, scenarios, records, releases, events, status, requests, harness, install, live):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
     app.router.add_routes(tasks.routes)

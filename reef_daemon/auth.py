@@ -8,9 +8,9 @@ import hmac
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 
-from reef_daemon.contract import SCENARIO_HEADER
+from reef_daemon.contract import HEALTH_ROUTE, SCENARIO_HEADER
 
-OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PATHS = frozenset({HEALTH_ROUTE})
 
 
 def _digest(token: str) -> bytes:

@@ -11,10 +11,10 @@ from aiohttp.typedefs import Handler
 
 from reef_daemon.auth import OPEN_PATHS
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import INFERENCE_ROUTES, OVERHEAD_HEADER, TOKEN_ENV
 from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
 from reef_daemon.jsonbody import json_response
-from reef_daemon.proxy.handler import INFERENCE_ROUTES, UPSTREAM_SECONDS
-from reef_daemon.proxy.headers import OVERHEAD_HEADER
+from reef_daemon.proxy.handler import UPSTREAM_SECONDS
 from reef_daemon.proxy.sse import error_frame
 
 log = logging.getLogger("reef.http")
@@ -90,7 +90,7 @@ async def require_token(request: web.Request, handler: Handler) -> web.StreamRes
     gate = request.app[DAEMON].gate
     if request.path not in OPEN_PATHS and not gate.allows(request.headers, model_call=request.path in INFERENCE_ROUTES):
         raise Unauthorized(
-            "this daemon needs a token: send Authorization: Bearer <token> (or x-api-key), e.g. set REEF_TOKEN",
+            f"this daemon needs a token: send Authorization: Bearer <token> (or x-api-key), e.g. set {TOKEN_ENV}",
             type="unauthorized",
         )
     return await handler(request)

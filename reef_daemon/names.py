@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from reef_daemon.contract import SCENARIO_HEADER as SCENARIO_HEADER
-from reef_daemon.contract import TRIAL_SCENARIO as TRIAL_SCENARIO
+from reef_daemon.contract import SCENARIO_HEADER
 from reef_daemon.errors import BadRequest
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")

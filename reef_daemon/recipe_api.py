@@ -27,7 +27,7 @@ loading the recipe's class); the recipe reads its section with `settings.of(Sect
 A built-in recipe's sections are known before any recipe is chosen, so they are `reef serve` options too.
 
 Records reach a recipe as `Unit`s: the stored record (`contract.StoredRecord`, as `GET /reef/records/{id}` shows it:
-`id`, `type` (`inference`, `report`, `train`), `sequence`, `scenario`, and the type's fields: `score`, `references`
+`id`, `type` (`inference`, `report`, `request`), `sequence`, `scenario`, and the type's fields: `score`, `references`
 ... for a report; `text` for a change request), and for a report the records it references, each with
 `consumed_by_step`.
 
@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from reef_daemon.auth import TokenGate, presented_token
-from reef_daemon.contract import RecipeStatus, ReleaseRow, StoredRecord
+from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported, UpstreamFailed
 from reef_daemon.harness.admission import RESERVED_IDS, Refused, admit
 from reef_daemon.harness.host import HarnessHost
@@ -211,7 +211,7 @@ class StepOutcome:
         metrics: JSON-serialisable facts about the step, shown with it (`reason` is shown as the why).
         release_id: the release the step made or now serves, if any.
         parent_release_id: the release it was built on, if any.
-        request_id: the change request (a `train` record) the step answered, if any.
+        request_id: the change request (a `request` record) the step answered, if any.
         also_consumed: records the step used besides its units (the rollouts a report scored); they are never
             handed to a step again.
     """
@@ -231,14 +231,14 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         name: the recipe's name, stored with each scenario it serves.
         default_training_mode: a new scenario's mode: `auto` (scores start steps), `manual` (only change
             requests do) or `hybrid` (both).
-        consumes: the record types the recipe learns from (`report`, `train`); empty means it never trains.
+        consumes: the record types the recipe learns from (`report`, `request`); empty means it never trains.
         profile: settings the recipe changes from reef's defaults, e.g. `{"reef.port": 8901}`; anything the user
             sets wins.
     """
 
     name: ClassVar[str] = "recipe"
     default_training_mode: ClassVar[str] = "auto"
-    consumes: ClassVar[tuple[str, ...]] = ()
+    consumes: ClassVar[tuple[RecordType, ...]] = ()
     profile: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, settings: Settings) -> None:
@@ -383,8 +383,8 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
 
 
 class HarnessRecipe(Recipe):
-    """A recipe that evolves an agent harness: the harness routes (`/reef/harness*`, `/reef/train`,
-    `/reef/requests/{id}`) serve only when the deployment's recipe is one; otherwise they answer 501.
+    """A recipe that evolves an agent harness: the harness routes (`/reef/harness*`, `/reef/requests*`,
+    `/reef/train`) serve only when the deployment's recipe is one; otherwise they answer 501.
 
     Its parts are the daemon's, exported here: `HarnessHost(state_dir, adapter)` keeps the releases (opened with
     the store in `start`), `RequestProgress(store)` the requests' progress, and `admit` is the check every proposed

@@ -14,14 +14,17 @@ import logging
 import time
 from typing import Any
 
-from reef_daemon.contract import ScenarioTraining, StepRow
+from reef_daemon.contract import EVENT_RECORD_TYPES, RecordType, ScenarioTraining, StepRow, record_type
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.store import Scenario, StepCommit, Store
 
 log = logging.getLogger("reef.recipe")
 
-_WAKING_EVENTS = {"report": "report", "request": "train", "record": "inference"}
+
+def consumed_types(recipe: Recipe) -> tuple[RecordType, ...]:
+    """The record types a recipe consumes; one named by its old name (`train`) counts as the type it is now."""
+    return tuple(known for name in recipe.consumes if (known := record_type(name)) is not None)
 
 
 class ScenarioWorker:
@@ -31,6 +34,7 @@ class ScenarioWorker:
         self.scenario = scenario
         self._wake = asyncio.Event()
         self._wake.set()
+        self._consumes = consumed_types(recipe)
         self.buffered: list[Unit] = []
         self.running_since: float | None = None
         self.last_error: str | None = None
@@ -49,7 +53,7 @@ class ScenarioWorker:
 
     async def _drain(self, seen: int) -> int:
         while True:
-            rows = await self._store.steps.pending(self.scenario, seen, self._recipe.consumes)
+            rows = await self._store.steps.pending(self.scenario, seen, self._consumes)
             if not rows:
                 return seen
             scenario = self._store.scenarios.get(self.scenario)
@@ -137,6 +141,7 @@ class RecipeWorkers:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
         self._subscription: Subscription | None = None
+        self._consumes = consumed_types(recipe)
 
     def start(self) -> None:
         if not self._recipe.trains:
@@ -176,8 +181,7 @@ class RecipeWorkers:
         while True:
             self._subscription = subscription = self._bus.subscribe()
             while (event := await subscription.next()) is not None:
-                record_type = _WAKING_EVENTS.get(event.type)
-                if record_type in self._recipe.consumes and event.scenario is not None:
+                if EVENT_RECORD_TYPES.get(event.type) in self._consumes and event.scenario is not None:
                     scenario = self._store.scenarios.get(event.scenario)
                     if scenario is not None and scenario.recipe == self._recipe.name:
                         self.worker(event.scenario).wake()

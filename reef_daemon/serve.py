@@ -16,6 +16,7 @@ from aiohttp import web
 
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import Settings, SettingsError, live_changes
 
@@ -119,7 +120,7 @@ def _announce(daemon: Daemon, port: int) -> None:
     runtime = daemon.runtime.describe()
     serving = runtime.get("model") or "(model chosen by each client)"
     where = f" at {runtime['url']}" if runtime.get("url") else ""
-    auth = "on" if daemon.gate.enabled else "OFF (set REEF_TOKEN to require a token)"
+    auth = "on" if daemon.gate.enabled else f"OFF (set {TOKEN_ENV} to require a token)"
     lines = [
         f"reef {_version()} listening on http://{settings.reef.host}:{port}",
         f"  recipe:    {daemon.recipe.name}",

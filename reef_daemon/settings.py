@@ -31,6 +31,7 @@ from reef_daemon.contract import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
+    INFERENCE_TIMEOUT_ENV,
     TOKEN_ENV,
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
@@ -160,7 +161,7 @@ def _parse_url(value: Any) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError("expected an http:// or https:// URL")
     if parts.username or parts.password:
-        raise ValueError("put credentials in REEF_UPSTREAM_API_KEY, not in the URL")
+        raise ValueError(f"put credentials in {UPSTREAM_API_KEY_ENV}, not in the URL")
     # Clients send the path (`/v1/...`) themselves, so a base URL ending in /v1 would double it.
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
@@ -286,9 +287,7 @@ class InferenceSection:
         live=True,
         help="key reef sends upstream instead of the client's",
     )
-    timeout_s: float = setting(
-        300.0, POSITIVE_NUMBER, env="REEF_INFERENCE_TIMEOUT_S", live=True, help="upstream timeout"
-    )
+    timeout_s: float = setting(300.0, POSITIVE_NUMBER, env=INFERENCE_TIMEOUT_ENV, live=True, help="upstream timeout")
     model_path: Path | None = setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
     temperature: float = setting(
         0.0,

@@ -10,7 +10,9 @@ from adapters.wrapper.installed import NotInstalled, load
 from adapters.wrapper.session import run
 from reef_client import ReefClientError
 
-COMMANDS = ("report", "evolve", "versions", "update", "doctor")
+COMMANDS = ("report", "request", "versions", "update", "doctor")
+# Old names of commands, still taken: harness commands installed before the rename run `evolve`.
+ALIASES = {"evolve": "request"}
 
 
 def parser(wrapper: str, agent: str) -> argparse.ArgumentParser:
@@ -23,7 +25,9 @@ def parser(wrapper: str, agent: str) -> argparse.ArgumentParser:
     scored = sub.add_parser("report", help="score the last session (one report for all its model calls)")
     scored.add_argument("--score", type=float, required=True, help="a number; higher is better")
     scored.add_argument("--feedback", help="what went well or wrong, in words")
-    change = sub.add_parser("evolve", help="ask reef for a harness change")
+    change = sub.add_parser(
+        "request", aliases=list(ALIASES), help="file a change request: ask reef for a harness change"
+    )
     change.add_argument("text", help="what to change, in your own words")
     change.add_argument("--wait", action="store_true", help="watch the request until it settles")
     change.add_argument("--timeout", type=float, default=1800, help="seconds --wait waits (exit 2 after)")
@@ -42,7 +46,7 @@ def main(argv: list[str]) -> int:
         return 2
     adapter, args = argv[0], argv[1:]
     wrapper = f"reef-{adapter}"
-    own = bool(args) and (args[0] in COMMANDS or args[0] in ("-h", "--help"))
+    own = bool(args) and (args[0] in COMMANDS or args[0] in ALIASES or args[0] in ("-h", "--help"))
     try:
         installed = load(adapter)
         if not own:
@@ -50,8 +54,8 @@ def main(argv: list[str]) -> int:
         options = parser(wrapper, installed.adapter.binary).parse_args(args)
         if options.command == "report":
             return commands.report(installed, options.score, options.feedback)
-        if options.command == "evolve":
-            return commands.evolve(installed, options.text, options.wait, options.timeout)
+        if ALIASES.get(options.command, options.command) == "request":
+            return commands.request(installed, options.text, options.wait, options.timeout)
         if options.command == "versions":
             return commands.versions(installed, options.install)
         if options.command == "update":

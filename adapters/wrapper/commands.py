@@ -1,4 +1,4 @@
-"""The wrapper's commands besides running the agent: report, evolve, versions, update and doctor."""
+"""The wrapper's commands besides running the agent: report, request, versions, update and doctor."""
 
 from __future__ import annotations
 
@@ -50,12 +50,12 @@ def report(installed: Installed, score: float, feedback: str | None) -> int:
     return 0
 
 
-def evolve(installed: Installed, text: str, wait: bool, timeout: float) -> int:
-    """`reef evolve` for this install's scenario and daemon: file the change request and, with `wait`, follow it
-    to the end (its activity on stderr) and say how to install what it publishes. Exit status as `reef evolve`."""
+def request(installed: Installed, text: str, wait: bool, timeout: float) -> int:
+    """`reef request` for this install's scenario and daemon: file the change request and, with `wait`, follow it
+    to the end (its activity on stderr) and say how to install what it publishes. Exit status as `reef request`."""
     binding = installed.binding
     with ReefClient(binding.url, installed.token) as client:
-        filed = client.train(binding.scenario, text)
+        filed = client.file_request(binding.scenario, text)
         request_id = str(filed["agent_record_id"])
         if not wait:
             print(f"request {request_id} queued; its progress: {filed['progress_path']}")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from reef_daemon.contract import CHAT_ROUTE
 from reef_daemon.recipe_api import Runtime, UpstreamFailed
-
-ROUTE = "/v1/chat/completions"
 
 
 class ModelFailed(Exception):
@@ -38,7 +37,7 @@ class ServedModel:
         body = json.dumps(payload).encode()
         self.calls += 1
         try:
-            response = await self.runtime.send(ROUTE, body, payload, {"content-type": "application/json"})
+            response = await self.runtime.send(CHAT_ROUTE, body, payload, {"content-type": "application/json"})
             try:
                 raw = await response.read()
                 status = response.status

@@ -1,6 +1,6 @@
 """The `reefine` recipe (old name `harness-evolve`): change requests and low scores become harness releases.
 
-One step per unit, oldest first. A change request (`POST /reef/train`) goes to the agent proposer where its agent
+One step per unit, oldest first. A change request (`POST /reef/requests`) goes to the agent proposer where its agent
 runs here (in the jail, or without one where `harness.sandbox = none`), else to the text proposer; in `auto` and
 `hybrid` mode a low-scored report becomes a failure-driven proposal of one skill. Every candidate passes admission
 and a render check, then (where the adapter's agent is installed on this host) a trial run that starts the agent
@@ -23,7 +23,7 @@ from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.settings import HarnessSection
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
-from reef_daemon.contract import RecipeStatus, ReleaseRow, low_score_below
+from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, low_score_below
 from reef_daemon.recipe_api import (
     NO_SANDBOX,
     Eligible,
@@ -58,7 +58,7 @@ def _embedded_caps_answers(settings: Settings) -> bool:
 class ReefineRecipe(HarnessRecipe):
     name: ClassVar[str] = "reefine"
     default_training_mode: ClassVar[str] = "manual"
-    consumes: ClassVar[tuple[str, ...]] = ("train", "report")
+    consumes: ClassVar[tuple[RecordType, ...]] = ("request", "report")
     profile: ClassVar[dict[str, Any]] = {"reef.port": 8901, "reef.state-dir": ".reef/reefine"}
 
     def __init__(self, settings: Settings) -> None:
@@ -148,7 +148,7 @@ class ReefineRecipe(HarnessRecipe):
 
     def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         """Every change request is a unit; a report is one only in auto/hybrid mode, low-scored, on fresh records."""
-        if unit.record["type"] == "train":
+        if unit.record["type"] == "request":
             return Eligible()
         if scenario.training_mode == "manual":
             return Ineligible("manual mode: scores are kept, only change requests start a step")
@@ -167,7 +167,7 @@ class ReefineRecipe(HarnessRecipe):
         if self._steps is None:
             raise RuntimeError("the reefine recipe is not started")
         (unit,) = units
-        if unit.record["type"] == "train":
+        if unit.record["type"] == "request":
             return await self._steps.for_request(scenario.name, unit)
         return await self._steps.from_failure(scenario.name, unit)
 

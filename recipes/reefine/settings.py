@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reef_daemon.contract import PROPOSER_SANDBOX_ENV
+from reef_daemon.contract import HARNESS_ADAPTER_ENV, PROPOSER_SANDBOX_ENV
 from reef_daemon.recipe_api import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, setting
 
 
@@ -19,7 +19,7 @@ class HarnessSection:
     adapter: str = setting(
         "pi",
         TEXT,
-        env="REEF_HARNESS_ADAPTER",
+        env=HARNESS_ADAPTER_ENV,
         help="the agent a harness recipe renders for: pi, codex, dsh, claude or opencode",
     )
     max_tokens: int = setting(

@@ -21,7 +21,7 @@ from recipes.sao.settings import TrainingSection
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer
-from reef_daemon.contract import RecipeStatus
+from reef_daemon.contract import RecipeStatus, RecordType
 from reef_daemon.recipe_api import (
     Conflict,
     Ineligible,
@@ -45,7 +45,7 @@ REEF_ROOT = Path(__file__).resolve().parents[2]  # what a Slime job puts on its 
 
 class SaoRecipe(Recipe):
     name: ClassVar[str] = "sao"
-    consumes: ClassVar[tuple[str, ...]] = ("report",)
+    consumes: ClassVar[tuple[RecordType, ...]] = ("report",)
     advantage: ClassVar[str] = "gae"
     # The trainer's ratios are exact for rollouts sampled at temperature 1 with top-p 1, so requests that set no
     # sampling get those instead of the embedded runtime's usual defaults.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reef_daemon.contract import MAX_STALENESS_ENV, SAO_BATCH_SIZE_ENV
 from reef_daemon.recipe_api import (
     COUNT,
     FRACTION,
@@ -29,14 +30,12 @@ DEVICE = one_of("DEVICE", "auto", "cpu", "cuda")
 class TrainingSection:
     """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
 
-    batch_size: int = setting(1, POSITIVE_INT, env="REEF_SAO_BATCH_SIZE", help="rollouts per step")
+    batch_size: int = setting(1, POSITIVE_INT, env=SAO_BATCH_SIZE_ENV, help="rollouts per step")
     learning_rate: float = setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam)")
     critic_learning_rate: float = setting(1e-3, POSITIVE_NUMBER, help="value head learning rate (Adam)")
     critic_steps: int = setting(2, POSITIVE_INT, help="critic updates per step")
     critic_warmup_steps: int = setting(2, COUNT, help="critic-only steps before the policy moves")
-    max_staleness: int = setting(
-        0, COUNT, env="REEF_MAX_STALENESS", help="how many weight versions old a rollout may be"
-    )
+    max_staleness: int = setting(0, COUNT, env=MAX_STALENESS_ENV, help="how many weight versions old a rollout may be")
     dis_low: float = setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
     dis_high: float = setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
     lambda_alpha: float = setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")

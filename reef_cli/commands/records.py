@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -13,22 +12,37 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
 from reef_client import RecordRow, ReefClient
 from reef_client.render.records import records_table
-from reef_daemon.contract import awaits_score
+from reef_daemon.contract import RECORD_TYPES, RecordType, awaits_score, record_type
 
 EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
 
 
-class RecordType(StrEnum):
-    """The kinds of record `--type` accepts."""
+def _record_type(name: str | None) -> RecordType | None:
+    """`--type`: a record type, by its name or an old one (`train` is `request`)."""
+    if name is None:
+        return None
+    known = record_type(name)
+    if known is None:
+        raise typer.BadParameter(f"{name!r} is not one of {', '.join(RECORD_TYPES)}")
+    return known
 
-    inference = "inference"
-    report = "report"
-    train = "train"
+
+TypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--type",
+        "-t",
+        help=f"Only this kind of record: {', '.join(RECORD_TYPES)}.",
+        callback=_record_type,
+        autocompletion=lambda: list(RECORD_TYPES),
+        show_default=False,
+    ),
+]
 
 
 def records(
     scenario: Annotated[str | None, typer.Option("--scenario", "-s", help="Only this scenario.")] = None,
-    record_type: Annotated[RecordType | None, typer.Option("--type", "-t", help="Only this kind of record.")] = None,
+    kind: TypeOption = None,
     unscored: Annotated[bool, typer.Option("--unscored", help="Only inference records nobody scored yet.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500, help="How many recent records.")] = 20,
     follow: Annotated[
@@ -43,7 +57,6 @@ def records(
     A table, oldest first: receipt, time, scenario, route, model, status, latency, tokens, score. --json prints
     one JSON object per line.
     """
-    kind = None if record_type is None else record_type.value
     with daemon_client(url, token) as client:
         # Take the newest sequence before the page, so nothing stored in between is missed by --follow.
         cursor = _newest_sequence(client) if follow else None

@@ -1,4 +1,4 @@
-"""`reef requests ID`: where a change request stands; with --wait, watch it until it settles (as `reef evolve
+"""`reef requests ID`: where a change request stands; with --wait, watch it until it settles (as `reef request
 --wait` does, without filing a new request)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from reef_cli.commands.evolve import settle, watch
+from reef_cli.commands.request import settle, watch
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 
@@ -15,7 +15,7 @@ EXAMPLE = "Example: reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait"
 
 
 def requests(
-    request_id: Annotated[str, typer.Argument(help="The request's id, as `reef evolve` printed it.")],
+    request_id: Annotated[str, typer.Argument(help="The request's id, as `reef request` printed it.")],
     wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds --wait waits before giving up (exit 2).")] = 1800,
     json: JsonOption = False,

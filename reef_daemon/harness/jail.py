@@ -21,6 +21,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from reef_daemon.contract import PROPOSER_SANDBOX_ENV
 from reef_daemon.harness.model_relay import Budget, relay_app
 
 BWRAP = "bwrap"
@@ -29,7 +30,7 @@ SOCKET = "model.sock"
 JAIL_TMP = Path("/tmp")  # noqa: S108 - an empty tmpfs inside the jail, not a file reef writes
 JAIL_PORT = 8901  # where the agent inside finds the model; the jail has its own network namespace
 NO_BWRAP = (
-    "bubblewrap is not installed on this host (apt-get install bubblewrap); set REEF_PROPOSER_SANDBOX=none to run "
+    f"bubblewrap is not installed on this host (apt-get install bubblewrap); set {PROPOSER_SANDBOX_ENV}=none to run "
     "trials without a jail on a trusted machine"
 )
 

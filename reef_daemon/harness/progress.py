@@ -1,6 +1,6 @@
 """The durable progress of change requests: phase, activity lines, design and outcome, one row per request.
 
-Every change is committed through the store's writer and announced as a `request` event, so `reef evolve --wait`,
+Every change is committed through the store's writer and announced as a `request` event, so `reef request --wait`,
 the TUI and `GET /reef/requests/{id}` see the same thing, and a restart keeps it. Whether a request has settled,
 its result and its version are not kept here: the committed step that consumed the request is the truth for those.
 """
@@ -12,6 +12,7 @@ import sqlite3
 import time
 from typing import Any
 
+from reef_daemon.contract import RequestEvent
 from reef_daemon.store import Store
 from reef_daemon.store.writer import WriteContext
 
@@ -89,4 +90,5 @@ def _append(ctx: WriteContext, request_id: str, state: str | None, text: str, no
         "UPDATE harness_requests SET state = ?, activity = ?, updated_at = ? WHERE id = ?",
         (new_state, json.dumps(activity), now, request_id),
     )
-    ctx.record_event("request", row["scenario"], {"request": {"id": request_id, "state": new_state, "activity": text}})
+    moved: RequestEvent = {"request": {"id": request_id, "state": new_state, "activity": text}, "record": None}
+    ctx.record_event("request", row["scenario"], moved)

@@ -18,24 +18,18 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.contract import OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import parse_json_object, read_body
-from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
-from reef_daemon.proxy.headers import (
-    OVERHEAD_HEADER,
-    RECEIPT_HEADER,
-    client_headers,
-    tags_from,
-    upstream_headers,
-)
+from reef_daemon.names import scenario_from_header
+from reef_daemon.proxy.headers import client_headers, tags_from, upstream_headers
 from reef_daemon.proxy.sse import SseRelay, error_frame
 from reef_daemon.records import InferenceDraft
 from reef_daemon.runtimes.base import RuntimeResponse
 
 log = logging.getLogger("reef.proxy")
 
-INFERENCE_ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens")
 UPSTREAM_SECONDS = web.RequestKey("reef.upstream_s", float)
 # Upstream 4xx statuses an agent can act on are relayed as they are; other 4xx become 400, 5xx become 502.
 _RELAYED_4XX = frozenset({400, 401, 403, 404, 408, 409, 422, 429})

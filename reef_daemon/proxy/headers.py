@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 from multidict import CIMultiDict
 
+from reef_daemon.contract import REEF_HEADER_PREFIX, TAG_HEADER_PREFIX
+
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -23,9 +25,6 @@ HOP_BY_HOP = frozenset(
 )
 # Reef asks for plain bodies so it can read what it records; auth headers are decided below.
 _NOT_FORWARDED = HOP_BY_HOP | {"accept-encoding", "authorization", "x-api-key"}
-TAG_PREFIX = "x-reef-tag-"
-RECEIPT_HEADER = "x-reef-agent-record-id"
-OVERHEAD_HEADER = "x-reef-overhead-ms"
 
 
 def upstream_headers(incoming: Mapping[str, str], *, pass_client_auth: bool) -> dict[str, str]:
@@ -33,7 +32,7 @@ def upstream_headers(incoming: Mapping[str, str], *, pass_client_auth: bool) -> 
     outgoing: dict[str, str] = {}
     for name, value in incoming.items():
         lower = name.lower()
-        if lower.startswith("x-reef-"):
+        if lower.startswith(REEF_HEADER_PREFIX):
             continue
         if lower in _NOT_FORWARDED:
             if pass_client_auth and lower in ("authorization", "x-api-key"):
@@ -48,7 +47,7 @@ def client_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
     relayed: CIMultiDict[str] = CIMultiDict()
     for name, value in upstream.items():
         lower = name.lower()
-        if lower in HOP_BY_HOP or lower.startswith("x-reef-"):
+        if lower in HOP_BY_HOP or lower.startswith(REEF_HEADER_PREFIX):
             continue
         relayed.add(name, value)
     return relayed
@@ -59,6 +58,6 @@ def tags_from(incoming: Mapping[str, str]) -> dict[str, str]:
     tags: dict[str, str] = {}
     for name, value in incoming.items():
         lower = name.lower()
-        if lower.startswith(TAG_PREFIX) and len(lower) > len(TAG_PREFIX) and value.strip():
-            tags[lower[len(TAG_PREFIX) :]] = value.strip()[:512]
+        if lower.startswith(TAG_HEADER_PREFIX) and len(lower) > len(TAG_HEADER_PREFIX) and value.strip():
+            tags[lower[len(TAG_HEADER_PREFIX) :]] = value.strip()[:512]
     return tags

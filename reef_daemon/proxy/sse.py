@@ -11,14 +11,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
 from reef_daemon.records import FRAME_DELIMITER, parse_frame
 
 _CHAT_IDENTITY_KEYS = ("id", "created", "model", "system_fingerprint", "service_tier")
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete")
-
-CHAT_ROUTE = "/v1/chat/completions"
-MESSAGES_ROUTE = "/v1/messages"
-RESPONSES_ROUTE = "/v1/responses"
 
 
 def _json_object(data: str) -> dict[str, Any] | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from reef_daemon.contract import ClientRecordType
+
 
 @dataclass
 class InferenceDraft:
@@ -32,11 +34,11 @@ class InferenceDraft:
 
 @dataclass(frozen=True)
 class ClientRecordDraft:
-    """A record a client sends with its own content: a report, or a change request (type `train`)."""
+    """A record a client sends with its own content: a report, or a change request."""
 
     id: str
     scenario: str
-    type: str  # report | train
+    type: ClientRecordType
     created_at: float
     content: dict[str, Any]  # a report: {score?, feedback?, references, metadata?}; a request: {text, ...}
     content_hash: str

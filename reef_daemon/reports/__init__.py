@@ -14,6 +14,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from reef_daemon.contract import RECEIPT_HEADER
 from reef_daemon.errors import BadRequest
 
 BASE_SCHEMA = "report.schema.json"
@@ -97,6 +98,6 @@ def _describe(error: ValidationError) -> str:
     if validator == "uniqueItems":
         return f"{field} lists the same receipt twice"
     if validator == "pattern" and field and field.startswith("references"):
-        return f"{field} is not a receipt (32 hex characters, from x-reef-agent-record-id)"
+        return f"{field} is not a receipt (32 hex characters, from {RECEIPT_HEADER})"
     where = field or "the report"
     return f"{where}: {error.message}"

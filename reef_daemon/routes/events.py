@@ -7,6 +7,7 @@ import asyncio
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
+from reef_daemon.contract import EVENTS_ROUTE
 from reef_daemon.errors import BadRequest
 from reef_daemon.events import sse_frame
 from reef_daemon.names import check_scenario_filter
@@ -18,7 +19,7 @@ REPLAY_PAGE = 1000
 MAX_SEQUENCE = 2**63 - 1  # SQLite's largest integer
 
 
-@routes.get("/reef/events")
+@routes.get(EVENTS_ROUTE)
 async def stream_events(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = request.query.get("scenario") or None

@@ -6,10 +6,17 @@ from aiohttp import web
 
 from adapters import ADAPTERS
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import HARNESS_ADAPTERS_ROUTE, HARNESS_ROUTE, AdapterList, AdapterRow, HarnessFiles
+from reef_daemon.contract import (
+    HARNESS_ADAPTERS_ROUTE,
+    HARNESS_ROUTE,
+    SCENARIO_HEADER,
+    AdapterList,
+    AdapterRow,
+    HarnessFiles,
+)
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
-from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.names import scenario_from_header
 from reef_daemon.recipe_api import HarnessRecipe
 
 routes = web.RouteTableDef()

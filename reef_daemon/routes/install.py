@@ -13,27 +13,27 @@ from aiohttp import web
 
 from adapters import Binding, get_adapter
 from reef_daemon.context import DAEMON, Daemon
+from reef_daemon.contract import INSTALL_ERROR_HEADER, INSTALL_ROUTE, SCENARIO_HEADER
 from reef_daemon.errors import BadRequest, ReefError
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.install import CanaryTree, failure_script, install_files, install_script
-from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.names import scenario_from_header
 from reef_harness import entries_from_json
 
 routes = web.RouteTableDef()
 
-ERROR_HEADER = "x-reef-install-error"
 # Adapters whose sandbox lets commands write /tmp and $TMPDIR: an install there could be changed by a session.
 SANDBOX_WRITES_TMP = frozenset({"codex", "dsh", "claude"})
 _HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
 
-@routes.get("/reef/harness/install")
+@routes.get(INSTALL_ROUTE)
 async def get_install(request: web.Request) -> web.Response:
     try:
         script = await _script(request)
     except ReefError as exc:
         response = _shell(failure_script(exc.message))
-        response.headers[ERROR_HEADER] = exc.type
+        response.headers[INSTALL_ERROR_HEADER] = exc.type
         return response
     return _shell(script)
 

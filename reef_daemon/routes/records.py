@@ -5,11 +5,20 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import RECORD_ROUTE, RECORDS_ROUTE, JudgedRecord, RecordDetail, RecordPage, StoredRecord
+from reef_daemon.contract import (
+    RECORD_ROUTE,
+    RECORD_TYPES,
+    RECORDS_ROUTE,
+    JudgedRecord,
+    RecordDetail,
+    RecordPage,
+    StoredRecord,
+    record_type,
+)
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import check_scenario_filter
-from reef_daemon.store import RECORD_TYPES, RecordQuery
+from reef_daemon.store import RecordQuery
 from reef_daemon.store.records import MAX_PAGE
 
 routes = web.RouteTableDef()
@@ -34,8 +43,9 @@ async def list_records(request: web.Request) -> web.Response:
     scenario = request.query.get("scenario") or None
     if scenario is not None:
         check_scenario_filter(scenario)
-    type_ = request.query.get("type") or None
-    if type_ is not None and type_ not in RECORD_TYPES:
+    named = request.query.get("type") or None
+    type_ = None if named is None else record_type(named)  # a type's old name (train) still filters
+    if named is not None and type_ is None:
         raise BadRequest(f"type must be one of {', '.join(RECORD_TYPES)}", type="invalid_query")
     unscored = request.query.get("unscored", "").lower() in ("1", "true", "yes")
     after = _int_param(request, "after", 0, 2**62)

@@ -18,12 +18,13 @@ from reef_daemon.contract import (
     EXPORT_TOTAL_HEADER,
     MAX_BATCH,
     RECORDS_BATCH_ROUTE,
+    SCENARIO_HEADER,
     BatchAck,
     ImportResult,
 )
 from reef_daemon.errors import BadRequest, NotFound
 from reef_daemon.jsonbody import json_response, read_json_object
-from reef_daemon.names import SCENARIO_HEADER, check_scenario_name, scenario_from_header
+from reef_daemon.names import check_scenario_name, scenario_from_header
 from reef_daemon.records_io.exported import Skipped, export_lines, query_for
 from reef_daemon.records_io.imported import Refused, checked, draft_of
 from reef_daemon.store import DraftFor

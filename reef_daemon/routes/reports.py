@@ -7,10 +7,10 @@ import time
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import REPORT_ROUTE, ReportAck
+from reef_daemon.contract import REPORT_ROUTE, SCENARIO_HEADER, ReportAck
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
-from reef_daemon.names import SCENARIO_HEADER, scenario_from_header
+from reef_daemon.names import scenario_from_header
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports import content_hash
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 from multidict import CIMultiDict
 
-from reef_daemon.contract import RuntimeStatus
+from reef_daemon.contract import MESSAGES_ROUTE, RuntimeStatus
 from reef_daemon.errors import UpstreamFailed
 from reef_daemon.runtimes.base import Runtime, RuntimeResponse
 from reef_daemon.settings import Settings
@@ -86,7 +86,7 @@ class HttpRuntime(Runtime):
             raise RuntimeError("the http runtime is not started")
         outgoing = dict(headers)
         if self._api_key:
-            if route.startswith("/v1/messages"):
+            if route.startswith(MESSAGES_ROUTE):
                 outgoing["x-api-key"] = self._api_key
                 outgoing.setdefault("anthropic-version", ANTHROPIC_VERSION)
             else:

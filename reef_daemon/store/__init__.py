@@ -14,14 +14,13 @@ from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
 from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.records import RECORD_TYPES, RecordQuery, RecordStore
+from reef_daemon.store.records import RecordQuery, RecordStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
-    "RECORD_TYPES",
     "TRAINING_MODES",
     "CanaryStore",
     "DraftFor",

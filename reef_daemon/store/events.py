@@ -1,7 +1,7 @@
 """Replaying events from the database, for a client that resumes `GET /reef/events` with `Last-Event-ID`.
 
-Record and report events are the records themselves; other events (scenario, step, release, request) are
-kept in the `events` table. Both share one sequence, so a merge by sequence is the full history.
+A record's event is the record itself (rows.record_event); other events (scenario, step, release, a request's
+progress, canary) are kept in the `events` table. Both share one sequence, so a merge by sequence is the full history.
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ import json
 import sqlite3
 
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import SUMMARY_COLUMNS, summary_row
+from reef_daemon.store.rows import SUMMARY_COLUMNS, record_event, summary_row
 from reef_daemon.store.writer import Event
-
-_RECORD_EVENT = {"inference": "record", "report": "report", "train": "request"}
 
 
 class EventLog:
@@ -32,12 +30,7 @@ class EventLog:
             " ORDER BY sequence LIMIT ?",
             (sequence, *params, limit),
         ):
-            row = summary_row(stored)
-            data: dict[str, object] = {"record": row}
-            if row["type"] == "report":
-                body = json.loads(stored["body"] or "{}")
-                data.update(references=body.get("references", []), score=body.get("score"))
-            events.append(Event(_RECORD_EVENT[row["type"]], row["sequence"], row["scenario"], data))
+            events.append(record_event(summary_row(stored), json.loads(stored["body"] or "{}")))
         for stored in conn.execute(
             f"SELECT sequence, type, scenario, data FROM events WHERE sequence > ? {scope}"  # noqa: S608
             " ORDER BY sequence LIMIT ?",

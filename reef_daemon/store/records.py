@@ -6,14 +6,13 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, StoredRecord
+from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_row, summary_row
-from reef_daemon.store.writer import Event, GroupCommitWriter, WriteContext
+from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
+from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
-RECORD_TYPES = ("inference", "report", "train")
 MAX_PAGE = 500
 # A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
 WithReports = tuple[StoredRecord, list[StoredRecord]]
@@ -22,7 +21,7 @@ WithReports = tuple[StoredRecord, list[StoredRecord]]
 @dataclass(frozen=True)
 class RecordQuery:
     scenario: str | None = None
-    type: str | None = None
+    type: RecordType | None = None
     unscored: bool = False
     after: int | None = None
     before: int | None = None
@@ -46,8 +45,9 @@ class RecordStore:
         summary = summarize(draft)
         sequence = ctx.allocate_sequence()
         words = summary.preview or {"asked": None, "answered": None}
+        kind: RecordType = "inference"
         values = (
-            sequence, draft.id, draft.scenario, "inference", draft.created_at, draft.route, summary.model,
+            sequence, draft.id, draft.scenario, kind, draft.created_at, draft.route, summary.model,
             draft.status, int(draft.complete), draft.duration_ms, summary.input_tokens, summary.output_tokens,
             None, draft.release, words["asked"], words["answered"],
         )  # fmt: skip
@@ -63,7 +63,7 @@ class RecordStore:
             ),
         )  # fmt: skip
         row = record_row(*values)
-        ctx.announce(Event("record", sequence, draft.scenario, {"record": row}))
+        ctx.announce(record_event(row, {}))
         return row
 
     async def append_client_record(self, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
@@ -110,11 +110,7 @@ class RecordStore:
                 [(score, ref) for ref in references],
             )
         row = record_row(*values)
-        if draft.type == "report":
-            data = {"record": row, "references": references, "score": score}
-            ctx.announce(Event("report", sequence, draft.scenario, data))
-        else:
-            ctx.announce(Event("request", sequence, draft.scenario, {"record": row}))
+        ctx.announce(record_event(row, draft.content))
         return row, True
 
     @staticmethod

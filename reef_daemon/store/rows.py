@@ -1,4 +1,5 @@
-"""How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`.
+"""How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`,
+and the event a record publishes when stored (and is replayed as).
 
 Every store connection gives rows that are read by column name (`schema.connect` sets `sqlite3.Row`), so a SELECT's
 column list can change without its readers counting positions.
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from reef_daemon.contract import RecordContent, RecordRow, StoredRecord
+from reef_daemon.contract import RECORD_EVENTS, EventData, RecordContent, RecordRow, RecordType, StoredRecord
+from reef_daemon.store.writer import Event
 
 SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"
@@ -26,7 +29,7 @@ class Columns(Protocol):
 
 
 def record_row(
-    sequence: int, record_id: str, scenario: str, type_: str, created_at: float, route: str | None,
+    sequence: int, record_id: str, scenario: str, type_: RecordType, created_at: float, route: str | None,
     model: str | None, status: int | None, complete: int | None, duration_ms: float | None,
     input_tokens: int | None, output_tokens: int | None, score: float | None, release: str | None,
     asked: str | None, answered: str | None,
@@ -83,6 +86,19 @@ def detail_row(row: sqlite3.Row) -> StoredRecord:
         "tags": json.loads(row["tags"]) if row["tags"] else {},
         **content,
     }
+
+
+def record_event(row: RecordRow, content: Mapping[str, Any]) -> Event:
+    """The event a stored record publishes, named by RECORD_EVENTS: its row, and for a report what it scored; a
+    change request is announced as filed (queued), as its progress events will announce it moving on."""
+    data: EventData
+    if row["type"] == "report":
+        data = {"record": row, "references": content.get("references", []), "score": content.get("score")}
+    elif row["type"] == "request":
+        data = {"request": {"id": row["id"], "state": "queued", "activity": None}, "record": row}
+    else:
+        data = {"record": row}
+    return Event(RECORD_EVENTS[row["type"]], row["sequence"], row["scenario"], data)
 
 
 def decode_body(raw: bytes | str | None) -> Any:

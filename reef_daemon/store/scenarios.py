@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Literal, TypeVar
 
-from reef_daemon.contract import ScenarioInfo
+from reef_daemon.contract import ScenarioChange, ScenarioEvent, ScenarioInfo
 from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
 from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
@@ -132,7 +131,7 @@ class ScenarioStore:
             ctx.conn.execute(
                 "UPDATE scenarios SET recipe = ?, training_mode = ? WHERE name = ?", (recipe, training_mode, name)
             )
-            _announce(ctx, "updated", {**updated.to_json(), "previous_recipe": current.recipe})
+            _announce(ctx, "updated", updated.to_json(), previous_recipe=current.recipe)
 
         await self._writer.submit(write)
         self._active[name] = updated
@@ -152,7 +151,7 @@ class ScenarioStore:
             ctx.conn.execute("UPDATE records SET scenario = ? WHERE scenario = ?", (archived_as, name))
             for table in _SCENARIO_TABLES:
                 ctx.conn.execute(f"UPDATE {table} SET scenario = ? WHERE scenario = ?", (archived_as, name))  # noqa: S608
-            _announce(ctx, "archived", {**current.to_json(), "archived_as": archived_as}, scenario=name)
+            _announce(ctx, "archived", current.to_json(), archived_as=archived_as)
 
         await self._writer.submit(write)
         self._active.pop(name, None)
@@ -163,5 +162,23 @@ def _scenario(row: sqlite3.Row) -> Scenario:
     return Scenario(row["name"], row["recipe"], row["training_mode"], row["created_at"])
 
 
-def _announce(ctx: WriteContext, action: str, data: Mapping[str, Any], *, scenario: str | None = None) -> None:
-    ctx.record_event("scenario", scenario or data["scenario"], {"action": action, "object": data})
+def _announce(
+    ctx: WriteContext,
+    action: Literal["created", "updated", "archived"],
+    info: ScenarioInfo,
+    *,
+    archived_as: str | None = None,
+    previous_recipe: str | None = None,
+) -> None:
+    change: ScenarioChange = {
+        "recipe": info["recipe"],
+        "training_mode": info["training_mode"],
+        "created_at": info["created_at"],
+        "scenario": info["scenario"],
+    }
+    if archived_as is not None:
+        change["archived_as"] = archived_as
+    if previous_recipe is not None:
+        change["previous_recipe"] = previous_recipe
+    event: ScenarioEvent = {"action": action, "object": change}
+    ctx.record_event("scenario", info["scenario"], event)

@@ -209,6 +209,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     CREATE INDEX records_by_harness_release_time
         ON records (scenario, json_extract(tags, '$.release'), created_at, score) WHERE type = 'inference';
     """,
+    # 9: a change request's record type is `request` (it was `train`).
+    "UPDATE records SET type = 'request' WHERE type = 'train';",
 )
 
 

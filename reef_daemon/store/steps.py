@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import StepRow, StoredRecord
+from reef_daemon.contract import RecordType, StepRow, StoredRecord
 from reef_daemon.errors import Conflict
 from reef_daemon.store.canaries import end_canary
 from reef_daemon.store.reader import Reader
@@ -129,7 +129,9 @@ class StepStore:
 
         return await self._reader.run(read)
 
-    async def pending(self, scenario: str, after: int, types: tuple[str, ...], limit: int = 256) -> list[StoredRecord]:
+    async def pending(
+        self, scenario: str, after: int, types: tuple[RecordType, ...], limit: int = 256
+    ) -> list[StoredRecord]:
         """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
 
         def read(conn: sqlite3.Connection) -> list[StoredRecord]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from reef_daemon.contract import EventData, EventName
 from reef_daemon.errors import StoreError
 from reef_daemon.store.schema import connect, migrate
 
@@ -30,10 +31,10 @@ FAILED_MESSAGE = "the record store could not save this; see the daemon log"
 class Event:
     """Something that happened, announced on `GET /reef/events` after it is committed."""
 
-    type: str
+    type: EventName
     sequence: int
     scenario: str | None
-    data: dict[str, Any]
+    data: EventData
 
 
 @dataclass
@@ -54,7 +55,7 @@ class WriteContext:
         """Publish an event after commit (record events: the record row itself is its durable copy)."""
         self.events.append(event)
 
-    def record_event(self, type: str, scenario: str | None, data: dict[str, Any]) -> Event:
+    def record_event(self, type: EventName, scenario: str | None, data: EventData) -> Event:
         """Store a non-record event durably (for replay) and publish it after commit."""
         event = Event(type, self.allocate_sequence(), scenario, data)
         self.conn.execute(

@@ -1,4 +1,4 @@
-"""The change-request box: what `/reefine <text>` or `reef evolve` would send, for the chosen scenario."""
+"""The change-request box: what `/reefine <text>` or `reef request` would send, for the chosen scenario."""
 
 from __future__ import annotations
 

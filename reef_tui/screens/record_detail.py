@@ -62,7 +62,8 @@ class RecordDetailScreen(ReefScreen):
             self.query_one("#detail", Static).update(Text(message, style="red"))
 
     def _on_event(self, event: Event) -> None:
-        if event.type == "report" and self.record_id in (event.data.get("references") or []):
+        report = event.report
+        if report is not None and self.record_id in report["references"]:
             self.reload()
 
     def action_score(self, key: str) -> None:

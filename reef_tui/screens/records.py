@@ -30,7 +30,7 @@ from reef_tui.widgets.record_list import RecordList
 from reef_tui.widgets.record_preview import RecordPreview
 
 PAGE = 200
-TYPES = ("inference", None, "report", "train")  # `y` cycles through these; None is every type
+TYPES = ("inference", None, "report", "request")  # `y` cycles through these; None is every type
 PREVIEW_HEIGHT = 36  # rows of terminal from which the preview pane shows under the list
 FOOTER_ROOM = 88  # columns from which the footer has room for `x Export` beside the keys it always shows
 
@@ -141,10 +141,11 @@ class RecordsScreen(ReefScreen):
 
     def _on_event(self, event: Event) -> None:
         records = self.query_one(RecordList)
-        if event.type == "report":
-            references = event.data.get("references") or []
-            if event.data.get("score") is not None:
-                records.set_score([str(ref) for ref in references], float(event.data["score"]))
+        report = event.report
+        if report is not None:
+            references = report["references"]
+            if report["score"] is not None:
+                records.set_score(references, report["score"])
             if self.query_one(RecordPreview).shown in references:
                 self._preview_current(again=True)  # its score changed
         row = event.record

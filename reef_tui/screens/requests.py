@@ -75,7 +75,7 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
         self.query_one(RequestView).say(hint)
 
     def fetch(self, scenario: str) -> list[RequestProgress]:
-        rows = self.reef.client.records(scenario=scenario, type="train", limit=SHOWN)["records"]
+        rows = self.reef.client.records(scenario=scenario, type="request", limit=SHOWN)["records"]
         return [self.reef.client.request_progress(row["id"]) for row in rows]
 
     def show_error(self, message: str) -> None:
@@ -133,10 +133,9 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
     def _on_event(self, event: Event) -> None:
         if self.scenario is None or event.scenario != self.scenario:
             return
-        if event.type == "request":
-            request = event.data.get("request") or event.record or {}
-            if request.get("id"):
-                self._refresh(str(request["id"]))
+        request = event.request
+        if request is not None:
+            self._refresh(request["id"])
         elif event.type in ("step", "release"):
             for request_id, progress in self.progress.items():
                 if progress.get("state") != "settled":
@@ -169,7 +168,7 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
 
     def _file(self, scenario: str, text: str) -> None:
         try:
-            answer = self.reef.client.train(scenario, text)
+            answer = self.reef.client.file_request(scenario, text)
             progress = self.reef.client.request_progress(answer["agent_record_id"])
         except ReefClientError as exc:
             self.app.call_from_thread(self.notify, exc.message, title="request refused", severity="error")

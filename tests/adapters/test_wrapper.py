@@ -157,10 +157,11 @@ def test_doctor_says_the_agent_reaches_only_reef_and_update_puts_a_tampered_inst
     assert target.read_text() == quiet and reefine.wrapper(adapter, **agent).returncode == 0
 
 
-def test_evolve_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: Reefine) -> None:
+@pytest.mark.parametrize("command", ["request", "evolve"])  # evolve: its old name, which older installs run
+def test_request_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: Reefine, command: str) -> None:
     assert reefine.install("pi").returncode == 0
     # The scripted proposer's default answer writes nothing usable, so the request is skipped.
-    skipped = reefine.wrapper("pi", "evolve", "something vague", "--wait")
+    skipped = reefine.wrapper("pi", command, "something vague", "--wait")
     assert skipped.returncode == 1, skipped.stdout + skipped.stderr
     assert "skipped" in skipped.stdout.splitlines()  # a skipped request makes no version
     assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr

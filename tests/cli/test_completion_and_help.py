@@ -47,7 +47,7 @@ def test_bash_completes_subcommands_options_and_values() -> None:
     assert set(_bash_complete("")) >= {"start", "stop", "status", "records", "show", "score", "scenarios"}
     assert _bash_complete("scenarios", "") == ["create", "move", "archive"]
     assert _bash_complete("records", "--f") == ["--follow"]
-    assert _bash_complete("records", "--type", "") == ["inference", "report", "train"]
+    assert _bash_complete("records", "--type", "") == ["inference", "report", "request"]
     assert _bash_complete("completion", "") == ["bash", "zsh", "fish"]
     assert "--inference.upstream-url" in _bash_complete("start", "--inf")
     assert _bash_complete("serve", "--recipe", "") == ["record", "reefine", "sao", "grpo"]

@@ -9,9 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from reef_daemon.contract import RECEIPT_HEADER, SCENARIO_HEADER
+from reef_daemon.contract import RECEIPT_HEADER, SCENARIO_HEADER, TRIAL_SCENARIO
 from reef_daemon.harness.jail import model_socket
-from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.reef_testing import CHAT, SCENARIO, Reef, StartReef
 
 JAIL = "http://jail"  # the host is not looked at: the connector always dials the socket

@@ -1,5 +1,6 @@
 """The answer a record keeps: assembled when the exchange is recorded, and for records stored by an older reef
-(schema version 3, no answer column) assembled once when the database is upgraded."""
+(schema version 3, no answer column) assembled once when the database is upgraded; change requests an older
+reef stored as `train` records."""
 
 from __future__ import annotations
 
@@ -80,3 +81,31 @@ async def test_a_report_has_no_answer(reef: Reef) -> None:
     assert report.status == 200
     shown = await reef.record((await report.json())["agent_record_id"])
     assert shown["type"] == "report" and shown["answer"] is None
+
+
+async def test_change_requests_an_older_reef_stored_as_train_read_as_requests(
+    start_reef: StartReef, tmp_path: Path
+) -> None:
+    state_dir = tmp_path / "state"
+    state_dir.mkdir(parents=True)
+    conn = sqlite3.connect(state_dir / DATABASE_NAME)
+    for migration in MIGRATIONS[:7]:
+        if isinstance(migration, str):
+            conn.executescript(migration)
+        else:
+            migration(conn)
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("INSERT INTO scenarios VALUES ('demo', 'record', 'manual', 0, NULL, NULL)")
+    conn.execute(
+        "INSERT INTO records (sequence, id, scenario, type, created_at, body, content_hash)"
+        " VALUES (1, 'req-old', 'demo', 'train', 0, ?, 'h')",
+        (json.dumps({"text": "answer briefly"}),),
+    )
+    conn.commit()
+    conn.close()
+    reef = await start_reef()
+
+    (row,) = await reef.records(type="request")
+    assert (row["id"], row["type"]) == ("req-old", "request")
+    assert await reef.records(type="train") == [row]  # the type's old name still filters
+    assert (await reef.record("req-old"))["text"] == "answer briefly"

@@ -1,4 +1,4 @@
-"""The agent proposer's activity, as a person sees it while the request runs: `reef evolve --wait` prints each
+"""The agent proposer's activity, as a person sees it while the request runs: `reef request --wait` prints each
 tool call, check and trial as it comes, and the TUI's requests screen shows them live, from
 `GET /reef/requests/{id}`."""
 
@@ -58,12 +58,12 @@ def all_seen(text: str, prefix: str = "") -> bool:
     return in_order(after, [prefix + line for line in CALLS]) and in_order(after, [prefix + line for line in TOOLS])
 
 
-async def test_reef_evolve_wait_prints_each_tool_call_check_and_trial(start_reefine: StartReefine, pi: Path) -> None:
+async def test_reef_request_wait_prints_each_tool_call_check_and_trial(start_reefine: StartReefine, pi: Path) -> None:
     reefine = await start_reefine(harness__proposer_agent="pi")
     assert reefine.agent is not None
     reefine.agent.commands = SESSION
 
-    args = ["evolve", "make answers brief", "--scenario", SCENARIO, "--wait", "--url", reefine.url]
+    args = ["request", "make answers brief", "--scenario", SCENARIO, "--wait", "--url", reefine.url]
     result = await asyncio.to_thread(CliRunner().invoke, app, args)
 
     assert result.exit_code == 0, result.output

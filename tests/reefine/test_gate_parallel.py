@@ -20,9 +20,8 @@ from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.model import ServedModel
 from recipes.reefine.trial import Finished, TrialRunner
-from reef_daemon.contract import EvalTask
+from reef_daemon.contract import TRIAL_SCENARIO, EvalTask
 from reef_daemon.harness.model_relay import Budget
-from reef_daemon.names import TRIAL_SCENARIO
 from reef_daemon.store import Store
 from reef_harness import Entry
 from tests.support.fake_proposer_model import answer, skill

@@ -1,12 +1,14 @@
-"""`POST /reef/train`: screens, unknown scenarios, modes, retries; progress of a queued request; the profile."""
+"""`POST /reef/requests` (and `POST /reef/train`, its old path): screens, unknown scenarios, modes, retries;
+progress of a queued request; the profile."""
 
 from __future__ import annotations
 
 import pytest
 
 from recipes.reefine.settings import HarnessSection
+from reef_daemon.context import DAEMON
 from reef_daemon.recipe_host import load_serving_settings
-from tests.support.reefine_testing import Reefine
+from tests.support.reefine_testing import SCENARIO, Reefine
 
 
 @pytest.mark.parametrize(
@@ -18,34 +20,39 @@ from tests.support.reefine_testing import Reefine
     ],
 )
 async def test_screens_refuse_with_the_rule_name_and_never_echo(reefine: Reefine, text: str, rule: str) -> None:
-    status, body = await reefine.call("POST", "/reef/train", {"text": text})
+    status, body = await reefine.call("POST", "/reef/requests", {"text": text})
     assert status == 400 and body["error"]["type"] == "refused_text"
     assert f"(rule {rule})" in body["error"]["message"] and text not in body["error"]["message"]
-    records = (await reefine.ok("GET", "/reef/records?type=train"))["records"]
+    records = (await reefine.ok("GET", "/reef/records?type=request"))["records"]
     assert records == []  # nothing stored
 
 
 async def test_unknown_scenario_auto_mode_and_bad_bodies(reefine: Reefine) -> None:
-    status, body = await reefine.call("POST", "/reef/train", {"text": "x"}, scenario="nobody")
+    status, body = await reefine.call("POST", "/reef/requests", {"text": "x"}, scenario="nobody")
     assert status == 404 and body["error"]["type"] == "unknown_scenario"
     for bad, kind in (({"text": ""}, "invalid_text"), ({"text": "x" * 4001}, "invalid_text"), ({"txt": "x"}, None)):
-        status, body = await reefine.call("POST", "/reef/train", bad)
+        status, body = await reefine.call("POST", "/reef/requests", bad)
         assert status == 400 and (kind is None or body["error"]["type"] == kind)
     await reefine.ok("POST", "/reef/scenarios/harness/update", {"training_mode": "auto"})
-    status, body = await reefine.call("POST", "/reef/train", {"text": "make it brief"})
+    status, body = await reefine.call("POST", "/reef/requests", {"text": "make it brief"})
     assert status == 400 and body["error"]["type"] == "wrong_training_mode"
 
 
 async def test_accepted_request_answers_202_and_retries_are_idempotent(reefine: Reefine) -> None:
     reefine.model.script("answer", "no json", "no json", "no json")
-    first = await reefine.call("POST", "/reef/train", {"text": "hello", "agent_record_id": "req-1"})
-    again = await reefine.call("POST", "/reef/train", {"text": "hello", "agent_record_id": "req-1"})
+    first = await reefine.call("POST", "/reef/requests", {"text": "hello", "agent_record_id": "req-1"})
+    again = await reefine.call("POST", "/reef/requests", {"text": "hello", "agent_record_id": "req-1"})
     assert first == again and first[0] == 202
-    assert first[1]["progress_path"] == "/reef/requests/req-1" and first[1]["request_type"] == "train"
-    status, _ = await reefine.call("POST", "/reef/train", {"text": "other", "agent_record_id": "req-1"})
+    assert first[1]["progress_path"] == "/reef/requests/req-1" and first[1]["request_type"] == "request"
+    status, _ = await reefine.call("POST", "/reef/requests", {"text": "other", "agent_record_id": "req-1"})
     assert status == 409
+    # The old path files into the same requests: the retry is the same request.
+    assert await reefine.call("POST", "/reef/train", {"text": "hello", "agent_record_id": "req-1"}) == first
     progress = await reefine.settled("req-1")
     assert progress["text"] == "hello" and progress["result"] == "skipped"
+    (row,) = (await reefine.ok("GET", "/reef/records?type=request"))["records"]
+    assert row["id"] == "req-1" and row["type"] == "request"
+    assert (await reefine.ok("GET", "/reef/records?type=train"))["records"] == [row]  # the type's old name
 
 
 async def test_unknown_request_and_adapters(reefine: Reefine) -> None:
@@ -66,3 +73,17 @@ def test_the_profile_and_the_old_name(capsys: pytest.CaptureFixture[str]) -> Non
         config_file=None, overrides={"recipe": "reefine", "harness.adapter": "codex"}, environ={}
     )
     assert chosen.of(HarnessSection).adapter == "codex"
+
+
+async def test_request_events_have_one_shape_from_filing_to_settling(reefine: Reefine) -> None:
+    reefine.model.script("answer", "no json", "no json", "no json")
+    await reefine.ok("POST", "/reef/requests", {"text": "hello", "agent_record_id": "req-2"})
+    await reefine.settled("req-2")
+    events = await reefine.server.app[DAEMON].store.events.after(0, SCENARIO)
+    said = [event.data for event in events if event.type == "request"]
+    assert len(said) > 2 and all(set(data) == {"request", "record"} for data in said)
+    filed, *moved = said
+    assert filed["request"] == {"id": "req-2", "state": "queued", "activity": None}
+    assert filed["record"] is not None and filed["record"]["type"] == "request"
+    assert all(data["record"] is None and data["request"]["id"] == "req-2" for data in moved)
+    assert moved[-1]["request"]["state"] == "settling" and moved[0]["request"]["activity"]

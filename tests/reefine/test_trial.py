@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.contract import TRIAL_SCENARIO
 from reef_daemon.harness.jail import JAIL_PORT
-from reef_daemon.names import TRIAL_SCENARIO
 from tests.support.cli_testing import clean_env, run_reef
 from tests.support.fake_proposer_model import answer, plan, skill
 from tests.support.fixtures import FindAgent
@@ -343,7 +343,7 @@ async def test_a_jailed_agent_reaches_only_its_own_model_calls_whatever_the_auth
     scenarios = await reefine.ok("GET", "/reef/scenarios")
     assert "made-in-the-jail" not in [row["scenario"] for row in scenarios["scenarios"]]
     mine = await reefine.ok("GET", f"/reef/records?scenario={SCENARIO}")
-    assert [row["type"] for row in mine["records"]] == ["train"]  # the person's change request, nothing else
+    assert [row["type"] for row in mine["records"]] == ["request"]  # the person's change request, nothing else
     trials = await reefine.ok("GET", f"/reef/records?scenario={TRIAL_SCENARIO}&type=inference")
     tried = [await reefine.ok("GET", f"/reef/records/{row['id']}") for row in trials["records"]]
     # The gate's run of the behaviour check on the candidate stood in for the health prompt: its two calls.

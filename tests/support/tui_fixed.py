@@ -184,8 +184,8 @@ class FixedClient(ReefClient):
     def records(self, **query: Any) -> RecordPage:
         rows = [r for r in self.rows if query.get("scenario") in (None, r["scenario"])]
         rows = [r for r in rows if query.get("type") in (None, r["type"])]
-        if query.get("type") == "train":
-            rows = [{**row(0), "id": key, "type": "train"} for key in PROGRESS]
+        if query.get("type") == "request":
+            rows = [{**row(0), "id": key, "type": "request"} for key in PROGRESS]
         if query.get("before") is not None:
             rows = [r for r in rows if r["sequence"] < query["before"]]
         page = rows[: query.get("limit") or 100]

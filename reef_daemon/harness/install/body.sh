@@ -174,4 +174,4 @@ case ":${PATH:-}:" in
   *) warn "$BIN_DIR is not on your PATH; add it (export PATH=\"$BIN_DIR:\$PATH\") or run $STUB" ;;
 esac
 say "installed $ADAPTER harness $VERSION (release $RELEASE_SHORT) of $SCENARIO in $ROOT"
-say "run: $WRAPPER    (evolve, versions, update, report and doctor: $WRAPPER --help)"
+say "run: $WRAPPER    (request, versions, update, report and doctor: $WRAPPER --help)"

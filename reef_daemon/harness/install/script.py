@@ -11,7 +11,7 @@ import hashlib
 import shlex
 from importlib import resources
 
-from reef_daemon.contract import INSTALL_SIDECAR
+from reef_daemon.contract import INSTALL_SIDECAR, TOKEN_ENV
 from reef_daemon.harness.install.files import InstallFiles
 
 _BODY = resources.files("reef_daemon.harness.install").joinpath("body.sh").read_text(encoding="utf-8")
@@ -37,7 +37,7 @@ def install_script(adapter: str, wrapper: str, install: InstallFiles, *, scenari
         "#!/bin/sh",
         f"# reef: installs a harness release for {adapter}. Usage: sh install.sh [ROOT]",
         "# ROOT defaults to ~/reef-harness/<scenario>. Needs only sh and coreutils; the token, if the daemon needs",
-        "# one, comes from REEF_TOKEN in your shell and never from this script.",
+        f"# one, comes from {TOKEN_ENV} in your shell and never from this script.",
         "set -euf",
         "umask 022",
         *(f"{name}={shlex.quote(value)}" for name, value in values.items()),

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-from reef_daemon.contract import RuntimeStatus
+from reef_daemon.contract import CHAT_ROUTE, COUNT_TOKENS_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, RuntimeStatus
 from reef_daemon.errors import BadRequest
 from reef_daemon.runtimes.base import RuntimeResponse, WeightSwappable
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
@@ -30,7 +30,6 @@ from reef_daemon.settings import Settings
 
 log = logging.getLogger("reef.embedded")
 
-COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
 PROMPT_THREADS = 2  # prompts tokenized at once, on threads of their own (not the pool the store's reader uses)
 
 
@@ -41,9 +40,9 @@ class Api(NamedTuple):
 
 
 APIS: dict[str, Api] = {
-    "/v1/chat/completions": Api(chat.parse, chat.ChatRenderer, chat.error_body),
-    "/v1/responses": Api(responses.parse, responses.ResponsesRenderer, responses.error_body),
-    "/v1/messages": Api(messages.parse, messages.MessagesRenderer, messages.error_body),
+    CHAT_ROUTE: Api(chat.parse, chat.ChatRenderer, chat.error_body),
+    RESPONSES_ROUTE: Api(responses.parse, responses.ResponsesRenderer, responses.error_body),
+    MESSAGES_ROUTE: Api(messages.parse, messages.MessagesRenderer, messages.error_body),
 }
 
 

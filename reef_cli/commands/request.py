@@ -1,4 +1,5 @@
-"""`reef evolve`: ask for a harness change; with --wait, watch it to the end and say how to use the result."""
+"""`reef request`: file a change request for a scenario's harness; with --wait, watch it to the end and say how to
+use the result. `reef evolve`, its first name, still works."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
 from reef_client import Activity, ReefClient, RequestProgress, follow_request, request_outcome, request_status
 
-EXAMPLE = 'Example: reef evolve "add a /changelog command that drafts release notes" --scenario my-harness --wait'
+EXAMPLE = 'Example: reef request "add a /changelog command that drafts release notes" --scenario my-harness --wait'
 
 ScenarioOption = Annotated[
     str, typer.Option("--scenario", "-s", help="The scenario whose harness to change.", show_default=False)
 ]
 
 
-def evolve(
+def request(
     text: Annotated[str, typer.Argument(help="What to change, in your own words (at most 4000 characters).")],
     scenario: ScenarioOption,
     wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
@@ -28,9 +29,10 @@ def evolve(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Ask reef's proposer for a harness change. Exit 0 published, 1 rejected or skipped, 2 still running."""
+    """File a change request: ask reef's proposer for a harness change, in your own words. Exit 0 published, 1
+    rejected or skipped, 2 still running."""
     with daemon_client(url, token) as client:
-        filed = client.train(scenario, text)
+        filed = client.file_request(scenario, text)
         request_id = str(filed["agent_record_id"])
         if not wait:
             if json:

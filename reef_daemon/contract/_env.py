@@ -1,0 +1,24 @@
+"""The environment variables reef reads: where clients find the daemon, its token, and settings that may come
+from the environment (`reef serve --help` names each beside its key)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+URL_ENV: Final = "REEF_URL"
+TOKEN_ENV: Final = "REEF_TOKEN"  # noqa: S105 (a variable name, not a secret)
+UPSTREAM_URL_ENV: Final = "REEF_UPSTREAM_URL"
+UPSTREAM_MODEL_ENV: Final = "REEF_UPSTREAM_MODEL"
+UPSTREAM_API_KEY_ENV: Final = "REEF_UPSTREAM_API_KEY"
+PROPOSER_SANDBOX_ENV: Final = "REEF_PROPOSER_SANDBOX"
+# The interpreter an install script runs reef's wrapper with.
+PYTHON_ENV: Final = "REEF_PYTHON"
+# Settings an environment variable may give (`reef serve --help` lists them with their keys).
+INFERENCE_TIMEOUT_ENV: Final = "REEF_INFERENCE_TIMEOUT_S"
+SAO_BATCH_SIZE_ENV: Final = "REEF_SAO_BATCH_SIZE"
+MAX_STALENESS_ENV: Final = "REEF_MAX_STALENESS"
+HARNESS_ADAPTER_ENV: Final = "REEF_HARNESS_ADAPTER"
+# Where reef hands eligible rollouts to a Slime job (training.trainer = slime), set in the job's environment.
+SLIME_SPOOL_ENV: Final = "REEF_SLIME_SPOOL"
+# SAO's length-adaptive GAE alpha, handed to the Slime job's advantage hook (Slime drops flags it does not know).
+SAO_LAMBDA_ALPHA_ENV: Final = "REEF_SAO_LAMBDA_ALPHA"

@@ -1,0 +1,125 @@
+"""GET /reef/status and GET /healthz: the daemon, its recipe and runtime, per-scenario counts, training, the store."""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+from reef_daemon.contract._releases import StepRow
+
+
+class RecipeStatus(TypedDict):
+    """The recipe: its name and whether it trains; each built-in recipe adds its own facts."""
+
+    name: str
+    trains: bool
+    harness: NotRequired[bool]  # true where the recipe evolves a harness, so takes change requests
+    # reefine
+    adapter: NotRequired[str]
+    answer_tokens: NotRequired[int]
+    trial: NotRequired[str]
+    proposer: NotRequired[str]
+    # sao and grpo
+    scenario: NotRequired[str | None]
+    head: NotRequired[str | None]
+    steps_done: NotRequired[int]
+    policy_updates: NotRequired[int]
+    trainable_parameters: NotRequired[int]
+    last_swap_s: NotRequired[float | None]
+    checkpoints: NotRequired[list[str]]
+    sampling: NotRequired[str]
+
+
+class SamplingDefaults(TypedDict):
+    """What the embedded model samples with when a request sets nothing."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+
+
+class RuntimeStatus(TypedDict):
+    """The runtime that answers inference: its kind and model; the embedded model adds what it loaded."""
+
+    kind: str
+    model: str | None
+    url: NotRequired[str]
+    source: NotRequired[str]
+    parameters: NotRequired[int]
+    weight_version: NotRequired[str]
+    tokens_per_second: NotRequired[float | None]
+    context_length: NotRequired[int]
+    weights: NotRequired[str]
+    load_s: NotRequired[float]
+    sampling: NotRequired[SamplingDefaults]
+    peak_batch: NotRequired[int]
+    engine: NotRequired[str]
+    decoding: NotRequired[str]
+
+
+class DaemonState(TypedDict):
+    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors."""
+
+    uptime_s: float
+    recipe: RecipeStatus
+    runtime: RuntimeStatus
+    auth: bool
+    state_dir: str
+    errors: list[str]
+
+
+class ScenarioCounts(TypedDict):
+    recipe: str
+    training_mode: str
+    records: int
+    reports: int
+    unscored: int
+
+
+class ScenarioTraining(TypedDict):
+    """A scenario's recipe worker: steps so far, the last one, waiting units, ineligible counts, a running step."""
+
+    steps: int
+    last_step: StepRow | None
+    waiting_units: int
+    ineligible: dict[str, int]
+    running_since: float | None
+    error: str | None
+
+
+class Training(TypedDict):
+    enabled: bool
+    scenarios: dict[str, ScenarioTraining]
+
+
+class StoreStatus(TypedDict):
+    path: str
+    commits: int
+    writes: int
+
+
+class ScoreScale(TypedDict):
+    """The scores a report may give: `min` is the worst, `max` the best (settings reports.score-min/max)."""
+
+    min: float
+    max: float
+
+
+class Status(DaemonState):
+    """`GET /reef/status`: version, the daemon's state, per-scenario counts, training, the store and the score
+    scale."""
+
+    version: str
+    scenarios: dict[str, ScenarioCounts]
+    training: Training
+    store: StoreStatus
+    score_scale: ScoreScale
+
+
+class Health(TypedDict):
+    ok: bool
+
+
+def low_score_below(scale: ScoreScale) -> float:
+    """Scores below this are low: the middle of the deployment's scale (reports.score-min/max). Low-scored
+    conversations are what reefine learns from and what replay tasks are made of."""
+    return (scale["min"] + scale["max"]) / 2
