@@ -25,6 +25,7 @@ class RecordDetailScreen(ReefScreen):
     """Pushed over the records list; escape goes back."""
 
     SUB_TITLE = "record"
+    HELP_TITLE = "Record detail"
     FOLLOWS_APP = False  # the record stays whatever the scenario
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),

@@ -15,9 +15,10 @@ from textual.binding import ActiveBinding, Binding, BindingType
 from textual.widgets import Static
 
 from reef_client import Event, RecordDetail, RecordPage, RecordRow, ReefClientError
-from reef_daemon.contract import awaits_score
+from reef_daemon.contract import ScoreScale, awaits_score
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.exporting import ExportChoice, export_records
+from reef_tui.help_sections import keys_section, scores_section
 from reef_tui.receipts import abbreviated
 from reef_tui.reporting import send_report
 from reef_tui.scoring import key_score
@@ -34,11 +35,18 @@ TYPES = ("inference", None, "report", "request")  # `y` cycles through these; No
 PREVIEW_HEIGHT = 36  # rows of terminal from which the preview pane shows under the list
 FOOTER_ROOM = 88  # columns from which the footer has room for `x Export` beside the keys it always shows
 
+RECORDS_NOTE = """\
+Each row shows what was asked and the start of the answer; receipts are shortened (`c` copies the whole one).
+On a tall terminal a pane under the list shows the selected exchange. With follow on, the cursor moves to each
+new record only while it is on the newest; put it anywhere else and it stays there. `x` exports the list's
+scenario to a JSON lines file (openai, preference or tokens), as `reef export` does, while the list stays live."""
+
 
 class RecordsScreen(ReefScreen):
     """The main screen."""
 
     SUB_TITLE = "records"
+    HELP_TITLE = "Records"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (PREVIEW_HEIGHT, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,
@@ -50,6 +58,12 @@ class RecordsScreen(ReefScreen):
         Binding("x", "export", "Export"),
         Binding("c", "copy_receipt", "Copy receipt", show=False),
     ]
+
+    @classmethod
+    def help_sections(cls, scale: ScoreScale) -> list[str]:
+        """The list's keys and how it behaves, the score keys on `scale`, then the record detail it opens."""
+        records = keys_section(cls.HELP_TITLE, [*cls.BINDINGS, *RecordList.BINDINGS]) + "\n\n" + RECORDS_NOTE
+        return [records, scores_section(scale), *RecordDetailScreen.help_sections(scale)]
 
     def __init__(self) -> None:
         super().__init__()

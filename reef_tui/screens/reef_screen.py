@@ -1,5 +1,6 @@
 """What every full screen of the app shares: the header, the daemon bar and the footer around its own widgets, the
-app as a ReefApp, the daemon's live events, and (unless it opts out) following the app's scenario and connection."""
+app as a ReefApp, the daemon's live events, (unless it opts out) following the app's scenario and connection, and
+what the help page says of it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from reef_client import Event
+from reef_daemon.contract import ScoreScale
+from reef_tui.help_sections import keys_section
 from reef_tui.widgets.daemon_bar import DaemonBar
 
 if TYPE_CHECKING:
@@ -22,6 +25,14 @@ class ReefScreen(Screen[None]):
 
     FOLLOWS_APP: ClassVar[bool] = True
     """Watch the app's scenario (reload) and connection (_on_connection)."""
+    HELP_TITLE: ClassVar[str] = ""
+    """The heading of the screen's keys on the help page."""
+
+    @classmethod
+    def help_sections(cls, scale: ScoreScale) -> list[str]:
+        """What the help page says of this screen, in markdown: its keys under HELP_TITLE (a screen that opens
+        others, or scores on `scale`, adds their sections after its own)."""
+        return [keys_section(cls.HELP_TITLE, cls.BINDINGS)]
 
     @property
     def reef(self) -> ReefApp:

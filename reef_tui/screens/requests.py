@@ -26,6 +26,7 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
     """A table of requests over the selected one's progress."""
 
     SUB_TITLE = "requests"
+    HELP_TITLE = "Requests"
     NAME = "requests"
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,

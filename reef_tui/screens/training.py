@@ -62,6 +62,7 @@ class TrainingScreen(ScenarioScreen[Loaded]):
     """Live with every committed step of the scenario."""
 
     SUB_TITLE = "training"
+    HELP_TITLE = "Training"
     NAME = "training"
     BINDINGS: ClassVar[list[BindingType]] = [HELP, Binding("ctrl+r", "reload", "Reload", show=False)]
 

@@ -62,6 +62,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
     """Releases over the selected one's diff or metrics."""
 
     SUB_TITLE = "versions"
+    HELP_TITLE = "Versions"
     NAME = "versions"
     BINDINGS: ClassVar[list[BindingType]] = [
         HELP,

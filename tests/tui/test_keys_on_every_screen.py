@@ -88,7 +88,7 @@ async def test_the_canary_keys_are_in_the_footer_where_they_fit(size: tuple[int,
         assert ({"c", "x"} <= shown()) is in_footer
         offered = {command.title: command.help for command in app.get_system_commands(screen)}
         assert (offered["Canary"], offered["End canary"]) == ("key c", "key x")
-        assert "| `c` | Canary |" in help_text(app.score_scale) and "| `x` | End canary |" in help_text(app.score_scale)
+        assert "| `c` | Canary |" in help_text(app) and "| `x` | End canary |" in help_text(app)
 
 
 async def test_requests_of_a_recipe_that_takes_none_say_so_and_offer_no_n() -> None:
