@@ -260,6 +260,10 @@ class RecipeContext:
         settings: the daemon's settings as the recipe was built with them (`settings.of(Section)`).
         gate: lends short-lived model-call tokens to the recipe's processes (`with context.gate.lend(s) as token`).
         progress: where each change request stands; a harness recipe writes to it while a step works on one.
+
+    The sandbox is not lent: which one runs (`harness.sandbox`) is a recipe's own setting, checked when it is built
+    (`check_sandbox_setting`), and the jail is made with the functions exported here (`jail_argv`, `needed_paths`,
+    `model_endpoint`), hiding at least the daemon's state (`settings.reef.state_dir`).
     """
 
     def __init__(
