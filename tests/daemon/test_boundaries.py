@@ -161,7 +161,7 @@ def test_the_boundary_scan_sees_imports_inside_functions_too(tmp_path: Path) -> 
 
 
 def test_a_recipe_is_lent_the_daemons_store_and_gate_through_the_interface_s_views(tmp_path: Path) -> None:
-    # The assignments are the check (mypy holds the daemon's parts to the views); lending still works through one.
+    # mypy holds the daemon's parts to the views where app.py builds the context; here: they work through them.
     from reef_daemon.auth import TokenGate
     from reef_daemon.recipe_api import StoreView, TokenLender
     from reef_daemon.store import Store
