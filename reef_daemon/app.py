@@ -14,8 +14,10 @@ from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import INFERENCE_ROUTES, ScoreScale
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
+from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import handle_inference
+from reef_daemon.recipe_api import RecipeContext
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
@@ -53,14 +55,17 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
     store = Store(settings.reef.state_dir, bus.publish, score_scale=scale)
     recipe = recipe_class(settings)
+    runtime = runtime if runtime is not None else build_runtime(settings)
+    gate = TokenGate(settings.accepted_tokens)
     daemon = Daemon(
         workers=RecipeWorkers(recipe, store, bus),
         settings=settings,
         store=store,
         bus=bus,
-        runtime=runtime if runtime is not None else build_runtime(settings),
+        runtime=runtime,
         recipe=recipe,
-        gate=TokenGate(settings.accepted_tokens),
+        gate=gate,
+        lent=RecipeContext(store, runtime, settings, gate, RequestProgress(store)),
         reports=ReportValidator(score_scale=(settings.reports.score_min, settings.reports.score_max)),
     )
     max_body = int(settings.reef.max_body_mb * 1024 * 1024)
@@ -101,7 +106,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon = app[DAEMON]
     daemon.store.open(asyncio.get_running_loop())
     await daemon.runtime.start()
-    await daemon.recipe.start(daemon.store, daemon.runtime)
+    await daemon.recipe.start(daemon.lent)
     daemon.workers.start()
     canaries = CanaryWatch(daemon)
     canaries.start()

@@ -12,7 +12,7 @@ from aiohttp import web
 from reef_daemon.auth import TokenGate
 from reef_daemon.contract import DaemonState, loopback_url
 from reef_daemon.events import EventBus
-from reef_daemon.recipe_api import Recipe
+from reef_daemon.recipe_api import Recipe, RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
 from reef_daemon.runtimes.base import Runtime
@@ -30,6 +30,8 @@ class Daemon:
     gate: TokenGate
     reports: ReportValidator
     workers: RecipeWorkers
+    # What the recipe is lent, the same object for `start` and `listening`.
+    lent: RecipeContext
     started_at: float = field(default_factory=time.time)
     # Streams being relayed, so a shutdown can bound how long it waits for them; set once it has begun.
     relays: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -48,7 +50,8 @@ class Daemon:
     def listening(self, port: int) -> str:
         """The loopback URL the daemon answers on, once it listens on `port`; the recipe is told too."""
         url = loopback_url(self.settings.reef.host, port)
-        self.recipe.listening(url, self.gate)
+        self.lent.listens_at(url)
+        self.recipe.listening(self.lent)
         return url
 
     def apply_settings(self, fresh: Settings) -> None:

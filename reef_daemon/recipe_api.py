@@ -6,8 +6,9 @@ an agent harness (`reefine`). A new one subclasses `Recipe` (or `HarnessRecipe`)
 
 The daemon's side of the contract, in order:
 1. `Recipe(settings)` when the daemon is built. Raise `SettingsError` for a setting the recipe cannot work with.
-2. `start(store, runtime)` once the store is open and the runtime started.
-3. `listening(url, gate)` once the daemon accepts connections.
+2. `start(context)` once the store is open and the runtime started: the `RecipeContext` holds what the daemon
+   lends the recipe (a view of the store, the runtime, the settings, the token gate, the requests' progress).
+3. `listening(context)` once the daemon accepts connections: the same context, its `url` now set.
 4. For each scenario bound to the recipe, the recipe worker reads new records of the types in `consumes`, in order,
    asks `judge` about each, and calls `step` with `batch_size` eligible ones. Each step is committed with the
    records it consumed; a record is never handed to `step` twice, across restarts too.
@@ -36,9 +37,10 @@ are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the in
 
 - errors: the `ReefError` family a recipe raises to answer a person (`NotFound`, `Conflict`, `BadRequest`,
   `Unsupported`), and `UpstreamFailed`, what `Runtime.send` raises when the model cannot be reached;
-- the store: `Store` (scenarios, records, steps, tasks), `RecordQuery` for `store.records.list`, and `gate_tasks`,
-  the protected tasks and replays an evaluation of a candidate runs;
-- tokens: `TokenGate` lends model-call tokens to the recipe's processes; `presented_token` reads one off a request;
+- the context (`RecipeContext`) and the types of what it holds: `StoreView`, the store as a recipe reads it
+  (scenarios, records, steps, tasks; the daemon's store satisfies it), `RecordQuery` for `store.records.list`, and
+  `gate_tasks`, the protected tasks and replays an evaluation of a candidate runs; `TokenLender`, the gate that lends
+  model-call tokens to the recipe's processes; `presented_token` reads one off a request;
 - a harness recipe's parts (`HarnessRecipe`): `HarnessHost` (its releases), `RequestProgress` (its requests'
   progress), `admit` and `Refused` (the check every proposed change passes; `RESERVED_IDS` are reef's own entries),
   `bound_files` (a tree as the adapter's files), `find_credential` (a credential in text), `Budget` (a count of
@@ -50,15 +52,20 @@ are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the in
 - `ReleaseStore`, the git release store a recipe keeps its own releases in (weight checkpoints);
 - `json_response`, `read_body` and `parse_json_object`, for routes a recipe serves to its own processes (a body
   read with the daemon's own bounds on size and nesting).
+
+A recipe named as `package.module:Class` loads as a built-in one does; one written against an earlier reef changes
+only its signatures: `start(store, runtime)` is now `start(context)` (`context.store`, `context.runtime`), and
+`listening(url, gate)` is now `listening(context)` (`context.url`, `context.gate`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from reef_daemon.auth import TokenGate, presented_token
+from reef_daemon.auth import presented_token
 from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported, UpstreamFailed
 from reef_daemon.harness.admission import RESERVED_IDS, Refused, admit
@@ -91,8 +98,9 @@ from reef_daemon.settings import (
     one_of,
     setting,
 )
-from reef_daemon.store import Scenario, Store, gate_tasks
+from reef_daemon.store import Scenario, gate_tasks
 from reef_daemon.store.records import RecordQuery
+from reef_daemon.store.view import StoreView
 from reef_daemon.untrusted_regex import BadPattern, Found, checked, compiled, search
 
 __all__ = [
@@ -124,6 +132,7 @@ __all__ = [
     "Kind",
     "NotFound",
     "Recipe",
+    "RecipeContext",
     "RecordQuery",
     "ReefError",
     "ReferencedRecord",
@@ -135,8 +144,8 @@ __all__ = [
     "Settings",
     "SettingsError",
     "StepOutcome",
-    "Store",
-    "TokenGate",
+    "StoreView",
+    "TokenLender",
     "Unit",
     "Unsupported",
     "UpstreamFailed",
@@ -224,6 +233,64 @@ class StepOutcome:
     also_consumed: tuple[str, ...] = ()
 
 
+class TokenLender(Protocol):
+    """The daemon's token gate, as a recipe uses it: it lends tokens to the processes the recipe starts."""
+
+    def lend(self, scenario: str) -> AbstractContextManager[str | None]:
+        """A fresh token good only for model calls recorded in `scenario`, until the `with` block ends.
+
+        Args:
+            scenario: the scenario the borrower's model calls are recorded in.
+
+        Returns:
+            A context manager giving the token, or None when the daemon's auth is off (none is needed). A process
+            the recipe starts is given this token, never the daemon's own.
+        """
+        ...
+
+
+class RecipeContext:
+    """What the daemon lends a recipe: built once, handed to `start` and again (its `url` set) to `listening`.
+
+    Attributes:
+        store: the open store, as a recipe reads it (scenarios, records, steps, evaluation tasks). Steps are
+            committed by the recipe worker, never by the recipe.
+        runtime: the started runtime that serves the model; a recipe that swaps weights checks
+            `isinstance(context.runtime, WeightSwappable)`.
+        settings: the daemon's settings as the recipe was built with them (`settings.of(Section)`).
+        gate: lends short-lived model-call tokens to the recipe's processes (`with context.gate.lend(s) as token`).
+        progress: where each change request stands; a harness recipe writes to it while a step works on one.
+
+    The sandbox is not lent: which one runs (`harness.sandbox`) is a recipe's own setting, checked when it is built
+    (`check_sandbox_setting`), and the jail is made with the functions exported here (`jail_argv`, `needed_paths`,
+    `model_endpoint`), hiding at least the daemon's state (`settings.reef.state_dir`).
+    """
+
+    def __init__(
+        self,
+        store: StoreView,
+        runtime: Runtime,
+        settings: Settings,
+        gate: TokenLender,
+        progress: RequestProgress,
+    ) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.settings = settings
+        self.gate = gate
+        self.progress = progress
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str | None:
+        """The daemon's loopback URL, for processes the recipe starts itself; None until the daemon listens."""
+        return self._url
+
+    def listens_at(self, url: str) -> None:
+        """Called by the daemon once it accepts connections at `url`, before `Recipe.listening`."""
+        self._url = url
+
+
 class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself is the `record` recipe
     """Base of every recipe. As it stands it records traffic and never trains; override what the recipe does.
 
@@ -271,24 +338,23 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         """Whether the recipe learns at all (it consumes some record type)."""
         return bool(self.consumes)
 
-    async def start(self, store: Store, runtime: Runtime) -> None:  # noqa: B027 - optional
+    async def start(self, context: RecipeContext) -> None:  # noqa: B027 - optional
         """Open what the recipe needs, before the first record is judged.
 
         Args:
-            store: the daemon's open store (scenarios, records, steps).
-            runtime: the started runtime that serves the model; a recipe that swaps weights checks
-                `isinstance(runtime, WeightSwappable)`.
+            context: what the daemon lends the recipe: `context.store` (open), `context.runtime` (started),
+                `context.settings`, `context.gate`, `context.progress`; `context.url` is None until `listening`.
 
         Raises:
             SettingsError: the recipe cannot run with this runtime; the daemon does not start.
         """
 
-    def listening(self, url: str, gate: TokenGate) -> None:  # noqa: B027 - optional
+    def listening(self, context: RecipeContext) -> None:  # noqa: B027 - optional
         """The daemon now accepts connections.
 
         Args:
-            url: the daemon's loopback URL, for processes the recipe starts itself.
-            gate: lends short-lived model-call tokens to those processes (`with gate.lend() as token`).
+            context: the context `start` was given, `context.url` now the daemon's loopback URL, for processes the
+                recipe starts itself (with a token from `context.gate`).
         """
 
     async def close(self) -> None:  # noqa: B027 - optional
@@ -387,8 +453,8 @@ class HarnessRecipe(Recipe):
     `/reef/train`) serve only when the deployment's recipe is one; otherwise they answer 501.
 
     Its parts are the daemon's, exported here: `HarnessHost(state_dir, adapter)` keeps the releases (opened with
-    the store in `start`), `RequestProgress(store)` the requests' progress, and `admit` is the check every proposed
-    change must pass.
+    `context.store` in `start`), `context.progress` is the requests' progress, and `admit` is the check every
+    proposed change must pass.
     """
 
     def status(self) -> RecipeStatus:

@@ -43,8 +43,9 @@ from reef_daemon.recipe_api import (
     BWRAP,
     NO_BWRAP,
     Budget,
+    RecipeContext,
     Refused,
-    TokenGate,
+    TokenLender,
     admit,
     bound_files,
     jail_argv,
@@ -77,13 +78,14 @@ class AgentProposer:
         self._hidden = hidden
         self._trial_binary = trial_binary
         self._url: str | None = None
-        self._gate: TokenGate | None = None
+        self._gate: TokenLender | None = None
         self._jail_problem: str | None = None
         self._jail_probed = False
 
-    def listening(self, url: str, gate: TokenGate) -> None:
-        self._url = url
-        self._gate = gate
+    def listening(self, context: RecipeContext) -> None:
+        """The daemon listens: trial runs reach it at `context.url`, with tokens `context.gate` lends."""
+        self._url = context.url
+        self._gate = context.gate
 
     async def choose(self) -> Choice:
         """The agent proposer where its agent is installed here and the jail starts; why not, otherwise."""

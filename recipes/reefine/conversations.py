@@ -7,14 +7,14 @@ import json
 from typing import Any
 
 from reef_daemon.contract import low_score_below
-from reef_daemon.recipe_api import RecordQuery, Store
+from reef_daemon.recipe_api import RecordQuery, StoreView
 
 SHOWN = 3  # conversations
 SCANNED = 200  # newest inference records looked at
 TEXT_LIMIT = 4000  # characters of one message
 
 
-async def low_scored(store: Store, scenario: str) -> list[str]:
+async def low_scored(store: StoreView, scenario: str) -> list[str]:
     """Up to SHOWN of the scenario's newest inference records that scored low (contract.low_score_below), as text."""
     below = low_score_below(store.score_scale)
     page = await store.records.list(RecordQuery(scenario=scenario, type="inference", limit=SCANNED))

@@ -30,10 +30,10 @@ from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Note
 from recipes.reefine.trial import Trial, TrialRunner
 from reef_daemon.contract import EvalTask, Evidence, EvidenceRow
-from reef_daemon.recipe_api import Store
+from reef_daemon.recipe_api import StoreView
 from reef_harness import Entry
 
-TaskSource = Callable[[Store, str, int], Awaitable[list[EvalTask]]]
+TaskSource = Callable[[StoreView, str, int], Awaitable[list[EvalTask]]]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Gate:
 
     async def evaluate(
         self,
-        store: Store,
+        store: StoreView,
         scenario: str,
         served_release: str,
         served: list[Entry],

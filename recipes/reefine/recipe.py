@@ -30,14 +30,13 @@ from reef_daemon.recipe_api import (
     HarnessHost,
     HarnessRecipe,
     Ineligible,
+    RecipeContext,
     RequestProgress,
     Runtime,
     Scenario,
     Settings,
     SettingsError,
     StepOutcome,
-    Store,
-    TokenGate,
     Unit,
     Verdict,
     check_sandbox_setting,
@@ -105,9 +104,10 @@ class ReefineRecipe(HarnessRecipe):
             raise RuntimeError("the reefine recipe is not started")
         return self._progress
 
-    async def start(self, store: Store, runtime: Runtime) -> None:
+    async def start(self, context: RecipeContext) -> None:
+        store, runtime = context.store, context.runtime
         self.harness.open(store)
-        self._progress = RequestProgress(store)
+        self._progress = context.progress
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
         harness = self.harness_settings
@@ -139,9 +139,9 @@ class ReefineRecipe(HarnessRecipe):
             return EMBEDDED_ANSWER_TOKENS
         return self.harness_settings.max_tokens
 
-    def listening(self, url: str, gate: TokenGate) -> None:
-        self.trial.listening(url, gate)
-        self.agent.listening(url, gate)
+    def listening(self, context: RecipeContext) -> None:
+        self.trial.listening(context)
+        self.agent.listening(context)
 
     async def close(self) -> None:
         self.harness.close()

@@ -36,7 +36,8 @@ from reef_daemon.recipe_api import (
     BWRAP,
     NO_BWRAP,
     Budget,
-    TokenGate,
+    RecipeContext,
+    TokenLender,
     bound_files,
     jail_argv,
     model_endpoint,
@@ -109,11 +110,12 @@ class TrialRunner:
         self._sandbox = sandbox
         self._hidden = hidden
         self._url: str | None = None
-        self._gate: TokenGate | None = None
+        self._gate: TokenLender | None = None
 
-    def listening(self, url: str, gate: TokenGate) -> None:
-        self._url = url
-        self._gate = gate
+    def listening(self, context: RecipeContext) -> None:
+        """The daemon listens: trial runs reach it at `context.url`, with tokens `context.gate` lends."""
+        self._url = context.url
+        self._gate = context.gate
 
     def plan(self) -> tuple[str | None, str | None, str]:
         """(agent, bwrap, why): the agent binary a trial starts and the bubblewrap it starts in (None: no jail);

@@ -27,12 +27,11 @@ from reef_daemon.recipe_api import (
     Ineligible,
     NotFound,
     Recipe,
-    Runtime,
+    RecipeContext,
     Scenario,
     Settings,
     SettingsError,
     StepOutcome,
-    Store,
     Unit,
     Verdict,
     WeightSwappable,
@@ -69,7 +68,8 @@ class SaoRecipe(Recipe):
             check_ready(settings)  # refused here, before anything starts, with what to install
         self._started = time.time()  # rollouts made before this run by trained weights are not trained on
 
-    async def start(self, store: Store, runtime: Runtime) -> None:
+    async def start(self, context: RecipeContext) -> None:
+        runtime = context.runtime
         if not isinstance(runtime, WeightSwappable):
             raise SettingsError(
                 f"the {self.name} recipe trains the embedded model; start reef without --inference.upstream-url"
@@ -81,8 +81,8 @@ class SaoRecipe(Recipe):
             await asyncio.to_thread(self._slime.launch)
             return
         self._trainer = await asyncio.to_thread(Trainer, runtime.weights_dir, self.training, self.advantage)
-        for scenario in store.scenarios.all():
-            if scenario.recipe == self.name and await store.steps.last(scenario.name) is not None:
+        for scenario in context.store.scenarios.all():
+            if scenario.recipe == self.name and await context.store.steps.last(scenario.name) is not None:
                 await self._bind(scenario.name)
                 break
 

@@ -17,7 +17,7 @@ from adapters import Adapter
 from reef_daemon.contract import ReleaseRequest, ReleaseRow, StepRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.harness.releases import Release, ReleaseRepository
-from reef_daemon.store import Store
+from reef_daemon.store.view import StoreView
 from reef_harness import Entry, entries_from_json
 
 REPOSITORY = "releases.git"
@@ -33,18 +33,18 @@ class HarnessHost:
     def __init__(self, state_dir: Path, adapter: Adapter) -> None:
         self.adapter = adapter
         self.repository = ReleaseRepository(state_dir / REPOSITORY)
-        self._store: Store | None = None
+        self._store: StoreView | None = None
         self._base_lock = asyncio.Lock()
         self._heads: dict[str, str] = {}
 
-    def open(self, store: Store) -> None:
+    def open(self, store: StoreView) -> None:
         self._store = store
 
     def close(self) -> None:
         self.repository.close()
 
     @property
-    def store(self) -> Store:
+    def store(self) -> StoreView:
         if self._store is None:
             raise RuntimeError("the harness host is not open")
         return self._store

@@ -20,7 +20,7 @@ from reef_daemon.store.reader import Reader
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 if TYPE_CHECKING:
-    from reef_daemon.store import Store
+    from reef_daemon.store.view import StoreView
 
 TASK_COLUMNS = "id, scenario, prompt, fixture, regex, judge, protected, source_record, created_at"
 REPLAY_PAGE = 50  # low-scored records read at a time while looking for replays
@@ -137,7 +137,7 @@ class TaskStore:
         await self._writer.submit(write)
 
 
-async def gate_tasks(store: Store, scenario: str, replays: int) -> list[EvalTask]:
+async def gate_tasks(store: StoreView, scenario: str, replays: int) -> list[EvalTask]:
     """What an evaluation of a candidate runs: every protected task of the scenario (oldest first), then up to
     `replays` replays (newest conversation first)."""
     protected = [task for task in await store.tasks.list(scenario) if task["protected"]]

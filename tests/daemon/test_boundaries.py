@@ -158,3 +158,16 @@ def test_the_boundary_scan_sees_imports_inside_functions_too(tmp_path: Path) -> 
     source = tmp_path / "late.py"
     source.write_text("def f():\n    from reef_daemon.store import Store\n    import reef_daemon.settings\n")
     assert reef_imports(source) == {"reef_daemon.store", "reef_daemon.settings"}
+
+
+def test_a_recipe_is_lent_the_daemons_store_and_gate_through_the_interface_s_views(tmp_path: Path) -> None:
+    # mypy holds the daemon's parts to the views where app.py builds the context; here: they work through them.
+    from reef_daemon.auth import TokenGate
+    from reef_daemon.recipe_api import StoreView, TokenLender
+    from reef_daemon.store import Store
+
+    store: StoreView = Store(tmp_path, lambda events: None, score_scale={"min": 0.0, "max": 1.0})
+    assert store.score_scale == {"min": 0.0, "max": 1.0}
+    gate: TokenLender = TokenGate(["daemon-token"])
+    with gate.lend("trial") as token:
+        assert token is not None and token != "daemon-token"

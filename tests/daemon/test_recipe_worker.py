@@ -135,3 +135,19 @@ async def test_a_recipe_without_a_harness_has_no_harness_routes(start_reef: Star
         assert error["type"] == "no_harness" and "the counting recipe does not evolve a harness" in error["message"]
     adapters = (await (await reef.get("/reef/harness/adapters")).json())["adapters"]
     assert adapters and not any(row["serving"] for row in adapters)
+
+
+async def test_the_recipe_is_lent_one_context_its_url_set_once_the_daemon_listens(start_reef: StartReef) -> None:
+    counting_recipe.LENT.clear()
+    reef = await start_reef(recipe=RECIPE, reef__tokens='["daemon-token"]')
+    ((when, context),) = counting_recipe.LENT
+    assert when == "start" and context.url is None
+    assert context.runtime is reef.daemon.runtime and context.settings is reef.daemon.settings
+
+    url = reef.daemon.listening(reef.server.port or 0)
+    assert counting_recipe.LENT[1] == ("listening", context)
+    assert context.url == url
+    with context.gate.lend("demo") as token:
+        response = await reef.post("/v1/chat/completions", CHAT, headers={"authorization": f"Bearer {token}"})
+        assert response.status == 200, await response.text()
+    assert [scenario.name for scenario in context.store.scenarios.all()] == ["demo"]

@@ -7,9 +7,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from reef_daemon.recipe_api import Eligible, Ineligible, Recipe, Scenario, Settings, StepOutcome, Unit, Verdict
+from reef_daemon.recipe_api import (
+    Eligible,
+    Ineligible,
+    Recipe,
+    RecipeContext,
+    Scenario,
+    Settings,
+    StepOutcome,
+    Unit,
+    Verdict,
+)
 
 STEPS_TAKEN: list[list[str]] = []
+LENT: list[tuple[str, RecipeContext]] = []  # ("start" or "listening", the context the daemon lent)
 
 
 class CountingRecipe(Recipe):
@@ -19,6 +30,12 @@ class CountingRecipe(Recipe):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.batch_size = 2
+
+    async def start(self, context: RecipeContext) -> None:
+        LENT.append(("start", context))
+
+    def listening(self, context: RecipeContext) -> None:
+        LENT.append(("listening", context))
 
     def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
         if unit.record["score"] is None:
