@@ -31,6 +31,9 @@ from reef_tui.screens.versions import VersionsScreen
 DARK, LIGHT = "textual-dark", "textual-light"
 
 
+DIALOG_ACTIONS = frozenset({"quit", "focus_next", "focus_previous"})  # the app's actions a dialog leaves on
+
+
 class ReefApp(App[None]):
     """Watch, score and steer one reef daemon."""
 
@@ -146,8 +149,9 @@ class ReefApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Letters typed in a dialog belong to the dialog, not to the app's navigation; the palette offers them all.
+        # Tab and shift+Tab are the app's focus actions, and a dialog needs them to move between its fields.
         in_dialog = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
-        return not (in_dialog and action != "quit")
+        return not (in_dialog and action not in DIALOG_ACTIONS)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
