@@ -117,7 +117,7 @@ def export(
     export that fails part way exits 1 and leaves no file.
     """
     written = 0
-    with daemon_client(url, token) as client, client.export(
+    with daemon_client(url, token, scenario) as client, client.export(
         scenario, format=format.value, min_score=min_score, since=since, include_cut=include_cut
     ) as stream, _sink(output) as sink, _progress(MofNCompleteColumn()) as progress:  # fmt: skip
         task = progress.add_task("exporting", total=stream.total or None)

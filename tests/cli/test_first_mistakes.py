@@ -1,0 +1,47 @@
+"""The mistakes of a first hour are answered with what to do: a scenario typed wrong is named with the closest one
+(exit 2) by every command that reads a scenario, instead of "no records match"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from typer.testing import Result
+
+from tests.support.cli_testing import Daemon
+
+Cli = Callable[..., Result]
+
+TYPO_COMMANDS = {
+    "records": ["records", "--scenario", "demoo"],
+    "score --next": ["score", "--next", "--scenario", "demoo"],
+    "export": ["export", "--scenario", "demoo"],
+    "versions": ["versions", "--scenario", "demoo"],
+    "promote": ["promote", "v1", "--scenario", "demoo"],
+    "rollback": ["rollback", "--scenario", "demoo"],
+    "tasks list": ["tasks", "list", "--scenario", "demoo"],
+    "request": ["request", "be brief", "--scenario", "demoo"],
+}
+
+
+@pytest.mark.parametrize("args", TYPO_COMMANDS.values(), ids=TYPO_COMMANDS.keys())
+def test_a_scenario_typed_wrong_is_named_with_the_closest_one(daemon: Daemon, cli: Cli, args: list[str]) -> None:
+    daemon.chat("demo")
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert "no scenario named 'demoo' (did you mean demo?)" in result.output
+    assert "no records match" not in result.output and "Traceback" not in result.output
+
+
+def test_a_scenario_far_from_any_lists_them(daemon: Daemon, cli: Cli) -> None:
+    daemon.chat("demo")
+    result = cli("records", "--scenario", "zzzzzz")
+    assert result.exit_code == 2, result.output
+    assert "no scenario named 'zzzzzz'; the scenarios are " in result.output and "demo" in result.output
+
+
+def test_the_tui_refuses_a_scenario_typed_wrong_before_it_opens(daemon: Daemon, cli: Cli) -> None:
+    daemon.chat("demo")
+    result = cli("tui", "--scenario", "demoo")
+    assert result.exit_code == 2, result.output
+    assert "did you mean demo?" in result.output
