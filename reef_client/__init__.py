@@ -16,7 +16,7 @@ from reef_client._client import (
     Unauthorized,
 )
 from reef_client._events import Event
-from reef_client._exporting import nothing_to_export, whole_file
+from reef_client._exporting import nothing_to_export, unwritable, whole_file
 from reef_client._installs import ShownRelease, installed_release, mark_installed, run_install_script
 from reef_client._requests import follow_request, request_outcome, request_status
 from reef_client._scenarios import UnknownScenario, did_you_mean, require_scenario
@@ -87,5 +87,6 @@ __all__ = [
     "request_status",
     "require_scenario",
     "run_install_script",
+    "unwritable",
     "whole_file",
 ]

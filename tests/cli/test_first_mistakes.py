@@ -1,9 +1,11 @@
 """The mistakes of a first hour are answered with what to do: a scenario typed wrong is named with the closest one
-(exit 2) by every command that reads a scenario, instead of "no records match"."""
+(exit 2) by every command that reads a scenario, instead of "no records match"; an export into a folder that is
+missing says so."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from typer.testing import Result
@@ -45,3 +47,14 @@ def test_the_tui_refuses_a_scenario_typed_wrong_before_it_opens(daemon: Daemon, 
     result = cli("tui", "--scenario", "demoo")
     assert result.exit_code == 2, result.output
     assert "did you mean demo?" in result.output
+
+
+def test_export_into_a_folder_that_is_missing_says_so(daemon: Daemon, cli: Cli, tmp_path: Path) -> None:
+    daemon.chat("demo")
+    missing = tmp_path / "missing" / "train.jsonl"
+    result = cli("export", "--scenario", "demo", "-o", str(missing))
+    assert result.exit_code == 2, result.output
+    assert f"cannot export there: there is no folder {missing.parent}" in result.output
+    assert "Traceback" not in result.output and not missing.parent.exists()
+    folder = cli("export", "--scenario", "demo", "-o", str(tmp_path))
+    assert folder.exit_code == 2 and "is a folder; name a file in it" in folder.output
