@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import Result
 
@@ -58,3 +59,23 @@ def test_export_into_a_folder_that_is_missing_says_so(daemon: Daemon, cli: Cli, 
     assert "Traceback" not in result.output and not missing.parent.exists()
     folder = cli("export", "--scenario", "demo", "-o", str(tmp_path))
     assert folder.exit_code == 2 and "is a folder; name a file in it" in folder.output
+
+
+@pytest.mark.parametrize("given", ["{url}/v1", "{url}/v1/"])
+def test_a_url_with_the_sdks_v1_is_told_to_drop_it(daemon: Daemon, cli: Cli, given: str) -> None:
+    result = cli("status", "--url", given.format(url=daemon.url))
+    assert result.exit_code == 2, result.output
+    assert "--url is the daemon's address without /v1" in result.output and f"use {daemon.url}" in result.output
+    environment = cli("status", env={"REEF_URL": f"{daemon.url}/v1"})
+    assert environment.exit_code == 2 and "REEF_URL is the daemon's address without /v1" in environment.output
+
+
+def test_a_route_under_v1_that_is_reefs_own_is_told_to_drop_it_and_pointed_at_the_reference(daemon: Daemon) -> None:
+    answer = httpx.get(f"{daemon.url}/v1/reef/status", timeout=30).json()["error"]["message"]
+    assert answer == (
+        "no route GET /v1/reef/status; reef's own routes have no /v1 prefix: /reef/status; "
+        "docs/api.md lists the routes reef serves"
+    )
+    assert (Path(__file__).parents[2] / "docs" / "api.md").is_file()
+    other = httpx.get(f"{daemon.url}/reef/nothing", timeout=30).json()["error"]["message"]
+    assert other == "no route GET /reef/nothing; docs/api.md lists the routes reef serves"
