@@ -79,3 +79,27 @@ def test_a_route_under_v1_that_is_reefs_own_is_told_to_drop_it_and_pointed_at_th
     assert (Path(__file__).parents[2] / "docs" / "api.md").is_file()
     other = httpx.get(f"{daemon.url}/reef/nothing", timeout=30).json()["error"]["message"]
     assert other == "no route GET /reef/nothing; docs/api.md lists the routes reef serves"
+
+
+def test_requests_without_an_id_lists_them(daemon: Daemon, cli: Cli) -> None:
+    daemon.chat("demo")
+    listed = cli("requests", "--scenario", "demo")
+    assert listed.exit_code == 0, listed.output
+    assert "no requests yet: file one with `reef request TEXT --scenario NAME`" in listed.output
+    assert cli("requests", "--scenario", "demo", "--json").stdout == ""
+    typo = cli("requests", "--scenario", "demoo")
+    assert typo.exit_code == 2 and "did you mean demo?" in typo.output
+
+
+def test_the_list_of_requests_names_each_with_its_state_version_and_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reef_cli.commands.requests import _list
+    from tests.support.tui_fixed import PROGRESS, FixedClient
+
+    monkeypatch.setenv("COLUMNS", "200")
+    _list(FixedClient(), None, json=False)
+    shown = capsys.readouterr().out
+    for progress in PROGRESS.values():
+        line = next(line for line in shown.splitlines() if progress["id"] in line)
+        assert progress["result"] in line and progress["version"] in line and progress["text"] in line
