@@ -24,6 +24,8 @@ TYPO_COMMANDS = {
     "rollback": ["rollback", "--scenario", "demoo"],
     "tasks list": ["tasks", "list", "--scenario", "demoo"],
     "request": ["request", "be brief", "--scenario", "demoo"],
+    "scenarios archive": ["scenarios", "archive", "demoo"],
+    "scenarios move": ["scenarios", "move", "demoo"],
 }
 
 
