@@ -260,12 +260,13 @@ _reef() {
             ;;
         reef/requests)
             case "$prev" in
+                --scenario|-s) return 0 ;;
                 --timeout) return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--wait --timeout --json --url --token --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--scenario -s --wait --timeout --json --url --token --help" -- "$cur"))
             fi
             ;;
         reef/versions)

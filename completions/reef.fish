@@ -228,6 +228,7 @@ complete -c reef -n '__reef_at reef/request' -l json -d 'Print JSON for scripts 
 complete -c reef -n '__reef_at reef/request' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/request' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/request' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/requests' -l scenario -s s -x -d 'Without an id: only this scenario\'s.'
 complete -c reef -n '__reef_at reef/requests' -l wait -d 'Watch the request until it settles.'
 complete -c reef -n '__reef_at reef/requests' -l timeout -x -d 'Seconds --wait waits before giving up (exit 2).'
 complete -c reef -n '__reef_at reef/requests' -l json -d 'Print JSON for scripts instead of tables.'

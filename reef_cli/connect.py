@@ -7,15 +7,18 @@ from contextlib import contextmanager
 
 from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, Target, find_daemon
 from reef_cli.output import fail
-from reef_client import ApiError, DaemonUnreachable, ReefClient, Unauthorized
+from reef_client import ApiError, DaemonUnreachable, ReefClient, Unauthorized, UnknownScenario, require_scenario
 
 
 @contextmanager
-def daemon_client(url: str | None, token: str | None) -> Iterator[ReefClient]:
+def daemon_client(url: str | None, token: str | None, scenario: str | None = None) -> Iterator[ReefClient]:
     """A client of the daemon found from `--url`, `REEF_URL`, this directory or the default; expected failures
-    inside the block exit with one line and status 1, never a traceback."""
+    inside the block exit with one line and status 1, never a traceback. With `scenario` (the one the command
+    reads), a name the daemon does not know exits 2 first, with the closest name."""
     target = found_daemon(url, token)
     with ReefClient(target.url, target.token) as client, reported_failures(target):
+        if scenario is not None:
+            require_scenario(client, scenario)
         yield client
 
 
@@ -31,9 +34,12 @@ def found_daemon(url: str | None = None, token: str | None = None) -> Target:
 
 @contextmanager
 def reported_failures(target: Target) -> Iterator[None]:
-    """Turn DaemonUnreachable, Unauthorized and ApiError raised inside the block into one line and exit 1."""
+    """Turn DaemonUnreachable, Unauthorized and ApiError raised inside the block into one line and exit 1;
+    UnknownScenario (a name typed wrong) exits 2."""
     try:
         yield
+    except UnknownScenario as exc:
+        fail(str(exc), 2)
     except DaemonUnreachable as exc:
         fail(f"no daemon answers at {exc.url} ({exc.reason}); start one with `reef start`, or set --url / REEF_URL")
     except Unauthorized as exc:

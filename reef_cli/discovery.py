@@ -40,6 +40,13 @@ def daemon_url(given: str, source: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadDaemonUrl(f"{source} must be an http:// or https:// URL such as {DEFAULT_URL}, not '{given}'")
+    if parts.path.rstrip("/").endswith("/v1"):
+        # The SDK habit: an OpenAI or Anthropic client's base URL ends in /v1; reef's own routes do not.
+        bare = text.rstrip("/").removesuffix("/v1")
+        raise BadDaemonUrl(
+            f"{source} is the daemon's address without /v1 (the SDKs' base URL adds it; reef's own routes have "
+            f"none): use {bare}"
+        )
     return text
 
 

@@ -16,9 +16,10 @@ from reef_client._client import (
     Unauthorized,
 )
 from reef_client._events import Event
-from reef_client._exporting import nothing_to_export, whole_file
+from reef_client._exporting import nothing_to_export, unwritable, whole_file
 from reef_client._installs import ShownRelease, installed_release, mark_installed, run_install_script
 from reef_client._requests import follow_request, request_outcome, request_status
+from reef_client._scenarios import UnknownScenario, did_you_mean, require_scenario
 from reef_daemon.contract import (
     Activity,
     AdapterRow,
@@ -74,14 +75,18 @@ __all__ = [
     "StoredRecord",
     "TaskList",
     "Unauthorized",
+    "UnknownScenario",
     "VersionScore",
     "VersionScores",
+    "did_you_mean",
     "follow_request",
     "installed_release",
     "mark_installed",
     "nothing_to_export",
     "request_outcome",
     "request_status",
+    "require_scenario",
     "run_install_script",
+    "unwritable",
     "whole_file",
 ]

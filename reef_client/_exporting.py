@@ -32,3 +32,16 @@ def nothing_to_export(scenario: str, format: str) -> str:
     """Why an export wrote no line, in words."""
     pairs = " (a pair needs two records of one prompt with different scores)" if format == "preference" else ""
     return f"nothing of {scenario} to export as {format}{pairs}"
+
+
+def unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written as an export file, or None when it can: checked before exporting, so a
+    folder that is missing is said in words."""
+    if path.is_dir():
+        return f"{path} is a folder; name a file in it"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"there is no folder {folder}"
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"{path} cannot be written (permission denied)"
+    return None

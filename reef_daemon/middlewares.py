@@ -11,7 +11,7 @@ from aiohttp.typedefs import Handler
 
 from reef_daemon.auth import OPEN_PATHS
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import INFERENCE_ROUTES, OVERHEAD_HEADER, TOKEN_ENV
+from reef_daemon.contract import HEALTH_ROUTE, INFERENCE_ROUTES, OVERHEAD_HEADER, STATUS_ROUTE, TOKEN_ENV
 from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
 from reef_daemon.jsonbody import json_response
 from reef_daemon.proxy.handler import UPSTREAM_SECONDS
@@ -21,6 +21,15 @@ log = logging.getLogger("reef.http")
 STARTED = web.RequestKey("reef.started_response", web.StreamResponse)
 
 _HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+def _no_route(request: web.Request) -> str:
+    """The 404 answer: where the routes are listed, and the usual slip of a client given an SDK's base URL."""
+    said = f"no route {request.method} {request.path}"
+    own = request.path.removeprefix("/v1")
+    if own != request.path and (own == HEALTH_ROUTE or own.startswith(STATUS_ROUTE.rsplit("/", 1)[0] + "/")):
+        said += f"; reef's own routes have no /v1 prefix: {own}"
+    return f"{said}; docs/api.md lists the routes reef serves"
 
 
 def _error_response(status: int, type_: str, message: str) -> web.Response:
@@ -63,7 +72,7 @@ async def errors_and_overhead(request: web.Request, handler: Handler) -> web.Str
             raise
         type_ = _HTTP_ERROR_TYPES.get(exc.status, "http_error")
         message = {
-            404: f"no route {request.method} {request.path}; see the API reference for the routes reef serves",
+            404: _no_route(request),
             405: f"{request.method} is not allowed on {request.path}",
             413: "the request body is larger than the daemon accepts (reef.max-body-mb)",
         }.get(exc.status, exc.reason)

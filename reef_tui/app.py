@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 
@@ -29,6 +29,10 @@ from reef_tui.screens.training import TrainingScreen
 from reef_tui.screens.versions import VersionsScreen
 
 DARK, LIGHT = "textual-dark", "textual-light"
+
+
+STATUS_EVENTS = frozenset({"scenario", "step", "release"})  # the events after which the status is read again
+DIALOG_ACTIONS = frozenset({"quit", "focus_next", "focus_previous"})  # the app's actions a dialog leaves on
 
 
 class ReefApp(App[None]):
@@ -55,6 +59,8 @@ class ReefApp(App[None]):
     ]
 
     connected: reactive[bool | None] = reactive(None)
+    # The daemon's last status (None until it first answers); the daemon bar follows it (a step's weights).
+    daemon_status: var[Status | None] = var(None)
     """None until the daemon first answers, then whether it answers now."""
     scenario: reactive[str | None] = reactive(None)
     """The scenario the screens show; None means every scenario (records) or the first one (the others)."""
@@ -74,7 +80,6 @@ class ReefApp(App[None]):
         self.url = url.rstrip("/")
         self.token = token
         self.client = client or ReefClient(self.url, token)
-        self.daemon_status: Status | None = None  # until the daemon first answers
         self.gone_reason = ""
         self.daemon_events: Signal[Event] = Signal(self, "daemon-events")
         self.set_reactive(ReefApp.scenario, scenario)
@@ -113,7 +118,9 @@ class ReefApp(App[None]):
         self.connected = False
 
     def on_daemon_event(self, message: DaemonEvent) -> None:
-        if message.event.type == "scenario":  # one was created, changed or archived: `s` cycles what is now
+        # A scenario was created, changed or archived (`s` cycles what is now), or a step or release moved the
+        # weights the runtime serves (the daemon bar shows their version): read the status again.
+        if message.event.type in STATUS_EVENTS:
             self.run_worker(self._read_status, thread=True, group="status", exclusive=True)
         self.daemon_events.publish(message.event)
 
@@ -146,8 +153,9 @@ class ReefApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Letters typed in a dialog belong to the dialog, not to the app's navigation; the palette offers them all.
+        # Tab and shift+Tab are the app's focus actions, and a dialog needs them to move between its fields.
         in_dialog = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
-        return not (in_dialog and action != "quit")
+        return not (in_dialog and action not in DIALOG_ACTIONS)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -1,8 +1,11 @@
-"""Receipts as lists show them: shortened as git shortens hashes; the detail and copies keep them whole."""
+"""Receipts as lists show them: shortened as git shortens hashes, but past the time they start with; the detail
+and copies keep them whole."""
 
 from __future__ import annotations
 
-SHORT = 8  # 32 bits of a random receipt: enough to tell records apart at a glance
+# A daemon's receipt is 12 hex digits of the millisecond it was made, then random ones: the time, and 4 random
+# digits that tell apart records of the same millisecond (8 would be alike for every record of the same minute).
+SHORT = 16
 
 
 def short(receipt: str) -> str:

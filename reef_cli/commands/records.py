@@ -57,7 +57,7 @@ def records(
     A table, oldest first: receipt, time, scenario, route, model, status, latency, tokens, score. --json prints
     one JSON object per line.
     """
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         # Take the newest sequence before the page, so nothing stored in between is missed by --follow.
         cursor = _newest_sequence(client) if follow else None
         page = client.records(scenario=scenario, type=kind, unscored=unscored, limit=limit)

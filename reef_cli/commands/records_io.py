@@ -15,8 +15,8 @@ from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progres
 from reef_cli.connect import daemon_client
 from reef_cli.importing import import_files, import_size
 from reef_cli.options import JsonOption, TokenOption, UrlOption
-from reef_cli.output import error_console, print_json, say_error
-from reef_client import nothing_to_export, whole_file
+from reef_cli.output import error_console, fail, print_json, say_error
+from reef_client import nothing_to_export, unwritable, whole_file
 from reef_daemon.contract import ImportResult
 from reef_transcripts.sessions import FORMATS, BadLine, Conversation
 
@@ -116,8 +116,12 @@ def export(
     arrived whole, unless --include-cut. The file loads with datasets.load_dataset("json", data_files=FILE). An
     export that fails part way exits 1 and leaves no file.
     """
+    if output is not None:
+        problem = unwritable(output.expanduser().absolute())
+        if problem:
+            fail(f"cannot export there: {problem}", 2)
     written = 0
-    with daemon_client(url, token) as client, client.export(
+    with daemon_client(url, token, scenario) as client, client.export(
         scenario, format=format.value, min_score=min_score, since=since, include_cut=include_cut
     ) as stream, _sink(output) as sink, _progress(MofNCompleteColumn()) as progress:  # fmt: skip
         task = progress.add_task("exporting", total=stream.total or None)

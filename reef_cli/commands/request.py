@@ -31,7 +31,7 @@ def request(
 ) -> None:
     """File a change request: ask reef's proposer for a harness change, in your own words. Exit 0 published, 1
     rejected or skipped, 2 still running."""
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         filed = client.file_request(scenario, text)
         request_id = str(filed["agent_record_id"])
         if not wait:

@@ -1,21 +1,32 @@
 """`reef requests ID`: where a change request stands; with --wait, watch it until it settles (as `reef request
---wait` does, without filing a new request)."""
+--wait` does, without filing a new request). `reef requests` alone lists the recent requests."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from reef_cli.commands.request import settle, watch
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.output import console, error_console, print_json
+from reef_client import ReefClient, RequestProgress
 
-EXAMPLE = "Example: reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait"
+EXAMPLE = "Example: reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait   (or reef requests: the recent ones)"
+LISTED = 20  # requests `reef requests` lists, the newest
 
 
 def requests(
-    request_id: Annotated[str, typer.Argument(help="The request's id, as `reef request` printed it.")],
+    request_id: Annotated[
+        str | None,
+        typer.Argument(help="The request's id, as `reef request` printed it; without it, the recent requests."),
+    ] = None,
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", "-s", help="Without an id: only this scenario's.", show_default=False)
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds --wait waits before giving up (exit 2).")] = 1800,
     json: JsonOption = False,
@@ -23,7 +34,38 @@ def requests(
     token: TokenOption = None,
 ) -> None:
     """Show a change request's state, or its result once settled. Exit 0 published, 1 rejected or skipped,
-    2 still running."""
+    2 still running. Without an id, list the recent requests, newest first (--json: one per line)."""
+    if request_id is None:
+        with daemon_client(url, token, scenario) as client:
+            _list(client, scenario, json=json)
+        return
     with daemon_client(url, token) as client:
         progress = watch(client, request_id, timeout, quiet=json) if wait else client.request_progress(request_id)
     settle(progress, json=json)
+
+
+def _list(client: ReefClient, scenario: str | None, *, json: bool) -> None:
+    rows = client.records(scenario=scenario, type="request", limit=LISTED)["records"]
+    found = [client.request_progress(row["id"]) for row in rows]
+    if json:
+        for progress in found:
+            print_json(progress)
+        return
+    if not found:
+        error_console().print("no requests yet: file one with `reef request TEXT --scenario NAME`")
+        return
+    table = Table("id", "filed", "scenario", "state", "version", "request", box=None)
+    for progress in found:
+        table.add_row(progress["id"], _when(progress), progress["scenario"], _state(progress),
+                      progress.get("version") or "-", progress["text"] or "-")  # fmt: skip
+    console().print(table)
+
+
+def _when(progress: RequestProgress) -> str:
+    return datetime.fromtimestamp(progress["created_at"]).strftime("%b %d %H:%M")
+
+
+def _state(progress: RequestProgress) -> str:
+    """`queued`, `proposing`, ... while it runs; its result once settled."""
+    settled = progress["state"] == "settled"
+    return (progress.get("result") or progress["state"]) if settled else progress["state"]

@@ -104,7 +104,7 @@ def move(
     A scenario keeps the recipe it was made under; after a move, the daemon's recipe trains it, reading its
     records from the start, with the recipe's default training mode.
     """
-    with daemon_client(*_inherited(ctx, url, token)) as client:
+    with daemon_client(*_inherited(ctx, url, token), name) as client:
         recipe = str(client.status()["recipe"]["name"])
         before = next((row for row in client.scenarios() if row["scenario"] == name), None)
         row = client.move_scenario(name, recipe)
@@ -126,7 +126,7 @@ def archive(
 
     Its records stay, under a new name, and the name is free again.
     """
-    with daemon_client(*_inherited(ctx, url, token)) as client:
+    with daemon_client(*_inherited(ctx, url, token), name) as client:
         archived_as = client.archive_scenario(name)
     line = f"archived scenario {name}; its records are kept as {archived_as}"
     print_answer({"scenario": name, "archived_as": archived_as}, json, line)

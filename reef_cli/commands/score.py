@@ -67,7 +67,7 @@ def score(
     if next_:
         if feedback is not None or json:
             fail("--next asks for each score and feedback; drop --feedback and --json", 2)
-        with daemon_client(url, token) as client:
+        with daemon_client(url, token, scenario) as client:
             score_next(client, scenario)
         return
     receipts, value = _receipts_and_score(values)

@@ -62,7 +62,7 @@ def add(
         files = read_fixture(fixture) if fixture is not None else {}
     except FixtureError as exc:
         fail(f"--fixture: {exc}", 2)
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         task = client.add_task(scenario, prompt, fixture=files, regex=regex, judge=judge, protected=protected)
     print_answer(task, json, f"added {kind_of(task)} {task['id']} to {scenario}{_described(task)}")
 
@@ -72,7 +72,7 @@ def list_tasks(
     scenario: ScenarioOption, json: JsonOption = False, url: UrlOption = None, token: TokenOption = None
 ) -> None:
     """List a scenario's tasks, then the replays of its recent low-scored conversations (harness.replays of them)."""
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         listed = client.tasks(scenario)
     if json:
         print_json(listed)
@@ -90,7 +90,7 @@ def remove(
     token: TokenOption = None,
 ) -> None:  # fmt: skip
     """Remove a stored task. (A replay is dismissed instead: `reef tasks dismiss`.)"""
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         task = client.remove_task(scenario, task_id)
     print_answer(task, json, f"removed {kind_of(task)} {task['id']} from {scenario}")
 
@@ -101,7 +101,7 @@ def promote(
     token: TokenOption = None,
 ) -> None:  # fmt: skip
     """Make a replay a protected task: from then on a candidate must not do worse on it."""
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         task = client.promote_replay(scenario, replay_id)
     print_answer(task, json, f"promoted {replay_id} to protected task {task['id']}")
 
@@ -112,7 +112,7 @@ def dismiss(
     token: TokenOption = None,
 ) -> None:  # fmt: skip
     """Stop offering a replay, and other conversations that opened with the same words."""
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         ack = client.dismiss_replay(scenario, replay_id)
     print_answer(ack, json, f"dismissed {replay_id}; it is no longer replayed")
 

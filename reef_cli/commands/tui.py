@@ -10,7 +10,8 @@ import typer
 from reef_cli.connect import found_daemon
 from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, find_daemon
 from reef_cli.options import TokenOption, UrlOption
-from reef_client import ReefClient, ReefClientError
+from reef_cli.output import fail
+from reef_client import ReefClient, ReefClientError, UnknownScenario, require_scenario
 
 EXAMPLE = "Example: reef tui --scenario demo   (inside: ? for help, ctrl+p for every action)"
 PROBE_TIMEOUT_S = 1.0
@@ -34,7 +35,20 @@ def open_tui(url: str | None = None, token: str | None = None, scenario: str | N
     from reef_tui import ReefApp  # textual loads only when the app is opened
 
     target = found_daemon(url, token)
+    if scenario is not None:
+        _check_scenario(target.url, target.token, scenario)
     ReefApp(target.url, target.token, scenario=scenario).run()
+
+
+def _check_scenario(url: str, token: str | None, scenario: str) -> None:
+    """Exit 2 when the daemon answers and has no such scenario; a daemon not up yet is the app's to wait for."""
+    try:
+        with ReefClient(url, token, timeout_s=PROBE_TIMEOUT_S) as client:
+            require_scenario(client, scenario)
+    except UnknownScenario as exc:
+        fail(str(exc), 2)
+    except ReefClientError:
+        return
 
 
 def bare_reef_opens_tui() -> bool:

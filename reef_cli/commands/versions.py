@@ -53,7 +53,7 @@ def versions(
     Every step is numbered (vN), also one that published no release (rejected or skipped). With a version: its
     evidence table, what the evaluation gate compared (task, kind, served, candidate, verdict, judge's reason).
     """
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         rows = mark_installed(scenario, client.releases(scenario))
         scores = _live_scores(client, scenario) if version is None else None
     if version is not None:
@@ -119,7 +119,7 @@ def promote(
     if canary is None:
         _change(scenario, version, "promote", url, token)
         return
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         target = resolve_version(client.releases(scenario), version)
         if target["release_id"] is None:
             fail(f"{target['version']} published no release; choose a version that did")
@@ -138,7 +138,7 @@ def rollback(
     if version is not None:
         _change(scenario, version, "rollback", url, token)
         return
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         ended = client.end_canary(scenario)["ended"]
     if ended is None:
         fail(f"no canary runs in {scenario}; name a version to roll back to", code=2)
@@ -146,7 +146,7 @@ def rollback(
 
 
 def _change(scenario: str, version: str, operation: str, url: str | None, token: str | None) -> None:
-    with daemon_client(url, token) as client:
+    with daemon_client(url, token, scenario) as client:
         target = resolve_version(client.releases(scenario), version)
         if target["release_id"] is None:
             fail(f"{target['version']} published no release; choose a version that did")

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Final
 
+# The daemon's address for the CLI, the TUI and the wrappers (like --url).
 URL_ENV: Final = "REEF_URL"
+# The token the clients send (like --token).
 TOKEN_ENV: Final = "REEF_TOKEN"  # noqa: S105 (a variable name, not a secret)
+# The upstream model: its base URL, its model name, its API key.
 UPSTREAM_URL_ENV: Final = "REEF_UPSTREAM_URL"
 UPSTREAM_MODEL_ENV: Final = "REEF_UPSTREAM_MODEL"
 UPSTREAM_API_KEY_ENV: Final = "REEF_UPSTREAM_API_KEY"
+# How the change-request proposer's trials are jailed: bwrap (bubblewrap), or none on a trusted machine.
 PROPOSER_SANDBOX_ENV: Final = "REEF_PROPOSER_SANDBOX"
 # The interpreter an install script runs reef's wrapper with.
 PYTHON_ENV: Final = "REEF_PYTHON"

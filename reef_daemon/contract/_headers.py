@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from typing import Final
 
+# The start of every header of reef's own.
 REEF_HEADER_PREFIX: Final = "x-reef-"
+# Sent by an agent: the scenario (workload) its requests belong to; an inference request needs it.
 SCENARIO_HEADER: Final = "x-reef-scenario"
+# Answered on every inference response: the receipt of its record, which a report scores.
 RECEIPT_HEADER: Final = "x-reef-agent-record-id"
+# Answered on every inference response: the milliseconds reef added to it.
 OVERHEAD_HEADER: Final = "x-reef-overhead-ms"
+# Sent by an agent: `x-reef-tag-NAME: VALUE` tags the record with NAME=VALUE.
 TAG_HEADER_PREFIX: Final = "x-reef-tag-"
+# The tag that groups the records of one agent session.
 SESSION_HEADER: Final = f"{TAG_HEADER_PREFIX}session"
+# The tag naming the harness release the agent runs.
 RELEASE_HEADER: Final = f"{TAG_HEADER_PREFIX}release"
+# Answered by the install route when it cannot build a script: why.
 INSTALL_ERROR_HEADER: Final = "x-reef-install-error"
 # `GET /reef/export` names in this header how many records it will read (the lines may be fewer).
 EXPORT_TOTAL_HEADER: Final = "x-reef-export-records"

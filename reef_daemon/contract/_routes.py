@@ -27,6 +27,7 @@ MESSAGES_ROUTE: Final = "/v1/messages"
 COUNT_TOKENS_ROUTE: Final = "/v1/messages/count_tokens"
 INFERENCE_ROUTES: Final = (CHAT_ROUTE, RESPONSES_ROUTE, MESSAGES_ROUTE, COUNT_TOKENS_ROUTE)
 
+# Whether the daemon answers (no token needed), its state, and its live events.
 HEALTH_ROUTE: Final = "/healthz"
 STATUS_ROUTE: Final = "/reef/status"
 EVENTS_ROUTE: Final = "/reef/events"

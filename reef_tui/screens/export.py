@@ -4,7 +4,6 @@ an optional least score, and the file to write; what `reef export` asks on its c
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, RadioButton, RadioSet, Select
 
+from reef_client import unwritable
 from reef_daemon.contract import EXPORT_FORMATS
 from reef_tui.exporting import ExportChoice
 
@@ -109,18 +109,6 @@ class ExportScreen(ModalScreen[ExportChoice | None]):
             self.notify(problem, title="cannot export there", severity="error")
             return
         self.dismiss(ExportChoice(scenario, self._format(), path, min_score))
-
-
-def unwritable(path: Path) -> str | None:
-    """Why `path` cannot be written as an export file, or None when it can."""
-    if path.is_dir():
-        return f"{path} is a folder; name a file in it"
-    folder = path.parent
-    if not folder.is_dir():
-        return f"there is no folder {folder}"
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return f"{path} cannot be written (permission denied)"
-    return None
 
 
 def _number(text: str) -> float | None:

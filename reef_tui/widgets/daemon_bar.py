@@ -26,10 +26,11 @@ def describe(url: str, status: Status) -> Text:
 
 
 class DaemonBar(Static):
-    """Follows the app's connection state."""
+    """Follows the app's connection state and the daemon's status."""
 
     def on_mount(self) -> None:
         self.watch(self.app, "connected", self._show, init=True)
+        self.watch(self.app, "daemon_status", lambda _status: self._show(cast("ReefApp", self.app).connected))
 
     def _show(self, connected: bool | None) -> None:
         app = cast("ReefApp", self.app)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reef_daemon.contract import DEFAULT_PORT
 from tests.support.cli_testing import Daemon
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -26,3 +27,12 @@ def test_the_readme_sdk_snippet_reads_a_receipt_for_every_call(daemon: Daemon) -
     routes = [daemon.record(receipt)["route"] for receipt in receipts]
     assert routes == ["/v1/chat/completions"] * 2 + ["/v1/responses"] * 2 + ["/v1/messages"] * 2
     assert len(set(receipts)) == 6
+
+
+def test_the_readme_talks_to_the_daemon_where_reef_serve_listens() -> None:
+    # No `reef serve` in the README names a port, so every reef address it uses is the default one; others are
+    # the upstream model's (11434).
+    text = README.read_text()
+    assert "--port" not in text
+    addresses = set(re.findall(r"http://127\.0\.0\.1:(\d+)", text)) - {"11434"}
+    assert addresses == {str(DEFAULT_PORT)}

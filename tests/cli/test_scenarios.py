@@ -31,7 +31,7 @@ def test_scenarios_list_create_and_archive(daemon: Daemon, cli: Cli) -> None:
     assert "fresh" not in names
 
     missing = cli("scenarios", "archive", "never-was")
-    assert missing.exit_code == 1 and missing.stderr.startswith("reef: no scenario named")
+    assert missing.exit_code == 2 and missing.stderr.startswith("reef: no scenario named")
     bad = cli("scenarios", "create", "../etc")
     assert bad.exit_code == 1 and "scenario names are" in bad.stderr
 

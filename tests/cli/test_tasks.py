@@ -80,7 +80,7 @@ def test_bad_input_is_refused_with_the_field_named(daemon: Daemon, cli: Cli, tmp
         assert field in result.stderr, result.stderr
     assert listed(cli, "refusals")["tasks"] == []
     unknown = cli("tasks", "list", "--scenario", "never-made")
-    assert unknown.exit_code == 1 and "no scenario named 'never-made'" in unknown.stderr
+    assert unknown.exit_code == 2 and "no scenario named 'never-made'" in unknown.stderr
 
 
 def test_replays_are_listed_promoted_and_dismissed(daemon: Daemon, cli: Cli) -> None:

@@ -11,6 +11,7 @@ from textual.command import CommandList, CommandPalette
 from reef_client import ReportAck
 from reef_daemon.contract import ScoreScale
 from reef_tui import ReefApp
+from reef_tui.receipts import abbreviated
 from reef_tui.screens.help import HelpScreen
 from reef_tui.widgets.record_list import RecordList
 from tests.support.tui_fixed import FixedClient
@@ -64,7 +65,7 @@ async def test_without_a_declared_scale_keys_spread_over_0_to_1_and_the_toast_na
         await pilot.press("2")
         await eventually(lambda: client.sent, 60, "the report", pause=pilot.pause)
         assert client.sent == [(first, 0.25)]
-        await eventually(lambda: f"scored {first[:8]}…: 0.25" in said, 60, "the toast", pause=pilot.pause)
+        await eventually(lambda: f"scored {abbreviated(first)}: 0.25" in said, 60, "the toast", pause=pilot.pause)
 
 
 async def test_keys_follow_the_scale_the_daemon_declares() -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from reef_tui.receipts import abbreviated
 from tests.support.tui_testing import Daemon
 from tests.support.waiting import eventually_sync
 
@@ -41,7 +42,7 @@ def test_a_person_scores_with_one_key_and_quits(daemon: Daemon, session: None) -
     eventually_sync(screen, 60, "the question in the list", satisfied=lambda shown: "Capital of Italy?" in shown)
     tmux("send-keys", "-t", SESSION, "4")
     eventually_sync(lambda: daemon.get(f"/reef/records/{receipt}")["reports"], 60, "the report from key 4")
-    toast = f"scored {receipt[:8]}…: 0.75"  # names the record and the score sent
+    toast = f"scored {abbreviated(receipt)}: 0.75"  # names the record and the score sent
     eventually_sync(screen, 60, "the toast", satisfied=lambda shown: toast in shown)
     eventually_sync(screen, 60, "the score in the row", satisfied=lambda shown: "0.75" in shown)
     tmux("send-keys", "-t", SESSION, "?")
