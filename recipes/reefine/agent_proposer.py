@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from adapters import SESSION_ENV, Adapter, Binding, get_adapter
+from adapters import SESSION_ENV, Adapter, Binding, find_agent, get_adapter, not_found
 from recipes.reefine import agent_tools
 from recipes.reefine.agent_run import AgentRun, Bounds, Choice, Note, remove
 from recipes.reefine.agent_trial import NO_TOKEN, TrialAgent, run_trial
@@ -95,11 +95,9 @@ class AgentProposer:
             adapter = get_adapter(self._agent)
         except ValueError as exc:
             return Choice(None, None, False, f"harness.proposer-agent: {exc}")
-        binary = shutil.which(adapter.binary)
+        binary = find_agent(adapter.binary)  # where set-up puts it too, as the trial and the wrappers look
         if binary is None:
-            return Choice(
-                None, None, False, f"{adapter.binary} is not installed on this host ({adapter.agent.package})"
-            )
+            return Choice(None, None, False, not_found(adapter.binary, adapter.agent.package))
         if self._url is None or self._gate is None:
             return Choice(None, None, False, "the daemon is not listening yet, so the agent would have no model")
         if self._sandbox != BWRAP:

@@ -174,6 +174,13 @@ class SaoRecipe(Recipe):
         if self._trainer.steps_done % self.training.checkpoint_every == 0:
             self._head = await self._checkpoint(metrics)
             metrics["checkpoint"] = self._head
+        if not metrics["policy_updated"]:
+            # A critic warm-up step trained the value head only: the served weights are the same, so no version.
+            done, of = self._trainer.steps_done, self.training.critic_warmup_steps
+            metrics["reason"] = (
+                f"critic warm-up step {done} of {of}: the value head trained, the weights did not change"
+            )
+            return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
         return StepOutcome("selected", metrics, self._head, parent, also_consumed=consumed)
 
     def _stale(self, rollouts: list[Rollout]) -> str | None:

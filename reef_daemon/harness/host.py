@@ -110,7 +110,8 @@ class HarnessHost:
         return await asyncio.to_thread(self.repository.commit, scenario, files, full, parent)
 
     async def republish(self, scenario: str, operation: str, target: str) -> tuple[str, str, str]:
-        """Promote a pending release or roll back to an earlier served one, as a new commit on the served head.
+        """Promote a pending release or the running canary's, or roll back to an earlier served one, as a new commit
+        on the served head.
 
         Returns (new release id, parent release id, the target's version). History is never rewritten.
         """
@@ -121,14 +122,18 @@ class HarnessHost:
         if row is None and target != base:
             raise NotFound(f"no release '{target[:64]}' in scenario '{scenario}'", type="unknown_release")
         version = _label(row) if row else "v0"
-        if operation == "promote":
+        canary = await self.store.canaries.get(scenario)
+        # A running canary's version is promoted whatever its step's result: that serves it to all (the step store
+        # ends the canary in the same transaction).
+        on_canary = canary is not None and canary["release_id"] == target
+        if operation == "promote" and not on_canary:
             if row is None or row["result"] != "pending":
                 raise BadRequest(f"{version} is not pending review, so there is nothing to promote", type="not_pending")
             if any(
                 step["metrics"].get("target_release_id") == target and step["operation"] == "promote" for step in steps
             ):
                 raise Conflict(f"{version} was already promoted", type="already_promoted")
-        else:
+        elif operation != "promote":
             if row is not None and row["result"] != "selected":
                 raise BadRequest(
                     f"{version} was never served ({row['result']}); only served versions can be restored",

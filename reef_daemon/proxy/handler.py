@@ -177,11 +177,22 @@ async def _relay_error(exchange: Exchange, answer: RuntimeResponse) -> web.Respo
         body = json.dumps(exc.to_json()).encode()
     await exchange.store(
         status=answer.status, response=body, stream=False, complete=True,
-        error=f"the upstream answered {answer.status}", answer=answer,
+        error=_error_text(exchange.daemon.runtime.answerer, answer.status, body), answer=answer,
     )  # fmt: skip
     response = web.Response(status=relayed_status(answer.status), body=body, headers=client_headers(answer.headers))
     response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
     return response
+
+
+def _error_text(answerer: str, status: int, body: bytes) -> str:
+    """What a record says of an error answer: who answered, the status, and the answer's own message if it has one."""
+    text = f"{answerer} answered {status}"
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return text
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"{text}: {message}" if isinstance(message, str) and message else text
 
 
 async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Response:

@@ -47,6 +47,8 @@ class RuntimeResponse(ABC):
 
 class Runtime(ABC):
     kind: str
+    # Who answered, as a record's error names it ("the upstream answered 400").
+    answerer: str
 
     @abstractmethod
     async def start(self) -> None: ...

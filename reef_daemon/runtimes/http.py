@@ -50,6 +50,7 @@ class HttpRuntimeResponse(RuntimeResponse):
 
 class HttpRuntime(Runtime):
     kind = "http"
+    answerer = "the upstream"
 
     def __init__(self, settings: Settings) -> None:
         self._session: aiohttp.ClientSession | None = None

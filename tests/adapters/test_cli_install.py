@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.support.adapters_testing import SCENARIO, Reefine
 
@@ -37,14 +38,15 @@ def test_reef_install_writes_the_harness_and_the_wrapper(reefine: Reefine) -> No
 
 
 def test_reef_install_knows_claude_and_opencode(reefine: Reefine) -> None:
-    for adapter, command in (
-        ("claude", "claude/commands/reefine.md"),
-        ("opencode", "opencode/config/opencode/command/reefine.md"),
+    for adapter, command, where in (
+        ("claude", "claude/commands/reefine.md", []),
+        ("opencode", "opencode/config/opencode/command/reefine.md", ["--root", f"{reefine.root()}-opencode"]),
     ):
-        done = reef(reefine, "install", "--adapter", adapter, "--scenario", SCENARIO)
+        done = reef(reefine, "install", "--adapter", adapter, "--scenario", SCENARIO, *where)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert f"installed {adapter} harness v0" in done.stdout and (reefine.root() / command).is_file()
-        assert (reefine.home / ".local" / "bin" / f"reef-{adapter}").resolve() == reefine.root() / f"reef-{adapter}"
-        assert not (reefine.root() / ".reef-token").exists()  # the daemon has no auth here
+        root = Path(where[-1]) if where else reefine.root()  # a root holds one adapter's install
+        assert f"installed {adapter} harness v0" in done.stdout and (root / command).is_file()
+        assert (reefine.home / ".local" / "bin" / f"reef-{adapter}").resolve() == root / f"reef-{adapter}"
+        assert not (root / ".reef-token").exists()  # the daemon has no auth here
     listed = reef(reefine, "versions", "--scenario", SCENARIO)
     assert listed.returncode == 0 and "installed, current" in listed.stdout

@@ -118,6 +118,21 @@ def test_refusals_say_why_and_write_nothing(reefine: Reefine, tmp_path: Path) ->
     assert reefine.install("pi", str(tmp_path / "pi")).returncode == 0  # pi has no such sandbox: /tmp is fine
 
 
+def test_a_second_adapter_is_refused_a_root_holding_the_first_and_installs_in_its_own(reefine: Reefine) -> None:
+    assert reefine.install("pi").returncode == 0
+    before = installed_files(reefine.root())
+    refused = reefine.install("claude")
+    assert refused.returncode == 1, refused.stdout
+    own = f"{reefine.root()}-claude"
+    assert "it holds the pi harness, and installing claude there would remove its files" in refused.stderr
+    assert refused.stderr.rstrip().endswith(f"such as {own}")
+    assert installed_files(reefine.root()) == before and "removed" not in refused.stdout
+    assert reefine.install("claude", own).returncode == 0
+    assert json.loads((Path(own) / ".reef-harness-release").read_text())["adapter"] == "claude"
+    assert installed_files(reefine.root()) == before
+    assert (reefine.home / ".local" / "bin" / "reef-pi").resolve() == reefine.root() / "reef-pi"
+
+
 @pytest.mark.parametrize(
     "link", ["pi-agent", "pi-agent/extensions", "pi-agent/extensions/reef-requests.ts", ".reef-token.new"]
 )

@@ -87,8 +87,9 @@ def test_claude_answers_through_reef(reef: RunningReef, tmp_path: Path, agent_cl
         "CLAUDE_CODE_MAX_RETRIES": "0",
         "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256",
     }
-    # Claude Code's own prompt and tools outgrow this model's 8k context: a one-line prompt and no tools.
-    argv = [str(claude), "-p", PROMPT, "--system-prompt", "Answer briefly.", "--tools", ""]
+    # Claude Code's own prompt and tools outgrow this model's 8k context: a one-line prompt and one tool. The Agent
+    # tool makes it list the agent types in a `system` turn inside `messages`, as every full run does.
+    argv = [str(claude), "-p", PROMPT, "--system-prompt", "Answer briefly.", "--tools", "Agent"]
     done = run(argv, env, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip()

@@ -150,6 +150,32 @@ def test_count_tokens_matches_the_prompt(reef: RunningReef, ant: anthropic.Anthr
     assert counted.input_tokens == raw.parse().usage.input_tokens
 
 
+def test_a_system_turn_inside_messages_joins_the_system_prompt(reef: RunningReef, ant: anthropic.Anthropic) -> None:
+    """Claude Code sends its agent types as a `system` turn after the user's: the API takes it, as Anthropic's does."""
+    agents = "Available agent types: general."
+    sent: Any = [*MESSAGES, {"role": "system", "content": agents}]
+    raw = ant.messages.with_raw_response.create(
+        model="smollm2", max_tokens=MAX_TOKENS, system="Answer briefly.", messages=sent, extra_body=GREEDY
+    )
+    assert "Paris" in "".join(block.text for block in raw.parse().content if block.type == "text")
+    check_record(reef, raw.headers["x-reef-agent-record-id"], "/v1/messages")
+    folded = ant.messages.count_tokens(model="smollm2", system=f"Answer briefly.\n\n{agents}", messages=MESSAGES)
+    assert ant.messages.count_tokens(model="smollm2", system="Answer briefly.", messages=sent) == folded
+
+
+def test_a_refused_request_is_recorded_as_the_embedded_models_answer(reef: RunningReef) -> None:
+    """No upstream is set: the record says the embedded model refused, and why."""
+    headers = {"x-reef-scenario": "refused"}
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "tool", "content": "hi"}]}
+    response = httpx.post(f"{reef.url}/v1/messages", headers=headers, json=body, timeout=60)
+    assert response.status_code == 400
+    (record,) = reef.records("refused")
+    assert (
+        reef.record(record["id"])["error"]
+        == "the embedded model answered 400: messages[0].role must be user, assistant or system"
+    )
+
+
 def test_stop_sequence_ends_the_answer(reef: RunningReef, oai: openai.OpenAI) -> None:
     answer = oai.chat.completions.create(
         model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, stop=[" is"], **GREEDY

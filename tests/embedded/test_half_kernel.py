@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -74,12 +75,19 @@ def test_decoding_layers_follow_a_weight_change() -> None:
         assert torch.equal(layer(long), linear(long))
 
 
-def test_built_once_per_machine_and_reused(fresh_build: Path) -> None:
-    assert load_kernel() is not None
+def test_built_once_per_machine_and_reused(fresh_build: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="reef.embedded"):
+        assert load_kernel() is not None
+    said = [record.getMessage() for record in caplog.records]
+    assert said[0].startswith("building the fp16 decoding kernel for this CPU with ")  # before the wait, not after
+    assert said[-1].startswith("built the fp16 decoding kernel for this CPU: ")
     (library,) = fresh_build.glob("half_linear-*.so")
     built = library.stat()
     half_kernel._loaded.cache_clear()
-    assert load_kernel() is not None
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="reef.embedded"):
+        assert load_kernel() is not None
+    assert not any("kernel" in record.getMessage() for record in caplog.records)
     assert [p.name for p in fresh_build.iterdir()] == [library.name]  # no scratch left behind
     assert library.stat().st_mtime_ns == built.st_mtime_ns and library.stat().st_ino == built.st_ino
 

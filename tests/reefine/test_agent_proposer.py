@@ -151,8 +151,10 @@ async def test_without_the_agent_the_text_proposer_answers_and_says_why(
 ) -> None:
     reefine = await start_reefine(harness__proposer_agent="codex")
     monkeypatch.setenv("PATH", only_git(tmp_path / "bin"))
+    monkeypatch.setattr("adapters._locate.setup_folders", lambda: [tmp_path / "tools"])
     progress = await reefine.settled(await reefine.train("make answers brief"))
-    assert activity(progress)[1].startswith("proposer: the text proposer: codex is not installed on this host")
+    why = f"codex is not installed: reef looked on PATH and in {tmp_path / 'tools'}; install it"
+    assert activity(progress)[1].startswith(f"proposer: the text proposer: {why}")
     assert reefine.model.seen("plan")  # the text proposer asked for a plan
 
 
@@ -164,6 +166,18 @@ async def test_without_the_jail_the_text_proposer_answers_and_says_why(
     progress = await reefine.settled(await reefine.train("make answers brief"))
     assert activity(progress)[1].startswith("proposer: the text proposer: bubblewrap is not installed on this host")
     assert reefine.model.seen("plan")
+
+
+async def test_the_agent_is_found_where_set_up_installs_it(
+    start_reefine: StartReefine, pi: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pi off PATH, in a set-up folder: found (as `reef status` and the wrappers find it); here only the jail is
+    missing."""
+    reefine = await start_reefine(harness__proposer_agent="pi")
+    monkeypatch.setenv("PATH", only_git(tmp_path / "bin"))
+    monkeypatch.setattr("adapters._locate.setup_folders", lambda: [pi.parent])
+    progress = await reefine.settled(await reefine.train("make answers brief"))
+    assert activity(progress)[1].startswith("proposer: the text proposer: bubblewrap is not installed on this host")
 
 
 async def test_codex_proposes_for_a_codex_harness(

@@ -133,6 +133,18 @@ async def test_the_canary_is_compared_with_the_served_version_over_its_own_perio
     assert (await reefine.ok("GET", CANARY))["canary"] is not None
 
 
+async def test_a_canary_of_an_earlier_version_is_promoted_to_all(reefine: Reefine) -> None:
+    """`reef promote v1` while v1 runs as a canary serves it to everyone, though v1 was never pending review."""
+    v1, _v2 = await served_and_pending(reefine)
+    reefine.model.script("answer", answer("Two.\n\nHow to use: ask.", skill("two")))
+    assert (await reefine.settled(await reefine.train("second change")))["result"] == "selected"  # v3 serves
+    await reefine.ok("POST", CANARY, {"release_id": v1, "share": 20})
+    promoted = await reefine.ok("POST", f"/reef/scenarios/{SCENARIO}/promote", {"release_id": v1})
+    assert (promoted["version"], promoted["current"]) == ("v4", True)
+    assert (await reefine.ok("GET", CANARY))["canary"] is None
+    assert (await canary_events(reefine))[-1] == ("ended", "v1", "promote made v4 the served version")
+
+
 async def canary_events(reefine: Reefine) -> list[tuple[str, str, str]]:
     events = await reefine.server.app[DAEMON].store.events.after(0, SCENARIO)
     return [

@@ -96,6 +96,18 @@ async def test_a_scored_rollout_trains_a_step_and_the_next_answer_uses_new_weigh
     assert state["ineligible"] == {"the rollout was already trained on": 1}
 
 
+async def test_a_critic_warm_up_step_makes_no_version_and_says_what_it_was(start_weight_reef: StartWeightReef) -> None:
+    reef = await start_weight_reef(training__critic_warmup_steps="1")
+    receipt, record = await reef.ask(QUESTION, temperature=1.0, seed=7)
+    await reef.report({"score": 1.0, "references": [receipt]})
+    step = (await steps_reach(reef, 1))["last_step"]
+    assert (step["result"], step["version"], step["metrics"]["policy_updated"]) == ("skipped", None, False)
+    assert step["metrics"]["reason"] == (
+        "critic warm-up step 1 of 1: the value head trained, the weights did not change"
+    )
+    assert step["metrics"]["weight_version"] == record["tokens"]["versions"][0]
+
+
 async def test_ineligible_reports_are_kept_with_their_reason(start_weight_reef: StartWeightReef) -> None:
     reef = await start_weight_reef(training__max_staleness="0")
     first, _ = await reef.ask(QUESTION)

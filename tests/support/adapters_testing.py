@@ -111,6 +111,7 @@ def start_reefine(
         tmp_path, daemon_env, "start", "--recipe", "reefine", "--inference.upstream-url", upstream.url,
         "--inference.upstream-model", model, "--reef.port", "0", "--reef.state-dir", str(state),
         "--harness.trial", "off",  # trials have their own tests; these are about the person's machine
+        "--harness.proposer-agent", "off",  # the scripted text proposer, though set-up installed pi
     )  # fmt: skip
     assert started.returncode == 0, started.stdout + started.stderr
     url = (state / "daemon.url").read_text().strip()

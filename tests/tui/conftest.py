@@ -28,7 +28,7 @@ def reefine_daemon(
     _model, url = proposer
     running = start_daemon(
         tmp_path_factory.mktemp("reefine"), url, "--recipe", "reefine", "--inference.upstream-model", "fake-proposer",
-        "--harness.trial", "off",  # snapshots must not depend on which agents this machine has
+        "--harness.trial", "off", "--harness.proposer-agent", "off",  # snapshots must not depend on the agents here
     )  # fmt: skip
     running.post("/reef/scenarios", {"name": "harness"})
     yield running

@@ -82,6 +82,14 @@ for LINK_CHECK in $FILES $(old_files) "$SIDECAR_NAME" "$SIDECAR_NAME.new" "$WRAP
   no_link "$LINK_CHECK"
 done
 
+# A root holds one adapter's install: another adapter's would prune this one's files as dropped, breaking its wrapper.
+if [ -f "$SIDECAR_FILE" ]; then
+  HELD=$(sed -n 's/^  "adapter": "\([A-Za-z0-9_-]*\)",\{0,1\}$/\1/p' "$SIDECAR_FILE")
+  if [ -n "$HELD" ] && [ "$HELD" != "$ADAPTER" ]; then
+    fail "refusing $ROOT: it holds the $HELD harness, and installing $ADAPTER there would remove its files; pass a root of its own as the first argument, such as $ROOT-$ADAPTER"
+  fi
+fi
+
 # The checksum over the files under $1: path, byte length and bytes of each, in the order of FILES.
 framed() {
   for fr_path in $FILES; do

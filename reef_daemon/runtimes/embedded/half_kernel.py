@@ -102,6 +102,7 @@ def _built() -> Path:
     if library.is_file():
         return library
     library.parent.mkdir(parents=True, exist_ok=True)
+    log.info("building the fp16 decoding kernel for this CPU with %s (once per machine)", compiler[0])
     with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
         built = Path(scratch) / library.name
         result = subprocess.run(

@@ -120,9 +120,11 @@ def load_model(source: ModelSource, state_dir: Path) -> LoadedModel:
         folder = source.cache_dir(state_dir)
         if not (folder / "model.safetensors").is_file():
             cold = True
-            log.info("dequantising %s once; later starts load %s", source.path.name, folder)
+            log.info("converting %s once (later starts load the cache): reading its tokenizer", source.path.name)
             _write_cache(source.path, folder)
+    log.info("loading the weights from %s", folder)
     model, tokenizer = _load_folder(folder)
+    log.info("making the fp16 copies of the weights that decoding reads")
     add_decode_copies(model)
     use_row_attention(model)
     return LoadedModel(source.name, model, tokenizer, source.path, folder, cold)
@@ -156,9 +158,11 @@ def _write_cache(gguf: Path, folder: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer: Any = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    log.info("dequantising the weights of %s", gguf.name)
     model: Any = AutoModelForCausalLM.from_pretrained(
         gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
     )
+    log.info("writing the converted weights to %s", folder)
     partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)

@@ -48,6 +48,7 @@ APIS: dict[str, Api] = {
 
 class EmbeddedRuntime(WeightSwappable):
     kind = "embedded"
+    answerer = "the embedded model"
 
     def __init__(self, settings: Settings) -> None:
         self._defaults = _sampling_defaults(settings)

@@ -21,14 +21,23 @@ from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content, 
 
 
 def conversation(payload: dict[str, Any]) -> list[ChatTurn]:
-    """The system prompt and messages as chat turns (also what `count_tokens` counts)."""
-    turns = [ChatTurn("system", flatten_content(payload.get("system"), "system"))]
+    """The system prompt and messages as chat turns (also what `count_tokens` counts).
+
+    A `system` turn inside `messages` (Claude Code sends one listing its agent types) is folded into the system
+    prompt, in order: the chat template takes one system prompt, at the start.
+    """
+    system = [flatten_content(payload.get("system"), "system")]
+    turns: list[ChatTurn] = []
     for index, message in enumerate(message_list(payload, "messages")):
         role = message.get("role")
-        if role not in ("user", "assistant"):
-            raise BadRequest(f"messages[{index}].role must be user or assistant")
-        turns.append(ChatTurn(role, flatten_content(message.get("content"), f"messages[{index}].content")))
-    return merge_turns(turns)
+        if role not in ("user", "assistant", "system"):
+            raise BadRequest(f"messages[{index}].role must be user, assistant or system")
+        content = flatten_content(message.get("content"), f"messages[{index}].content")
+        if role == "system":
+            system.append(content)
+        else:
+            turns.append(ChatTurn(role, content))
+    return merge_turns([ChatTurn("system", "\n\n".join(part for part in system if part)), *turns])
 
 
 def parse(payload: dict[str, Any], defaults: SamplingDefaults) -> GenerationRequest:
