@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from reef_daemon.contract import EvalTask, RecordPage, ScoreScale, StepRow, StoredRecord
+from reef_daemon.contract import CanaryState, EvalTask, RecordPage, ScoreScale, StepRow, StoredRecord
 from reef_daemon.store.records import RecordQuery
 from reef_daemon.store.scenarios import Scenario
 
@@ -59,6 +59,14 @@ class TaskView(Protocol):
         ...
 
 
+class CanaryView(Protocol):
+    """The running canaries."""
+
+    async def get(self, scenario: str) -> CanaryState | None:
+        """The scenario's running canary, or None."""
+        ...
+
+
 class StoreView(Protocol):
     """The store as a recipe sees it: read-only, the daemon's `Store` satisfies it."""
 
@@ -85,4 +93,9 @@ class StoreView(Protocol):
     @property
     def tasks(self) -> TaskView:
         """The evaluation tasks."""
+        ...
+
+    @property
+    def canaries(self) -> CanaryView:
+        """The running canaries."""
         ...
