@@ -30,9 +30,15 @@ def test_the_readme_sdk_snippet_reads_a_receipt_for_every_call(daemon: Daemon) -
 
 
 def test_the_readme_talks_to_the_daemon_where_reef_serve_listens() -> None:
-    # No `reef serve` in the README names a port, so every reef address it uses is the default one; others are
-    # the upstream model's (11434).
+    # No `reef serve` in the README names a port, so every reef address it uses is the default one or, in the
+    # reefine section, the reefine profile's; others are the upstream model's (11434).
+    from recipes.reefine.recipe import ReefineRecipe
+
     text = README.read_text()
     assert "--port" not in text
+    reefine_port = str(ReefineRecipe.profile["reef.port"])
     addresses = set(re.findall(r"http://127\.0\.0\.1:(\d+)", text)) - {"11434"}
-    assert addresses == {str(DEFAULT_PORT)}
+    assert addresses == {str(DEFAULT_PORT), reefine_port}
+    reefine = text.split("### Improve the harness (reefine)", 1)[1].split("\n### ", 1)[0]
+    assert set(re.findall(r"http://127\.0\.0\.1:(\d+)", reefine)) - {"11434"} == {reefine_port}
+    assert f"listens on {reefine_port}" in reefine
