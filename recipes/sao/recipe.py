@@ -180,6 +180,7 @@ class SaoRecipe(Recipe):
             metrics["reason"] = (
                 f"critic warm-up step {done} of {of}: the value head trained, the weights did not change"
             )
+            metrics["critic_warmup"] = True
             return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
         return StepOutcome("selected", metrics, self._head, parent, also_consumed=consumed)
 
