@@ -239,16 +239,19 @@ class UpstreamResponse:
             del self.headers["Content-Encoding"]  # the body is relayed decoded
 
     async def _next_raw(self) -> bytes | None:
-        """The next bytes received, or None at the end of the body."""
+        """The bytes received since the last call (waiting for some), or None at the end of the body."""
         while not self._pieces:
             if self._error is not None:
                 raise self._error
             if self.complete:
                 return None
             await self._wait("the upstream sent nothing")
-        data = self._pieces.popleft()
-        self._buffered -= len(data)
-        if self._paused and self._buffered <= BUFFER_HIGH_BYTES // 2:
+        # Everything received so far, at once: the relay then writes it to its client in one go, not a write per
+        # HTTP chunk (an upstream sends an SSE event per chunk, and many arrive in one read).
+        data = self._pieces.popleft() if len(self._pieces) == 1 else b"".join(self._pieces)
+        self._pieces.clear()
+        self._buffered = 0
+        if self._paused:
             self._paused = False
             self._connection.resume_reading()
         return data
