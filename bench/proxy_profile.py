@@ -6,7 +6,7 @@ for each load, and prints the functions that take the most samples: by self time
 top of the stack) and by inclusive time (anywhere on it). Nothing is asserted; it is for reading.
 
     bench/.venv-bench/bin/python bench/proxy_profile.py [--seconds 20] [--concurrency 8] [--top 25]
-        [--reef PATH_TO_REEF] [--out DIR]
+        [--reef PATH_TO_REEF] [--out DIR] [--native]
 
 Needs py-spy in the bench venv (`bench/.venv-bench/bin/pip install py-spy`) and permission to ptrace reef
 (root, or kernel.yama.ptrace_scope=0).
@@ -122,6 +122,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--reef", default=str(ROOT / ".venv" / "bin" / "reef"))
     parser.add_argument("--out", type=Path, help="keep the raw profiles here")
+    parser.add_argument("--native", action="store_true", help="sample C frames too (py-spy --native)")
     args = parser.parse_args()
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     work = Path(tempfile.mkdtemp(prefix="reef-profile."))
@@ -148,8 +149,8 @@ def main() -> int:
         for name, stream in (("non-stream", False), ("stream", True)):
             raw = out / f"{name}.txt"
             spy = subprocess.Popen(  # noqa: S603
-                [py_spy, "record", "--pid", str(reef.pid), "--format", "raw", "--rate", "250", "--nonblocking",
-                 "--duration", str(int(args.seconds)), "--output", str(raw)],
+                [py_spy, "record", "--pid", str(reef.pid), "--format", "raw", "--rate", "250", *([] if args.native else ["--nonblocking"]),
+                 "--duration", str(int(args.seconds)), "--output", str(raw), *(["--native"] if args.native else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             time.sleep(0.5)
