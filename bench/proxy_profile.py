@@ -57,7 +57,7 @@ def wait_ready(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
             headers={"content-type": "application/json", "x-reef-scenario": "bench"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=5):  # noqa: S310 - 127.0.0.1 only
+            with urllib.request.urlopen(request, timeout=5):
                 return
         except OSError:
             time.sleep(0.5)
@@ -132,12 +132,12 @@ def main() -> int:
     processes: list[subprocess.Popen[bytes]] = []
     try:
         mock_log, reef_log = work / "mock.log", work / "reef.log"
-        mock = subprocess.Popen(  # noqa: S603 - our own scripts
+        mock = subprocess.Popen(
             pinned(0, [sys.executable, str(HERE / "mock_upstream.py"), "--port", str(mock_port)]),
             stdout=mock_log.open("wb"), stderr=subprocess.STDOUT,
         )  # fmt: skip
         processes.append(mock)
-        reef = subprocess.Popen(  # noqa: S603
+        reef = subprocess.Popen(
             pinned(1, [args.reef, "serve", "--inference.upstream-url", f"http://127.0.0.1:{mock_port}",
                        "--reef.port", str(reef_port), "--reef.state-dir", str(work / "reef")]),
             stdout=reef_log.open("wb"), stderr=subprocess.STDOUT,
@@ -148,9 +148,10 @@ def main() -> int:
         uvloop.run(load(reef_port, stream=False, concurrency=args.concurrency, seconds=3))  # warm-up
         for name, stream in (("non-stream", False), ("stream", True)):
             raw = out / f"{name}.txt"
-            spy = subprocess.Popen(  # noqa: S603
-                [py_spy, "record", "--pid", str(reef.pid), "--format", "raw", "--rate", "250", *([] if args.native else ["--nonblocking"]),
-                 "--duration", str(int(args.seconds)), "--output", str(raw), *(["--native"] if args.native else [])],
+            sampling = ["--native"] if args.native else ["--nonblocking"]  # native frames need the process paused
+            spy = subprocess.Popen(
+                [py_spy, "record", "--pid", str(reef.pid), "--format", "raw", "--rate", "250", *sampling,
+                 "--duration", str(int(args.seconds)), "--output", str(raw)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             time.sleep(0.5)
