@@ -38,30 +38,35 @@ def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, 
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise BadRequest(_why_refused(body, what, str(exc)), type="invalid_json") from None
+        value = _read_strictly(body, what, str(exc))
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {type(value).__name__}", type="invalid_json")
     return value
 
 
-def _why_refused(body: bytes, what: str, orjson_said: str) -> str:
-    """What to tell a client whose body orjson refused: the standard library's reading says it more plainly."""
+def _read_strictly(body: bytes, what: str, orjson_said: str) -> Any:
+    """A body orjson refused, read by the standard library: refused with its plainer reason, or (an integer
+    beyond a double, which JSON allows) taken."""
+
+    def refused(message: str) -> BadRequest:
+        return BadRequest(message, type="invalid_json")
+
     try:
         value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except UnicodeDecodeError:
-        return f"{what} is not UTF-8 text"
+        raise refused(f"{what} is not UTF-8 text") from None
     except ValueError as exc:
-        return f"{what} is not valid JSON: {exc}"
+        raise refused(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
-        return f"{what} is nested too deeply"
+        raise refused(f"{what} is nested too deeply") from None
     if "depth limit" in orjson_said:
-        return f"{what} is nested too deeply"
+        raise refused(f"{what} is nested too deeply")
     if "UTF-8" in orjson_said or "BOM" in orjson_said:
-        return f"{what} is not UTF-8 text"
+        raise refused(f"{what} is not UTF-8 text")
     where = _lone_surrogate(value, "")
     if where is not None:
-        return f"{where or what}: holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text"
-    return f"{what} is not valid JSON: {orjson_said}"
+        raise refused(f"{where or what}: holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text")
+    return value
 
 
 async def read_body(request: web.Request) -> bytes:
