@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-NAMES = ("direct", "floor-b", "reef", "litellm")
+NAMES = ("direct", "floor-b", "reef", "baseline", "litellm")
 DASH = "-"
 
 
@@ -18,7 +18,7 @@ def _fmt(value: float | None, digits: int) -> str:
 def _ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or not b or a != a or b != b:
         return DASH
-    return f"{a / b:.1f}x"
+    return f"{a / b:.2f}x"
 
 
 def _added(phase: dict[str, Any], metric: str, q: str, name: str) -> float:
@@ -75,12 +75,17 @@ def _window_cpu(entry: dict[str, Any]) -> float | None:
 def render(result: dict[str, Any]) -> str:
     names = [n for n in NAMES if n in result["targets"]]
     with_litellm = "litellm" in names
+    with_baseline = "baseline" in names
     # Ratios are "how many times worse": cost / cost, or for throughput the inverse.
-    header = ["metric", *names, "reef vs floor-b"] + (["LiteLLM vs reef"] if with_litellm else [])
+    pairs = [("reef", "floor-b")]
+    pairs += [("reef", "baseline")] if with_baseline else []
+    pairs += [("litellm", "reef")] if with_litellm else []
+    titles = {("reef", "floor-b"): "reef vs floor-b", ("reef", "baseline"): "reef vs baseline"}
+    titles[("litellm", "reef")] = "LiteLLM vs reef"
+    header = ["metric", *names, *(titles[pair] for pair in pairs)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, values, digits, higher_is_better in _rows(result, names):
         cells = [label, *(_fmt(values.get(n), digits) if n in values else "" for n in names)]
-        pairs = [("reef", "floor-b")] + ([("litellm", "reef")] if with_litellm else [])
         for worse, better in pairs:
             a, b = values.get(worse), values.get(better)
             cells.append(_ratio(b, a) if higher_is_better else _ratio(a, b))
@@ -109,7 +114,8 @@ def render(result: dict[str, Any]) -> str:
         f"soak {_fmt(soak['foreign_cores'], 2)}.",
         "",
         "Ratio columns say how many times worse the first is (\"reef vs floor-b\": reef's cost / floor-b's; "
-        "for throughput the inverse), so 1.0x is a tie.",
+        "for throughput the inverse), so 1.0x is a tie."
+        + (f" baseline = reef at {result['meta'].get('baseline_commit', '?')}." if with_baseline else ""),
         "",
         "| target | measured | goal | met |",
         "|---|---|---|---|",

@@ -3,26 +3,29 @@
 # 127.0.0.1 ports, runs bench/proxy_overhead.py against them, stops every process by PID, writes
 # bench/results/<time>-<mode>.json and prints the markdown table.
 #
-#   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin]
+#   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin] [--baseline REF]
 #
 # --quick       ~1 minute smoke run (fewer rounds, 15 s soak)
 # --no-litellm  skip LiteLLM (it is also skipped, with a warning, when its install fails)
 # --soak-s N    soak length in seconds (default 300; 15 with --quick)
 # --no-pin      do not pin: by default, on 2+ CPUs, the mock and the client run on CPU0, every proxy on CPU1
+# --baseline REF  also run reef as it is at commit REF (a temporary worktree, the same venv) as a fourth
+#               target in the same interleaved run, and print reef's ratios against it
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$root"
 
-quick=0 litellm=1 pin=1 soak_s=""
+quick=0 litellm=1 pin=1 soak_s="" baseline=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-litellm) litellm=0 ;;
     --no-pin) pin=0 ;;
     --soak-s) soak_s="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --baseline) baseline="$2"; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -51,9 +54,9 @@ if [ "$litellm" = 1 ] && ! [ -x "$litellm_venv/bin/litellm" ]; then
 fi
 
 # Free ports, chosen by the kernel.
-read -r p_mock p_floor p_reef p_litellm < <("$bench_venv/bin/python" - <<'EOF'
+read -r p_mock p_floor p_reef p_litellm p_base < <("$bench_venv/bin/python" - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))
@@ -71,6 +74,7 @@ stop_all() {
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then say "pid $pid did not stop on TERM; killing it"; kill -KILL "$pid" 2>/dev/null || true; fi
   done
+  if [ -n "$baseline" ]; then git -C "$root" worktree remove --force "$work/base" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap stop_all EXIT
@@ -98,6 +102,18 @@ if [ "$litellm" = 1 ]; then
   pid_litellm=$!; pids+=("$pid_litellm")
 fi
 
+base_arg=()
+if [ -n "$baseline" ]; then
+  base_commit=$(git -C "$root" rev-parse --short "$baseline^{commit}") || { say "--baseline $baseline: not a commit"; exit 2; }
+  git -C "$root" worktree add -q --detach "$work/base" "$base_commit"
+  # The worktree's packages come first on the path, ahead of the editable install of this checkout.
+  PYTHONPATH="$work/base" $proxy_cpu "$reef_py" -c 'import sys; from reef_cli.app import main; sys.argv[0] = "reef"; main()' \
+    serve --inference.upstream-url "http://127.0.0.1:$p_mock" --reef.port "$p_base" --reef.state-dir "$work/reef-base" \
+    >"$work/base.log" 2>&1 &
+  pid_base=$!; pids+=("$pid_base")
+  base_arg=(--baseline "$p_base:$pid_base" --meta "baseline_commit=$base_commit")
+fi
+
 # Wait (bounded) until each answers a real request.
 ready() {  # name port pid log
   local i
@@ -115,6 +131,7 @@ ready() {  # name port pid log
 ready mock "$p_mock" "$pid_mock" "$work/mock.log"
 ready floor-b "$p_floor" "$pid_floor" "$work/floor.log"
 ready reef "$p_reef" "$pid_reef" "$work/reef.log"
+if [ -n "$baseline" ]; then ready "reef at $baseline" "$p_base" "$pid_base" "$work/base.log"; fi
 litellm_arg=()
 if [ "$litellm" = 1 ]; then
   if ready litellm "$p_litellm" "$pid_litellm" "$work/litellm.log"; then
@@ -141,7 +158,7 @@ fi
 mode=full; [ "$quick" = 1 ] && mode=quick
 out="$here/results/$(date +%Y%m%d-%H%M%S)-$mode.json"
 driver=("$bench_venv/bin/python" "$here/proxy_overhead.py" --direct "$p_mock" --floor "$p_floor:$pid_floor"
-  --reef "$p_reef:$pid_reef" "${litellm_arg[@]}" --mock-pid "$pid_mock" --out "$out" "${meta[@]}")
+  --reef "$p_reef:$pid_reef" "${litellm_arg[@]}" "${base_arg[@]}" --mock-pid "$pid_mock" --out "$out" "${meta[@]}")
 [ "$quick" = 1 ] && driver+=(--quick)
 [ -n "$soak_s" ] && driver+=(--soak-s "$soak_s")
 soak_int=${soak_s:-300}; limit=$(( quick ? 900 : 2400 )); limit=$(( limit + ${soak_int%.*} ))

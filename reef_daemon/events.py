@@ -10,19 +10,25 @@ import asyncio
 import json
 from collections.abc import Iterable
 
+from reef_daemon.contract import EventName
 from reef_daemon.store import Event
 
 SUBSCRIBER_BACKLOG = 10_000
 
 
 class Subscription:
-    def __init__(self, bus: EventBus, scenario: str | None) -> None:
+    """One subscriber's queue: the events of its scenario (or all), of the types it asked for (or all)."""
+
+    def __init__(self, bus: EventBus, scenario: str | None, types: frozenset[EventName] | None) -> None:
         self._bus = bus
         self.scenario = scenario
+        self.types = types
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(SUBSCRIBER_BACKLOG)
 
     def offer(self, event: Event) -> bool:
         if self.scenario is not None and event.scenario != self.scenario:
+            return True
+        if self.types is not None and event.type not in self.types:
             return True
         try:
             self.queue.put_nowait(event)
@@ -42,8 +48,10 @@ class EventBus:
     def __init__(self) -> None:
         self._subscribers: set[Subscription] = set()
 
-    def subscribe(self, scenario: str | None = None) -> Subscription:
-        subscription = Subscription(self, scenario)
+    def subscribe(self, scenario: str | None = None, types: Iterable[EventName] | None = None) -> Subscription:
+        """A queue of what is published from now on; an in-daemon listener names the types it acts on, so the
+        events it would ignore (one per proxied exchange) never wake it."""
+        subscription = Subscription(self, scenario, frozenset(types) if types is not None else None)
         self._subscribers.add(subscription)
         return subscription
 

@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from reef_daemon.errors import BadRequest, RequestTimeout
@@ -30,19 +31,41 @@ def _finite_float(text: str) -> float:
 
 
 def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, Any]:
-    """Parse strict JSON (no NaN or Infinity, no number beyond a double's range) that must be an object."""
+    """Parse strict JSON that must be an object: UTF-8, no NaN or Infinity, no number beyond a double's range, no
+    text that is not Unicode (a lone surrogate, which can only arrive escaped)."""
     if not body.strip():
         raise BadRequest(f"{what} is empty; send a JSON object", type="invalid_json")
     try:
-        value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except UnicodeDecodeError:
-        raise BadRequest(f"{what} is not UTF-8 text", type="invalid_json") from None
-    except ValueError as exc:
-        raise BadRequest(f"{what} is not valid JSON: {exc}", type="invalid_json") from None
-    except RecursionError:
-        raise BadRequest(f"{what} is nested too deeply", type="invalid_json") from None
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        value = _read_strictly(body, what, str(exc))
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {type(value).__name__}", type="invalid_json")
+    return value
+
+
+def _read_strictly(body: bytes, what: str, orjson_said: str) -> Any:
+    """A body orjson refused, read by the standard library: refused with its plainer reason, or (an integer
+    beyond a double, which JSON allows) taken."""
+
+    def refused(message: str) -> BadRequest:
+        return BadRequest(message, type="invalid_json")
+
+    try:
+        value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except UnicodeDecodeError:
+        raise refused(f"{what} is not UTF-8 text") from None
+    except ValueError as exc:
+        raise refused(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise refused(f"{what} is nested too deeply") from None
+    if "depth limit" in orjson_said:
+        raise refused(f"{what} is nested too deeply")
+    if "UTF-8" in orjson_said or "BOM" in orjson_said:
+        raise refused(f"{what} is not UTF-8 text")
+    where = _lone_surrogate(value, "")
+    if where is not None:
+        raise refused(f"{where or what}: holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text")
     return value
 
 
@@ -59,16 +82,7 @@ async def read_body(request: web.Request) -> bytes:
 
 async def read_json_object(request: web.Request) -> dict[str, Any]:
     """A control route's body: a JSON object whose text is all Unicode (it is stored as UTF-8)."""
-    body = await read_body(request)
-    value = parse_json_object(body)
-    if b"\\ud" in body.lower():  # a lone surrogate can only arrive escaped
-        where = _lone_surrogate(value, "")
-        if where is not None:
-            raise BadRequest(
-                f"{where or 'the request body'}: holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text",
-                type="invalid_json",
-            )
-    return value
+    return parse_json_object(await read_body(request))
 
 
 def _lone_surrogate(value: Any, path: str) -> str | None:

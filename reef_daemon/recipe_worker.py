@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from reef_daemon.contract import EVENT_RECORD_TYPES, RecordType, ScenarioTraining, StepRow, record_type
+from reef_daemon.contract import EVENT_RECORD_TYPES, RECORD_EVENTS, RecordType, ScenarioTraining, StepRow, record_type
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.store import Scenario, StepCommit, Store
@@ -179,7 +179,8 @@ class RecipeWorkers:
 
     async def _listen(self) -> None:
         while True:
-            self._subscription = subscription = self._bus.subscribe()
+            wanted = [RECORD_EVENTS[type_] for type_ in self._consumes]
+            self._subscription = subscription = self._bus.subscribe(types=wanted)
             while (event := await subscription.next()) is not None:
                 if EVENT_RECORD_TYPES.get(event.type) in self._consumes and event.scenario is not None:
                     scenario = self._store.scenarios.get(event.scenario)

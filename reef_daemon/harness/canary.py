@@ -18,6 +18,7 @@ from reef_daemon.context import Daemon
 from reef_daemon.contract import (
     CANARY_HIGHEST_SHARE,
     CANARY_LOWEST_SHARE,
+    RECORD_EVENTS,
     CanaryState,
     VersionScore,
     VersionScores,
@@ -173,7 +174,7 @@ class CanaryWatch:
     async def _watch(self) -> None:
         # A subscriber that falls far behind is dropped by the bus; subscribe again until the daemon stops.
         while not self._daemon.stopping:
-            subscription = self._daemon.bus.subscribe()
+            subscription = self._daemon.bus.subscribe(types=[RECORD_EVENTS["report"]])
             try:
                 while (event := await subscription.next()) is not None:
                     scenarios = _reported([event])

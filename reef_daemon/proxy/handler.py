@@ -103,6 +103,7 @@ class Exchange:
             tags=tags_from(self.request.headers),
             release=answer.release() if answer is not None else None,
             tokens=answer.token_data() if answer is not None else None,
+            payload=self.payload,
         )
         self.stored = True
         try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
+from reef_daemon.jsoncodec import loads_lenient
 from reef_daemon.records import FRAME_DELIMITER, parse_frame
 
 _CHAT_IDENTITY_KEYS = ("id", "created", "model", "system_fingerprint", "service_tier")
@@ -20,8 +21,8 @@ _RESPONSES_TERMINAL = ("response.completed", "response.incomplete")
 
 def _json_object(data: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(data)
-    except ValueError:
+        value = loads_lenient(data)
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

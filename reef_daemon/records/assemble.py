@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Answer, AnswerPart, Usage
-from reef_daemon.records.frames import parse_frame, split_frames
+from reef_daemon.jsoncodec import loads_lenient
+from reef_daemon.records.frames import frame_data, split_frames
 
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
@@ -46,7 +47,7 @@ def _events(body: bytes) -> list[dict[str, Any]]:
     """The JSON payloads of a stream's frames, in order; `[DONE]`, comments and broken frames left out."""
     events = []
     for frame in split_frames(body):
-        payload = json_object(parse_frame(frame)[1].encode())
+        payload = json_object(frame_data(frame))
         if payload:
             events.append(payload)
     return events
@@ -257,7 +258,7 @@ def _count(value: Any) -> int | None:
 def json_object(raw: bytes) -> dict[str, Any]:
     """`raw` as a JSON object; empty when it is not one."""
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = loads_lenient(raw)
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}

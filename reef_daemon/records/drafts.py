@@ -30,6 +30,7 @@ class InferenceDraft:
     tags: dict[str, str] = field(default_factory=dict)
     release: str | None = None
     tokens: dict[str, Any] | None = None
+    payload: dict[str, Any] | None = None  # the request as already parsed (the proxy reads it), so it is read once
 
 
 @dataclass(frozen=True)

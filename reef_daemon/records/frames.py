@@ -23,6 +23,14 @@ def parse_frame(frame: bytes) -> tuple[str | None, str]:
     return event, "\n".join(data_lines)
 
 
+def frame_data(frame: bytes) -> bytes:
+    """The data of one SSE frame as bytes: the common one-line `data: …` frame without decoding it, others as
+    `parse_frame` reads them."""
+    if frame.startswith(b"data:") and b"\n" not in frame and b"\r" not in frame:
+        return frame[6:] if frame[5:6] == b" " else frame[5:]
+    return parse_frame(frame)[1].encode()
+
+
 def split_frames(text: bytes) -> list[bytes]:
     """Every complete frame of an SSE body, without delimiters (used when assembling a stored stream)."""
     return [frame for frame in FRAME_DELIMITER.split(text) if frame.strip()]

@@ -4,15 +4,15 @@ the opening user turn in full."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from reef_daemon.contract import PREVIEW_CHARS, RESPONSES_ROUTE, Answer, RecordPreview
+from reef_daemon.jsoncodec import loads_lenient
 
 _TEXT_BLOCKS = ("text", "input_text", "output_text")
 
 
-def preview(route: str, request: bytes | str | None, answer: Answer | None) -> RecordPreview | None:
+def preview(route: str, request: bytes | str | dict[str, Any] | None, answer: Answer | None) -> RecordPreview | None:
     """What was asked and the start of what was answered; None when there is neither."""
     asked, answered = _asked(route, request), _answered(answer)
     if asked is None and answered is None:
@@ -20,7 +20,7 @@ def preview(route: str, request: bytes | str | None, answer: Answer | None) -> R
     return {"asked": asked, "answered": answered}
 
 
-def _asked(route: str, request: bytes | str | None) -> str | None:
+def _asked(route: str, request: bytes | str | dict[str, Any] | None) -> str | None:
     """The text of the last user message that has text (a message carrying only tool results is skipped)."""
     for text in reversed(_user_texts(route, request)):
         line = _line(text)
@@ -38,11 +38,12 @@ def opening_turn(route: str, request: bytes | str | None) -> str | None:
     return None
 
 
-def _user_texts(route: str, request: bytes | str | None) -> list[str]:
-    """The text of each user message of a stored request, in order (empty for one without text)."""
+def _user_texts(route: str, request: bytes | str | dict[str, Any] | None) -> list[str]:
+    """The text of each user message of a request (stored, or already parsed), in order (empty for one without
+    text)."""
     try:
-        body = json.loads(request or b"")
-    except ValueError:
+        body = request if isinstance(request, dict) else loads_lenient(request or b"")
+    except (ValueError, RecursionError):
         return []
     if not isinstance(body, dict):
         return []

@@ -6,11 +6,11 @@ Runs on the store's writer thread, never on the event loop, so the proxy's hot p
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from reef_daemon.contract import COUNT_TOKENS_ROUTE, Answer, RecordPreview
+from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records.assemble import assemble, json_object
 from reef_daemon.records.drafts import InferenceDraft
 from reef_daemon.records.preview import preview
@@ -34,7 +34,7 @@ def summarize(draft: InferenceDraft) -> InferenceSummary:
     model = answer["model"] if answer is not None and answer["model"] else draft.model
     input_tokens = answer["usage"]["input_tokens"] if answer is not None else None
     output_tokens = answer["usage"]["output_tokens"] if answer is not None else None
-    words = preview(draft.route, draft.request, answer)
+    words = preview(draft.route, draft.payload if draft.payload is not None else draft.request, answer)
     if draft.stream:
         return InferenceSummary(model, input_tokens, output_tokens, _stored_stream(draft), answer, words)
     if draft.route == COUNT_TOKENS_ROUTE:
@@ -62,4 +62,4 @@ def _stored_stream(draft: InferenceDraft) -> bytes:
     }
     if draft.error:
         stored["error"] = draft.error
-    return json.dumps(stored, ensure_ascii=False).encode()
+    return dumps_text(stored).encode()

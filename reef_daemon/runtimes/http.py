@@ -4,45 +4,36 @@ and body go upstream unchanged; only auth headers are replaced.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
-
-import aiohttp
-from multidict import CIMultiDict
 
 from reef_daemon.contract import MESSAGES_ROUTE, RuntimeStatus
 from reef_daemon.errors import UpstreamFailed
 from reef_daemon.runtimes.base import Runtime, RuntimeResponse
+from reef_daemon.runtimes.http_client import HttpClient, Origin, UpstreamError, UpstreamResponse
 from reef_daemon.settings import Settings
 
 ANTHROPIC_VERSION = "2023-06-01"
-# The encodings aiohttp decodes by itself (br and zstd only with their optional packages, else it refuses them).
-DECODED_ENCODINGS = frozenset({"gzip", "deflate", "br", "zstd"})
 
 
 class HttpRuntimeResponse(RuntimeResponse):
-    def __init__(self, response: aiohttp.ClientResponse, timeout_s: float) -> None:
+    def __init__(self, response: UpstreamResponse) -> None:
         self._response = response
-        self._timeout_s = timeout_s
         self.status = response.status
-        self.headers = _decoded_headers(response.headers)
+        self.headers = response.headers
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
-        content = self._response.content
-        while True:
-            # Each read is bounded by the session's sock_read timeout.
-            with _upstream_errors(f"the upstream sent nothing for {self._timeout_s:g} s", "the upstream stream broke"):
-                data = await content.readany()
-            if not data:
-                return
-            yield data
+        try:
+            async for data in self._response.chunks():
+                yield data
+        except UpstreamError as exc:
+            raise _failed(exc, f"the upstream stream broke: {exc}") from None
 
     async def read(self) -> bytes:
-        with _upstream_errors(
-            f"the upstream did not answer within {self._timeout_s:g} s", "the upstream answer broke off"
-        ):
+        try:
             return await self._response.read()
+        except UpstreamError as exc:
+            raise _failed(exc, f"the upstream answer broke off: {exc}") from None
 
     async def close(self) -> None:
         self._response.release()
@@ -53,29 +44,26 @@ class HttpRuntime(Runtime):
     answerer = "the upstream"
 
     def __init__(self, settings: Settings) -> None:
-        self._session: aiohttp.ClientSession | None = None
+        self._client: HttpClient | None = None
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
         if settings.inference.upstream_url is None:
             raise ValueError("the http runtime needs inference.upstream-url")
         self.url = settings.inference.upstream_url
+        self._origin = Origin.parse(self.url)
         self.model = settings.inference.upstream_model
-        self.timeout_s = settings.inference.timeout_s
         # No total limit (a long stream is fine); connecting and every read each get timeout-s.
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s)
+        self.timeout_s = settings.inference.timeout_s
         self._api_key = settings.inference.upstream_api_key
 
     async def start(self) -> None:
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-        self._session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=True, timeout=aiohttp.ClientTimeout(total=None)
-        )
+        self._client = HttpClient()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def describe(self) -> RuntimeStatus:
         return {"kind": self.kind, "model": self.model, "url": self.url}
@@ -83,7 +71,7 @@ class HttpRuntime(Runtime):
     async def send(
         self, route: str, body: bytes, payload: dict[str, Any], headers: Mapping[str, str]
     ) -> RuntimeResponse:
-        if self._session is None:
+        if self._client is None:
             raise RuntimeError("the http runtime is not started")
         outgoing = dict(headers)
         if self._api_key:
@@ -94,35 +82,23 @@ class HttpRuntime(Runtime):
                 outgoing["Authorization"] = f"Bearer {self._api_key}"
         # Reef records what it relays, so it asks for plain bodies; an upstream that compresses anyway is decoded.
         outgoing["Accept-Encoding"] = "identity"
-        url = self.url + route
-        with _upstream_errors(
-            f"the upstream at {self.url} did not answer within {self.timeout_s:g} s",
-            f"cannot reach the upstream at {self.url}",
-            broken_type="upstream_unreachable",
-        ):
-            response = await self._session.post(url, data=body, headers=outgoing, timeout=self._timeout)
-        return HttpRuntimeResponse(response, self.timeout_s)
+        try:
+            response = await self._client.post(
+                self._origin, route, outgoing, body, connect_timeout_s=self.timeout_s, read_timeout_s=self.timeout_s
+            )
+        except UpstreamError as exc:
+            if exc.timed_out:
+                raise UpstreamFailed(
+                    f"the upstream at {self.url} did not answer within {self.timeout_s:g} s", type="upstream_timeout"
+                ) from None
+            raise UpstreamFailed(
+                f"cannot reach the upstream at {self.url}: {exc}", type="upstream_unreachable"
+            ) from None
+        return HttpRuntimeResponse(response)
 
 
-@contextlib.contextmanager
-def _upstream_errors(timed_out: str, broken: str, *, broken_type: str = "upstream_broken") -> Iterator[None]:
-    """The one place aiohttp's failures become `UpstreamFailed`: a timeout, or anything else the client raises."""
-    try:
-        yield
-    except TimeoutError:
-        raise UpstreamFailed(timed_out, type="upstream_timeout") from None
-    except aiohttp.ClientError as exc:
-        raise UpstreamFailed(f"{broken}: {_describe(exc)}", type=broken_type) from None
-
-
-def _decoded_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
-    """The upstream's headers, less a Content-Encoding that aiohttp has already decoded the body of."""
-    relayed = CIMultiDict(headers)
-    if relayed.get("Content-Encoding", "").strip().lower() in DECODED_ENCODINGS:
-        relayed.popall("Content-Encoding")
-    return relayed
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _failed(exc: UpstreamError, broken: str) -> UpstreamFailed:
+    """An answer that broke after its head: a wait that ran out, or anything else."""
+    if exc.timed_out:
+        return UpstreamFailed(str(exc), type="upstream_timeout")
+    return UpstreamFailed(broken, type="upstream_broken")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
+from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
@@ -57,9 +58,9 @@ class RecordStore:
             " request, response, error, tags, tokens, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
-                json.dumps(draft.tags) if draft.tags else None,
-                json.dumps(draft.tokens) if draft.tokens is not None else None,
-                json.dumps(summary.answer, ensure_ascii=False) if summary.answer is not None else None,
+                dumps_text(draft.tags) if draft.tags else None,
+                dumps_text(draft.tokens) if draft.tokens is not None else None,
+                dumps_text(summary.answer) if summary.answer is not None else None,
             ),
         )  # fmt: skip
         row = record_row(*values)

@@ -33,6 +33,22 @@ async def test_deeply_nested_json_is_a_400(reef: Reef, path: str) -> None:
     await stored_nothing(reef)
 
 
+@pytest.mark.parametrize("path", JSON_ROUTES)
+async def test_text_with_a_lone_surrogate_is_a_400_that_says_where(reef: Reef, path: str) -> None:
+    response = await reef.post(path, data=b'{"model": "m", "messages": [{"role": "user", "content": "hi \\ud800"}]}')
+    assert await error_type(response) == "invalid_json"
+    assert "messages[0].content: holds a lone surrogate" in (await response.json())["error"]["message"]
+    await stored_nothing(reef)
+
+
+@pytest.mark.parametrize("path", JSON_ROUTES[:3])
+async def test_a_body_in_utf16_is_a_400_that_asks_for_utf8(reef: Reef, path: str) -> None:
+    response = await reef.post(path, data='{"model": "m", "messages": []}'.encode("utf-16"))
+    assert await error_type(response) == "invalid_json"
+    assert "not UTF-8 text" in (await response.json())["error"]["message"]
+    await stored_nothing(reef)
+
+
 @pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"9" * 400])
 async def test_a_score_out_of_range_is_refused(reef: Reef, number: bytes) -> None:
     response = await reef.post("/reef/report", data=b'{"score": ' + number + b', "feedback": "x"}')
