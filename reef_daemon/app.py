@@ -53,7 +53,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     recipe_class = resolve_recipe(settings.recipe)
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
-    store = Store(settings.reef.state_dir, bus.publish, score_scale=scale)
+    store = Store(settings.reef.state_dir, bus.publish, score_scale=scale, url=settings.store.url)
     recipe = recipe_class(settings)
     runtime = runtime if runtime is not None else build_runtime(settings)
     gate = TokenGate(settings.accepted_tokens)

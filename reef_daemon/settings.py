@@ -32,6 +32,7 @@ from reef_daemon.contract import (
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
     INFERENCE_TIMEOUT_ENV,
+    STORE_URL_ENV,
     TOKEN_ENV,
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
@@ -179,6 +180,15 @@ def _choice(*choices: str) -> Callable[[Any], str]:
     return parse
 
 
+def _parse_store_url(value: Any) -> str | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    if not text.startswith(("postgresql://", "postgres://", "sqlite:")):
+        raise ValueError("expected a postgresql://… URL (or sqlite:PATH)")
+    return text
+
+
 def _parse_path(value: Any) -> Path:
     return Path(_parse_str(value)).expanduser()
 
@@ -210,6 +220,7 @@ TOKENS = Kind("TOKENS", _parse_tokens)
 URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
+STORE_URL = Kind("URL", _parse_store_url)
 
 
 def one_of(metavar: str, *choices: str) -> Kind:
@@ -340,6 +351,21 @@ class ReportsSection:
     score_max: float = setting(1.0, NUMBER, help="the best score a report may give")
 
 
+@dataclass(frozen=True)
+class StoreSection:
+    """Where records, reports, steps and events are kept: the SQLite file in the state directory, or a PostgreSQL
+    database that several daemons share."""
+
+    url: str | None = setting(
+        None,
+        STORE_URL,
+        env=STORE_URL_ENV,
+        secret=True,
+        help="postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in "
+        "reef.state-dir)",
+    )
+
+
 # The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see
 # recipe_api.py); every built-in recipe's are known, so `--help`, the config file and completion offer them.
 CORE_SECTIONS: dict[str, type[Any]] = {
@@ -347,6 +373,7 @@ CORE_SECTIONS: dict[str, type[Any]] = {
     "inference": InferenceSection,
     "reports": ReportsSection,
     "embedded": EmbeddedSection,
+    "store": StoreSection,
 }
 
 Section = TypeVar("Section")
@@ -360,6 +387,7 @@ class Settings:
     inference: InferenceSection = field(default_factory=InferenceSection)
     reports: ReportsSection = field(default_factory=ReportsSection)
     embedded: EmbeddedSection = field(default_factory=EmbeddedSection)
+    store: StoreSection = field(default_factory=StoreSection)
     recipe: str = setting("record", TEXT, help="recipe name or package.module:Class")
     # The recipes' sections, by name (`harness`, `training` ...): read one with `of`.
     recipe_sections: Mapping[str, Any] = field(default_factory=dict)
@@ -558,6 +586,7 @@ def load_settings(
         inference=InferenceSection(**sections["inference"]),
         reports=reports,
         embedded=EmbeddedSection(**sections["embedded"]),
+        store=StoreSection(**sections["store"]),
         recipe_sections={
             name: cls(**sections[name]) for name, cls in sections_by_name.items() if name not in CORE_SECTIONS
         },

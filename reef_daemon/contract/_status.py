@@ -92,7 +92,8 @@ class Training(TypedDict):
 
 
 class StoreStatus(TypedDict):
-    path: str
+    engine: str  # sqlite | postgresql
+    path: str  # the SQLite file, or the PostgreSQL database (without its password)
     commits: int
     writes: int
 

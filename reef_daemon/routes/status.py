@@ -38,7 +38,12 @@ async def status(request: web.Request) -> web.Response:
         **daemon.status(),
         "scenarios": scenarios,
         "training": {"enabled": daemon.recipe.trains, "scenarios": await daemon.workers.status()},
-        "store": {"path": str(daemon.store.path), "commits": writer.batches, "writes": writer.operations},
+        "store": {
+            "engine": daemon.store.engine.name,
+            "path": daemon.store.engine.describe(),
+            "commits": writer.batches,
+            "writes": writer.operations,
+        },
         "score_scale": {"min": daemon.reports.score_scale[0], "max": daemon.reports.score_scale[1]},
     }
     return json_response(body)

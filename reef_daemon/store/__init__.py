@@ -1,4 +1,5 @@
-"""The record store: one SQLite database in WAL mode, one group-commit writer, read-only readers."""
+"""The record store: one database (SQLite in WAL mode, or PostgreSQL for a team), one group-commit writer per
+daemon, read-only readers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from reef_daemon.contract import ScoreScale
 from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
+from reef_daemon.store.engine import DATABASE_NAME, Engine, open_engine
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
@@ -21,9 +23,11 @@ from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, 
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
+    "DATABASE_NAME",
     "TRAINING_MODES",
     "CanaryStore",
     "DraftFor",
+    "Engine",
     "Event",
     "EventLog",
     "ExportReader",
@@ -46,11 +50,10 @@ __all__ = [
     "gate_tasks",
 ]
 
-DATABASE_NAME = "reef.sqlite3"
-
 
 class Store:
-    """Opens the database under the state directory and wires its parts together."""
+    """Opens the database (the SQLite file under the state directory, or the PostgreSQL database at `url`) and
+    wires its parts together."""
 
     def __init__(
         self,
@@ -58,11 +61,12 @@ class Store:
         on_events: Callable[[list[Event]], None],
         *,
         score_scale: ScoreScale,
+        url: str | None = None,
     ) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.path = state_dir / DATABASE_NAME
-        self.writer = GroupCommitWriter(str(self.path), on_events)
-        self._checkpointer = Checkpointer(str(self.path))
+        self.engine = open_engine(url, state_dir)
+        self.writer = GroupCommitWriter(self.engine, on_events)
+        # SQLite's WAL is moved into the file off the writer's thread; PostgreSQL checkpoints by itself.
+        self._checkpointer = None if self.engine.shared else Checkpointer(self.engine)
         self._reader: Reader | None = None
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
         self.scenarios = ScenarioStore(self.writer)
@@ -75,8 +79,9 @@ class Store:
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
         self.writer.start(loop)  # creates the file and applies migrations first
-        self._checkpointer.start()
-        self._reader = Reader(str(self.path))
+        if self._checkpointer is not None:
+            self._checkpointer.start()
+        self._reader = Reader(self.engine, size=4 if self.engine.shared else 2)
         self.records = RecordStore(self.writer, self._reader)
         self.imports = ImportStore(self.writer, self.records)
         self.exports = ExportReader(self._reader)
@@ -93,4 +98,5 @@ class Store:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-        self._checkpointer.stop()
+        if self._checkpointer is not None:
+            self._checkpointer.stop()

@@ -4,7 +4,6 @@ because every inference request needs its scenario and the hot path must not rea
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
@@ -12,6 +11,7 @@ from typing import Literal, TypeVar
 from reef_daemon.contract import ScenarioChange, ScenarioEvent, ScenarioInfo
 from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
+from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
 
 T = TypeVar("T")
@@ -45,7 +45,7 @@ class ScenarioStore:
         self._writer = writer
         self._active: dict[str, Scenario] = {}
 
-    def load(self, conn: sqlite3.Connection) -> None:
+    def load(self, conn: Connection) -> None:
         """Fill the in-memory view from the database at start-up."""
         rows = conn.execute("SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL")
         self._active = {row["name"]: _scenario(row) for row in rows}
@@ -90,7 +90,7 @@ class ScenarioStore:
     @staticmethod
     def _insert(ctx: WriteContext, scenario: Scenario) -> tuple[Scenario, bool]:
         cursor = ctx.conn.execute(
-            "INSERT OR IGNORE INTO scenarios (name, recipe, training_mode, created_at) VALUES (?,?,?,?)",
+            "INSERT INTO scenarios (name, recipe, training_mode, created_at) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
             (scenario.name, scenario.recipe, scenario.training_mode, scenario.created_at),
         )
         if cursor.rowcount == 0:
@@ -158,7 +158,7 @@ class ScenarioStore:
         return archived_as
 
 
-def _scenario(row: sqlite3.Row) -> Scenario:
+def _scenario(row: Columns) -> Scenario:
     return Scenario(row["name"], row["recipe"], row["training_mode"], row["created_at"])
 
 
