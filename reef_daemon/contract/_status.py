@@ -84,6 +84,7 @@ class ScenarioTraining(TypedDict):
     ineligible: dict[str, int]
     running_since: float | None
     error: str | None
+    runs_here: bool  # this daemon holds the scenario's worker (daemons sharing a store run it on one of them)
 
 
 class Training(TypedDict):

@@ -13,7 +13,9 @@ from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.engine import DATABASE_NAME, Engine, open_engine
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
+from reef_daemon.store.follower import EventFollower, last_sequence
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
+from reef_daemon.store.leases import AdvisoryLeases, Leases
 from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RecordQuery, RecordStore
@@ -64,7 +66,13 @@ class Store:
         url: str | None = None,
     ) -> None:
         self.engine = open_engine(url, state_dir)
-        self.writer = GroupCommitWriter(self.engine, on_events)
+        self._on_events = on_events
+        # One daemon on a file announces what its writer committed. Daemons sharing a database each follow it
+        # instead, so every daemon announces every daemon's commits, in one order, once.
+        self._follower = EventFollower(self.engine, self._followed) if self.engine.shared else None
+        self.writer = GroupCommitWriter(self.engine, _ignore if self.engine.shared else on_events)
+        # Which scenarios' recipe workers run on this daemon (all of them, unless daemons share the store).
+        self.leases: Leases = AdvisoryLeases(self.engine) if self.engine.shared else Leases()
         # SQLite's WAL is moved into the file off the writer's thread; PostgreSQL checkpoints by itself.
         self._checkpointer = None if self.engine.shared else Checkpointer(self.engine)
         self._reader: Reader | None = None
@@ -91,12 +99,25 @@ class Store:
         self.live_scores = LiveScoreReader(self._reader)
         self.canaries = CanaryStore(self.writer, self._reader)
         self._reader.run_blocking(self.scenarios.load)
+        if self._follower is not None:
+            self._follower.start(loop, self._reader.run_blocking(last_sequence))
+
+    def _followed(self, events: list[Event]) -> None:
+        self.scenarios.follow(events)
+        self._on_events(events)
 
     def close(self) -> None:
         """Finish queued writes, close every connection, and leave the records in the database file itself."""
         self.writer.stop()
+        if self._follower is not None:
+            self._follower.stop()  # after the writer: its last commits are announced
+        self.leases.close()
         if self._reader is not None:
             self._reader.close()
             self._reader = None
         if self._checkpointer is not None:
             self._checkpointer.stop()
+
+
+def _ignore(_events: list[Event]) -> None:
+    """A shared store's writer announces nothing itself: its daemon's follower does."""

@@ -9,7 +9,9 @@ schema version lives, and the column types of the migrations' DDL.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,9 +125,18 @@ class Engine:
     def prepare(self, conn: Connection) -> None:
         """Run before the migrations, inside their transaction: what the engine needs to speak the shared SQL."""
 
+    def wait_for_notice(self, conn: Connection, timeout: float) -> None:
+        """Wait up to `timeout` for another daemon's commit to be announced (a shared engine; see follower.py)."""
+        time.sleep(timeout)
+
     def lost(self, conn: Connection) -> bool:
         """Whether this connection can no longer be used (it is reopened); a file never goes away."""
         return False
+
+
+def lock_key(name: str) -> int:
+    """A stable PostgreSQL advisory-lock key (a signed 64-bit number) for a name."""
+    return int.from_bytes(hashlib.sha256(f"reef:{name}".encode()).digest()[:8], "big", signed=True)
 
 
 def max_sequence(conn: Connection) -> int:

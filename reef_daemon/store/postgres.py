@@ -10,7 +10,6 @@ follows it (events, recipe workers) never sees a later number commit before an e
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,19 +26,16 @@ from reef_daemon.store.engine import (
     Disconnected,
     Engine,
     IntegrityViolation,
+    lock_key,
     max_sequence,
 )
 
 CONNECT_TIMEOUT_S = 5
 
 
-def lock_key(name: str) -> int:
-    """A stable advisory-lock key (a signed 64-bit number) for a name."""
-    return int.from_bytes(hashlib.sha256(f"reef:{name}".encode()).digest()[:8], "big", signed=True)
-
-
 WRITE_LOCK = lock_key("store-write")
 MIGRATE_LOCK = lock_key("store-migrate")
+NOTICE_CHANNEL = "reef_store"  # what follower.py LISTENs on
 
 _PREPARE = (
     "CREATE TABLE IF NOT EXISTS reef_schema (version BIGINT NOT NULL)",
@@ -121,6 +117,10 @@ class PostgresConnection:
         return self._conn.info.transaction_status != TransactionStatus.IDLE
 
     @property
+    def raw(self) -> psycopg.Connection[Any]:
+        return self._conn
+
+    @property
     def lost(self) -> bool:
         return self._conn.closed or self._conn.broken
 
@@ -184,7 +184,8 @@ class PostgresEngine(Engine):
     def begin_write(self, conn: Connection, next_sequence: int) -> int:
         # Every daemon's writer takes this lock for its transaction: commits (and their sequences) are ordered.
         conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+        # The NOTIFY wakes the daemons' followers once this commits (follower.py); it says nothing by itself.
+        conn.execute("SELECT pg_advisory_xact_lock(?), pg_notify(?, '')", (WRITE_LOCK, NOTICE_CHANNEL))
         return max_sequence(conn) + 1
 
     def begin_migration(self, conn: Connection) -> None:
@@ -205,6 +206,14 @@ class PostgresEngine(Engine):
         for sqlite_type, postgres_type in _DDL_TYPES:
             statement = re.sub(rf"\b{sqlite_type}\b", postgres_type, statement)
         return statement
+
+    def wait_for_notice(self, conn: Connection, timeout: float) -> None:
+        assert isinstance(conn, PostgresConnection)
+        try:
+            for _notice in conn.raw.notifies(timeout=timeout, stop_after=1):
+                pass
+        except psycopg.Error as exc:
+            raise _store_error(exc) from None
 
     def lost(self, conn: Connection) -> bool:
         return isinstance(conn, PostgresConnection) and conn.lost

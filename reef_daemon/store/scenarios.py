@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from reef_daemon.contract import ScenarioChange, ScenarioEvent, ScenarioInfo
 from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
 from reef_daemon.store.engine import Columns, Connection
-from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
+from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 
 T = TypeVar("T")
 
@@ -49,6 +49,19 @@ class ScenarioStore:
         """Fill the in-memory view from the database at start-up."""
         rows = conn.execute("SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL")
         self._active = {row["name"]: _scenario(row) for row in rows}
+
+    def follow(self, events: list[Event]) -> None:
+        """Take in the scenario changes another daemon on the same store committed (a shared store's follower)."""
+        for event in events:
+            if event.type != "scenario":
+                continue
+            data = cast(ScenarioEvent, event.data)
+            change = data["object"]
+            name = change["scenario"]
+            if data["action"] == "archived":
+                self._active.pop(name, None)
+            else:
+                self._active[name] = Scenario(name, change["recipe"], change["training_mode"], change["created_at"])
 
     def get(self, name: str) -> Scenario | None:
         return self._active.get(name)
