@@ -40,16 +40,24 @@ class Reader:
             self._pool.put(None)
             raise StoreError("the store is closed (the daemon is stopping)")
         try:
-            if self._engine.lost(conn):  # the server restarted: open this one again
-                fresh = self._engine.connect(readonly=True)
-                with contextlib.suppress(*DB_ERRORS):
-                    conn.close()
-                conn = fresh
-            return query(conn)
+            try:
+                if self._engine.lost(conn):
+                    conn = self._reopened(conn)
+                return query(conn)
+            except Disconnected:
+                # The server restarted since this connection last ran: a read can run again, on a new one.
+                conn = self._reopened(conn)
+                return query(conn)
         except Disconnected as exc:
             raise StoreError(f"the record store's database is unreachable ({exc}); retry shortly") from None
         finally:
             self._pool.put(conn)
+
+    def _reopened(self, conn: Connection) -> Connection:
+        fresh = self._engine.connect(readonly=True)
+        with contextlib.suppress(*DB_ERRORS):
+            conn.close()
+        return fresh
 
     def close(self) -> None:
         """Close each connection as its query (if any) ends; one still running after CLOSE_WAIT_S is left to the

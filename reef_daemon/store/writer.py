@@ -96,6 +96,7 @@ class GroupCommitWriter:
         self._next_sequence = 1
         self.batches = 0
         self.operations = 0
+        self._committing = False  # a batch's COMMIT is under way (a failure then leaves its outcome unknown)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -158,12 +159,13 @@ class GroupCommitWriter:
 
     def _commit(self, jobs: list[_Job[Any]]) -> None:
         try:
-            conn = self._connection()
             try:
-                context, outcomes = self._apply(conn, jobs, guard_all=False)
-            except _Unguarded:
-                context, outcomes = self._apply(conn, jobs, guard_all=True)
-            conn.execute("COMMIT")
+                context, outcomes = self._run_batch(jobs)
+            except Disconnected:
+                if self._committing:
+                    raise  # the COMMIT itself was cut: whether it landed is unknown, so nothing is run twice
+                # The server restarted since this connection last wrote; nothing was committed: run it again.
+                context, outcomes = self._run_batch(jobs)
         except DB_ERRORS as exc:
             log.error("store commit failed: %s", exc)
             self._deliver([(job, False, self._failure(exc)) for job in jobs], [])
@@ -172,6 +174,17 @@ class GroupCommitWriter:
         self.batches += 1
         self.operations += len(jobs)
         self._deliver(outcomes, context.events)
+
+    def _run_batch(self, jobs: list[_Job[Any]]) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
+        self._committing = False
+        conn = self._connection()
+        try:
+            context, outcomes = self._apply(conn, jobs, guard_all=False)
+        except _Unguarded:
+            context, outcomes = self._apply(conn, jobs, guard_all=True)
+        self._committing = True
+        conn.execute("COMMIT")
+        return context, outcomes
 
     def _failure(self, exc: Exception) -> StoreError:
         """Roll back what the failed batch left open; what its callers get."""
