@@ -189,6 +189,42 @@ def _parse_store_url(value: Any) -> str | None:
     return text
 
 
+_SIZES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_AGES = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _parse_optional_size(value: Any) -> int | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    number, unit = text.upper().removesuffix("B").removesuffix("I"), ""
+    if number and number[-1] in "KMGT":
+        number, unit = number[:-1], number[-1]
+    try:
+        size = float(number) * _SIZES[unit]
+    except ValueError:
+        raise ValueError("expected a size such as 500M or 20G") from None
+    if not math.isfinite(size) or size <= 0:
+        raise ValueError("expected a size above 0, such as 500M or 20G")
+    return int(size)
+
+
+def _parse_optional_age(value: Any) -> float | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    number, unit = text, ""
+    if number and number[-1] in "smhd":
+        number, unit = number[:-1], number[-1]
+    try:
+        age = float(number) * _AGES[unit]
+    except ValueError:
+        raise ValueError("expected an age such as 30d, 12h or 3600 (seconds)") from None
+    if not math.isfinite(age) or age <= 0:
+        raise ValueError("expected an age above 0, such as 30d or 12h")
+    return age
+
+
 def _parse_path(value: Any) -> Path:
     return Path(_parse_str(value)).expanduser()
 
@@ -221,6 +257,8 @@ URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
 STORE_URL = Kind("URL", _parse_store_url)
+SIZE = Kind("SIZE", _parse_optional_size)
+AGE = Kind("AGE", _parse_optional_age)
 
 
 def one_of(metavar: str, *choices: str) -> Kind:
@@ -363,6 +401,15 @@ class StoreSection:
         secret=True,
         help="postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in "
         "reef.state-dir)",
+    )
+    max_bytes: int | None = setting(
+        None,
+        SIZE,
+        help="keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, "
+        "scores and token counts kept",
+    )
+    max_age: float | None = setting(
+        None, AGE, help="trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay"
     )
 
 

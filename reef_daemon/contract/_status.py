@@ -97,6 +97,10 @@ class StoreStatus(TypedDict):
     path: str  # the SQLite file, or the PostgreSQL database (without its password)
     commits: int
     writes: int
+    max_bytes: int | None  # the retention budget (store.max-bytes, store.max-age); None: unbounded
+    max_age_s: float | None
+    body_bytes: int | None  # record bodies kept, and records trimmed, as of the last retention pass (None: none)
+    trimmed: int | None
 
 
 class ScoreScale(TypedDict):

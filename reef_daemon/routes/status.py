@@ -33,6 +33,8 @@ async def status(request: web.Request) -> web.Response:
             "unscored": per_type.get("unscored", 0),
         }
     writer = daemon.store.writer
+    retention = daemon.store.retention
+    usage = retention.last_usage
     body: Status = {
         "version": __version__,
         **daemon.status(),
@@ -43,6 +45,10 @@ async def status(request: web.Request) -> web.Response:
             "path": daemon.store.engine.describe(),
             "commits": writer.batches,
             "writes": writer.operations,
+            "max_bytes": retention.budget.max_bytes,
+            "max_age_s": retention.budget.max_age_s,
+            "body_bytes": usage.body_bytes if usage else None,
+            "trimmed": usage.trimmed if usage else None,
         },
         "score_scale": {"min": daemon.reports.score_scale[0], "max": daemon.reports.score_scale[1]},
     }

@@ -19,6 +19,7 @@ from reef_daemon.store.leases import AdvisoryLeases, Leases
 from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RecordQuery, RecordStore
+from reef_daemon.store.retention import Budget, Protected, RetentionStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
@@ -27,6 +28,7 @@ from reef_daemon.store.writer import Event, GroupCommitWriter
 __all__ = [
     "DATABASE_NAME",
     "TRAINING_MODES",
+    "Budget",
     "CanaryStore",
     "DraftFor",
     "Engine",
@@ -37,6 +39,7 @@ __all__ = [
     "ImportStore",
     "LiveScoreReader",
     "PeriodSums",
+    "Protected",
     "RecordQuery",
     "RecordStore",
     "ReleaseTally",
@@ -64,6 +67,7 @@ class Store:
         *,
         score_scale: ScoreScale,
         url: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.engine = open_engine(url, state_dir)
         self._on_events = on_events
@@ -77,6 +81,7 @@ class Store:
         self._checkpointer = None if self.engine.shared else Checkpointer(self.engine)
         self._reader: Reader | None = None
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
+        self._budget = budget or Budget()
         self.scenarios = ScenarioStore(self.writer)
 
     @property
@@ -98,6 +103,7 @@ class Store:
         self.tasks = TaskStore(self.writer, self._reader, self.score_scale)
         self.live_scores = LiveScoreReader(self._reader)
         self.canaries = CanaryStore(self.writer, self._reader)
+        self.retention = RetentionStore(self.writer, self._reader, self._budget)
         self._reader.run_blocking(self.scenarios.load)
         if self._follower is not None:
             self._follower.start(loop, self._reader.run_blocking(last_sequence))

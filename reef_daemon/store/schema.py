@@ -213,6 +213,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     """,
     # 9: a change request's record type is `request` (it was `train`).
     "UPDATE records SET type = 'request' WHERE type = 'train';",
+    # 10: when the retention budget dropped a record's bodies (request, response, answer, token data).
+    "ALTER TABLE records ADD COLUMN trimmed_at REAL;",
 )
 
 
