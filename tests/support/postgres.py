@@ -81,8 +81,9 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def running_server() -> Iterator[PostgresServer]:
-    """Start a server for as long as the block runs."""
+def running_server(*, fsync: bool = False) -> Iterator[PostgresServer]:
+    """Start a server for as long as the block runs; without `fsync` (the tests) it trades crash safety of its
+    throwaway data for speed."""
     binaries = server_binaries()
     run_as = "postgres" if os.geteuid() == 0 else None
     user = run_as or pwd.getpwuid(os.geteuid()).pw_name
@@ -99,8 +100,9 @@ def running_server() -> Iterator[PostgresServer]:
             user=run_as,
         )  # fmt: skip
         with (folder / "data" / "postgresql.conf").open("a") as conf:
-            # A test server: speed over crash safety of the test data; enough connections for several daemons.
-            conf.write("fsync = off\nsynchronous_commit = on\nfull_page_writes = off\nmax_connections = 200\n")
+            conf.write("max_connections = 200\n")  # enough for several daemons
+            if not fsync:
+                conf.write("fsync = off\nfull_page_writes = off\n")
         server.start()
         yield server
     finally:
