@@ -155,6 +155,7 @@ async def main() -> None:
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--window-s", type=float, default=10.0)
     parser.add_argument("--copy-records", type=int, default=20000)
+    parser.add_argument("--no-fsync", action="store_true", help="the server without fsync: what the WAL flush costs")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="reef-bench-store-"))
     processes: list[subprocess.Popen[bytes]] = []
@@ -164,7 +165,7 @@ async def main() -> None:
             subprocess.Popen([sys.executable, str(ROOT / "bench" / "mock_upstream.py"), "--port", str(mock_port)])
         )
         upstream = f"http://127.0.0.1:{mock_port}"
-        with running_server(fsync=True) as server:
+        with running_server(fsync=not args.no_fsync) as server:
             one_url, two_url = server.database(), server.database()
             started = {
                 "sqlite": [serve(work / "sqlite", upstream, None, work / "sqlite.log")],

@@ -36,6 +36,11 @@ CONNECT_TIMEOUT_S = 5
 WRITE_LOCK = lock_key("store-write")
 MIGRATE_LOCK = lock_key("store-migrate")
 NOTICE_CHANNEL = "reef_store"  # what follower.py LISTENs on
+_BEGIN_WRITE = (
+    f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK}), pg_notify('{NOTICE_CHANNEL}', '');"
+    " SELECT coalesce((SELECT max(sequence) FROM records), 0) AS records,"
+    " coalesce((SELECT max(sequence) FROM events), 0) AS events"
+)
 
 _PREPARE = (
     "CREATE TABLE IF NOT EXISTS reef_schema (version BIGINT NOT NULL)",
@@ -51,7 +56,7 @@ _DDL_TYPES = (("INTEGER", "BIGINT"), ("REAL", "DOUBLE PRECISION"), ("BLOB", "BYT
 @functools.lru_cache(maxsize=1024)
 def translate(sql: str, with_parameters: bool) -> str:
     """The store's SQL for psycopg: `?` becomes `%s` (and a literal `%` is doubled) outside quoted strings."""
-    if sql.lstrip().upper().startswith("BEGIN"):
+    if sql == "BEGIN IMMEDIATE":  # SQLite's write transaction; PostgreSQL locks row by row (and see begin_write)
         return "BEGIN"
     if not with_parameters:
         return sql
@@ -183,10 +188,19 @@ class PostgresEngine(Engine):
 
     def begin_write(self, conn: Connection, next_sequence: int) -> int:
         # Every daemon's writer takes this lock for its transaction: commits (and their sequences) are ordered.
-        conn.execute("BEGIN")
-        # The NOTIFY wakes the daemons' followers once this commits (follower.py); it says nothing by itself.
-        conn.execute("SELECT pg_advisory_xact_lock(?), pg_notify(?, '')", (WRITE_LOCK, NOTICE_CHANNEL))
-        return max_sequence(conn) + 1
+        # One round trip: the statements of a string without parameters run in order, each with a snapshot of its
+        # own, so the highest sequence is read after the lock is held. The NOTIFY wakes the daemons' followers
+        # once this commits (follower.py); it says nothing by itself.
+        assert isinstance(conn, PostgresConnection)
+        try:
+            cursor = conn.raw.execute(_BEGIN_WRITE)
+            while cursor.nextset():  # BEGIN, the lock, then the highest sequence
+                pass
+            row = cursor.fetchone()
+        except psycopg.Error as exc:
+            raise _store_error(exc) from None
+        assert row is not None
+        return max(int(row["records"]), int(row["events"])) + 1
 
     def begin_migration(self, conn: Connection) -> None:
         conn.execute("BEGIN")
