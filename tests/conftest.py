@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_file: the test reads the daemon's SQLite file itself, so it keeps SQLite under --store"
+    )
     for name, (meaning, _fixtures) in TIERS.items():
         config.addinivalue_line("markers", f"{name}: the test needs {meaning}")
 

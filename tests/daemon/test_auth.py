@@ -50,6 +50,7 @@ async def test_healthz_is_open(guarded: Reef) -> None:
     assert response.status == 200 and await response.json() == {"ok": True}
 
 
+@pytest.mark.sqlite_file
 @pytest.mark.parametrize(
     "headers",
     [{"Authorization": f"Bearer {TOKEN}"}, {"Authorization": f"bearer {TOKEN}"}, {"x-api-key": TOKEN}],
