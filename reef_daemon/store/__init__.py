@@ -10,7 +10,7 @@ from pathlib import Path
 from reef_daemon.contract import ScoreScale
 from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
-from reef_daemon.store.engine import DATABASE_NAME, Engine, open_engine
+from reef_daemon.store.engine import DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable, open_engine
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.follower import EventFollower, last_sequence
@@ -48,6 +48,7 @@ __all__ = [
     "StepCommit",
     "StepStore",
     "Store",
+    "StoreUnavailable",
     "TaskDraft",
     "TaskLimits",
     "TaskPage",
@@ -91,7 +92,10 @@ class Store:
         return self._reader
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.writer.start(loop)  # creates the file and applies migrations first
+        try:
+            self.writer.start(loop)  # creates the file and applies migrations first
+        except DB_ERRORS as exc:
+            raise StoreUnavailable(f"cannot open the store: {exc}") from None
         if self._checkpointer is not None:
             self._checkpointer.start()
         self._reader = Reader(self.engine, size=4 if self.engine.shared else 2)

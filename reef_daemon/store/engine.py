@@ -32,6 +32,10 @@ class Disconnected(DatabaseError):
     """The connection to PostgreSQL is gone (the server stopped, the network broke)."""
 
 
+class StoreUnavailable(RuntimeError):
+    """The store cannot be opened: its database is unreachable, or newer than this reef."""
+
+
 # What a store operation catches as "the database failed", whichever engine runs.
 DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, DatabaseError)
 INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, IntegrityViolation)

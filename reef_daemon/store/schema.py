@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 
 from reef_daemon.records import preview, stored_answer
-from reef_daemon.store.engine import Connection, Engine
+from reef_daemon.store.engine import Connection, Engine, StoreUnavailable
 
 Migration = str | Callable[[Connection], None]  # an SQL script, or a step that needs Python
 
@@ -226,7 +226,7 @@ def migrate(conn: Connection, engine: Engine) -> int:
         engine.prepare(conn)
         version = engine.schema_version(conn)
         if version > len(MIGRATIONS):
-            raise RuntimeError(
+            raise StoreUnavailable(
                 f"the database ({engine.describe()}) has schema version {version}, newer than this reef"
                 f" ({len(MIGRATIONS)}); upgrade reef"
             )

@@ -101,8 +101,13 @@ class GroupCommitWriter:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._conn = self._engine.connect()
-        migrate(self._conn, self._engine)
-        self._next_sequence = max_sequence(self._conn) + 1
+        try:
+            migrate(self._conn, self._engine)
+            self._next_sequence = max_sequence(self._conn) + 1
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
         self._thread = threading.Thread(target=self._run, name="reef-store-writer", daemon=True)
         self._thread.start()
 
