@@ -58,7 +58,7 @@ class ScenarioWorker:
     async def run(self) -> None:
         leases = self._store.leases
         while True:
-            if await leases.take(self.scenario):
+            if await leases.take(self.scenario) and await self._history_is_here():
                 break
             await asyncio.sleep(LEASE_RETRY_S)  # another daemon runs it: try to take over in a moment
         self.runs_here = True
@@ -72,6 +72,20 @@ class ScenarioWorker:
                 self.runs_here = False
                 raise LeaseLost(self.scenario)
             seen = await self._drain(seen)
+
+    async def _history_is_here(self) -> bool:
+        """A recipe that keeps releases under the state directory trains a scenario only where its history is:
+        a daemon with another state directory gives the lease back rather than fork that history."""
+        if not (self._store.leases.shared and self._recipe.keeps_releases):
+            return True
+        home = await self._store.steps.release_home(self.scenario, self._store.home)
+        if home == self._store.home:
+            return True
+        self.last_error = (
+            f"its releases are kept at {home}, not in this daemon's state directory; it trains on that daemon only"
+        )
+        await self._store.leases.give_back(self.scenario)
+        return False
 
     async def _drain(self, seen: int) -> int:
         while True:

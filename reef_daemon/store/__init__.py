@@ -4,6 +4,7 @@ daemon, read-only readers."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,6 +72,8 @@ class Store:
         budget: Budget | None = None,
     ) -> None:
         self.engine = open_engine(url, state_dir)
+        # Where this daemon keeps releases, as daemons sharing the store tell each other (see recipe_worker.py).
+        self.home = f"{socket.gethostname()}:{state_dir.resolve()}"
         self._on_events = on_events
         # One daemon on a file announces what its writer committed. Daemons sharing a database each follow it
         # instead, so every daemon announces every daemon's commits, in one order, once.

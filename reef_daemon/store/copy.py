@@ -33,6 +33,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("eval_tasks", ("id",)),
     ("replay_decisions", ("record_id",)),
     ("canaries", ("scenario",)),
+    ("release_homes", ("scenario",)),
 )
 _BINARY = {("records", "request"), ("records", "response")}  # BLOB/BYTEA: SQLite may hold text there
 

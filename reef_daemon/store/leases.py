@@ -31,6 +31,9 @@ class Leases:
         """Whether this daemon still holds the scenario's lease."""
         return True
 
+    async def give_back(self, scenario: str) -> None:
+        """Let another daemon take the scenario's lease."""
+
     def close(self) -> None:
         """Give every lease back."""
 
@@ -51,6 +54,17 @@ class AdvisoryLeases(Leases):
 
     async def holds(self, scenario: str) -> bool:
         return await asyncio.to_thread(self._holds, scenario)
+
+    async def give_back(self, scenario: str) -> None:
+        await asyncio.to_thread(self._give_back, scenario)
+
+    def _give_back(self, scenario: str) -> None:
+        with self._lock:
+            if scenario not in self._held or self._conn is None:
+                return
+            self._held.discard(scenario)
+            with contextlib.suppress(*DB_ERRORS):
+                self._conn.execute("SELECT pg_advisory_unlock(?)", (lock_key(f"worker:{scenario}"),))
 
     def _connection(self) -> Connection:
         if self._conn is None or self._engine.lost(self._conn):

@@ -20,7 +20,7 @@ TRAINING_MODES = ("auto", "manual", "hybrid")
 # Tables whose rows belong to a scenario and follow it when it is archived (records too, above them).
 _SCENARIO_TABLES = (
     "events", "steps", "consumed_records", "ineligible_records", "recipe_cursors", "eval_tasks", "replay_decisions",
-    "canaries",
+    "canaries", "release_homes",
 )  # fmt: skip
 
 

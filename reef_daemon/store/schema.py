@@ -215,6 +215,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     "UPDATE records SET type = 'request' WHERE type = 'train';",
     # 10: when the retention budget dropped a record's bodies (request, response, answer, token data).
     "ALTER TABLE records ADD COLUMN trimmed_at REAL;",
+    # 11: where a scenario's releases are kept (host and state directory), for daemons that share the store.
+    """
+    CREATE TABLE release_homes (
+        scenario TEXT PRIMARY KEY,
+        home TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 

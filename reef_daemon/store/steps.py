@@ -195,6 +195,18 @@ class StepStore:
 
         return await self._reader.run(read)
 
+    async def release_home(self, scenario: str, home: str) -> str:
+        """Where the scenario's releases are kept: `home`, if nobody named one before; else the one named first."""
+
+        def write(ctx: WriteContext) -> str:
+            ctx.conn.execute(
+                "INSERT INTO release_homes (scenario, home) VALUES (?, ?) ON CONFLICT DO NOTHING", (scenario, home)
+            )
+            row = ctx.conn.execute("SELECT home FROM release_homes WHERE scenario = ?", (scenario,)).fetchone()
+            return str(row["home"])
+
+        return await self._writer.submit(write)
+
     async def ineligible_reason(self, record_id: str) -> str | None:
         def read(conn: Connection) -> str | None:
             row = conn.execute("SELECT reason FROM ineligible_records WHERE record_id = ?", (record_id,)).fetchone()

@@ -132,6 +132,42 @@ async def test_two_daemons_serve_one_deployment(tmp_path: Path, upstream: str, s
         daemon.stop()
 
 
+async def test_a_recipe_that_keeps_releases_does_not_fork_their_history(
+    tmp_path: Path, upstream: str, shared_url: str
+) -> None:
+    """Its releases are under the state directory of the daemon that trained first: the other daemon, with a
+    state directory of its own, does not take the scenario over when that daemon dies, and says why."""
+    first, second = two_daemons(tmp_path, upstream, shared_url, "tests.support.counting_recipe:ReleasingRecipe")
+    async with aiohttp.ClientSession() as session:
+        await first.ready(session)
+        await second.ready(session)
+        receipts = [await receipt(session, first) for _ in range(2)]
+        for r in receipts:
+            await report(session, first, r)
+
+        async def holder() -> DaemonProcess | None:
+            for daemon in (first, second):
+                state = await training(session, daemon)
+                if state.get("runs_here") and state.get("steps") == 1:
+                    return daemon
+            return None
+
+        held = await eventually(holder, 30, "a first step", satisfied=lambda d: d is not None)
+        assert held is not None
+        other = second if held is first else first
+        held.process.kill()
+        held.stop()
+        state = await eventually(
+            lambda: training(session, other), 30, "the refusal", satisfied=lambda s: s.get("error") is not None
+        )
+        assert (
+            "releases are kept at" in state["error"]
+            and str(tmp_path / ("a" if held is first else "b")) in state["error"]
+        )
+        assert not state["runs_here"] and state["steps"] == 1
+    other.stop()
+
+
 async def test_kill_9_under_load_across_two_daemons_loses_no_receipt(
     tmp_path: Path, upstream: str, shared_url: str
 ) -> None:
