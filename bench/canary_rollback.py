@@ -28,9 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reef_daemon.harness.score_stats import NO_SCORES, ScoreSums, clearly_worse, summarize
+from reef_daemon.store.engine import open_engine
 from reef_daemon.store.live_scores import LiveScoreReader
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import connect, migrate
+from reef_daemon.store.schema import migrate
 
 Draw = Callable[[random.Random, float], float]
 
@@ -82,9 +83,9 @@ def check_cost(records: int) -> None:
     """Seconds one canary check reads for, in a database of `records` tagged, scored records of two releases
     (a fifth the canary's), against the per-version tally of the whole scenario the check used to read."""
     with tempfile.TemporaryDirectory() as folder:
-        path = f"{folder}/reef.sqlite3"
-        conn = connect(path)
-        migrate(conn)
+        engine = open_engine(None, Path(folder))
+        conn = engine.connect()
+        migrate(conn, engine)
         rng = random.Random(1)
         rows = [
             (n, f"r{n}", "demo", "inference", float(n), rng.random(),
@@ -96,7 +97,7 @@ def check_cost(records: int) -> None:
             "INSERT INTO records (sequence, id, scenario, type, created_at, score, tags) VALUES (?,?,?,?,?,?,?)", rows
         )
         conn.execute("COMMIT")
-        reader = Reader(path)
+        reader = Reader(engine)
         live = LiveScoreReader(reader)
         releases = ["canary", "served"]
 

@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/demo reef/demo/sao
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/store reef/store/copy reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -37,6 +37,7 @@ complete -c reef -n '__reef_at reef' -a tui -d 'Watch records live, score them w
 complete -c reef -n '__reef_at reef' -a completion -d 'Print a completion script for bash, zsh or fish.'
 complete -c reef -n '__reef_at reef' -a scenarios -d 'List the scenarios with their record and report counts; create, move or archive one.'
 complete -c reef -n '__reef_at reef' -a tasks -d 'A scenario\'s evaluation tasks, and replays of its low-scored conversations: add, list, remove, promote, dismiss.'
+complete -c reef -n '__reef_at reef' -a store -d 'The store\'s database: copy a deployment\'s records, reports, steps and events between engines.'
 complete -c reef -n '__reef_at reef' -a demo -d 'Demonstrations on the embedded model.'
 complete -c reef -n '__reef_at reef' -l version -s V -d 'Print the version.'
 complete -c reef -n '__reef_at reef' -l help -d 'Show this message and exit.'
@@ -68,6 +69,9 @@ complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-port -x -d 'port o
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-tp -x -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)'
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-mem-fraction -x -d 'share of GPU memory the launched SGLang server takes for weights and cache (default: 0.8)'
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-start-timeout-s -x -d 'how long a launched SGLang server may take to answer its health check (default: 900.0)'
+complete -c reef -n '__reef_at reef/serve' -l store.url -x -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)'
+complete -c reef -n '__reef_at reef/serve' -l store.max-bytes -x -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept'
+complete -c reef -n '__reef_at reef/serve' -l store.max-age -x -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay'
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode' -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -x -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)'
 complete -c reef -n '__reef_at reef/serve' -l harness.trial -x -a 'auto off' -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
@@ -137,6 +141,9 @@ complete -c reef -n '__reef_at reef/start' -l embedded.sglang-port -x -d 'port o
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-tp -x -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)'
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-mem-fraction -x -d 'share of GPU memory the launched SGLang server takes for weights and cache (default: 0.8)'
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-start-timeout-s -x -d 'how long a launched SGLang server may take to answer its health check (default: 900.0)'
+complete -c reef -n '__reef_at reef/start' -l store.url -x -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)'
+complete -c reef -n '__reef_at reef/start' -l store.max-bytes -x -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept'
+complete -c reef -n '__reef_at reef/start' -l store.max-age -x -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay'
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode' -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -x -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)'
 complete -c reef -n '__reef_at reef/start' -l harness.trial -x -a 'auto off' -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
@@ -317,6 +324,12 @@ complete -c reef -n '__reef_at reef/tasks/dismiss' -l json -d 'Print JSON for sc
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l url -x -d 'Daemon URL.'
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l token -x -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/store' -a copy -d 'Copy every table; rows already there are kept, so running it again resumes (or adds nothing).'
+complete -c reef -n '__reef_at reef/store' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/store/copy' -l from -x -d 'The store to read: sqlite:PATH or postgresql://…'
+complete -c reef -n '__reef_at reef/store/copy' -l to -x -d 'The store to fill: sqlite:PATH or postgresql://…'
+complete -c reef -n '__reef_at reef/store/copy' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/store/copy' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo' -a sao -d 'Train the embedded model to name capitals: each answer is scored by a rule and drives a training step.'
 complete -c reef -n '__reef_at reef/demo' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo/sao' -l compare -d 'Also run GRPO on the same prompts and seeds.'

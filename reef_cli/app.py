@@ -18,6 +18,7 @@ from reef_cli.commands import (
     scenarios,
     score,
     show,
+    store,
     tasks,
     tui,
     versions,
@@ -67,6 +68,7 @@ app.command("versions", epilog=versions.VERSIONS_EXAMPLE)(versions.versions)
 app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
 app.add_typer(tasks.app)
+app.add_typer(store.app)
 app.command("install", epilog=install.EXAMPLE)(install.install)
 app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
 app.add_typer(demo.app)

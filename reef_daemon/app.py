@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -19,7 +20,7 @@ from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_st
 from reef_daemon.proxy.handler import handle_inference
 from reef_daemon.recipe_api import RecipeContext
 from reef_daemon.recipe_host import resolve_recipe
-from reef_daemon.recipe_worker import RecipeWorkers
+from reef_daemon.recipe_worker import RecipeWorkers, consumed_types
 from reef_daemon.reports import ReportValidator
 from reef_daemon.routes import (
     events,
@@ -37,7 +38,7 @@ from reef_daemon.routes import (
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings
-from reef_daemon.store import Store
+from reef_daemon.store import Budget, Protected, Store
 
 log = logging.getLogger("reef")
 
@@ -53,7 +54,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     recipe_class = resolve_recipe(settings.recipe)
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
-    store = Store(settings.reef.state_dir, bus.publish, score_scale=scale)
+    budget = Budget(settings.store.max_bytes, settings.store.max_age)
+    store = Store(settings.reef.state_dir, bus.publish, score_scale=scale, url=settings.store.url, budget=budget)
     recipe = recipe_class(settings)
     runtime = runtime if runtime is not None else build_runtime(settings)
     gate = TokenGate(settings.accepted_tokens)
@@ -102,6 +104,15 @@ async def _end_streams(app: web.Application) -> None:
         await asyncio.wait(cut, timeout=STREAM_DRAIN_S)  # each stores its record, shielded, as it ends
 
 
+def _in_training(daemon: Daemon) -> Protected:
+    """What the retention budget must keep: the bodies the recipe may still train on."""
+    recipe = daemon.recipe
+    if not recipe.trains:
+        return Protected()
+    scenarios = [s.name for s in daemon.store.scenarios.all() if s.recipe == recipe.name]
+    return Protected(scenarios, "inference" in consumed_types(recipe))
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon = app[DAEMON]
     daemon.store.open(asyncio.get_running_loop())
@@ -110,7 +121,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon.workers.start()
     canaries = CanaryWatch(daemon)
     canaries.start()
+    retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
     yield
+    retention.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await retention
     await canaries.stop()
     await daemon.workers.stop()
     await daemon.recipe.close()

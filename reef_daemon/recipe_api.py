@@ -301,9 +301,13 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         consumes: the record types the recipe learns from (`report`, `request`); empty means it never trains.
         profile: settings the recipe changes from reef's defaults, e.g. `{"reef.port": 8901}`; anything the user
             sets wins.
+        keeps_releases: the recipe keeps what it makes (harness releases, checkpoints) under the daemon's
+            `reef.state-dir`; daemons sharing a store then train each scenario only on the daemon whose state
+            directory holds its history, rather than fork it.
     """
 
     name: ClassVar[str] = "recipe"
+    keeps_releases: ClassVar[bool] = False
     default_training_mode: ClassVar[str] = "auto"
     consumes: ClassVar[tuple[RecordType, ...]] = ()
     profile: ClassVar[dict[str, Any]] = {}
@@ -456,6 +460,8 @@ class HarnessRecipe(Recipe):
     `context.store` in `start`), `context.progress` is the requests' progress, and `admit` is the check every
     proposed change must pass.
     """
+
+    keeps_releases: ClassVar[bool] = True  # the release repository is under reef.state-dir
 
     def status(self) -> RecipeStatus:
         """The recipe's status, saying it evolves a harness (`harness: true`), so takes change requests."""

@@ -4,6 +4,10 @@ steps on batches of them, and commits each step with the records it consumed.
 Durability: the scenario's read position and its consumed set are committed with each step (and with each
 ineligible verdict), so a record is trained on at most once and a restart resumes where the last commit ended.
 Eligible records waiting for a full batch stay after the read position and are read again after a restart.
+
+Daemons that share a store run each scenario's worker on one of them at a time: the one that holds its lease
+(store/leases.py). The others wait, trying for the lease, and the first to get it after its holder died resumes
+from the durable read position, as a restart does.
 """
 
 from __future__ import annotations
@@ -15,11 +19,17 @@ import time
 from typing import Any
 
 from reef_daemon.contract import EVENT_RECORD_TYPES, RECORD_EVENTS, RecordType, ScenarioTraining, StepRow, record_type
+from reef_daemon.errors import Conflict
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.store import Scenario, StepCommit, Store
+from reef_daemon.store.leases import LEASE_RETRY_S
 
 log = logging.getLogger("reef.recipe")
+
+
+class LeaseLost(Exception):
+    """Another daemon may run this scenario's worker now (this one lost its connection to the store)."""
 
 
 def consumed_types(recipe: Recipe) -> tuple[RecordType, ...]:
@@ -38,6 +48,7 @@ class ScenarioWorker:
         self.buffered: list[Unit] = []
         self.running_since: float | None = None
         self.last_error: str | None = None
+        self.runs_here = not store.leases.shared  # holds the scenario's lease (always, on a store of its own)
         # Held while a step runs; release changes (promote, rollback) take it too, so they never interleave.
         self.lock = asyncio.Lock()
 
@@ -45,11 +56,36 @@ class ScenarioWorker:
         self._wake.set()
 
     async def run(self) -> None:
+        leases = self._store.leases
+        while True:
+            if await leases.take(self.scenario) and await self._history_is_here():
+                break
+            await asyncio.sleep(LEASE_RETRY_S)  # another daemon runs it: try to take over in a moment
+        self.runs_here = True
+        self.buffered.clear()  # a unit left waiting by a lost lease is read again from the durable position
         seen = await self._store.steps.cursor(self.scenario)
+        self._wake.set()
         while True:
             await self._wake.wait()
             self._wake.clear()
+            if leases.shared and not await leases.holds(self.scenario):
+                self.runs_here = False
+                raise LeaseLost(self.scenario)
             seen = await self._drain(seen)
+
+    async def _history_is_here(self) -> bool:
+        """A recipe that keeps releases under the state directory trains a scenario only where its history is:
+        a daemon with another state directory gives the lease back rather than fork that history."""
+        if not (self._store.leases.shared and self._recipe.keeps_releases):
+            return True
+        home = await self._store.steps.release_home(self.scenario, self._store.home)
+        if home == self._store.home:
+            return True
+        self.last_error = (
+            f"its releases are kept at {home}, not in this daemon's state directory; it trains on that daemon only"
+        )
+        await self._store.leases.give_back(self.scenario)
+        return False
 
     async def _drain(self, seen: int) -> int:
         while True:
@@ -170,6 +206,10 @@ class RecipeWorkers:
                 await worker.run()
             except asyncio.CancelledError:
                 raise
+            except LeaseLost:
+                log.warning("recipe worker for %s lost its lease; it runs where it is taken next", worker.scenario)
+                worker.buffered.clear()
+                worker.wake()
             except Exception as exc:
                 log.exception("recipe worker for %s failed; retrying in 1 s", worker.scenario)
                 worker.last_error = f"{type(exc).__name__}: {exc}"
@@ -193,6 +233,11 @@ class RecipeWorkers:
     async def change_release(self, scenario: Scenario, operation: str, release_id: str) -> StepRow:
         """Promote or roll back, between steps, and commit it as a step of its own (history is never rewritten)."""
         worker = self.worker(scenario.name)
+        if not worker.runs_here:
+            raise Conflict(
+                f"scenario '{scenario.name}' trains on another daemon of this store; send the {operation} there",
+                type="worker_elsewhere",
+            )
         async with worker.lock:
             change = self._recipe.promote if operation == "promote" else self._recipe.rollback
             outcome = await change(scenario, release_id)
@@ -224,5 +269,6 @@ class RecipeWorkers:
                 "ineligible": await self._store.steps.ineligible(name),
                 "running_since": worker.running_since,
                 "error": worker.last_error,
+                "runs_here": worker.runs_here,
             }
         return scenarios

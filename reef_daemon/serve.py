@@ -19,6 +19,7 @@ from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import Settings, SettingsError, live_changes
+from reef_daemon.store import StoreUnavailable
 
 log = logging.getLogger("reef")
 
@@ -47,7 +48,10 @@ async def _serve(
     _check_port(settings.reef.host, settings.reef.port)
     app = create_app(settings)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S, handle_signals=False)
-    await runner.setup()
+    try:
+        await runner.setup()
+    except StoreUnavailable as exc:
+        raise SettingsError(f"{exc}; check --store.url") from None
     site = web.TCPSite(runner, settings.reef.host, settings.reef.port, backlog=1024)
     try:
         await site.start()

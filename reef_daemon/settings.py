@@ -32,6 +32,7 @@ from reef_daemon.contract import (
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
     INFERENCE_TIMEOUT_ENV,
+    STORE_URL_ENV,
     TOKEN_ENV,
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
@@ -179,6 +180,51 @@ def _choice(*choices: str) -> Callable[[Any], str]:
     return parse
 
 
+def _parse_store_url(value: Any) -> str | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    if not text.startswith(("postgresql://", "postgres://", "sqlite:")):
+        raise ValueError("expected a postgresql://… URL (or sqlite:PATH)")
+    return text
+
+
+_SIZES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_AGES = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _parse_optional_size(value: Any) -> int | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    number, unit = text.upper().removesuffix("B").removesuffix("I"), ""
+    if number and number[-1] in "KMGT":
+        number, unit = number[:-1], number[-1]
+    try:
+        size = float(number) * _SIZES[unit]
+    except ValueError:
+        raise ValueError("expected a size such as 500M or 20G") from None
+    if not math.isfinite(size) or size <= 0:
+        raise ValueError("expected a size above 0, such as 500M or 20G")
+    return int(size)
+
+
+def _parse_optional_age(value: Any) -> float | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    number, unit = text, ""
+    if number and number[-1] in "smhd":
+        number, unit = number[:-1], number[-1]
+    try:
+        age = float(number) * _AGES[unit]
+    except ValueError:
+        raise ValueError("expected an age such as 30d, 12h or 3600 (seconds)") from None
+    if not math.isfinite(age) or age <= 0:
+        raise ValueError("expected an age above 0, such as 30d or 12h")
+    return age
+
+
 def _parse_path(value: Any) -> Path:
     return Path(_parse_str(value)).expanduser()
 
@@ -210,6 +256,9 @@ TOKENS = Kind("TOKENS", _parse_tokens)
 URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
+STORE_URL = Kind("URL", _parse_store_url)
+SIZE = Kind("SIZE", _parse_optional_size)
+AGE = Kind("AGE", _parse_optional_age)
 
 
 def one_of(metavar: str, *choices: str) -> Kind:
@@ -340,6 +389,30 @@ class ReportsSection:
     score_max: float = setting(1.0, NUMBER, help="the best score a report may give")
 
 
+@dataclass(frozen=True)
+class StoreSection:
+    """Where records, reports, steps and events are kept: the SQLite file in the state directory, or a PostgreSQL
+    database that several daemons share."""
+
+    url: str | None = setting(
+        None,
+        STORE_URL,
+        env=STORE_URL_ENV,
+        secret=True,
+        help="postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in "
+        "reef.state-dir)",
+    )
+    max_bytes: int | None = setting(
+        None,
+        SIZE,
+        help="keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, "
+        "scores and token counts kept",
+    )
+    max_age: float | None = setting(
+        None, AGE, help="trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay"
+    )
+
+
 # The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see
 # recipe_api.py); every built-in recipe's are known, so `--help`, the config file and completion offer them.
 CORE_SECTIONS: dict[str, type[Any]] = {
@@ -347,6 +420,7 @@ CORE_SECTIONS: dict[str, type[Any]] = {
     "inference": InferenceSection,
     "reports": ReportsSection,
     "embedded": EmbeddedSection,
+    "store": StoreSection,
 }
 
 Section = TypeVar("Section")
@@ -360,6 +434,7 @@ class Settings:
     inference: InferenceSection = field(default_factory=InferenceSection)
     reports: ReportsSection = field(default_factory=ReportsSection)
     embedded: EmbeddedSection = field(default_factory=EmbeddedSection)
+    store: StoreSection = field(default_factory=StoreSection)
     recipe: str = setting("record", TEXT, help="recipe name or package.module:Class")
     # The recipes' sections, by name (`harness`, `training` ...): read one with `of`.
     recipe_sections: Mapping[str, Any] = field(default_factory=dict)
@@ -558,6 +633,7 @@ def load_settings(
         inference=InferenceSection(**sections["inference"]),
         reports=reports,
         embedded=EmbeddedSection(**sections["embedded"]),
+        store=StoreSection(**sections["store"]),
         recipe_sections={
             name: cls(**sections[name]) for name, cls in sections_by_name.items() if name not in CORE_SECTIONS
         },

@@ -1,7 +1,9 @@
 """The test suite's tiers, and the fixtures every folder shares (tests/support/fixtures.py).
 
 A test is marked from the fixtures it uses, directly or through other fixtures, so a mark cannot be forgotten:
-`model` for the embedded model, `agent` for a real agent CLI, `process` for a daemon run as its own process.
+`model` for the embedded model, `agent` for a real agent CLI, `process` for a daemon run as its own process,
+`postgres` for the throwaway PostgreSQL server (scripts/setup installs it; without it those tests fail, not skip;
+`store_url` runs a test on each engine and marks its PostgreSQL run).
 `scripts/test --fast` runs what needs neither a model nor an agent. Tests that share a module-scoped fixture (one
 daemon for the module) are kept on one xdist worker (`--dist loadgroup`), so each module starts its daemon once.
 """
@@ -19,10 +21,24 @@ TIERS = {
         "a daemon run as a process of its own",
         {"daemon", "other_daemon", "reefine_daemon", "tests/adapters::reefine"},
     ),
+    "postgres": ("a PostgreSQL server the tests start (initdb in a temporary folder)", {"postgres_server"}),
 }
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the engine of the in-process daemons' store (start_reef): postgres gives each test a fresh database on "
+        "the throwaway server",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_file: the test reads the daemon's SQLite file itself, so it keeps SQLite under --store"
+    )
     for name, (meaning, _fixtures) in TIERS.items():
         config.addinivalue_line("markers", f"{name}: the test needs {meaning}")
 

@@ -45,6 +45,7 @@ REEF_ROOT = Path(__file__).resolve().parents[2]  # what a Slime job puts on its 
 class SaoRecipe(Recipe):
     name: ClassVar[str] = "sao"
     consumes: ClassVar[tuple[RecordType, ...]] = ("report",)
+    keeps_releases: ClassVar[bool] = True  # checkpoints live under reef.state-dir
     advantage: ClassVar[str] = "gae"
     # The trainer's ratios are exact for rollouts sampled at temperature 1 with top-p 1, so requests that set no
     # sampling get those instead of the embedded runtime's usual defaults.

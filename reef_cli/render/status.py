@@ -7,7 +7,7 @@ from rich.table import Table
 
 from reef_client import ScenarioRow, Status
 from reef_client.render.formats import MISSING, duration
-from reef_daemon.contract import SamplingDefaults, Training
+from reef_daemon.contract import SamplingDefaults, StoreStatus, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 
 
@@ -41,6 +41,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     if recipe.get("proposer"):
         facts.add_row("proposer", str(recipe["proposer"]))
     facts.add_row("auth", "on" if status.get("auth") else "off")
+    if status.get("store"):
+        facts.add_row("store", _store(status["store"]))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
@@ -94,3 +96,21 @@ def scenarios_table(rows: list[ScenarioRow]) -> Table:
             str(row.get("reports", 0)), str(row.get("unscored", 0)), str(row.get("current_release") or MISSING),
         )  # fmt: skip
     return table
+
+
+def _store(store: StoreStatus) -> str:
+    """Where the records are, and their use of the retention budget when one is set."""
+    line = f"{store.get('engine', 'sqlite')} {store.get('path', MISSING)}"
+    budget = []
+    if store.get("max_bytes") is not None:
+        used = store.get("body_bytes")
+        budget.append(f"{_mib(used) if used is not None else MISSING} of {_mib(store['max_bytes'])} of bodies")
+    if store.get("max_age_s") is not None:
+        budget.append(f"bodies kept {duration(store['max_age_s'])}")
+    if budget:
+        line += f" ({', '.join(budget)}; {store.get('trimmed') or 0} trimmed)"
+    return line
+
+
+def _mib(size: int | None) -> str:
+    return MISSING if size is None else f"{size / 1024 / 1024:.1f} MiB"

@@ -17,6 +17,8 @@ UPSTREAM_API_KEY_ENV: Final = "REEF_UPSTREAM_API_KEY"
 PROPOSER_SANDBOX_ENV: Final = "REEF_PROPOSER_SANDBOX"
 # The interpreter an install script runs reef's wrapper with.
 PYTHON_ENV: Final = "REEF_PYTHON"
+# The store's database: a postgresql:// URL several daemons share (none: the SQLite file in the state directory).
+STORE_URL_ENV: Final = "REEF_STORE_URL"
 # Settings an environment variable may give (`reef serve --help` lists them with their keys).
 INFERENCE_TIMEOUT_ENV: Final = "REEF_INFERENCE_TIMEOUT_S"
 SAO_BATCH_SIZE_ENV: Final = "REEF_SAO_BATCH_SIZE"

@@ -84,6 +84,7 @@ class ScenarioTraining(TypedDict):
     ineligible: dict[str, int]
     running_since: float | None
     error: str | None
+    runs_here: bool  # this daemon holds the scenario's worker (daemons sharing a store run it on one of them)
 
 
 class Training(TypedDict):
@@ -92,9 +93,14 @@ class Training(TypedDict):
 
 
 class StoreStatus(TypedDict):
-    path: str
+    engine: str  # sqlite | postgresql
+    path: str  # the SQLite file, or the PostgreSQL database (without its password)
     commits: int
     writes: int
+    max_bytes: int | None  # the retention budget (store.max-bytes, store.max-age); None: unbounded
+    max_age_s: float | None
+    body_bytes: int | None  # record bodies kept, and records trimmed, as of the last retention pass (None: none)
+    trimmed: int | None
 
 
 class ScoreScale(TypedDict):

@@ -8,19 +8,19 @@ its result and its version are not kept here: the committed step that consumed t
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
 from reef_daemon.contract import RequestEvent
 from reef_daemon.store import Store
+from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.writer import WriteContext
 
 MAX_ACTIVITY = 200
 _COLUMNS = "id, scenario, state, design, activity, outcome, started_at, updated_at"
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
+def _row(row: Columns) -> dict[str, Any]:
     return {
         "id": row["id"],
         "scenario": row["scenario"],
@@ -75,7 +75,7 @@ class RequestProgress:
         return await self._store.reader.run(lambda conn: _read(conn, request_id))
 
 
-def _read(conn: sqlite3.Connection, request_id: str) -> dict[str, Any] | None:
+def _read(conn: Connection, request_id: str) -> dict[str, Any] | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM harness_requests WHERE id = ?", (request_id,)).fetchone()  # noqa: S608
     return _row(row) if row else None
 

@@ -33,12 +33,23 @@ async def status(request: web.Request) -> web.Response:
             "unscored": per_type.get("unscored", 0),
         }
     writer = daemon.store.writer
+    retention = daemon.store.retention
+    usage = retention.last_usage
     body: Status = {
         "version": __version__,
         **daemon.status(),
         "scenarios": scenarios,
         "training": {"enabled": daemon.recipe.trains, "scenarios": await daemon.workers.status()},
-        "store": {"path": str(daemon.store.path), "commits": writer.batches, "writes": writer.operations},
+        "store": {
+            "engine": daemon.store.engine.name,
+            "path": daemon.store.engine.describe(),
+            "commits": writer.batches,
+            "writes": writer.operations,
+            "max_bytes": retention.budget.max_bytes,
+            "max_age_s": retention.budget.max_age_s,
+            "body_bytes": usage.body_bytes if usage else None,
+            "trimmed": usage.trimmed if usage else None,
+        },
         "score_scale": {"min": daemon.reports.score_scale[0], "max": daemon.reports.score_scale[1]},
     }
     return json_response(body)

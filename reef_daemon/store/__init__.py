@@ -1,29 +1,38 @@
-"""The record store: one SQLite database in WAL mode, one group-commit writer, read-only readers."""
+"""The record store: one database (SQLite in WAL mode, or PostgreSQL for a team), one group-commit writer per
+daemon, read-only readers."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 from reef_daemon.contract import ScoreScale
 from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
+from reef_daemon.store.engine import DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable, open_engine
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
+from reef_daemon.store.follower import EventFollower, last_sequence
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
+from reef_daemon.store.leases import AdvisoryLeases, Leases
 from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RecordQuery, RecordStore
+from reef_daemon.store.retention import Budget, Protected, RetentionStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
+    "DATABASE_NAME",
     "TRAINING_MODES",
+    "Budget",
     "CanaryStore",
     "DraftFor",
+    "Engine",
     "Event",
     "EventLog",
     "ExportReader",
@@ -31,6 +40,7 @@ __all__ = [
     "ImportStore",
     "LiveScoreReader",
     "PeriodSums",
+    "Protected",
     "RecordQuery",
     "RecordStore",
     "ReleaseTally",
@@ -39,6 +49,7 @@ __all__ = [
     "StepCommit",
     "StepStore",
     "Store",
+    "StoreUnavailable",
     "TaskDraft",
     "TaskLimits",
     "TaskPage",
@@ -46,11 +57,10 @@ __all__ = [
     "gate_tasks",
 ]
 
-DATABASE_NAME = "reef.sqlite3"
-
 
 class Store:
-    """Opens the database under the state directory and wires its parts together."""
+    """Opens the database (the SQLite file under the state directory, or the PostgreSQL database at `url`) and
+    wires its parts together."""
 
     def __init__(
         self,
@@ -58,13 +68,24 @@ class Store:
         on_events: Callable[[list[Event]], None],
         *,
         score_scale: ScoreScale,
+        url: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.path = state_dir / DATABASE_NAME
-        self.writer = GroupCommitWriter(str(self.path), on_events)
-        self._checkpointer = Checkpointer(str(self.path))
+        self.engine = open_engine(url, state_dir)
+        # Where this daemon keeps releases, as daemons sharing the store tell each other (see recipe_worker.py).
+        self.home = f"{socket.gethostname()}:{state_dir.resolve()}"
+        self._on_events = on_events
+        # One daemon on a file announces what its writer committed. Daemons sharing a database each follow it
+        # instead, so every daemon announces every daemon's commits, in one order, once.
+        self._follower = EventFollower(self.engine, self._followed) if self.engine.shared else None
+        self.writer = GroupCommitWriter(self.engine, _ignore if self.engine.shared else on_events)
+        # Which scenarios' recipe workers run on this daemon (all of them, unless daemons share the store).
+        self.leases: Leases = AdvisoryLeases(self.engine) if self.engine.shared else Leases()
+        # SQLite's WAL is moved into the file off the writer's thread; PostgreSQL checkpoints by itself.
+        self._checkpointer = None if self.engine.shared else Checkpointer(self.engine)
         self._reader: Reader | None = None
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
+        self._budget = budget or Budget()
         self.scenarios = ScenarioStore(self.writer)
 
     @property
@@ -74,9 +95,13 @@ class Store:
         return self._reader
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.writer.start(loop)  # creates the file and applies migrations first
-        self._checkpointer.start()
-        self._reader = Reader(str(self.path))
+        try:
+            self.writer.start(loop)  # creates the file and applies migrations first
+        except DB_ERRORS as exc:
+            raise StoreUnavailable(f"cannot open the store: {exc}") from None
+        if self._checkpointer is not None:
+            self._checkpointer.start()
+        self._reader = Reader(self.engine, size=4 if self.engine.shared else 2)
         self.records = RecordStore(self.writer, self._reader)
         self.imports = ImportStore(self.writer, self.records)
         self.exports = ExportReader(self._reader)
@@ -85,12 +110,27 @@ class Store:
         self.tasks = TaskStore(self.writer, self._reader, self.score_scale)
         self.live_scores = LiveScoreReader(self._reader)
         self.canaries = CanaryStore(self.writer, self._reader)
+        self.retention = RetentionStore(self.writer, self._reader, self._budget)
         self._reader.run_blocking(self.scenarios.load)
+        if self._follower is not None:
+            self._follower.start(loop, self._reader.run_blocking(last_sequence))
+
+    def _followed(self, events: list[Event]) -> None:
+        self.scenarios.follow(events)
+        self._on_events(events)
 
     def close(self) -> None:
         """Finish queued writes, close every connection, and leave the records in the database file itself."""
         self.writer.stop()
+        if self._follower is not None:
+            self._follower.stop()  # after the writer: its last commits are announced
+        self.leases.close()
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-        self._checkpointer.stop()
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+
+
+def _ignore(_events: list[Event]) -> None:
+    """A shared store's writer announces nothing itself: its daemon's follower does."""

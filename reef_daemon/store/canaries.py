@@ -4,17 +4,17 @@ canary replaced by another, or whose served release a new step replaced, ends to
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from reef_daemon.contract import CANARY_EVENT, CanaryState
+from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 _COLUMNS = "scenario, release_id, version, share, served_release_id, started_at"
 
 
-def _state(row: sqlite3.Row) -> CanaryState:
+def _state(row: Columns) -> CanaryState:
     return {
         "scenario": str(row["scenario"]),
         "release_id": str(row["release_id"]),
@@ -43,8 +43,10 @@ class CanaryStore:
                 "served_release_id": served,
                 "started_at": time.time(),
             }
+            replaced = ", ".join(f"{column} = excluded.{column}" for column in state if column != "scenario")
             ctx.conn.execute(
-                f"INSERT OR REPLACE INTO canaries ({', '.join(state)}) VALUES (?,?,?,?,?,?)",  # noqa: S608
+                f"INSERT INTO canaries ({', '.join(state)}) VALUES (?,?,?,?,?,?)"  # noqa: S608
+                f" ON CONFLICT (scenario) DO UPDATE SET {replaced}",
                 tuple(state.values()),
             )
             reason = f"{version} serves {share:g}% of new sessions"
@@ -58,7 +60,7 @@ class CanaryStore:
         return await self._writer.submit(lambda ctx: end_canary(ctx, scenario, action, reason, release_id))
 
     async def get(self, scenario: str) -> CanaryState | None:
-        def read(conn: sqlite3.Connection) -> CanaryState | None:
+        def read(conn: Connection) -> CanaryState | None:
             row = conn.execute(f"SELECT {_COLUMNS} FROM canaries WHERE scenario = ?", (scenario,)).fetchone()  # noqa: S608
             return _state(row) if row else None
 

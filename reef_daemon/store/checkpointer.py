@@ -11,7 +11,7 @@ import logging
 import sqlite3
 import threading
 
-from reef_daemon.store.schema import connect
+from reef_daemon.store.engine import Connection, Engine
 
 log = logging.getLogger("reef.store")
 
@@ -19,8 +19,8 @@ INTERVAL_S = 1.0
 
 
 class Checkpointer:
-    def __init__(self, path: str) -> None:
-        self._path = path
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -37,7 +37,7 @@ class Checkpointer:
         self._thread = None
 
     def _run(self) -> None:
-        conn = connect(self._path)
+        conn = self._engine.connect()
         try:
             while not self._stop.wait(INTERVAL_S):
                 self._checkpoint(conn, "PASSIVE")
@@ -46,7 +46,7 @@ class Checkpointer:
             conn.close()
 
     @staticmethod
-    def _checkpoint(conn: sqlite3.Connection, mode: str) -> None:
+    def _checkpoint(conn: Connection, mode: str) -> None:
         try:
             conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         except sqlite3.Error as exc:

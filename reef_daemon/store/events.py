@@ -7,8 +7,8 @@ progress, canary) are kept in the `events` table. Both share one sequence, so a 
 from __future__ import annotations
 
 import json
-import sqlite3
 
+from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import SUMMARY_COLUMNS, record_event, summary_row
 from reef_daemon.store.writer import Event
@@ -19,10 +19,11 @@ class EventLog:
         self._reader = reader
 
     async def after(self, sequence: int, scenario: str | None, limit: int = 1000) -> list[Event]:
-        return await self._reader.run(lambda conn: self._after(conn, sequence, scenario, limit))
+        return await self._reader.run(lambda conn: self.read_after(conn, sequence, scenario, limit))
 
     @staticmethod
-    def _after(conn: sqlite3.Connection, sequence: int, scenario: str | None, limit: int) -> list[Event]:
+    def read_after(conn: Connection, sequence: int, scenario: str | None, limit: int) -> list[Event]:
+        """Up to `limit` events after `sequence`, in order (of one scenario, or of all when None)."""
         scope, params = ("AND scenario = ?", (scenario,)) if scenario else ("", ())
         events: list[Event] = []
         for stored in conn.execute(

@@ -6,10 +6,10 @@ line is written, so an export holds one page of stored bytes and one decoded rec
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from reef_daemon.store.engine import Columns, Cursor
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import decode_body
 
@@ -54,7 +54,7 @@ class StoredRow:
     id: str
     score: float | None
     size: int
-    _row: sqlite3.Row
+    _row: Columns
 
     def decoded(self) -> ExportRow:
         """The row with its request, answer and token data parsed."""
@@ -123,7 +123,7 @@ def _where(query: ExportQuery) -> tuple[str, tuple[Any, ...]]:
     return " AND ".join(clauses), tuple(params)
 
 
-def _bounded(cursor: sqlite3.Cursor, max_bytes: int | None) -> list[StoredRow]:
+def _bounded(cursor: Cursor, max_bytes: int | None) -> list[StoredRow]:
     """The cursor's rows, up to the first that brings them past `max_bytes` (None: all of them)."""
     rows: list[StoredRow] = []
     total = 0

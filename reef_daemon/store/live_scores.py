@@ -7,11 +7,10 @@ release, time and score, so that read touches only the index entries of that per
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
 
 _RELEASE = "json_extract(tags, '$.release')"
@@ -61,7 +60,7 @@ class LiveScoreReader:
         return await self._reader.run(lambda conn: _sums(conn, scenario, list(releases), since))
 
 
-def _sums(conn: sqlite3.Connection, scenario: str, releases: list[str], since: float) -> list[PeriodSums]:
+def _sums(conn: Connection, scenario: str, releases: list[str], since: float) -> list[PeriodSums]:
     found: list[PeriodSums] = []
     for release_id in releases:
         row = conn.execute(
@@ -75,16 +74,19 @@ def _sums(conn: sqlite3.Connection, scenario: str, releases: list[str], since: f
 
 
 def _tallies(
-    conn: sqlite3.Connection, scenario: str, releases: list[str], low_below: float, windows: int
+    conn: Connection, scenario: str, releases: list[str], low_below: float, windows: int
 ) -> list[ReleaseTally]:
-    where = f"scenario = ? AND type = 'inference' AND {_RELEASE} IN (SELECT value FROM json_each(?))"  # noqa: S608
-    known = json.dumps(releases)
+    if not releases:
+        return []
+    marks = ",".join("?" * len(releases))
+    where = f"scenario = ? AND type = 'inference' AND {_RELEASE} IN ({marks})"
+    known = (scenario, *releases)
     rows = conn.execute(
         f"SELECT {_RELEASE} AS release_id, count(DISTINCT {_SESSION}) AS sessions, count(*) AS records,"  # noqa: S608
         " count(score) AS scored, coalesce(sum(score), 0) AS total, coalesce(sum(score * score), 0) AS squares,"
         " count(CASE WHEN score < ? THEN 1 END) AS low, min(created_at) AS first_at, max(created_at) AS last_at"
         f" FROM records WHERE {where} GROUP BY 1 ORDER BY min(created_at)",
-        (low_below, scenario, known),
+        (low_below, *known),
     ).fetchall()
     tallies: dict[str, ReleaseTally] = {}
     for row in rows:
@@ -96,16 +98,21 @@ def _tallies(
     span = conn.execute(
         "SELECT min(created_at) AS first_scored, max(created_at) AS last_scored"  # noqa: S608
         f" FROM records WHERE {where} AND score IS NOT NULL",
-        (scenario, known),
+        known,
     ).fetchone()
     if span["first_scored"] is None or windows < 1:
         return list(tallies.values())
     start = span["first_scored"]
     width = (span["last_scored"] - start) / windows or 1.0
+    # `placed` is the record's place in windows; its floor is spelt with CASE since SQLite's CAST truncates where
+    # PostgreSQL's rounds (a rounded-up CAST is one too many).
     for row in conn.execute(
-        f"SELECT {_RELEASE} AS release_id, min(CAST((created_at - ?) / ? AS INTEGER), ?) AS slot,"  # noqa: S608
-        f" avg(score) AS mean FROM records WHERE {where} AND score IS NOT NULL GROUP BY 1, 2",
-        (start, width, windows - 1, scenario, known),
+        "SELECT release_id, CASE WHEN slot > ? THEN ? ELSE slot END AS slot, avg(score) AS mean FROM ("  # noqa: S608
+        " SELECT release_id, score, CASE WHEN CAST(placed AS INTEGER) > placed THEN CAST(placed AS INTEGER) - 1"
+        " ELSE CAST(placed AS INTEGER) END AS slot FROM ("
+        f" SELECT {_RELEASE} AS release_id, score, (created_at - ?) / ? AS placed FROM records"
+        f" WHERE {where} AND score IS NOT NULL) AS placed_records) AS slotted GROUP BY 1, 2",
+        (windows - 1, windows - 1, start, width, *known),
     ):
         tallies[str(row["release_id"])].trend[int(row["slot"])] = float(row["mean"])
     return list(tallies.values())

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 
 from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
+from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
@@ -115,7 +115,7 @@ class RecordStore:
         return row, True
 
     @staticmethod
-    def _check_references(conn: sqlite3.Connection, scenario: str, references: list[str]) -> None:
+    def _check_references(conn: Connection, scenario: str, references: list[str]) -> None:
         for ref in references:
             found = conn.execute("SELECT scenario, type FROM records WHERE id = ?", (ref,)).fetchone()
             if found is None:
@@ -132,7 +132,7 @@ class RecordStore:
         return await self._reader.run(lambda conn: self._list(conn, query))
 
     @staticmethod
-    def _list(conn: sqlite3.Connection, query: RecordQuery) -> RecordPage:
+    def _list(conn: Connection, query: RecordQuery) -> RecordPage:
         clauses: list[str] = []
         params: list[str | int] = []
         if query.scenario is not None:
@@ -178,7 +178,7 @@ class RecordStore:
         return await self._reader.run(lambda conn: (self._get(conn, record_id), _reports_on(conn, record_id)))
 
     @staticmethod
-    def _get(conn: sqlite3.Connection, record_id: str) -> StoredRecord:
+    def _get(conn: Connection, record_id: str) -> StoredRecord:
         found = conn.execute(f"SELECT {DETAIL_COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()  # noqa: S608
         if found is None:
             raise NotFound(f"no record with id '{record_id}'", type="unknown_record")
@@ -189,7 +189,7 @@ class RecordStore:
         return await self._reader.run(self._counts)
 
     @staticmethod
-    def _counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    def _counts(conn: Connection) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for row in conn.execute("SELECT scenario, type, count(*) AS total FROM records GROUP BY scenario, type"):
             counts.setdefault(row["scenario"], {})[row["type"]] = row["total"]
@@ -201,7 +201,7 @@ class RecordStore:
         return counts
 
 
-def _reports_on(conn: sqlite3.Connection, record_id: str) -> list[StoredRecord]:
+def _reports_on(conn: Connection, record_id: str) -> list[StoredRecord]:
     reports = conn.execute(
         f"SELECT {DETAIL_COLUMNS} FROM records WHERE sequence IN"  # noqa: S608
         " (SELECT report_sequence FROM report_references WHERE record_id = ?) ORDER BY sequence",

@@ -1,18 +1,18 @@
 """How stored rows look to clients: the summary row of `GET /reef/records`, the full record of `/reef/records/{id}`,
 and the event a record publishes when stored (and is replayed as).
 
-Every store connection gives rows that are read by column name (`schema.connect` sets `sqlite3.Row`), so a SELECT's
+Every store connection gives rows that are read by column name (`engine.Columns`), so a SELECT's
 column list can change without its readers counting positions.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from reef_daemon.contract import RECORD_EVENTS, EventData, RecordContent, RecordRow, RecordType, StoredRecord
+from reef_daemon.store.engine import Columns
 from reef_daemon.store.writer import Event
 
 SUMMARY_COLUMNS = (
@@ -20,12 +20,6 @@ SUMMARY_COLUMNS = (
     " input_tokens, output_tokens, score, release, asked, answered"
 )
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer"
-
-
-class Columns(Protocol):
-    """A row's values by column name: an `sqlite3.Row`, or a dict a writer built before inserting it."""
-
-    def __getitem__(self, name: str, /) -> Any: ...
 
 
 def record_row(
@@ -55,7 +49,7 @@ def record_row(
     return row
 
 
-def summary_row(row: sqlite3.Row) -> RecordRow:
+def summary_row(row: Columns) -> RecordRow:
     """The row clients see, from a stored row that has SUMMARY_COLUMNS (other columns are ignored)."""
     return record_row(
         row["sequence"], row["id"], row["scenario"], row["type"], row["created_at"], row["route"], row["model"],
@@ -64,7 +58,7 @@ def summary_row(row: sqlite3.Row) -> RecordRow:
     )  # fmt: skip
 
 
-def detail_row(row: sqlite3.Row) -> StoredRecord:
+def detail_row(row: Columns) -> StoredRecord:
     """The record in full, from a stored row that has DETAIL_COLUMNS; a client record's content is merged in."""
     summary = summary_row(row)
     content: RecordContent = {}

@@ -4,15 +4,15 @@ because every inference request needs its scenario and the hot path must not rea
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from reef_daemon.contract import ScenarioChange, ScenarioEvent, ScenarioInfo
 from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
-from reef_daemon.store.writer import GroupCommitWriter, Operation, WriteContext
+from reef_daemon.store.engine import Columns, Connection
+from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 
 T = TypeVar("T")
 
@@ -20,7 +20,7 @@ TRAINING_MODES = ("auto", "manual", "hybrid")
 # Tables whose rows belong to a scenario and follow it when it is archived (records too, above them).
 _SCENARIO_TABLES = (
     "events", "steps", "consumed_records", "ineligible_records", "recipe_cursors", "eval_tasks", "replay_decisions",
-    "canaries",
+    "canaries", "release_homes",
 )  # fmt: skip
 
 
@@ -45,10 +45,23 @@ class ScenarioStore:
         self._writer = writer
         self._active: dict[str, Scenario] = {}
 
-    def load(self, conn: sqlite3.Connection) -> None:
+    def load(self, conn: Connection) -> None:
         """Fill the in-memory view from the database at start-up."""
         rows = conn.execute("SELECT name, recipe, training_mode, created_at FROM scenarios WHERE archived_at IS NULL")
         self._active = {row["name"]: _scenario(row) for row in rows}
+
+    def follow(self, events: list[Event]) -> None:
+        """Take in the scenario changes another daemon on the same store committed (a shared store's follower)."""
+        for event in events:
+            if event.type != "scenario":
+                continue
+            data = cast(ScenarioEvent, event.data)
+            change = data["object"]
+            name = change["scenario"]
+            if data["action"] == "archived":
+                self._active.pop(name, None)
+            else:
+                self._active[name] = Scenario(name, change["recipe"], change["training_mode"], change["created_at"])
 
     def get(self, name: str) -> Scenario | None:
         return self._active.get(name)
@@ -90,7 +103,7 @@ class ScenarioStore:
     @staticmethod
     def _insert(ctx: WriteContext, scenario: Scenario) -> tuple[Scenario, bool]:
         cursor = ctx.conn.execute(
-            "INSERT OR IGNORE INTO scenarios (name, recipe, training_mode, created_at) VALUES (?,?,?,?)",
+            "INSERT INTO scenarios (name, recipe, training_mode, created_at) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
             (scenario.name, scenario.recipe, scenario.training_mode, scenario.created_at),
         )
         if cursor.rowcount == 0:
@@ -158,7 +171,7 @@ class ScenarioStore:
         return archived_as
 
 
-def _scenario(row: sqlite3.Row) -> Scenario:
+def _scenario(row: Columns) -> Scenario:
     return Scenario(row["name"], row["recipe"], row["training_mode"], row["created_at"])
 
 

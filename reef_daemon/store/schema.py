@@ -1,17 +1,19 @@
-"""The database schema, as numbered migrations applied in order and tracked by `PRAGMA user_version`."""
+"""The database schema, as numbered migrations applied in order. The version is tracked by the engine (SQLite's
+`PRAGMA user_version`, a `reef_schema` row in PostgreSQL); the DDL is written in SQLite's types and each engine
+reads it in its own (engine.Engine.ddl)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 
 from reef_daemon.records import preview, stored_answer
+from reef_daemon.store.engine import Connection, Engine, StoreUnavailable
 
-Migration = str | Callable[[sqlite3.Connection], None]  # an SQL script, or a step that needs Python
+Migration = str | Callable[[Connection], None]  # an SQL script, or a step that needs Python
 
 
-def _keep_answers(conn: sqlite3.Connection) -> None:
+def _keep_answers(conn: Connection) -> None:
     """Add `answer` (JSON): the assistant's message, assembled when the record is written. Records stored before
     get theirs now, from their stored response, by the same assembler."""
     conn.execute("ALTER TABLE records ADD COLUMN answer TEXT")
@@ -34,7 +36,7 @@ def _keep_answers(conn: sqlite3.Connection) -> None:
         after = rows[-1]["sequence"]
 
 
-def _keep_previews(conn: sqlite3.Connection) -> None:
+def _keep_previews(conn: Connection) -> None:
     """Add `asked` and `answered`: the first words of each exchange, which lists show. Records stored before get
     theirs now, from their stored request and answer, by the same rule."""
     conn.execute("ALTER TABLE records ADD COLUMN asked TEXT")
@@ -211,42 +213,43 @@ MIGRATIONS: tuple[Migration, ...] = (
     """,
     # 9: a change request's record type is `request` (it was `train`).
     "UPDATE records SET type = 'request' WHERE type = 'train';",
+    # 10: when the retention budget dropped a record's bodies (request, response, answer, token data).
+    "ALTER TABLE records ADD COLUMN trimmed_at REAL;",
+    # 11: where a scenario's releases are kept (host and state directory), for daemons that share the store.
+    """
+    CREATE TABLE release_homes (
+        scenario TEXT PRIMARY KEY,
+        home TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 
-def connect(path: str, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the database with the pragmas every connection needs; its rows are read by column name."""
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 10000")
-    if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
-        # WAL + NORMAL: a commit survives a crash of this process (the OS holds the bytes); only power loss
-        # before the next checkpoint can take the newest commits.
-        conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
-
-
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply the migrations the database has not seen yet; returns the schema version."""
-    version = conn.execute("PRAGMA user_version").fetchone()["user_version"]
-    if version > len(MIGRATIONS):
-        raise RuntimeError(
-            f"the database has schema version {version}, newer than this reef ({len(MIGRATIONS)}); upgrade reef"
-        )
-    for number in range(version + 1, len(MIGRATIONS) + 1):
-        conn.execute("BEGIN IMMEDIATE")
-        migration = MIGRATIONS[number - 1]
-        if isinstance(migration, str):
-            for statement in _statements(migration):
-                conn.execute(statement)
-        else:
-            migration(conn)
-        conn.execute(f"PRAGMA user_version = {number}")
-        conn.execute("COMMIT")
+def migrate(conn: Connection, engine: Engine) -> int:
+    """Apply the migrations the database has not seen yet, in one transaction (under a lock several daemons
+    share); returns the schema version. A database newer than this code is refused, untouched."""
+    engine.begin_migration(conn)
+    try:
+        engine.prepare(conn)
+        version = engine.schema_version(conn)
+        if version > len(MIGRATIONS):
+            raise StoreUnavailable(
+                f"the database ({engine.describe()}) has schema version {version}, newer than this reef"
+                f" ({len(MIGRATIONS)}); upgrade reef"
+            )
+        for number in range(version + 1, len(MIGRATIONS) + 1):
+            migration = MIGRATIONS[number - 1]
+            if isinstance(migration, str):
+                for statement in _statements(migration):
+                    conn.execute(engine.ddl(statement))
+            else:
+                migration(conn)
+            engine.set_schema_version(conn, number)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
     return len(MIGRATIONS)
 
 

@@ -8,7 +8,6 @@ rejected step takes no version number and the versions run v1, v2, v3 … withou
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,8 +15,9 @@ from typing import Any
 from reef_daemon.contract import RecordType, StepRow, StoredRecord
 from reef_daemon.errors import Conflict
 from reef_daemon.store.canaries import end_canary
+from reef_daemon.store.engine import INTEGRITY_ERRORS, Columns, Connection
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.rows import DETAIL_COLUMNS, Columns, detail_row
+from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 STEP_COLUMNS = (
@@ -96,7 +96,7 @@ class StepStore:
                 "INSERT INTO consumed_records (record_id, scenario, step) VALUES (?,?,?)",
                 [(record_id, commit.scenario, commit.step) for record_id in commit.consumed],
             )
-        except sqlite3.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise Conflict("a record in this step was already consumed by an earlier step") from None
         if commit.cursor is not None:
             _set_cursor(conn, commit.scenario, commit.cursor)
@@ -115,7 +115,8 @@ class StepStore:
         def write(ctx: WriteContext) -> None:
             now = time.time()
             ctx.conn.executemany(
-                "INSERT OR IGNORE INTO ineligible_records (record_id, scenario, reason, created_at) VALUES (?,?,?,?)",
+                "INSERT INTO ineligible_records (record_id, scenario, reason, created_at) VALUES (?,?,?,?)"
+                " ON CONFLICT DO NOTHING",
                 [(record_id, scenario, reason, now) for record_id, reason in verdicts],
             )
             _set_cursor(ctx.conn, scenario, cursor)
@@ -123,7 +124,7 @@ class StepStore:
         await self._writer.submit(write)
 
     async def cursor(self, scenario: str) -> int:
-        def read(conn: sqlite3.Connection) -> int:
+        def read(conn: Connection) -> int:
             row = conn.execute("SELECT sequence FROM recipe_cursors WHERE scenario = ?", (scenario,)).fetchone()
             return int(row["sequence"]) if row else 0
 
@@ -134,7 +135,7 @@ class StepStore:
     ) -> list[StoredRecord]:
         """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
 
-        def read(conn: sqlite3.Connection) -> list[StoredRecord]:
+        def read(conn: Connection) -> list[StoredRecord]:
             marks = ",".join("?" * len(types))
             rows = conn.execute(
                 f"SELECT {DETAIL_COLUMNS} FROM records WHERE scenario = ? AND type IN ({marks}) AND sequence > ?"  # noqa: S608
@@ -149,7 +150,7 @@ class StepStore:
     async def history(self, scenario: str) -> list[StepRow]:
         """Every step of a scenario, newest first."""
 
-        def read(conn: sqlite3.Connection) -> list[StepRow]:
+        def read(conn: Connection) -> list[StepRow]:
             rows = conn.execute(
                 f"SELECT {STEP_COLUMNS}, {VERSIONS_SO_FAR} FROM steps WHERE scenario = ? ORDER BY step DESC",  # noqa: S608
                 (scenario,),
@@ -159,7 +160,7 @@ class StepStore:
         return await self._reader.run(read)
 
     async def last(self, scenario: str) -> StepRow | None:
-        def read(conn: sqlite3.Connection) -> StepRow | None:
+        def read(conn: Connection) -> StepRow | None:
             row = conn.execute(
                 f"SELECT {STEP_COLUMNS}, {VERSIONS_SO_FAR} FROM steps WHERE scenario = ?"  # noqa: S608
                 " ORDER BY step DESC LIMIT 1",
@@ -172,7 +173,7 @@ class StepStore:
     async def consumed_by(self, record_ids: list[str]) -> dict[str, int]:
         """For each of these records that a step consumed, that step's number."""
 
-        def read(conn: sqlite3.Connection) -> dict[str, int]:
+        def read(conn: Connection) -> dict[str, int]:
             marks = ",".join("?" * len(record_ids))
             rows = conn.execute(
                 f"SELECT record_id, step FROM consumed_records WHERE record_id IN ({marks})",  # noqa: S608
@@ -185,7 +186,7 @@ class StepStore:
     async def ineligible(self, scenario: str) -> dict[str, int]:
         """How many records were judged ineligible, by reason."""
 
-        def read(conn: sqlite3.Connection) -> dict[str, int]:
+        def read(conn: Connection) -> dict[str, int]:
             rows = conn.execute(
                 "SELECT reason, count(*) AS total FROM ineligible_records WHERE scenario = ? GROUP BY reason",
                 (scenario,),
@@ -194,17 +195,30 @@ class StepStore:
 
         return await self._reader.run(read)
 
+    async def release_home(self, scenario: str, home: str) -> str:
+        """Where the scenario's releases are kept: `home`, if nobody named one before; else the one named first."""
+
+        def write(ctx: WriteContext) -> str:
+            ctx.conn.execute(
+                "INSERT INTO release_homes (scenario, home) VALUES (?, ?) ON CONFLICT DO NOTHING", (scenario, home)
+            )
+            row = ctx.conn.execute("SELECT home FROM release_homes WHERE scenario = ?", (scenario,)).fetchone()
+            return str(row["home"])
+
+        return await self._writer.submit(write)
+
     async def ineligible_reason(self, record_id: str) -> str | None:
-        def read(conn: sqlite3.Connection) -> str | None:
+        def read(conn: Connection) -> str | None:
             row = conn.execute("SELECT reason FROM ineligible_records WHERE record_id = ?", (record_id,)).fetchone()
             return str(row["reason"]) if row else None
 
         return await self._reader.run(read)
 
 
-def _set_cursor(conn: sqlite3.Connection, scenario: str, sequence: int) -> None:
+def _set_cursor(conn: Connection, scenario: str, sequence: int) -> None:
     conn.execute(
         "INSERT INTO recipe_cursors (scenario, sequence) VALUES (?, ?)"
-        " ON CONFLICT (scenario) DO UPDATE SET sequence = max(sequence, excluded.sequence)",
+        " ON CONFLICT (scenario) DO UPDATE SET sequence = CASE WHEN excluded.sequence > recipe_cursors.sequence"
+        " THEN excluded.sequence ELSE recipe_cursors.sequence END",
         (scenario, sequence),
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 from reef_daemon.contract import REPLAY_ID_PREFIX, TASK_ID_PREFIX, EvalTask, ScoreScale, low_score_below
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.records import opening_turn
+from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
@@ -168,7 +168,7 @@ def _task_of(draft: TaskDraft, task_id: str, created_at: float) -> EvalTask:
     }
 
 
-def _insert(conn: sqlite3.Connection, task: EvalTask) -> None:
+def _insert(conn: Connection, task: EvalTask) -> None:
     conn.execute(
         f"INSERT INTO eval_tasks ({TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",  # noqa: S608 - a constant
         (
@@ -178,7 +178,7 @@ def _insert(conn: sqlite3.Connection, task: EvalTask) -> None:
     )  # fmt: skip
 
 
-def _check_room(conn: sqlite3.Connection, task: EvalTask, limits: TaskLimits) -> None:
+def _check_room(conn: Connection, task: EvalTask, limits: TaskLimits) -> None:
     scenario = task["scenario"]
     count, chars = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(LENGTH(fixture)), 0) FROM eval_tasks WHERE scenario = ?", (scenario,)
@@ -198,7 +198,7 @@ def _check_room(conn: sqlite3.Connection, task: EvalTask, limits: TaskLimits) ->
         )
 
 
-def _page(conn: sqlite3.Connection, scenario: str, after: str | None, limit: int) -> TaskPage:
+def _page(conn: Connection, scenario: str, after: str | None, limit: int) -> TaskPage:
     where, args = "scenario = ?", [scenario]
     if after is not None:
         start = conn.execute(
@@ -222,7 +222,7 @@ def _page(conn: sqlite3.Connection, scenario: str, after: str | None, limit: int
     return TaskPage(tasks, None)
 
 
-def _row(row: sqlite3.Row) -> EvalTask:
+def _row(row: Columns) -> EvalTask:
     return {
         "id": row["id"],
         "scenario": row["scenario"],
@@ -237,7 +237,7 @@ def _row(row: sqlite3.Row) -> EvalTask:
     }
 
 
-def _tasks(conn: sqlite3.Connection, scenario: str) -> list[EvalTask]:
+def _tasks(conn: Connection, scenario: str) -> list[EvalTask]:
     rows = conn.execute(
         f"SELECT {TASK_COLUMNS} FROM eval_tasks WHERE scenario = ? ORDER BY created_at, id",  # noqa: S608
         (scenario,),
@@ -245,7 +245,7 @@ def _tasks(conn: sqlite3.Connection, scenario: str) -> list[EvalTask]:
     return [_row(row) for row in rows]
 
 
-def _task(conn: sqlite3.Connection, scenario: str, task_id: str) -> EvalTask:
+def _task(conn: Connection, scenario: str, task_id: str) -> EvalTask:
     row = conn.execute(
         f"SELECT {TASK_COLUMNS} FROM eval_tasks WHERE id = ? AND scenario = ?",  # noqa: S608
         (task_id, scenario),
@@ -270,7 +270,7 @@ def _replay(scenario: str, record_id: str, prompt: str, created_at: float) -> Ev
     }
 
 
-def _replays(conn: sqlite3.Connection, scenario: str, below: float, limit: int) -> list[EvalTask]:
+def _replays(conn: Connection, scenario: str, below: float, limit: int) -> list[EvalTask]:
     decided_sql = "SELECT record_id, prompt FROM replay_decisions WHERE scenario = ?"
     decisions = conn.execute(decided_sql, (scenario,)).fetchall()
     decided = {row["record_id"] for row in decisions}
@@ -301,7 +301,7 @@ def _replays(conn: sqlite3.Connection, scenario: str, below: float, limit: int) 
     return found
 
 
-def _offered_replay(conn: sqlite3.Connection, scenario: str, record_id: str) -> EvalTask:
+def _offered_replay(conn: Connection, scenario: str, record_id: str) -> EvalTask:
     """The replay of one of the scenario's inference records: any record with an opening turn, low-scored or not, may
     be made a task; one already promoted or dismissed is refused."""
     row = conn.execute(
@@ -319,14 +319,15 @@ def _offered_replay(conn: sqlite3.Connection, scenario: str, record_id: str) -> 
     return _replay(scenario, record_id, prompt, row["created_at"])
 
 
-def _decision(conn: sqlite3.Connection, record_id: str) -> str | None:
+def _decision(conn: Connection, record_id: str) -> str | None:
     row = conn.execute("SELECT decision FROM replay_decisions WHERE record_id = ?", (record_id,)).fetchone()
     return None if row is None else str(row["decision"])
 
 
-def _decide(conn: sqlite3.Connection, scenario: str, record_id: str, decision: str, prompt: str) -> None:
+def _decide(conn: Connection, scenario: str, record_id: str, decision: str, prompt: str) -> None:
     conn.execute(
-        "INSERT OR REPLACE INTO replay_decisions (record_id, scenario, decision, prompt, created_at)"
-        " VALUES (?,?,?,?,?)",
+        "INSERT INTO replay_decisions (record_id, scenario, decision, prompt, created_at) VALUES (?,?,?,?,?)"
+        " ON CONFLICT (record_id) DO UPDATE SET scenario = excluded.scenario, decision = excluded.decision,"
+        " prompt = excluded.prompt, created_at = excluded.created_at",
         (record_id, scenario, decision, prompt, time.time()),
     )

@@ -9,7 +9,6 @@ import contextlib
 import json
 import logging
 import queue
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -18,13 +17,14 @@ from typing import Any, Generic, TypeVar
 
 from reef_daemon.contract import EventData, EventName
 from reef_daemon.errors import StoreError
-from reef_daemon.store.schema import connect, migrate
+from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine, max_sequence
+from reef_daemon.store.schema import migrate
 
 log = logging.getLogger("reef.store")
 
 T = TypeVar("T")
-WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
 FAILED_MESSAGE = "the record store could not save this; see the daemon log"
+UNREACHABLE_MESSAGE = "the record store's database is unreachable ({reason}); nothing was saved, retry shortly"
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Event:
 class WriteContext:
     """What an operation gets inside the group transaction."""
 
-    conn: sqlite3.Connection
+    conn: Connection
     next_sequence: int
     events: list[Event] = field(default_factory=list)
 
@@ -86,36 +86,30 @@ _STOP = object()
 class GroupCommitWriter:
     """Runs write operations on one thread; each batch of waiting operations is one transaction."""
 
-    def __init__(self, path: str, on_events: Callable[[list[Event]], None]) -> None:
-        self._path = path
+    def __init__(self, engine: Engine, on_events: Callable[[list[Event]], None]) -> None:
+        self._engine = engine
         self._on_events = on_events
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Connection | None = None
         self._next_sequence = 1
         self.batches = 0
         self.operations = 0
+        self._committing = False  # a batch's COMMIT is under way (a failure then leaves its outcome unknown)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._conn = connect(self._path)
-        migrate(self._conn)
-        # Checkpoints run on the Checkpointer's thread, not inside a commit a request is waiting for. Its PASSIVE
-        # checkpoints can lose the race with a busy writer, and then the WAL never restarts; past this many pages
-        # the writer checkpoints itself (cheaply: the checkpointer has copied most pages already) to bound it.
-        self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND_PAGES}")
-        self._next_sequence = self._max_sequence(self._conn) + 1
+        self._conn = self._engine.connect()
+        try:
+            migrate(self._conn, self._engine)
+            self._next_sequence = max_sequence(self._conn) + 1
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
         self._thread = threading.Thread(target=self._run, name="reef-store-writer", daemon=True)
         self._thread.start()
-
-    @staticmethod
-    def _max_sequence(conn: sqlite3.Connection) -> int:
-        row = conn.execute(
-            "SELECT max(coalesce((SELECT max(sequence) FROM records), 0),"
-            " coalesce((SELECT max(sequence) FROM events), 0)) AS last"
-        ).fetchone()
-        return int(row["last"])
 
     async def submit(self, operation: Operation[T], *, fallible: bool = True) -> T:
         """Run `operation` in the next group transaction and return its result once committed.
@@ -157,40 +151,69 @@ class GroupCommitWriter:
             if jobs:
                 self._commit(jobs)
 
-    def _commit(self, jobs: list[_Job[Any]]) -> None:
+    def _connection(self) -> Connection:
+        """The write connection; one the database dropped (a restarted server) is opened again."""
         assert self._conn is not None
-        conn = self._conn
+        if self._engine.lost(self._conn):
+            fresh = self._engine.connect()
+            with contextlib.suppress(*DB_ERRORS):
+                self._conn.close()
+            self._conn = fresh
+            log.warning("store: reconnected to %s", self._engine.describe())
+        return self._conn
+
+    def _commit(self, jobs: list[_Job[Any]]) -> None:
         try:
             try:
-                context, outcomes = self._apply(conn, jobs, guard_all=False)
-            except _Unguarded:
-                context, outcomes = self._apply(conn, jobs, guard_all=True)
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+                context, outcomes = self._run_batch(jobs)
+            except Disconnected:
+                if self._committing:
+                    raise  # the COMMIT itself was cut: whether it landed is unknown, so nothing is run twice
+                # The server restarted since this connection last wrote; nothing was committed: run it again.
+                context, outcomes = self._run_batch(jobs)
+        except DB_ERRORS as exc:
             log.error("store commit failed: %s", exc)
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            self._next_sequence = self._max_sequence(conn) + 1
-            failure = StoreError(FAILED_MESSAGE)
-            self._deliver([(job, False, failure) for job in jobs], [])
+            self._deliver([(job, False, self._failure(exc)) for job in jobs], [])
             return
         self._next_sequence = context.next_sequence
         self.batches += 1
         self.operations += len(jobs)
         self._deliver(outcomes, context.events)
 
+    def _run_batch(self, jobs: list[_Job[Any]]) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
+        self._committing = False
+        conn = self._connection()
+        try:
+            context, outcomes = self._apply(conn, jobs, guard_all=False)
+        except _Unguarded:
+            context, outcomes = self._apply(conn, jobs, guard_all=True)
+        self._committing = True
+        conn.execute("COMMIT")
+        return context, outcomes
+
+    def _failure(self, exc: Exception) -> StoreError:
+        """Roll back what the failed batch left open; what its callers get."""
+        conn = self._conn
+        with contextlib.suppress(*DB_ERRORS):
+            if conn is not None and not self._engine.lost(conn):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._next_sequence = max_sequence(conn) + 1
+        if isinstance(exc, Disconnected) or (conn is not None and self._engine.lost(conn)):
+            return StoreError(UNREACHABLE_MESSAGE.format(reason=exc))
+        return StoreError(FAILED_MESSAGE)
+
     def _apply(
-        self, conn: sqlite3.Connection, jobs: list[_Job[Any]], *, guard_all: bool
+        self, conn: Connection, jobs: list[_Job[Any]], *, guard_all: bool
     ) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
         """Run every job in one open transaction; a guarded job that raises is rolled back alone."""
-        context = WriteContext(conn, self._next_sequence)
+        context = WriteContext(conn, self._engine.begin_write(conn, self._next_sequence))
         outcomes: list[tuple[_Job[Any], bool, Any]] = []
-        conn.execute("BEGIN IMMEDIATE")
         for job in jobs:
             if not (guard_all or job.fallible):
                 try:
                     outcomes.append((job, True, job.operation(context)))
-                except sqlite3.Error:
+                except DB_ERRORS:
                     raise
                 except Exception:
                     conn.execute("ROLLBACK")
@@ -233,7 +256,7 @@ class GroupCommitWriter:
 
 def _as_refusal(exc: Exception) -> Exception:
     """What a guarded operation's caller gets: its own refusal, or a `StoreError` when the database failed it."""
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, DB_ERRORS):
         log.error("store operation failed: %s", exc)
         return StoreError(FAILED_MESSAGE)
     return exc

@@ -15,8 +15,13 @@ from tests.support.reef_testing import Reef, StartReef
 
 
 @pytest.fixture
-def start_reef(tmp_path: Path, app_servers: AppServers) -> StartReef:
-    """Start the fake upstream and a reef app in front of it; settings overrides as keyword arguments."""
+def start_reef(tmp_path: Path, app_servers: AppServers, request: pytest.FixtureRequest) -> StartReef:
+    """Start the fake upstream and a reef app in front of it; settings overrides as keyword arguments. With
+    `--store postgres` the app's store is a PostgreSQL database of this test's own (the same for each start), but
+    for a test marked `sqlite_file`, which reads the SQLite file itself."""
+    store: dict[str, str] = {}
+    if request.config.getoption("store") == "postgres" and request.node.get_closest_marker("sqlite_file") is None:
+        store["store.url"] = str(request.getfixturevalue("postgres_url"))
 
     async def start(
         upstream: FakeUpstream | None = None, environ: dict[str, str] | None = None, **overrides: Any
@@ -27,6 +32,7 @@ def start_reef(tmp_path: Path, app_servers: AppServers) -> StartReef:
             overrides={
                 "inference.upstream-url": url_of(upstream_server),
                 "reef.state-dir": str(tmp_path / "state"),
+                **store,
                 **{key.replace("__", "."): value for key, value in overrides.items()},
             },
             environ=environ or {},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.reef_testing import CHAT, SCENARIO, Reef, StartReef
@@ -48,6 +50,7 @@ async def test_healthz_is_open(guarded: Reef) -> None:
     assert response.status == 200 and await response.json() == {"ok": True}
 
 
+@pytest.mark.sqlite_file
 @pytest.mark.parametrize(
     "headers",
     [{"Authorization": f"Bearer {TOKEN}"}, {"Authorization": f"bearer {TOKEN}"}, {"x-api-key": TOKEN}],
@@ -61,7 +64,7 @@ async def test_token_accepted_and_never_forwarded_or_stored(guarded: Reef, heade
         f"{guarded.url}/reef/records/{response.headers['x-reef-agent-record-id']}", headers=headers
     )
     assert TOKEN not in await record.text()
-    database = guarded.daemon.store.path
+    database = Path(guarded.daemon.store.engine.path)
     for path in database.parent.iterdir():
         assert TOKEN.encode() not in path.read_bytes(), path
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, PREVIEW_CHARS, RESPONSES_ROUTE, Answer
 from reef_daemon.records import preview
 from tests.daemon.test_stored_answers import write_version_3_database
@@ -58,6 +60,7 @@ async def test_a_recorded_exchange_is_listed_with_its_first_words(reef: Reef) ->
     assert "preview" not in listed
 
 
+@pytest.mark.sqlite_file
 async def test_records_stored_before_previews_get_theirs_on_upgrade(start_reef: StartReef, tmp_path: Path) -> None:
     write_version_3_database(tmp_path / "state")
     reef = await start_reef()

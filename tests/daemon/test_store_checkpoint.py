@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from tests.support.reef_testing import CHAT, StartReef
 
@@ -11,7 +12,7 @@ async def test_clean_shutdown_leaves_no_write_ahead_log(start_reef: StartReef) -
     reef = await start_reef()
     for _ in range(20):
         assert (await reef.post("/v1/chat/completions", CHAT)).status == 200
-    database = reef.daemon.store.path
+    database = Path(reef.daemon.store.engine.path)
     await reef.server.close()
     wal = database.with_name(database.name + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0

@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
 from reef_daemon.errors import StoreError
+from reef_daemon.store.engine import Connection, open_engine
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import connect, migrate
+from reef_daemon.store.schema import migrate
 
 
-def test_close_waits_for_a_running_read_and_later_reads_are_refused(tmp_path: Path) -> None:
-    path = str(tmp_path / "reef.db")
-    with connect(path) as conn:
-        migrate(conn)
-    reader = Reader(path)
+def test_close_waits_for_a_running_read_and_later_reads_are_refused(tmp_path: Path, store_url: str | None) -> None:
+    engine = open_engine(store_url, tmp_path)
+    conn = engine.connect()
+    migrate(conn, engine)
+    conn.close()
+    reader = Reader(engine)
     started, release = threading.Event(), threading.Event()
     answers: list[int] = []
 
-    def slow_count(conn: sqlite3.Connection) -> int:
+    def slow_count(conn: Connection) -> int:
         started.set()
         release.wait(10)
         return int(conn.execute("SELECT count(*) FROM records").fetchone()[0])

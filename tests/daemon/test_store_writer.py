@@ -1,13 +1,13 @@
 """The store's group-commit writer, driven directly: what arrives together commits in one transaction; a refused
 operation rolls back alone (its savepoint) while its neighbours commit; an operation expected never to fail that
 does makes the writer run the batch again with every operation guarded; a database error fails its batch without
-wedging the writer; a write lock held elsewhere is waited out; and what the writer acknowledges is on disk."""
+wedging the writer; a write lock held elsewhere is waited out; and what the writer acknowledges is on disk. Each
+test runs on both engines (SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -17,40 +17,45 @@ from typing import Any
 import pytest
 
 from reef_daemon.errors import StoreError
+from reef_daemon.store.engine import Engine, open_engine
 from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 from tests.support.waiting import eventually
 
 
-def stored(path: Path) -> list[tuple[int, str]]:
+def stored(engine: Engine) -> list[tuple[int, str]]:
     """(sequence, id) of every record on disk, read through a connection of its own."""
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        return [(int(sequence), str(id_)) for sequence, id_ in db.execute("SELECT sequence, id FROM records")]
+    db = engine.connect()
+    try:
+        rows = db.execute("SELECT sequence, id FROM records ORDER BY sequence").fetchall()
+        return [(int(row["sequence"]), str(row["id"])) for row in rows]
+    finally:
+        db.close()
 
 
 @dataclass
 class Writing:
     """A running writer on a fresh database, the events it announced, and what was on disk at each announcement."""
 
-    path: Path
+    engine: Engine
     writer: GroupCommitWriter = field(init=False)
     announced: list[Event] = field(default_factory=list)
     on_disk_when_announced: list[list[tuple[int, str]]] = field(default_factory=list)
 
     def on_events(self, events: list[Event]) -> None:
         self.announced.extend(events)
-        self.on_disk_when_announced.append(stored(self.path))
+        self.on_disk_when_announced.append(stored(self.engine))
 
     def stored(self) -> list[tuple[int, str]]:
-        return stored(self.path)
+        return stored(self.engine)
 
     def announced_ids(self) -> list[str]:
         return [str(event.data["id"]) for event in self.announced]
 
 
 @pytest.fixture
-async def writing(tmp_path: Path) -> AsyncIterator[Writing]:
-    writing = Writing(tmp_path / "reef.sqlite3")
-    writing.writer = GroupCommitWriter(str(writing.path), writing.on_events)
+async def writing(tmp_path: Path, store_url: str | None) -> AsyncIterator[Writing]:
+    writing = Writing(open_engine(store_url, tmp_path))
+    writing.writer = GroupCommitWriter(writing.engine, writing.on_events)
     writing.writer.start(asyncio.get_running_loop())
     yield writing
     writing.writer.stop()
@@ -145,8 +150,8 @@ async def test_a_database_error_fails_its_batch_and_the_writer_goes_on(writing: 
 
 
 async def test_a_write_waits_out_a_lock_another_connection_holds(writing: Writing) -> None:
-    with contextlib.closing(sqlite3.connect(writing.path, isolation_level=None)) as other:
-        other.execute("BEGIN IMMEDIATE")  # the database's write lock, as another process would hold it
+    with contextlib.closing(writing.engine.connect()) as other:
+        writing.engine.begin_write(other, 1)  # the store's write lock, as another daemon's writer would hold it
 
         async def release_once_taken() -> None:
             # gather starts this after the write is queued. Off the queue, the write is at or in the writer's BEGIN.

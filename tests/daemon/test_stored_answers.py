@@ -8,6 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from reef_daemon.store import DATABASE_NAME
 from reef_daemon.store.schema import MIGRATIONS
 from tests.support.reef_testing import CHAT, Reef, StartReef
@@ -54,6 +56,7 @@ def write_version_3_database(state_dir: Path) -> None:
     conn.close()
 
 
+@pytest.mark.sqlite_file
 async def test_records_stored_before_answers_get_theirs_on_upgrade(start_reef: StartReef, tmp_path: Path) -> None:
     write_version_3_database(tmp_path / "state")
     reef = await start_reef()
@@ -83,6 +86,7 @@ async def test_a_report_has_no_answer(reef: Reef) -> None:
     assert shown["type"] == "report" and shown["answer"] is None
 
 
+@pytest.mark.sqlite_file
 async def test_change_requests_an_older_reef_stored_as_train_read_as_requests(
     start_reef: StartReef, tmp_path: Path
 ) -> None:

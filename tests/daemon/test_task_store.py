@@ -25,8 +25,8 @@ SCENARIO = "coding"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
+async def store(tmp_path: Path, store_url: str | None) -> AsyncIterator[Store]:
+    store = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0}, url=store_url)
     store.open(asyncio.get_running_loop())
     yield store
     await asyncio.to_thread(store.close)
@@ -105,9 +105,9 @@ async def test_replays_are_the_newest_low_scored_opening_turns(store: Store) -> 
     assert [r["prompt"] for r in await store.tasks.replays(SCENARIO, 2)] == ["oldest failure", "messages failure"]
 
 
-async def test_low_follows_the_configured_score_scale(tmp_path: Path) -> None:
+async def test_low_follows_the_configured_score_scale(tmp_path: Path, store_url: str | None) -> None:
     scale: ScoreScale = {"min": 1.0, "max": 5.0}
-    store = Store(tmp_path, lambda _events: None, score_scale=scale)
+    store = Store(tmp_path, lambda _events: None, score_scale=scale, url=store_url)
     store.open(asyncio.get_running_loop())
     try:
         await conversation(store, "scored two of five", 2.0)
@@ -176,10 +176,10 @@ async def test_gate_tasks_are_protected_tasks_then_replays(store: Store) -> None
     assert [t["kind"] for t in await gate_tasks(store, SCENARIO, 0)] == ["task", "task"]
 
 
-async def test_tasks_survive_a_reopen(tmp_path: Path, store: Store) -> None:
+async def test_tasks_survive_a_reopen(tmp_path: Path, store: Store, store_url: str | None) -> None:
     task = await store.tasks.add(TaskDraft(SCENARIO, "kept", {"notes.md": "é"}, protected=True))
     await asyncio.to_thread(store.close)
-    again = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
+    again = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0}, url=store_url)
     again.open(asyncio.get_running_loop())
     try:
         assert await again.tasks.list(SCENARIO) == [task]

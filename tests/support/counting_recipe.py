@@ -55,6 +55,13 @@ class CountingRecipe(Recipe):
         return StepOutcome("selected", {"restored": release_id}, release_id=f"{release_id}-restored")
 
 
+class ReleasingRecipe(CountingRecipe):
+    """The counting recipe, as if it kept releases under the daemon's state directory (as reefine and SAO do)."""
+
+    name: ClassVar[str] = "releasing"
+    keeps_releases: ClassVar[bool] = True
+
+
 class ProfiledRecipe(Recipe):
     """A recipe with its own profile of defaults, like the harness recipe's port and state directory."""
 

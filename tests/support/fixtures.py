@@ -3,7 +3,7 @@
 The embedded model's safetensors cache (converted once per run, whatever the number of xdist workers), a fake model
 on a thread of its own, a daemon `reef start` ran for each test module, reef apps served in the test's own event
 loop, and the agent CLIs that set-up installs. tests/conftest.py marks each test with the tiers of the fixtures it
-uses (`model`, `agent`, `process`), so the marks follow the fixtures and none is forgotten.
+uses (`model`, `agent`, `process`, `postgres`), so the marks follow the fixtures and none is forgotten.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from tests.support.adapters_testing import agent_binary
 from tests.support.app_servers import AppServers
 from tests.support.cli_testing import Daemon, ModelThread
 from tests.support.fake_upstream import FakeUpstream
+from tests.support.postgres import PostgresServer, running_server
 from tests.support.tui_testing import start_daemon
 
 FindAgent = Callable[[str], Path]
@@ -67,6 +68,28 @@ def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_url: str) -> Itera
     running = start_daemon(tmp_path_factory.mktemp("reef"), upstream_url)
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server (tests.support.postgres) for this worker's whole run, stopped at its end."""
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database on the test server, for this test alone."""
+    return postgres_server.database()
+
+
+@pytest.fixture(params=[pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """The store's engine, once each: None (the SQLite file in the state directory), then a fresh PostgreSQL
+    database (the `postgres` tier: the test starts the throwaway server)."""
+    if request.param == "sqlite":
+        return None
+    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

@@ -1,0 +1,170 @@
+"""The two database engines the store runs on, behind one small interface.
+
+SQLite (a file under the state directory) is the default for one daemon; PostgreSQL (`store.url`) is the store a
+team's several daemons share. The queries are written once, in the SQL both speak (`?` placeholders,
+`INSERT … ON CONFLICT`, `CASE` rather than two-argument `max`); an engine supplies only what differs: how to connect,
+how a write transaction begins (PostgreSQL also serializes the daemons' sequence allocation there), where the
+schema version lives, and the column types of the migrations' DDL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+DATABASE_NAME = "reef.sqlite3"
+WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
+
+
+class DatabaseError(Exception):
+    """A PostgreSQL failure, in the words of the server (SQLite's are `sqlite3.Error`)."""
+
+
+class IntegrityViolation(DatabaseError):
+    """A constraint refused a write (a duplicate key)."""
+
+
+class Disconnected(DatabaseError):
+    """The connection to PostgreSQL is gone (the server stopped, the network broke)."""
+
+
+class StoreUnavailable(RuntimeError):
+    """The store cannot be opened: its database is unreachable, or newer than this reef."""
+
+
+# What a store operation catches as "the database failed", whichever engine runs.
+DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, DatabaseError)
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, IntegrityViolation)
+
+
+class Columns(Protocol):
+    """A row's values by column name: a stored row (either engine's), or a dict a writer built before inserting it."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses; rows are read by column name (and by position)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """The part of a connection the store uses: an `sqlite3.Connection`, or the PostgreSQL one in postgres.py."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+
+class Engine:
+    """SQLite: one file in WAL mode. The base of every engine."""
+
+    name = "sqlite"
+    shared = False  # whether several daemons may use the store at once
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def describe(self) -> str:
+        """Where the store is, for status and logs (no secret in it)."""
+        return self.path
+
+    def connect(self, *, readonly: bool = False) -> Connection:
+        """Open a connection with the settings every connection needs; its rows are read by column name."""
+        if readonly:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+        else:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 10000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: a commit survives a crash of this process (the OS holds the bytes); only power loss
+            # before the next checkpoint can take the newest commits.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            # Checkpoints run on the Checkpointer's thread, not inside a commit a request is waiting for. Its
+            # PASSIVE checkpoints can lose the race with a busy writer, and then the WAL never restarts; past this
+            # many pages the writer checkpoints itself (cheaply: most pages are copied already) to bound it.
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND_PAGES}")
+        return conn
+
+    def begin_write(self, conn: Connection, next_sequence: int) -> int:
+        """Open a write transaction; returns the next free sequence. One writer per file: the writer's count holds."""
+        conn.execute("BEGIN IMMEDIATE")
+        return next_sequence
+
+    def begin_migration(self, conn: Connection) -> None:
+        """Open the transaction the migrations run in (one daemon at a time)."""
+        conn.execute("BEGIN IMMEDIATE")
+
+    def schema_version(self, conn: Connection) -> int:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def set_schema_version(self, conn: Connection, version: int) -> None:
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    def ddl(self, statement: str) -> str:
+        """A migration's DDL in this engine's types (the migrations are written in SQLite's)."""
+        return statement
+
+    def prepare(self, conn: Connection) -> None:
+        """Run before the migrations, inside their transaction: what the engine needs to speak the shared SQL."""
+
+    def wait_for_notice(self, conn: Connection, timeout: float) -> None:
+        """Wait up to `timeout` for another daemon's commit to be announced (a shared engine; see follower.py)."""
+        time.sleep(timeout)
+
+    def lost(self, conn: Connection) -> bool:
+        """Whether this connection can no longer be used (it is reopened); a file never goes away."""
+        return False
+
+
+def lock_key(name: str) -> int:
+    """A stable PostgreSQL advisory-lock key (a signed 64-bit number) for a name."""
+    return int.from_bytes(hashlib.sha256(f"reef:{name}".encode()).digest()[:8], "big", signed=True)
+
+
+def max_sequence(conn: Connection) -> int:
+    """The highest sequence in use: records and events share one increasing sequence."""
+    row = conn.execute(
+        "SELECT coalesce((SELECT max(sequence) FROM records), 0) AS records,"
+        " coalesce((SELECT max(sequence) FROM events), 0) AS events"
+    ).fetchone()
+    return max(int(row["records"]), int(row["events"]))
+
+
+def open_engine(url: str | None, state_dir: Path) -> Engine:
+    """The engine for `store.url`: PostgreSQL for a `postgresql://` URL, `sqlite:PATH` for that file, and no URL
+    for the SQLite file under the state directory."""
+    if url is None or not url.strip():
+        state_dir.mkdir(parents=True, exist_ok=True)
+        return Engine(str(state_dir / DATABASE_NAME))
+    url = url.strip()
+    if url.startswith(("postgresql://", "postgres://")):
+        from reef_daemon.store.postgres import PostgresEngine
+
+        return PostgresEngine(url)
+    if url.startswith("sqlite:"):
+        path = Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return Engine(str(path))
+    raise ValueError("expected a postgresql://… URL or sqlite:PATH")

@@ -1,0 +1,111 @@
+"""A throwaway PostgreSQL server for the tests: `initdb` in a temporary folder, its own port and socket folder,
+stopped (and its folder removed) at the end of the run; as root, it runs as the `postgres` user, since PostgreSQL
+refuses to run as root. Each test gets a database of its own (`postgres_url`).
+
+scripts/setup installs the server (the `postgresql` package); without it these tests fail, saying so, rather than
+skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+MISSING = "the PostgreSQL server is not installed (initdb not found); run scripts/setup, or apt-get install postgresql"
+
+
+def server_binaries() -> Path:
+    """The folder of initdb and pg_ctl: on PATH, or Debian's /usr/lib/postgresql/N/bin (the newest)."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
+    if not versions:
+        raise RuntimeError(MISSING)
+    return Path(versions[-1]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class PostgresServer:
+    """A running server; `database()` makes a fresh, empty database and returns its URL."""
+
+    folder: Path
+    port: int
+    user: str
+    bin: Path
+    run_as: str | None
+    _numbers: Iterator[int] = field(default_factory=itertools.count)
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+
+    def url(self, database: str) -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+
+    def database(self) -> str:
+        name = f"reef_test_{os.getpid()}_{next(self._numbers)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def pg_ctl(self, *args: str) -> None:
+        """Run pg_ctl on this server (stop, start, restart …), as the server's user."""
+        data = str(self.folder / "data")
+        command = [str(self.bin / "pg_ctl"), "-D", data, "-w", "-l", str(self.folder / "server.log"), *args]
+        subprocess.run(command, check=True, capture_output=True, user=self.run_as)
+
+    def stop(self) -> None:
+        self.pg_ctl("stop", "-m", "fast")
+
+    def start(self) -> None:
+        self.pg_ctl("start", "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1")
+
+
+@contextlib.contextmanager
+def running_server(*, fsync: bool = False) -> Iterator[PostgresServer]:
+    """Start a server for as long as the block runs; without `fsync` (the tests) it trades crash safety of its
+    throwaway data for speed."""
+    binaries = server_binaries()
+    run_as = "postgres" if os.geteuid() == 0 else None
+    user = run_as or pwd.getpwuid(os.geteuid()).pw_name
+    folder = Path(tempfile.mkdtemp(prefix="reef-pg-"))
+    if run_as is not None:
+        shutil.chown(folder, run_as)
+    server = PostgresServer(folder, _free_port(), user, binaries, run_as)
+    try:
+        subprocess.run(
+            [str(binaries / "initdb"), "-D", str(folder / "data"), "-A", "trust", "-U", user, "-E", "UTF8",
+             "--no-sync"],
+            check=True,
+            capture_output=True,
+            user=run_as,
+        )  # fmt: skip
+        with (folder / "data" / "postgresql.conf").open("a") as conf:
+            conf.write("max_connections = 200\n")  # enough for several daemons
+            if not fsync:
+                conf.write("fsync = off\nfull_page_writes = off\n")
+        server.start()
+        yield server
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError, FileNotFoundError):
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
