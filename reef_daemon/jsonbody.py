@@ -12,6 +12,7 @@ import orjson
 from aiohttp import web
 
 from reef_daemon.errors import BadRequest, RequestTimeout
+from reef_daemon.jsoncodec import may_hold_a_long_integer
 
 # A body that has not arrived in full by then (a never-ending chunked upload, say) is refused and its
 # connection closed, so a client cannot hold connections open by sending slowly.
@@ -36,7 +37,7 @@ def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, 
     if not body.strip():
         raise BadRequest(f"{what} is empty; send a JSON object", type="invalid_json")
     try:
-        value = orjson.loads(body)
+        value = _read_strictly(body, what, "") if may_hold_a_long_integer(body) else orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         value = _read_strictly(body, what, str(exc))
     if not isinstance(value, dict):
@@ -45,8 +46,8 @@ def parse_json_object(body: bytes, what: str = "the request body") -> dict[str, 
 
 
 def _read_strictly(body: bytes, what: str, orjson_said: str) -> Any:
-    """A body orjson refused, read by the standard library: refused with its plainer reason, or (an integer
-    beyond a double, which JSON allows) taken."""
+    """A body orjson refused (or would read inexactly), read by the standard library: refused with its plainer
+    reason, or taken (an integer beyond 64 bits, which JSON allows)."""
 
     def refused(message: str) -> BadRequest:
         return BadRequest(message, type="invalid_json")

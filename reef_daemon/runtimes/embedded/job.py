@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,11 +60,15 @@ class Job:
         self.versions.append(version)
 
     def post(self, event: Event) -> None:
-        """Hand an event to the event loop (called from the worker thread)."""
+        """Hand an event to the event loop (called from the worker thread); inside `delivered_together`, with the
+        other events of the same pass."""
         if isinstance(event, Finished):
             self.finished = event
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
-            self.loop.call_soon_threadsafe(self.events.put_nowait, event)
+        pending = getattr(_PASS, "pending", None)
+        if pending is not None:
+            pending.append((self, event))
+            return
+        _deliver_soon(self.loop, [(self, event)])
 
     def token_data(self) -> dict[str, Any]:
         return {
@@ -76,3 +82,33 @@ class Job:
     @property
     def last_version(self) -> str:
         return self.versions[-1] if self.versions else self.admitted_version
+
+
+_PASS = threading.local()
+
+
+@contextlib.contextmanager
+def delivered_together() -> Iterator[None]:
+    """The events jobs post inside the block reach the event loop in one wake-up at its end, not one each: a decode
+    step of a batch of sequences gives a token to every one of them at once."""
+    pending: list[tuple[Job, Event]] = []
+    _PASS.pending = pending
+    try:
+        yield
+    finally:
+        _PASS.pending = None
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, Event]]] = {}
+        for job, event in pending:
+            by_loop.setdefault(job.loop, []).append((job, event))
+        for loop, events in by_loop.items():
+            _deliver_soon(loop, events)
+
+
+def _deliver_soon(loop: asyncio.AbstractEventLoop, events: list[tuple[Job, Event]]) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting any more
+        loop.call_soon_threadsafe(_deliver, events)
+
+
+def _deliver(events: list[tuple[Job, Event]]) -> None:
+    for job, event in events:
+        job.events.put_nowait(event)

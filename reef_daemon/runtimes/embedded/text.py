@@ -16,15 +16,24 @@ class TextAssembler:
         self._stop = tuple(s for s in stop if s)
         self._ids: list[int] = []
         self._sent = 0  # characters of the decoded text already handed out
+        # Incremental decoding: only the ids since `_prefix` are decoded for each new token (decoding them all is
+        # quadratic in the answer's length); the text of `_prefix:_read` is what they gave last time.
+        self._decoded = ""
+        self._prefix = 0
+        self._read = 0
         self.text = ""
         self.stopped_by: str | None = None
 
     def add(self, token: int) -> str:
         """Take one generated (non end-of-turn) id; return the new text to send, possibly empty."""
         self._ids.append(token)
-        decoded = self._tokenizer.decode(self._ids, skip_special_tokens=True)
-        if decoded.endswith("\ufffd"):
+        window = self._tokenizer.decode(self._ids[self._prefix :], skip_special_tokens=True)
+        if window.endswith("\ufffd"):
             return ""  # part of a multi-byte character; the next token completes it
+        known = self._tokenizer.decode(self._ids[self._prefix : self._read], skip_special_tokens=True)
+        self._decoded += window[len(known) :]
+        self._prefix, self._read = self._read, len(self._ids)
+        decoded = self._decoded
         for stop in self._stop:
             at = decoded.find(stop, max(0, self._sent - len(stop) + 1))
             if at != -1:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import torch
 
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.job import Finished, Job
+from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
 from reef_daemon.runtimes.embedded.prefix import PrefixCache
@@ -103,11 +103,13 @@ class GenerationWorker:
                     self._swaps.clear()
                 for state, future in swaps:
                     self._apply_swap(state, future)
-                self._drop_cancelled()
-                if self._reading:
-                    self._read_turn()
+                with delivered_together():
+                    self._drop_cancelled()
+                    if self._reading:
+                        self._read_turn()
                 if self._decoding:
-                    self._decode_step()
+                    with delivered_together():  # a token for every sequence of the batch, in one wake-up
+                        self._decode_step()
         for job in [*self._reading, *self._decoding, *self._incoming]:
             job.post(Finished("error", error="the embedded runtime is shutting down"))
         for _state, future in self._swaps:
