@@ -12,7 +12,7 @@ from reef_cli.commands.request import ScenarioOption
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, fail, print_json
-from reef_client import ApiError, ReefClient, ReleaseRow, VersionScores, mark_installed
+from reef_client import ApiError, ReefClient, ReleaseRow, ShownRelease, VersionScores, mark_installed
 from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_client.render.live_scores import canary_mark, live_table
 from reef_client.render.versions import HEADERS, request_text, version_cells
@@ -85,7 +85,7 @@ def versions(
         console().print(live_table(scores, rows))
 
 
-def _weights_changed(rows: list[ReleaseRow]) -> tuple[list[ReleaseRow], int]:
+def _weights_changed(rows: list[ShownRelease]) -> tuple[list[ShownRelease], int]:
     """The rows a user calls versions, and how many weight-training steps were left out because they changed no
     weights (SAO's critic warm-up, or a step with nothing to learn from)."""
     kept = [
