@@ -133,20 +133,18 @@ def demo_daemon(arm: Arm, max_staleness: int = 0) -> Iterator[str]:
 def evaluate(connect: Connect, items: list[task.Rollout], on_answer: Callable[[int], None]) -> Scores:
     """The current weights' scores on the held-out `items` (sampled with their seeds, never scored), per question
     in `task.HELD_OUT` order, samples in the items' order. `on_answer(done)` after each answer."""
-    local = threading.local()
     done = [0]
     lock = threading.Lock()
 
-    def ask(item: task.Rollout) -> float:
-        if not hasattr(local, "client"):
-            local.client = connect()
-        reward = _ask_and_score(local.client, item, EVALUATION_SCENARIO)[1]
-        with lock:
-            done[0] += 1
-            on_answer(done[0])
-        return reward
+    with _ThreadClients(connect) as clients, ThreadPoolExecutor(EVALUATION_WORKERS) as pool:
 
-    with ThreadPoolExecutor(EVALUATION_WORKERS) as pool:
+        def ask(item: task.Rollout) -> float:
+            reward = _ask_and_score(clients.mine(), item, EVALUATION_SCENARIO)[1]
+            with lock:
+                done[0] += 1
+                on_answer(done[0])
+            return reward
+
         rewards = list(pool.map(ask, items))
     by_question: dict[str, list[float]] = {}
     for item, reward in zip(items, rewards, strict=True):
@@ -222,12 +220,10 @@ def run_in_flight(
     rewards: list[float] = []
     reached: list[float] = []
     began = time.perf_counter()
-    local = threading.local()
+    clients = _ThreadClients(connect)
 
     def work(unit: list[task.Rollout]) -> None:
-        if not hasattr(local, "client"):
-            local.client = connect()
-        client: ReefClient = local.client
+        client = clients.mine()
         scored = [_ask_and_score(client, rollout) for rollout in unit]
         with lock:  # a group's reports go in together, so that one step holds the whole group
             for receipt, reward in scored:
@@ -239,7 +235,7 @@ def run_in_flight(
                     reached.append(time.perf_counter() - began)
                 on_rollout(len(rewards), average)
 
-    with ThreadPoolExecutor(in_flight) as pool:
+    with clients, ThreadPoolExecutor(in_flight) as pool:
         list(pool.map(work, units))
     with connect() as client:
         state = _wait_until_drained(client, len(rewards), arm.batch)
@@ -255,6 +251,31 @@ def run_in_flight(
         dict(state.get("ineligible") or {}),
         rewards,
     )
+
+
+class _ThreadClients:
+    """One client of the daemon per thread, all closed at the end."""
+
+    def __init__(self, connect: Connect) -> None:
+        self._connect = connect
+        self._local = threading.local()
+        self._made: list[ReefClient] = []
+        self._lock = threading.Lock()
+
+    def mine(self) -> ReefClient:
+        client: ReefClient | None = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = self._connect()
+            with self._lock:
+                self._made.append(client)
+        return client
+
+    def __enter__(self) -> _ThreadClients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self._made:
+            client.close()
 
 
 def _ask_and_score(client: ReefClient, rollout: task.Rollout, scenario: str = SCENARIO) -> tuple[str, float]:
