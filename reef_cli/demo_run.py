@@ -1,14 +1,17 @@
-"""One arm of `reef demo sao`: a daemon on the embedded model with a weight recipe, fed the toy task's rollouts.
+"""The arms of `reef demo sao`: a daemon on the embedded model with a weight recipe, fed the toy task's rollouts.
 
-The arm talks to its daemon only as a client would: chat completions through the proxy, a score per answer through
-`/reef/report`, and `/reef/status` to see each training step land.
+An arm talks to its daemon only as a client would: chat completions through the proxy, a score per answer through
+`/reef/report`, and `/reef/status` to see each training step land. Every arm of a seed gets the same requests (the
+same questions with the same sampling seeds), in its own order, and the same held-out questions before and after.
 """
 
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 
 from recipes.sao.examples.toy import task
 from reef_cli.daemon_process import start_daemon, stop_daemon
+from reef_cli.demo_stats import question_changes
 from reef_cli.state import DaemonFiles
 from reef_client import ApiError, ReefClient
 from reef_daemon.runtimes.model_cache import user_model_cache
@@ -23,21 +27,35 @@ from reef_daemon.runtimes.model_cache import user_model_cache
 SCENARIO = "toy"
 EVALUATION_SCENARIO = "toy-held-out"  # never scored, so never trained on
 MOVING_WINDOW = 10  # rollouts in the moving average of the reward
+EVALUATION_WORKERS = 4  # held-out questions asked at once (the embedded runtime batches them)
 STEP_TIMEOUT_S = 600.0
 POLL_S = 0.2
 REQUEST_TIMEOUT_S = 300.0
 
+Connect = Callable[[], ReefClient]  # a new client of the arm's daemon (one per thread)
+
 
 @dataclass(frozen=True)
 class Arm:
-    """A recipe and how many rollouts make one of its steps (SAO: 1; GRPO: one group of the same prompt)."""
+    """A recipe, how many rollouts make one of its steps, and whether a step's rollouts share one question."""
 
+    key: str  # names the arm in --json
     recipe: str
-    group: int
+    batch: int
+    grouped: bool  # GRPO: a step is one question's group
 
     @property
     def label(self) -> str:
-        return self.recipe.upper()
+        return f"{self.recipe.upper()}" if self.batch == 1 or self.grouped else f"{self.recipe.upper()}x{self.batch}"
+
+
+def arms(group: int, compare: bool) -> list[Arm]:
+    """SAO (one rollout a step); with `compare`, GRPO (one group of `group` a step) and SAO taking as many steps as
+    GRPO (`group` rollouts of different questions a step)."""
+    sao = Arm("sao", "sao", 1, grouped=False)
+    if not compare:
+        return [sao]
+    return [sao, Arm("grpo", "grpo", group, grouped=True), Arm(f"sao-batch{group}", "sao", group, grouped=False)]
 
 
 @dataclass(frozen=True)
@@ -48,9 +66,44 @@ class StepRow:
     rollouts: int  # rollouts consumed so far by this arm
     reward: float  # mean reward of this step's rollouts
     moving_average: float  # mean reward of the last MOVING_WINDOW rollouts
-    loss: float | None  # None while the critic warms up (no policy update)
+    loss: float | None  # None when the policy did not move (critic warm-up, or every advantage 0)
     masked_fraction: float | None
     seconds: float  # wall time of the step: generation, scoring and training
+    note: str | None = None  # "warm-up" or "no signal" when the policy did not move
+    explained_variance: float | None = None  # the critic's, over its recent samples
+    failed_positive_share: float | None = None
+
+
+Scores = list[list[float]]  # per held-out question, per sample
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm's run for one seed: its steps, and its held-out scores before and after training."""
+
+    arm: Arm
+    seed: int
+    rows: list[StepRow]
+    before: Scores
+    after: Scores
+    seconds: float = 0.0
+
+    @property
+    def before_rate(self) -> float:
+        return _rate(self.before)
+
+    @property
+    def after_rate(self) -> float:
+        return _rate(self.after)
+
+    @property
+    def changes(self) -> list[float]:
+        return question_changes(self.before, self.after)
+
+
+def _rate(scores: Scores) -> float:
+    flat = [score for per_question in scores for score in per_question]
+    return sum(flat) / len(flat) if flat else 0.0
 
 
 def model_cache() -> Path:
@@ -59,15 +112,15 @@ def model_cache() -> Path:
 
 
 @contextmanager
-def demo_daemon(arm: Arm) -> Iterator[str]:
+def demo_daemon(arm: Arm, max_staleness: int = 0) -> Iterator[str]:
     """Run `reef serve --recipe <arm>` in the background on a temporary state directory; yield its URL."""
-    with tempfile.TemporaryDirectory(prefix=f"reef-demo-{arm.recipe}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"reef-demo-{arm.key}-") as tmp:
         state = Path(tmp)
         cache = model_cache()
         cache.mkdir(parents=True, exist_ok=True)
         (state / "models").symlink_to(cache, target_is_directory=True)
         args = ["--recipe", arm.recipe, "--reef.state-dir", str(state), "--reef.port", "0"]
-        args += ["--training.batch-size", str(arm.group)]
+        args += ["--training.batch-size", str(arm.batch), "--training.max-staleness", str(max_staleness)]
         for key, value in (task.GRPO_SETTINGS if arm.recipe == "grpo" else task.SETTINGS).items():
             args += [f"--{key}", value]
         started = start_daemon(DaemonFiles(state), args, "127.0.0.1", 0)
@@ -77,60 +130,43 @@ def demo_daemon(arm: Arm) -> Iterator[str]:
             stop_daemon(started.pid)
 
 
-@dataclass(frozen=True)
-class ArmPlan:
-    """What one arm does for one seed: train on `rollouts`, and ask the held-out `items` before and after."""
+def evaluate(connect: Connect, items: list[task.Rollout], on_answer: Callable[[int], None]) -> Scores:
+    """The current weights' scores on the held-out `items` (sampled with their seeds, never scored), per question
+    in `task.HELD_OUT` order, samples in the items' order. `on_answer(done)` after each answer."""
+    done = [0]
+    lock = threading.Lock()
 
-    arm: Arm
-    seed: int
-    rollouts: list[task.Rollout]
-    items: list[task.Rollout]
+    with _ThreadClients(connect) as clients, ThreadPoolExecutor(EVALUATION_WORKERS) as pool:
 
+        def ask(item: task.Rollout) -> float:
+            reward = _ask_and_score(clients.mine(), item, EVALUATION_SCENARIO)[1]
+            with lock:
+                done[0] += 1
+                on_answer(done[0])
+            return reward
 
-@dataclass(frozen=True)
-class ArmRun:
-    """One arm's run for one seed: its steps, and its mean held-out reward before and after training."""
-
-    arm: Arm
-    seed: int
-    rows: list[StepRow]
-    before: float
-    after: float
-
-
-def run_plan(
-    client: ReefClient, plan: ArmPlan, on_phase: Callable[[str], None], on_step: Callable[[StepRow], None]
-) -> ArmRun:
-    """Evaluate on the held-out items, train, evaluate again."""
-    on_phase("held-out questions, before")
-    before = evaluate(client, plan.items)
-    on_phase("training")
-    rows = run_arm(client, plan.arm, plan.rollouts, on_step)
-    on_phase("held-out questions, after")
-    after = evaluate(client, plan.items)
-    return ArmRun(plan.arm, plan.seed, rows, before, after)
-
-
-def evaluate(client: ReefClient, items: list[task.Rollout]) -> float:
-    """The mean reward of the current weights on the held-out `items` (sampled with their seeds, never scored)."""
-    rewards = [_ask_and_score(client, item, EVALUATION_SCENARIO)[1] for item in items]
-    return sum(rewards) / len(rewards)
+        rewards = list(pool.map(ask, items))
+    by_question: dict[str, list[float]] = {}
+    for item, reward in zip(items, rewards, strict=True):
+        by_question.setdefault(item.prompt.country, []).append(reward)
+    return [by_question[country] for country in task.HELD_OUT if country in by_question]
 
 
 def run_arm(
     client: ReefClient, arm: Arm, planned: list[task.Rollout], on_step: Callable[[StepRow], None]
 ) -> list[StepRow]:
-    """Send the planned rollouts `arm.group` at a time, score each, wait for the step it drives; one row each."""
+    """Send the planned rollouts `arm.batch` at a time, score each, wait for the step they drive; one row each."""
     rewards: list[float] = []
     rows: list[StepRow] = []
-    for start in range(0, len(planned) - arm.group + 1, arm.group):
+    for start in range(0, len(planned) - arm.batch + 1, arm.batch):
         began = time.perf_counter()
-        scores = [_ask_and_score(client, rollout) for rollout in planned[start : start + arm.group]]
+        scores = [_ask_and_score(client, rollout) for rollout in planned[start : start + arm.batch]]
         for receipt, reward in scores:
             client.report(SCENARIO, [receipt], score=reward)
         rewards.extend(reward for _, reward in scores)
         metrics = _wait_for_step(client, len(rows) + 1)
         window = rewards[-MOVING_WINDOW:]
+        note = "warm-up" if metrics.get("critic_warmup") else "no signal" if metrics.get("no_signal") else None
         row = StepRow(
             step=len(rows) + 1,
             rollouts=len(rewards),
@@ -139,10 +175,107 @@ def run_arm(
             loss=_number(metrics.get("loss")),
             masked_fraction=_number(metrics.get("masked_fraction")),
             seconds=time.perf_counter() - began,
+            note=note,
+            explained_variance=_number(metrics.get("explained_variance")),
+            failed_positive_share=_number(metrics.get("failed_positive_share")),
         )
         rows.append(row)
         on_step(row)
     return rows
+
+
+@dataclass(frozen=True)
+class InFlightRun:
+    """An arm fed by `in_flight` clients at once (rollouts served by older weights while a step runs)."""
+
+    arm: Arm
+    seed: int
+    in_flight: int
+    target: float
+    seconds_to_target: float | None  # None: the moving average never reached the target
+    seconds: float  # until every planned rollout was scored and trained on
+    rollouts: int
+    steps: int
+    ineligible: dict[str, int]  # rollouts the daemon refused to train on (too old, mostly), by reason
+    rewards: list[float]  # in the order they were scored
+
+
+def run_in_flight(
+    connect: Connect,
+    arm: Arm,
+    planned: list[task.Rollout],
+    in_flight: int,
+    target: float,
+    seed: int,
+    on_rollout: Callable[[int, float], None],
+) -> InFlightRun:
+    """Keep `in_flight` requests open (GRPO: `in_flight` groups) until every planned rollout is scored; the wall
+    time until the moving average of the reward over MOVING_WINDOW rollouts first reaches `target`."""
+    units = (
+        [planned[start : start + arm.batch] for start in range(0, len(planned), arm.batch)]
+        if arm.grouped
+        else [[rollout] for rollout in planned]
+    )
+    lock = threading.Lock()
+    rewards: list[float] = []
+    reached: list[float] = []
+    began = time.perf_counter()
+    clients = _ThreadClients(connect)
+
+    def work(unit: list[task.Rollout]) -> None:
+        client = clients.mine()
+        scored = [_ask_and_score(client, rollout) for rollout in unit]
+        with lock:  # a group's reports go in together, so that one step holds the whole group
+            for receipt, reward in scored:
+                client.report(SCENARIO, [receipt], score=reward)
+                rewards.append(reward)
+                window = rewards[-MOVING_WINDOW:]
+                average = sum(window) / len(window)
+                if not reached and len(window) == MOVING_WINDOW and average >= target:
+                    reached.append(time.perf_counter() - began)
+                on_rollout(len(rewards), average)
+
+    with clients, ThreadPoolExecutor(in_flight) as pool:
+        list(pool.map(work, units))
+    with connect() as client:
+        state = _wait_until_drained(client, len(rewards), arm.batch)
+    return InFlightRun(
+        arm,
+        seed,
+        in_flight,
+        target,
+        reached[0] if reached else None,
+        time.perf_counter() - began,
+        len(rewards),
+        int(state.get("steps", 0)),
+        dict(state.get("ineligible") or {}),
+        rewards,
+    )
+
+
+class _ThreadClients:
+    """One client of the daemon per thread, all closed at the end."""
+
+    def __init__(self, connect: Connect) -> None:
+        self._connect = connect
+        self._local = threading.local()
+        self._made: list[ReefClient] = []
+        self._lock = threading.Lock()
+
+    def mine(self) -> ReefClient:
+        client: ReefClient | None = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = self._connect()
+            with self._lock:
+                self._made.append(client)
+        return client
+
+    def __enter__(self) -> _ThreadClients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self._made:
+            client.close()
 
 
 def _ask_and_score(client: ReefClient, rollout: task.Rollout, scenario: str = SCENARIO) -> tuple[str, float]:
@@ -153,11 +286,16 @@ def _ask_and_score(client: ReefClient, rollout: task.Rollout, scenario: str = SC
     return reply.receipt, task.score(rollout.prompt, reply.text)
 
 
+def _training_state(client: ReefClient) -> dict[str, Any] | None:
+    state = client.status()["training"]["scenarios"].get(SCENARIO)
+    return dict(state) if state is not None else None
+
+
 def _wait_for_step(client: ReefClient, step: int) -> dict[str, Any]:
     """The metrics of training step `step` once it is committed; fails when a report was refused for training."""
     deadline = time.monotonic() + STEP_TIMEOUT_S
     while time.monotonic() < deadline:
-        state = client.status()["training"]["scenarios"].get(SCENARIO)
+        state = _training_state(client)
         if state is None:  # no worker for the scenario yet
             time.sleep(POLL_S)
             continue
@@ -168,13 +306,30 @@ def _wait_for_step(client: ReefClient, step: int) -> dict[str, Any]:
             raise ApiError(500, "training_failed", f"training failed: {state['error']}")
         last = state["last_step"]
         if state["steps"] >= step and state["running_since"] is None:
-            metrics = last["metrics"] if last else {}
-            if "reason" in metrics and not metrics.get("critic_warmup"):  # a warm-up step trains the critic only
+            metrics: dict[str, Any] = last["metrics"] if last else {}
+            critic_only = metrics.get("critic_warmup") or metrics.get("no_signal")
+            if "reason" in metrics and not critic_only:  # a critic-only step is a step; anything else failed
                 raise ApiError(409, "step_skipped", f"step {step} trained nothing: {metrics['reason']}")
             return metrics
         time.sleep(POLL_S)
     raise ApiError(504, "timeout", f"training step {step} did not finish within {STEP_TIMEOUT_S:g} s")
 
 
+def _wait_until_drained(client: ReefClient, posted: int, batch: int) -> dict[str, Any]:
+    """Training's state once each of the `posted` reports is trained on, judged ineligible, or waits for a batch
+    that will not fill, and no step runs."""
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        state = _training_state(client)
+        if state is not None and state["error"]:
+            raise ApiError(500, "training_failed", f"training failed: {state['error']}")
+        if state is not None and state["running_since"] is None:
+            judged = state["steps"] * batch + sum(state["ineligible"].values()) + state["waiting_units"]
+            if judged >= posted and state["waiting_units"] < batch:
+                return state
+        time.sleep(POLL_S)
+    raise ApiError(504, "timeout", f"training did not finish within {STEP_TIMEOUT_S:g} s")
+
+
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.rollout import Rollout, judge_report, parse_version
-from recipes.sao.settings import TrainingSection
+from recipes.sao.settings import training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer
-from reef_daemon.contract import RecipeStatus, RecordType
+from reef_daemon.contract import CriticStatus, RecipeStatus, RecordType, ScoreScale, low_score_below
 from reef_daemon.recipe_api import (
     Conflict,
     Ineligible,
@@ -53,7 +53,7 @@ class SaoRecipe(Recipe):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.training = settings.of(TrainingSection)
+        self.training = training_of(settings)  # refuses a critic lr a Slime run's full-model critic cannot take
         self.batch_size = self.training.batch_size
         self._runtime: WeightSwappable | None = None
         self._trainer: Trainer | None = None
@@ -81,7 +81,11 @@ class SaoRecipe(Recipe):
             self._slime = SlimeRun(plan, self.settings.reef.state_dir / "logs")
             await asyncio.to_thread(self._slime.launch)
             return
-        self._trainer = await asyncio.to_thread(Trainer, runtime.weights_dir, self.training, self.advantage)
+        scale: ScoreScale = {"min": self.settings.reports.score_min, "max": self.settings.reports.score_max}
+        failed_below = low_score_below(scale)
+        self._trainer = await asyncio.to_thread(
+            Trainer, runtime.weights_dir, self.training, self.advantage, failed_below
+        )
         for scenario in context.store.scenarios.all():
             if scenario.recipe == self.name and await context.store.steps.last(scenario.name) is not None:
                 await self._bind(scenario.name)
@@ -176,12 +180,8 @@ class SaoRecipe(Recipe):
             self._head = await self._checkpoint(metrics)
             metrics["checkpoint"] = self._head
         if not metrics["policy_updated"]:
-            # A critic warm-up step trained the value head only: the served weights are the same, so no version.
-            done, of = self._trainer.steps_done, self.training.critic_warmup_steps
-            metrics["reason"] = (
-                f"critic warm-up step {done} of {of}: the value head trained, the weights did not change"
-            )
-            metrics["critic_warmup"] = True
+            # A critic-only step (warm-up, or no advantage to learn from): the served weights are the same, so no
+            # version; the trainer's metrics say which.
             return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
         return StepOutcome("selected", metrics, self._head, parent, also_consumed=consumed)
 
@@ -233,7 +233,7 @@ class SaoRecipe(Recipe):
 
     def status(self) -> RecipeStatus:
         trainer = self._trainer
-        return {
+        status: RecipeStatus = {
             **super().status(),
             "scenario": self._bound,
             "head": self._head,
@@ -243,6 +243,22 @@ class SaoRecipe(Recipe):
             "last_swap_s": self._last_swap_s,
             "checkpoints": self._checkpoint_list,
             "sampling": self._sampling(),
+        }
+        if trainer is not None and self.advantage == "gae":
+            status["critic"] = self._critic_status()
+        return status
+
+    def _critic_status(self) -> CriticStatus:
+        """The critic's diagnostics over its recent samples: is it learning?"""
+        assert self._trainer is not None
+        diagnostics = self._trainer.diagnostics()
+        return {
+            "value_min": diagnostics["value_min"],
+            "value_max": diagnostics["value_max"],
+            "explained_variance": diagnostics["explained_variance"],
+            "failed_positive_share": diagnostics["failed_positive_share"],
+            "window": diagnostics["critic_window"],
+            "warmup_steps_left": max(0, self.training.critic_warmup_steps - self._trainer.steps_done),
         }
 
     def _sampling(self) -> str:

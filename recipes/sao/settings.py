@@ -1,10 +1,17 @@
 """The weight recipes' settings (sao, grpo): the `training` section, and the `slime` section of a Slime run.
 
 Declared here, apart from the recipe (which loads torch), so that `reef serve --help` lists them cheaply.
+
+The defaults are the CPU torch trainer's: a linear value head on unit-RMS hidden states learns at 1e-4 (a step moves
+a value by at most about lr x hidden size, ~0.06 for the embedded model), and the policy's top layers at 1e-5. A Slime
+run trains a full-model critic, and there every training setting left unset takes the original's value instead
+(`training_of`): policy lr 1e-6, critic lr 5e-6, 10 critic-only warm-up steps; a critic lr above
+FULL_MODEL_CRITIC_LR_MAX is refused there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +25,8 @@ from reef_daemon.recipe_api import (
     POSITIVE_INT,
     POSITIVE_NUMBER,
     TOKENS,
+    Settings,
+    SettingsError,
     one_of,
     setting,
 )
@@ -31,10 +40,16 @@ class TrainingSection:
     """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
 
     batch_size: int = setting(1, POSITIVE_INT, env=SAO_BATCH_SIZE_ENV, help="rollouts per step")
-    learning_rate: float = setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam)")
-    critic_learning_rate: float = setting(1e-3, POSITIVE_NUMBER, help="value head learning rate (Adam)")
-    critic_steps: int = setting(2, POSITIVE_INT, help="critic updates per step")
-    critic_warmup_steps: int = setting(2, COUNT, help="critic-only steps before the policy moves")
+    learning_rate: float = setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam; Slime: 1e-6)")
+    critic_learning_rate: float = setting(
+        1e-4, POSITIVE_NUMBER, help="critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6)"
+    )
+    critic_steps: int = setting(2, POSITIVE_INT, help="critic updates per step (Slime runs one per step)")
+    critic_warmup_steps: int = setting(2, COUNT, help="critic-only steps before the policy first moves (Slime: 10)")
+    value_clip: float = setting(
+        0.2, POSITIVE_NUMBER, help="a critic update moves a value at most this far from the value read before it"
+    )
+    max_grad_norm: float = setting(1.0, POSITIVE_NUMBER, help="gradient-norm clipping of the policy and the critic")
     max_staleness: int = setting(0, COUNT, env=MAX_STALENESS_ENV, help="how many weight versions old a rollout may be")
     dis_low: float = setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
     dis_high: float = setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
@@ -61,6 +76,32 @@ class SlimeSection:
     model_args: tuple[str, ...] = setting(
         (), TOKENS, help="Megatron architecture flags Slime needs for the model (e.g. --num-layers 28 ...)"
     )
+
+
+# What a full-model critic trains at in the original, and ten times that: above it a Slime run is refused.
+ORIGINAL_FULL_MODEL: dict[str, Any] = {"learning_rate": 1e-6, "critic_learning_rate": 5e-6, "critic_warmup_steps": 10}
+FULL_MODEL_CRITIC_LR_MAX = 5e-5
+
+
+def training_of(settings: Settings) -> TrainingSection:
+    """The `training` section as the trainer uses it: with training.trainer = slime (a full-model critic), the
+    original's values for what was not set, and SettingsError for a critic learning rate it cannot take."""
+    training = settings.of(TrainingSection)
+    if training.trainer != "slime":
+        return training
+    unset = {
+        name: value
+        for name, value in ORIGINAL_FULL_MODEL.items()
+        if f"training.{name.replace('_', '-')}" not in settings.sources
+    }
+    training = dataclasses.replace(training, **unset)
+    if training.critic_learning_rate > FULL_MODEL_CRITIC_LR_MAX:
+        raise SettingsError(
+            f"training.critic-learning-rate = {training.critic_learning_rate:g} is too high for the full-model critic"
+            f" a Slime run trains (at most {FULL_MODEL_CRITIC_LR_MAX:g}, ten times the original's 5e-6; the CPU"
+            " default 1e-4 is for a linear value head): leave it unset for 5e-6"
+        )
+    return training
 
 
 SETTINGS_SECTIONS: dict[str, type[Any]] = {"training": TrainingSection, "slime": SlimeSection}

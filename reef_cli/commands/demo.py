@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.columns import Columns
@@ -17,38 +18,72 @@ from reef_cli.demo_run import (
     MOVING_WINDOW,
     REQUEST_TIMEOUT_S,
     Arm,
-    ArmPlan,
     ArmRun,
+    InFlightRun,
+    Scores,
     StepRow,
+    arms,
     demo_daemon,
-    run_plan,
+    evaluate,
+    run_arm,
+    run_in_flight,
 )
-from reef_cli.options import TokenOption
-from reef_cli.output import console, error_console, fail
-from reef_cli.render.demo import curve_line, step_line, steps_table, summary
+from reef_cli.options import JsonOption, TokenOption
+from reef_cli.output import console, error_console, fail, print_json
+from reef_cli.render.demo import (
+    curve_line,
+    difference_line,
+    differences,
+    in_flight_table,
+    result_json,
+    step_line,
+    steps_table,
+    summary,
+)
 from reef_client import ReefClient, ReefClientError
 from reef_daemon.contract import TOKEN_ENV
 
-EXAMPLE = "Example: reef demo sao --compare --steps 32 --seeds 3"
+EXAMPLE = "Example: reef demo sao --compare --seeds 8"
 app = typer.Typer(name="demo", help="Demonstrations on the embedded model.", epilog=EXAMPLE, no_args_is_help=True)
 
 
 @app.command("sao", epilog=EXAMPLE)
 def sao(
-    compare: Annotated[bool, typer.Option("--compare", help="Also run GRPO on the same prompts and seeds.")] = False,
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare", help="Also run GRPO, and SAO with as many steps as GRPO, on the same questions and seeds."
+        ),
+    ] = False,
     steps: Annotated[
-        int, typer.Option("--steps", min=1, help="SAO steps, one rollout each; GRPO gets the same rollouts.")
-    ] = 32,
-    seed: Annotated[int, typer.Option("--seed", help="Draws the prompts and the sampling seeds.")] = 0,
+        int,
+        typer.Option(
+            "--steps", min=2, help="Training rollouts per arm (SAO: one a step): --steps / --group-size questions."
+        ),
+    ] = task.PROMPTS * task.GROUP,
+    seed: Annotated[int, typer.Option("--seed", help="Draws the questions and the sampling seeds.")] = 0,
     seeds: Annotated[
-        int, typer.Option("--seeds", min=1, help="Repeat with seeds --seed, --seed+1, ...: the result's spread.")
+        int, typer.Option("--seeds", min=1, help="Repeat with seeds --seed, --seed+1, ...: intervals over seeds.")
     ] = 1,
     group_size: Annotated[
-        int, typer.Option("--group-size", min=2, help="GRPO's group: rollouts of one prompt per step.")
-    ] = 4,
+        int, typer.Option("--group-size", min=2, help="Rollouts of each training question (GRPO's group).")
+    ] = task.GROUP,
     held_out: Annotated[
         int, typer.Option("--held-out", min=1, help="Samples of each held-out question, before and after training.")
     ] = task.EVALUATION_SAMPLES,
+    in_flight: Annotated[
+        int,
+        typer.Option(
+            "--in-flight",
+            min=0,
+            help="Instead: keep N requests open while steps run (rollouts of older weights train too) and time how"
+            " long each arm takes to reach --target.",
+        ),
+    ] = 0,
+    target: Annotated[
+        float, typer.Option("--target", min=0.0, max=1.0, help=f"With --in-flight: the avg{MOVING_WINDOW} to reach.")
+    ] = 0.5,
+    json: JsonOption = False,
     url: Annotated[
         str | None,
         typer.Option(
@@ -60,58 +95,108 @@ def sao(
     """Train the embedded model to name capitals: each answer is scored by a rule and drives a training step.
 
     Starts its own daemon per arm and seed (a temporary state directory; the model cache is kept under
-    ~/.cache/reef), asks held-out questions (never trained on) before and after training, sends each training prompt
-    through the proxy at temperature 1 with its own seed, reports the score, and shows the reward per step. With
-    --compare, GRPO gets the same rollouts, one group of --group-size per step (steps / group-size steps), and the
-    same held-out questions.
+    ~/.cache/reef), asks held-out questions (never trained on) before and after training, sends each training
+    question through the proxy at temperature 1 with its own seed, reports the score, and shows each step. Every arm
+    gets the same requests: SAO one at a time, round-robin over the questions; with --compare, GRPO one question's
+    group a step, and SAO with --group-size rollouts a step (as many steps as GRPO). The result is the held-out
+    change per arm with a 95 % interval, and the differences between arms.
     """
-    if url is not None and (compare or seeds > 1):
-        fail("--compare and --seeds start daemons of their own; drop --url", 2)
-    if compare and steps < group_size:
-        fail(f"--compare needs --steps of at least --group-size ({group_size}) for one GRPO step", 2)
-    arms = [Arm("sao", 1)] + ([Arm("grpo", group_size)] if compare else [])
-    group = group_size if compare else 1
+    if url is not None and (compare or seeds > 1 or in_flight):
+        fail("--compare, --seeds and --in-flight start daemons of their own; drop --url", 2)
+    if steps % group_size:
+        fail(
+            f"--steps ({steps}) must be a multiple of --group-size ({group_size}): each question is asked that often", 2
+        )
+    prompts = steps // group_size
+    if prompts > len(task.training_countries()):
+        fail(f"--steps / --group-size asks for {prompts} questions; the task has {len(task.training_countries())}", 2)
+    chosen = arms(group_size, compare)
+    if in_flight:
+        chosen = [arm for arm in chosen if arm.batch == 1 or arm.grouped]  # SAO and GRPO
     token = token or os.environ.get(TOKEN_ENV)
-    runs: list[ArmRun] = []
+    began = time.perf_counter()
+    settings: dict[str, Any] = {
+        "steps": steps, "group_size": group_size, "questions": prompts, "seed": seed, "seeds": seeds,
+        "held_out": list(task.HELD_OUT), "samples": held_out, "in_flight": in_flight, "target": target,
+        "training": task.SETTINGS,
+    }  # fmt: skip
     progress = Progress(
-        TextColumn("{task.description:<12}"),
+        TextColumn("{task.description:<16}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[info]}"),
         TimeElapsedColumn(),
         console=error_console(),
     )
+    by_arm: dict[str, list[ArmRun]] = {arm.key: [] for arm in chosen}
+    async_runs: list[InFlightRun] = []
     with progress:
-        plans = [
-            (number, task.rollouts(number, steps, group), task.evaluation(number, held_out))
-            for number in range(seed, seed + seeds)
-        ]
         bars = {
-            (arm, number): progress.add_task(
-                f"{arm.label} seed {number}", total=len(planned) // arm.group, info="waiting", start=False
+            (arm.key, number): progress.add_task(
+                f"{arm.label} seed {number}", total=steps // arm.batch, info="waiting", start=False
             )
-            for number, planned, _items in plans
-            for arm in arms
+            for number in range(seed, seed + seeds)
+            for arm in chosen
         }
-        for number, planned, items in plans:
-            for arm in arms:
-                runs.append(_run(progress, bars[arm, number], ArmPlan(arm, number, planned, items), url, token))
-    first = [run for run in runs if run.seed == seed]
-    tables = [steps_table(run.arm, run.rows) for run in first]
+        for number in range(seed, seed + seeds):
+            plans = {grouped: task.rollouts(number, prompts, group_size, grouped=grouped) for grouped in (False, True)}
+            items = task.evaluation(number, held_out)
+            before: Scores | None = None
+            for arm in chosen:
+                bar = bars[arm.key, number]
+                if in_flight:
+                    async_runs.append(
+                        _run_in_flight(progress, bar, arm, number, plans[arm.grouped], in_flight, target, token)
+                    )
+                    continue
+                run = _run(progress, bar, arm, number, plans[arm.grouped], items, before, url, token, quiet=json)
+                before = run.before  # the weights as first served: one evaluation for every arm of the seed
+                by_arm[arm.key].append(run)
+    seconds = time.perf_counter() - began
+    if json:
+        print_json(result_json(by_arm if not in_flight else {}, async_runs, settings, seconds))
+        return
+    if in_flight:
+        console().print(in_flight_table(async_runs))
+        return
+    tables = [steps_table(runs[0].arm, runs[0].rows) for runs in by_arm.values()]
     console().print(Columns(tables) if len(tables) > 1 else tables[0])
-    for run in runs:
-        console().print(curve_line(run), soft_wrap=True)
-    for arm in arms:
-        console().print(summary([run for run in runs if run.arm == arm]), soft_wrap=True)
+    for runs in by_arm.values():
+        for run in runs:
+            console().print(curve_line(run), soft_wrap=True)
+    for runs in by_arm.values():
+        console().print(summary(runs), soft_wrap=True)
+    if len(by_arm) > 1:
+        for name, estimate in differences(by_arm):
+            console().print(difference_line(name, estimate), soft_wrap=True)
+    console().print(f"{seconds / 60:.1f} min in all", style="dim")
 
 
-def _run(progress: Progress, bar: TaskID, plan: ArmPlan, url: str | None, token: str | None) -> ArmRun:
-    arm = plan.arm
-    total = len(plan.rollouts) // arm.group
+def _run(
+    progress: Progress,
+    bar: TaskID,
+    arm: Arm,
+    seed: int,
+    planned: list[task.Rollout],
+    items: list[task.Rollout],
+    before: Scores | None,
+    url: str | None,
+    token: str | None,
+    *,
+    quiet: bool,
+) -> ArmRun:
+    """One arm for one seed: the held-out questions before (unless another arm of the seed asked them), the training
+    rollouts, the held-out questions after."""
+    total = len(planned) // arm.batch
+    began = time.perf_counter()
 
     def on_step(row: StepRow) -> None:
         progress.update(bar, advance=1, info=f"avg{MOVING_WINDOW} reward {row.moving_average:.2f}")
-        progress.console.print(step_line(arm, row, total))
+        if not quiet:
+            progress.console.print(step_line(arm, row, total))
+
+    def asked(phase: str) -> Any:
+        return lambda done: progress.update(bar, info=f"held-out {phase} {done}/{len(items)}")
 
     progress.start_task(bar)
     progress.update(bar, info="starting its daemon" if url is None else "connecting")
@@ -119,7 +204,45 @@ def _run(progress: Progress, bar: TaskID, plan: ArmPlan, url: str | None, token:
         with _daemon(arm, url) as where, ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S) as client:
             if url is not None and client.status()["recipe"].get("name") != "sao":
                 fail(f"the daemon at {url} does not run the sao recipe; start it with `reef start --recipe sao`")
-            return run_plan(client, plan, lambda info: progress.update(bar, info=info), on_step)
+
+            def connect() -> ReefClient:
+                return ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S)
+
+            if before is None:
+                before = evaluate(connect, items, asked("before"))
+            progress.update(bar, info="training")
+            rows = run_arm(client, arm, planned, on_step)
+            after = evaluate(connect, items, asked("after"))
+    except (ReefClientError, StartFailed) as exc:
+        fail(f"the {arm.label} arm failed: {exc}")
+    run = ArmRun(arm, seed, rows, before, after, time.perf_counter() - began)
+    progress.update(bar, info=f"held-out {run.before_rate:.2f} -> {run.after_rate:.2f}")
+    return run
+
+
+def _run_in_flight(
+    progress: Progress,
+    bar: TaskID,
+    arm: Arm,
+    seed: int,
+    planned: list[task.Rollout],
+    in_flight: int,
+    target: float,
+    token: str | None,
+) -> InFlightRun:
+    progress.start_task(bar)
+    progress.update(bar, total=len(planned), info="starting its daemon")
+    try:
+        with demo_daemon(arm, max_staleness=2 * in_flight) as where:
+
+            def connect() -> ReefClient:
+                return ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S)
+
+            def on_rollout(done: int, average: float) -> None:
+                progress.update(bar, completed=done, info=f"avg{MOVING_WINDOW} reward {average:.2f}")
+
+            progress.update(bar, info="training")
+            return run_in_flight(connect, arm, planned, in_flight, target, seed, on_rollout)
     except (ReefClientError, StartFailed) as exc:
         fail(f"the {arm.label} arm failed: {exc}")
 

@@ -40,6 +40,18 @@ TypeOption = Annotated[
 ]
 
 
+def _where_weight_steps_are(client: ReefClient, scenario: str | None) -> None:
+    """A weight recipe takes no change requests: say where its steps are instead."""
+    recipe = client.status()["recipe"]
+    if recipe.get("trains") and not recipe.get("harness"):
+        only = f" --scenario {scenario}" if scenario else ""
+        error_console().print(
+            f"the {recipe['name']} recipe trains weights from scored reports and takes no change requests: its"
+            f" training steps are listed by `reef versions --scenario {scenario or '<name>'}` (and counted by"
+            f" `reef status`); the reports that drove them by `reef records --type report{only}`"
+        )
+
+
 def records(
     scenario: Annotated[str | None, typer.Option("--scenario", "-s", help="Only this scenario.")] = None,
     kind: TypeOption = None,
@@ -65,6 +77,8 @@ def records(
         if not rows and not follow:
             if not json:
                 error_console().print("no records match")
+                if kind == "request":
+                    _where_weight_steps_are(client, scenario)
             return
         _show(rows, json=json, header=True)
         if not follow:

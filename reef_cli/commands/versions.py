@@ -11,8 +11,8 @@ from rich.table import Table
 from reef_cli.commands.request import ScenarioOption
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
-from reef_cli.output import console, fail, print_json
-from reef_client import ApiError, ReefClient, ReleaseRow, VersionScores, mark_installed
+from reef_cli.output import console, error_console, fail, print_json
+from reef_client import ApiError, ReefClient, ReleaseRow, ShownRelease, VersionScores, mark_installed
 from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_client.render.live_scores import canary_mark, live_table
 from reef_client.render.versions import HEADERS, request_text, version_cells
@@ -50,7 +50,8 @@ def versions(
 ) -> None:
     """List a scenario's harness versions, oldest first: release, operation, result, status, request.
 
-    Every step is numbered (vN), also one that published no release (rejected or skipped). With a version: its
+    Every step is listed, also one that published no release (rejected or skipped), except a weight recipe's
+    critic-only steps, which changed no weights (SAO's critic warm-up). With a version: its
     evidence table, what the evaluation gate compared (task, kind, served, candidate, verdict, judge's reason).
     """
     with daemon_client(url, token, scenario) as client:
@@ -59,6 +60,7 @@ def versions(
     if version is not None:
         _evidence(scenario, resolve_version(rows, version), json)
         return
+    rows, critic_only = _weights_changed(rows)
     by_release = {score["release_id"]: score for score in scores["versions"]} if scores else {}
     canary = scores["canary"] if scores else None
     if json:
@@ -74,8 +76,22 @@ def versions(
         status = ", ".join(mark for mark in (status, canary_mark(row["release_id"], canary)) if mark)
         table.add_row(*cells, status, request_text(row))
     console().print(table)
+    if critic_only:
+        error_console().print(
+            f"[dim]{critic_only} critic-only steps (the value head trained, the weights did not change) are not"
+            " versions and not listed; `reef status` counts every step[/dim]"
+        )
     if scores:
         console().print(live_table(scores, rows))
+
+
+def _weights_changed(rows: list[ShownRelease]) -> tuple[list[ShownRelease], int]:
+    """The rows a user calls versions, and how many weight-training steps were left out because they changed no
+    weights (SAO's critic warm-up, or a step with nothing to learn from)."""
+    kept = [
+        row for row in rows if row["version"] is not None or (row["metrics"] or {}).get("policy_updated") is not False
+    ]
+    return kept, len(rows) - len(kept)
 
 
 def _live_scores(client: ReefClient, scenario: str) -> VersionScores | None:

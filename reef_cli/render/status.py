@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from reef_client import ScenarioRow, Status
+from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
 from reef_daemon.contract import SamplingDefaults, StoreStatus, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
@@ -33,6 +34,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     if runtime.get("sampling"):
         facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
     facts.add_row("training", _training(training))
+    if recipe.get("critic"):
+        facts.add_row("critic", critic_line(recipe["critic"]))
     recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}
     for line in other_recipe_notice(str(recipe.get("name", "")), recipes):
         facts.add_row("note", f"[yellow]{line}[/yellow]")

@@ -158,6 +158,7 @@ from reef_daemon.contract._routes import (
 )
 from reef_daemon.contract._scenarios import TRIAL_SCENARIO, ArchiveAck, ScenarioInfo, ScenarioList, ScenarioRow
 from reef_daemon.contract._status import (
+    CriticStatus,
     DaemonState,
     Health,
     RecipeStatus,
@@ -269,6 +270,7 @@ __all__ = [
     "CanaryEvent",
     "CanaryState",
     "ClientRecordType",
+    "CriticStatus",
     "DaemonState",
     "EvalTask",
     "EventData",

@@ -7,6 +7,23 @@ from typing import NotRequired, TypedDict
 from reef_daemon.contract._releases import StepRow
 
 
+class CriticStatus(TypedDict):
+    """SAO's critic over its last samples (at most 32 since the daemon started): is it learning? `value_min` and
+    `value_max` bound the values of the last step's tokens (read before the critic trained on them);
+    `explained_variance` is 1 - Var(R - V) / Var(R) over the window's tokens (None while every reward there is the
+    same; near 0 or below: the critic explains nothing); `failed_positive_share` is the share of the window's failed
+    answers (score below the middle of the scale) whose mean advantage was positive, so that training made them more
+    likely (None before any failed answer)."""
+
+    value_min: float | None  # the values of the last step's tokens, read before the critic trained on them
+    value_max: float | None
+    explained_variance: float | None  # 1 - Var(R - V) / Var(R) over the window's tokens; None while R is constant
+    failed_positive_share: float | None  # of the window's failed answers (score below the scale's middle), the
+    # share whose mean advantage was positive (pushed up); None before any failed answer
+    window: int  # samples in the window
+    warmup_steps_left: int  # critic-only steps before the policy first moves
+
+
 class RecipeStatus(TypedDict):
     """The recipe: its name and whether it trains; each built-in recipe adds its own facts."""
 
@@ -27,6 +44,7 @@ class RecipeStatus(TypedDict):
     last_swap_s: NotRequired[float | None]
     checkpoints: NotRequired[list[str]]
     sampling: NotRequired[str]
+    critic: NotRequired[CriticStatus]  # sao only
 
 
 class SamplingDefaults(TypedDict):

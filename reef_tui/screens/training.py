@@ -14,11 +14,17 @@ from textual.widgets import Static
 
 from reef_client import ReleaseRow, Status
 from reef_client.render import formats
+from reef_client.render.critic import critic_line
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine
 
-METRICS = (("reward", "mean_reward"), ("loss", "loss"), ("critic loss", "critic_loss"))
+METRICS = (
+    ("reward", "mean_reward"),
+    ("loss", "loss"),
+    ("critic loss", "critic_loss"),
+    ("explained var", "explained_variance"),
+)
 Loaded = tuple[Status, list[ReleaseRow]]  # the daemon's status, the scenario's releases newest first
 
 
@@ -48,6 +54,9 @@ def facts_table(status: Status, scenario: str) -> Table:
     metrics = (last.get("metrics") if last else None) or {}
     weights = metrics.get("weight_version", status["runtime"].get("weight_version"))
     grid.add_row("weights", str(weights if weights is not None else formats.MISSING))
+    critic = (status.get("recipe") or {}).get("critic")
+    if critic:
+        grid.add_row("critic", critic_line(critic))
     grid.add_row("waiting", str(training.get("waiting_units", 0) if training else 0))
     if training and training.get("error"):
         grid.add_row("error", Text(str(training["error"]), style="red"))

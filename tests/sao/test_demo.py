@@ -1,8 +1,11 @@
-"""`reef demo sao --compare`, briefly: both arms start their daemons, ask the held-out questions before and after
-training, train, and print their tables, curves and held-out results; and how a result with its spread reads."""
+"""`reef demo sao --compare`, briefly: every arm starts its daemon, asks the held-out questions before and after
+training, trains, and prints its table, curve and held-out result; the arms get the same requests; and how a result
+with its intervals reads."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -10,43 +13,66 @@ from typer.testing import CliRunner
 
 from recipes.sao.examples.toy import task
 from reef_cli.app import app
-from reef_cli.demo_run import Arm, ArmRun, StepRow
+from reef_cli.demo_run import Arm, ArmRun, StepRow, arms
+from reef_cli.demo_stats import change, difference, question_changes
 from reef_cli.render.demo import curve_line, sparkline, summary
 
 
-@pytest.mark.timeout(600)  # two daemons load the model and answer 16 held-out questions, on shared cores
-def test_the_demo_trains_both_arms_and_prints_their_tables(embedded_models: Path, tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # three daemons load the model and answer the held-out questions, on shared cores
+def test_the_demo_trains_every_arm_and_prints_their_tables(embedded_models: Path, tmp_path: Path) -> None:
     (tmp_path / "reef").mkdir()
     (tmp_path / "reef" / "models").symlink_to(embedded_models, target_is_directory=True)
-    result = CliRunner().invoke(
-        app,
-        ["demo", "sao", "--compare", "--steps", "2", "--group-size", "2", "--held-out", "1"],
-        env={"XDG_CACHE_HOME": str(tmp_path), "COLUMNS": "160"},
-    )
+    env = {"XDG_CACHE_HOME": str(tmp_path), "COLUMNS": "200"}
+    args = ["demo", "sao", "--compare", "--steps", "2", "--group-size", "2", "--held-out", "1"]
+    result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 0, result.output
-    assert "SAO (batch 1)" in result.stdout and "GRPO (batch 2)" in result.stdout
-    assert "masked" in result.stdout and "avg10" in result.stdout
-    assert "SAO: 2 rollouts, 2 steps" in result.stdout
-    assert "GRPO: 2 rollouts, 1 steps" in result.stdout
-    assert result.stdout.count("held-out reward") == 2 and "one seed; --seeds 3 shows the spread" in result.stdout
-    assert "SAO  seed 0  avg10 by step, the first 2 critic warm-up:" in result.stdout
+    assert "SAO (batch 1)" in result.stdout and "GRPO (batch 2)" in result.stdout and "SAOx2 (batch 2)" in result.stdout
+    assert "masked" in result.stdout and "avg10" in result.stdout and "EV" in result.stdout
+    assert "SAO: 2 rollouts, 2 steps" in result.stdout and "GRPO: 2 rollouts, 1 steps" in result.stdout
+    assert f"({len(task.HELD_OUT)} answers per evaluation)" in result.stdout
+    assert result.stdout.count("held-out") >= 3 and "SAO - GRPO: held-out change" in result.stdout
+    assert "SAO    seed 0  avg10 by step, 2 critic-only:" in result.stdout  # the default 2 warm-up steps
 
 
-def test_held_out_questions_are_never_trained_on_and_are_the_same_for_both_arms() -> None:
-    trained = {rollout.prompt.country for rollout in task.rollouts(0, 200, 4)}
+def test_held_out_questions_are_never_trained_on_and_are_the_same_for_every_arm() -> None:
+    trained = {rollout.prompt.country for seed in range(20) for rollout in task.rollouts(seed, grouped=False)}
     held_out = task.evaluation(0)
+    assert len(task.HELD_OUT) >= 12 and len(held_out) == len(task.HELD_OUT) * task.EVALUATION_SAMPLES >= 96
     assert trained and not trained & {item.prompt.country for item in held_out}
     assert held_out == task.evaluation(0) and held_out != task.evaluation(1)
 
 
-def _run(seed: int, before: float, after: float) -> ArmRun:
-    rows = [StepRow(step, step, 1.0, average, None if step <= 2 else 0.1, 0.0, 1.0) for step, average in
-            enumerate([0.0, 0.2, 0.5, 1.0], start=1)]  # fmt: skip
-    return ArmRun(Arm("sao", 1), seed, rows, before, after)
+def test_every_arm_gets_the_same_requests_sao_one_question_at_a_time() -> None:
+    one_by_one, grouped = task.rollouts(3, 8, 4, grouped=False), task.rollouts(3, 8, 4, grouped=True)
+    assert sorted(one_by_one, key=repr) == sorted(grouped, key=repr) and len(set(one_by_one)) == 32
+    assert all(a.prompt != b.prompt for a, b in itertools.pairwise(one_by_one))
+    assert all(len({r.prompt for r in grouped[i : i + 4]}) == 1 for i in range(0, 32, 4))  # one group a step
+    assert all(len({r.prompt for r in one_by_one[i : i + 4]}) == 4 for i in range(0, 32, 4))  # SAO x4: 4 questions
+    assert [(arm.label, arm.batch) for arm in arms(4, compare=True)] == [("SAO", 1), ("GRPO", 4), ("SAOx4", 4)]
 
 
-def test_the_result_reads_with_its_curve_and_spread() -> None:
+def _run(seed: int, before: list[list[float]], after: list[list[float]]) -> ArmRun:
+    rows = [StepRow(step, step, 1.0, average, None if step <= 2 else 0.1, 0.0, 1.0, "warm-up" if step <= 2 else None)
+            for step, average in enumerate([0.0, 0.2, 0.5, 1.0], start=1)]  # fmt: skip
+    return ArmRun(Arm("sao", "sao", 1, grouped=False), seed, rows, before, after, 10.0)
+
+
+def test_the_result_reads_with_its_curve_and_intervals() -> None:
     assert sparkline([0.0, 0.5, 1.0, 2.0]) == "▁▅██"
-    assert curve_line(_run(0, 0.25, 0.75)).endswith("warm-up: ▁▂▅█  held-out 0.25 -> 0.75")
-    runs = [_run(0, 0.25, 0.75), _run(1, 0.25, 0.25)]
-    assert summary(runs).endswith("held-out reward 0.25 -> 0.50, change +0.25 ± 0.35 (mean ± sd over 2 seeds)")
+    run = _run(0, [[0.0, 0.0], [1.0, 0.0]], [[1.0, 1.0], [1.0, 0.0]])
+    assert run.changes == [1.0, 0.0] and (run.before_rate, run.after_rate) == (0.25, 0.75)
+    assert curve_line(run).endswith("2 critic-only: ▁▂▅█  held-out 0.25 -> 0.75")
+    assert "held-out 0.25 -> 0.75 (4 answers per evaluation), change +0.500 [+0.000, +1.000]" in summary([run])
+    two = summary([run, _run(1, [[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]])])
+    assert "change +0.250 [" in two and "over 2 seeds x questions); per seed 0: +0.50, 1: +0.00" in two
+
+
+def test_intervals_exclude_zero_only_when_the_change_is_consistent() -> None:
+    assert question_changes([[0.0, 1.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 1.0]]) == [0.5, 0.5]
+    steady = [[0.2, 0.3, 0.1, 0.2, 0.25, 0.15] for _ in range(4)]
+    assert change(steady).excludes_zero() and change(steady).low > 0
+    noisy = [[0.5, -0.5, 0.25, -0.25, 0.0, 0.1] for _ in range(4)]
+    assert not change(noisy).excludes_zero()
+    same = difference(steady, steady)
+    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
+    json.dumps(change(steady).__dict__)

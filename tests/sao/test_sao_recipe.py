@@ -3,16 +3,21 @@ request, nothing trains twice, restarts resume from the last checkpoint, and rol
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from recipes.sao.examples.toy import task
 from recipes.sao.recipe import SaoRecipe
 from recipes.sao.rollout import Rollout, judge_report
+from reef_cli.app import app
 from reef_cli.render.status import status_view
 from reef_daemon.contract import StoredRecord
 from reef_daemon.recipe_api import ReferencedRecord, Unit
+from tests.support.app_servers import url_of
 from tests.support.waiting import eventually
 from tests.support.weight_testing import StartWeightReef, WeightReef
 
@@ -106,6 +111,61 @@ async def test_a_critic_warm_up_step_makes_no_version_and_says_what_it_was(start
         "critic warm-up step 1 of 1: the value head trained, the weights did not change"
     )
     assert step["metrics"]["weight_version"] == record["tokens"]["versions"][0]
+    assert step["metrics"]["value_min"] == step["metrics"]["value_max"] == 0.0  # the critic starts at V = 0
+
+    second, _ = await reef.ask(QUESTION, temperature=1.0, seed=8)
+    await reef.report({"score": 0.0, "references": [second]})
+    trained = (await steps_reach(reef, 2))["last_step"]
+    assert trained["version"] == "v1" and trained["metrics"]["policy_updated"] is True
+    critic = (await reef.client.get("/reef/status")).json()["recipe"]["critic"]
+    assert critic["window"] == 2 and critic["warmup_steps_left"] == 0
+    assert critic["failed_positive_share"] == 0.0 and critic["explained_variance"] is not None
+
+    url = url_of(reef.server)
+    listed = await asyncio.to_thread(
+        CliRunner().invoke, app, ["versions", "--scenario", "toy", "--url", url], env={"COLUMNS": "200"}
+    )
+    assert listed.exit_code == 0, listed.output
+    assert "v1" in listed.stdout and "skipped" not in listed.stdout  # the warm-up step is not a version
+    assert "1 critic-only steps (the value head trained, the weights did not change) are not" in listed.stderr
+    status = await asyncio.to_thread(CliRunner().invoke, app, ["status", "--url", url], env={"COLUMNS": "200"})
+    assert "critic" in status.stdout and "failed answers pushed up 0%" in status.stdout
+    requests = await asyncio.to_thread(
+        CliRunner().invoke, app, ["records", "--type", "train", "--scenario", "toy", "--url", url]
+    )
+    assert requests.exit_code == 0 and "no records match" in requests.stderr
+    assert "its training steps are listed by `reef versions --scenario toy`" in " ".join(requests.stderr.split())
+
+
+async def test_a_few_steps_raise_the_critics_explained_variance_and_keep_held_out_answers(
+    start_weight_reef: StartWeightReef,
+) -> None:
+    """A short learning run (fixed seeds): SAO trains on one capital question; a held-out one does not get worse,
+    and the critic's explained variance rises."""
+    reef = await start_weight_reef(training__critic_warmup_steps="2")
+    trained, held_out = task.Prompt("France"), task.Prompt("Italy")
+
+    async def answer(prompt: task.Prompt, seed: int) -> tuple[str, float]:
+        body = {"model": "m", "messages": [{"role": "user", "content": prompt.text}], "temperature": 1.0, "seed": seed,
+                "max_tokens": task.MAX_TOKENS}  # fmt: skip
+        response = await reef.client.post("/v1/chat/completions", json=body, headers={"x-reef-scenario": "toy"})
+        text = response.json()["choices"][0]["message"]["content"] or ""
+        return response.headers["x-reef-agent-record-id"], task.score(prompt, text)
+
+    async def pass_rate() -> float:
+        return sum([(await answer(held_out, seed))[1] for seed in range(100, 108)]) / 8
+
+    before = await pass_rate()
+    explained = []
+    for seed in range(12):
+        receipt, reward = await answer(trained, seed)
+        await reef.report({"score": reward, "references": [receipt]})
+        metrics = (await steps_reach(reef, seed + 1))["last_step"]["metrics"]
+        explained.append(metrics["explained_variance"])
+    after = await pass_rate()
+    known = [value for value in explained if value is not None]
+    assert after >= before, (before, after)
+    assert len(known) >= 2 and known[-1] > known[0], explained  # the critic explains more than it did
 
 
 async def test_ineligible_reports_are_kept_with_their_reason(start_weight_reef: StartWeightReef) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from recipes.sao.rollout import Rollout
-from recipes.sao.settings import TrainingSection
+from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import JOB_ID, ROLLOUT_FUNCTION, check_ready, plan_run, sample_fields, slime_flags
 from recipes.sao.slime.rollout_fn import to_sample
 from recipes.sao.slime.spool import hand_over, next_index, take
@@ -97,6 +97,7 @@ def test_flags_carry_saos_loss_settings_from_training(tmp_path: Path) -> None:
     assert values["--n-samples-per-prompt"] == "1"
     assert values["--rollout-batch-size"] == values["--global-batch-size"] == "4"
     assert values["--num-critic-only-steps"] == "10"
+    assert values["--value-clip"] == "0.2" and values["--clip-grad"] == "1.0"
     assert values["--hf-checkpoint"] == str(tmp_path / "model")
     assert values["--megatron-config-path"] == str(tmp_path / "work" / "megatron.yaml")
     assert "--use-tis" in flags  # DIS's hard mask, and SAO's length-adaptive GAE, as Slime hooks
@@ -127,8 +128,30 @@ def test_processes_and_ports_reef_starts(tmp_path: Path) -> None:
     assert plan.router_url == "http://10.0.0.5:30000"
     assert plan.stop[0][:3] == ("ray", "job", "stop") and plan.stop[-1] == ("ray", "stop")
     roles = {entry["role"]: entry["overrides"]["lr"] for entry in plan.megatron_config["megatron"]}
-    training = chosen.of(TrainingSection)
-    assert roles == {"actor": training.learning_rate, "critic": training.critic_learning_rate}
+    assert roles == {"actor": 1e-6, "critic": 5e-6}  # the original's, for a full-model critic
+
+
+def test_a_slime_run_takes_the_originals_defaults_for_what_is_not_set(tmp_path: Path) -> None:
+    unset = training_of(settings(tmp_path))
+    assert (unset.learning_rate, unset.critic_learning_rate, unset.critic_warmup_steps) == (1e-6, 5e-6, 10)
+    chosen = training_of(settings(tmp_path, **{"training.learning-rate": "2e-6", "training.critic-warmup-steps": "3"}))
+    assert (chosen.learning_rate, chosen.critic_learning_rate, chosen.critic_warmup_steps) == (2e-6, 5e-6, 3)
+    torch_trainer = load_settings(overrides={"recipe": "sao"}, environ={})
+    assert training_of(torch_trainer) == TrainingSection()  # the CPU head's defaults
+    assert TrainingSection().critic_learning_rate <= 1e-4
+
+
+def test_a_critic_learning_rate_a_full_model_critic_cannot_take_is_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"critic-learning-rate = 0\.001 is too high for the full-model critic"):
+        training_of(settings(tmp_path, **{"training.critic-learning-rate": "1e-3"}))
+
+
+def test_reef_serve_refuses_a_slime_critic_lr_too_high_before_anything_starts(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "reef_cli", "serve", "--reef.port", "0", "--reef.state-dir", str(tmp_path / "s")]
+    args = ["--recipe", "sao", "--training.trainer", "slime", "--training.critic-learning-rate", "1e-3"]
+    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "is too high for the full-model critic a Slime run trains" in result.stderr
 
 
 def test_rollouts_are_handed_over_once_each_in_order(tmp_path: Path) -> None:

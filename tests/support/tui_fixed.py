@@ -93,12 +93,17 @@ EVIDENCE = {
 }  # fmt: skip
 
 
+CRITIC = {"value_min": 0.05, "value_max": 0.42, "explained_variance": 0.31, "failed_positive_share": 0.08,
+          "window": 12, "warmup_steps_left": 0}  # fmt: skip
+
+
 def releases(recipe: str) -> list[dict[str, Any]]:
     if recipe == "sao":
         return [
             {"version": f"v{step}", "step": step, "operation": "training", "result": "selected",
              "release_id": f"ckpt{step}", "parent_release_id": f"ckpt{step - 1}", "created_at": T0 + 600 * step,
              "metrics": {"mean_reward": 0.3 + 0.05 * step + 0.1 * (step % 3), "critic_loss": 0.8 / step,
+                         "explained_variance": 0.05 * step - 0.1,
                          "weight_version": step, **({"loss": 1.2 / step} if step > 3 else {})},
              "current": step == 12}
             for step in range(12, 0, -1)
@@ -175,7 +180,12 @@ class FixedClient(ReefClient):
                              "ineligible": {"the report has no score": 3, "score below the floor": 1}}}  # fmt: skip
         return {
             "version": "0.1.0",
-            "recipe": {"name": self.recipe, "trains": True, **({"harness": True} if self.recipe == "reefine" else {})},
+            "recipe": {
+                "name": self.recipe,
+                "trains": True,
+                **({"harness": True} if self.recipe == "reefine" else {}),
+                **({"critic": CRITIC} if self.recipe == "sao" else {}),
+            },
             "runtime": {"kind": "http", "model": "fake-model", "url": "http://127.0.0.1:11434"},
             "scenarios": {"ci": {"recipe": self.recipe}, "demo": {"recipe": self.recipe}},
             "training": {"enabled": True, "scenarios": training},

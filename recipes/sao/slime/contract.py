@@ -7,9 +7,11 @@
   the ratio taken against the recorded log-probs (`--use-rollout-logprobs`), the DIS band as the clip band
   (`--eps-clip` 0.3, `--eps-clip-high` 5.0; explicit, since Slime otherwise makes the band symmetric) plus DIS's hard
   mask and SAO's length-adaptive GAE as Slime hooks (`hooks.py`), no KL (`--kl-coef 0`, no `--use-kl-loss`), one
-  rollout per prompt, `batch-size` rollouts per step. Slime has no critic learning-rate flag; the critic's comes from
-  a `--megatron-config-path` file (role `critic`). Slime drops unknown flags silently, so only flags that exist in
-  that version are built.
+  rollout per prompt, `batch-size` rollouts per step, value clipping (`--value-clip`) and gradient-norm clipping
+  (`--clip-grad`). Slime has no critic learning-rate flag; the critic's comes from a `--megatron-config-path` file
+  (role `critic`). Slime trains its critic once per actor step (it has no flag for more). The training settings left
+  unset take the original's values for a full-model critic (`settings.training_of`). Slime drops unknown flags
+  silently, so only flags that exist in that version are built.
 - **Processes and ports.** Reef starts a Ray head (`ray.port`, dashboard `ray.dashboard-port`) and submits
   `train.py` as a Ray job; Slime starts the SGLang engines (each takes consecutive ports from 15000) and their
   router on `embedded.sglang-port`, which reef's sglang engine attaches to. Slime pushes weights into the engines
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.sao.rollout import Rollout
-from recipes.sao.settings import SlimeSection, TrainingSection
+from recipes.sao.settings import SlimeSection, training_of
 from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
 from reef_daemon.recipe_api import Settings, SettingsError
 
@@ -61,7 +63,7 @@ def sample_fields(rollout: Rollout, index: int) -> dict[str, Any]:
 
 def megatron_config(settings: Settings) -> dict[str, Any]:
     """The role overrides file (`--megatron-config-path`): the critic learns at its own rate."""
-    training = settings.of(TrainingSection)
+    training = training_of(settings)
     return {
         "megatron": [
             {"name": "default", "role": "actor", "overrides": {"lr": training.learning_rate}},
@@ -72,7 +74,7 @@ def megatron_config(settings: Settings) -> dict[str, Any]:
 
 def slime_flags(settings: Settings, work: Path) -> list[str]:
     """`train.py`'s command-line flags for SAO from the settings; `work` is the run's folder (checkpoints, config)."""
-    training, slime, embedded = settings.of(TrainingSection), settings.of(SlimeSection), settings.embedded
+    training, slime, embedded = training_of(settings), settings.of(SlimeSection), settings.embedded
     model = str(settings.inference.model_path.resolve()) if settings.inference.model_path else ""
     work = work.resolve()
     batch = str(training.batch_size)
@@ -94,6 +96,8 @@ def slime_flags(settings: Settings, work: Path) -> list[str]:
         # SAO: a critic, the ratio against the rollout's log-probs inside the DIS band, no KL
         "--advantage-estimator", "ppo",
         "--num-critic-only-steps", str(training.critic_warmup_steps),
+        "--value-clip", str(training.value_clip),
+        "--clip-grad", str(training.max_grad_norm),
         "--custom-advantage-function-path", ADVANTAGE_FUNCTION,
         "--use-rollout-logprobs",
         "--eps-clip", str(training.dis_low),
@@ -153,7 +157,7 @@ def plan_run(settings: Settings, reef_root: Path, node_ip: str) -> SlimePlan:
         "--num-gpus", str(gpus),
         "--disable-usage-stats",
     )  # fmt: skip
-    alpha = str(settings.of(TrainingSection).lambda_alpha)
+    alpha = str(training_of(settings).lambda_alpha)
     environment = {"env_vars": {"PYTHONPATH": str(reef_root), SLIME_SPOOL_ENV: str(spool), SAO_LAMBDA_ALPHA_ENV: alpha}}
     dashboard = f"http://127.0.0.1:{slime.ray_dashboard_port}"
     job = (
