@@ -30,6 +30,10 @@ async def nothing_stored(reef: Reef) -> None:
         (b"[1, 2]", "must be a JSON object"),
         (b"", "empty"),
         (b'{"x": NaN}', "NaN"),
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": "hi \\ud800"}]}',
+            "messages[0].content: holds a lone surrogate",
+        ),
     ],
 )
 async def test_malformed_inference_body(reef: Reef, body: bytes, words: str) -> None:
