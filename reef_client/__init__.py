@@ -17,7 +17,7 @@ from reef_client._client import (
 )
 from reef_client._events import Event
 from reef_client._exporting import nothing_to_export, unwritable, whole_file
-from reef_client._installs import ShownRelease, installed_release, mark_installed, run_install_script
+from reef_client._installs import ShownRelease, installed_releases, mark_installed, run_install_script
 from reef_client._requests import follow_request, request_outcome, request_status
 from reef_client._scenarios import UnknownScenario, did_you_mean, require_scenario
 from reef_daemon.contract import (
@@ -80,7 +80,7 @@ __all__ = [
     "VersionScores",
     "did_you_mean",
     "follow_request",
-    "installed_release",
+    "installed_releases",
     "mark_installed",
     "nothing_to_export",
     "request_outcome",

@@ -101,7 +101,7 @@ async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_
 async def test_a_version_is_installed_from_the_versions_screen(
     reefine_daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))  # the install writes ~/reef-harness/harness and ~/.local/bin
+    monkeypatch.setenv("HOME", str(tmp_path))  # the install writes ~/reef-harness/harness/pi and ~/.local/bin
     app = ReefApp(reefine_daemon.url, scenario="harness")
     async with app.run_test(size=(120, 40)) as pilot:
         await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
@@ -132,7 +132,7 @@ async def test_a_version_is_installed_from_the_versions_screen(
         )
         assert str(said).startswith("installed"), said
 
-        sidecar = json.loads((tmp_path / "reef-harness" / "harness" / ".reef-harness-release").read_text())
+        sidecar = json.loads((tmp_path / "reef-harness" / "harness" / "pi" / ".reef-harness-release").read_text())
         assert sidecar["release_id"] == versions.releases[chosen]["release_id"] and sidecar["adapter"] == "pi"
         assert (tmp_path / ".local" / "bin" / "reef-pi").exists()
         await pilot.press("escape")
