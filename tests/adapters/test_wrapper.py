@@ -5,6 +5,7 @@ and `update` puts the install back. `/bin/true` stands in for the agent here."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -165,6 +166,7 @@ def test_request_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: 
     assert skipped.returncode == 1, skipped.stdout + skipped.stderr
     assert "skipped" in skipped.stdout.splitlines()  # a skipped request makes no version
     assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
+    assert re.match(r"request [0-9a-f]{32} queued; watching it for at most 30 min", skipped.stderr), skipped.stderr
 
 
 def test_the_wrapper_finds_the_agent_scripts_setup_installed_when_path_lacks_it(reefine: Reefine) -> None:
