@@ -26,7 +26,7 @@ from reef_client._requests import (
     small_model_caution,
     wait_bound,
 )
-from reef_client._scenarios import UnknownScenario, did_you_mean, require_scenario
+from reef_client._scenarios import UnknownScenario, require_scenario
 from reef_daemon.contract import (
     Activity,
     AdapterRow,
@@ -86,7 +86,6 @@ __all__ = [
     "UnknownScenario",
     "VersionScore",
     "VersionScores",
-    "did_you_mean",
     "follow_request",
     "installed_releases",
     "mark_installed",

@@ -13,7 +13,6 @@ Sources, highest first: command line, the config file (`-c FILE`, TOML or YAML, 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 import math
@@ -37,6 +36,7 @@ from reef_daemon.contract import (
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
     UPSTREAM_URL_ENV,
+    did_you_mean,
 )
 
 
@@ -538,9 +538,7 @@ def canonical_key(raw: str, known: Mapping[str, SettingInfo] | None = None) -> s
     known = catalogue() if known is None else known
     key = raw.lstrip("-").strip().replace("_", "-").lower()
     if key not in known:
-        close = difflib.get_close_matches(key, known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(known)}")
+        raise SettingsError(f"unknown setting '{raw}'{did_you_mean(key, known)}; accepted: {', '.join(known)}")
     return key
 
 

@@ -171,6 +171,7 @@ from reef_daemon.contract._status import (
     Training,
     low_score_below,
 )
+from reef_daemon.contract._words import did_you_mean
 
 __all__ = [
     "CANARY_DIR",
@@ -327,6 +328,7 @@ __all__ = [
     "VersionScore",
     "VersionScores",
     "awaits_score",
+    "did_you_mean",
     "loopback_url",
     "low_score_below",
     "record_type",
