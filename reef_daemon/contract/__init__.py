@@ -170,6 +170,8 @@ from reef_daemon.contract._status import (
     StoreStatus,
     Training,
     low_score_below,
+    off_the_scale,
+    score_problem,
 )
 from reef_daemon.contract._words import did_you_mean
 
@@ -331,5 +333,7 @@ __all__ = [
     "did_you_mean",
     "loopback_url",
     "low_score_below",
+    "off_the_scale",
     "record_type",
+    "score_problem",
 ]

@@ -54,7 +54,7 @@ def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
     good, other = daemon.chat("ci"), daemon.chat("ci")
     lines = [
         json.dumps({"receipt": good, "score": 1, "feedback": "tests pass", "id": "build-7-good"}),
-        json.dumps({"receipt": good, "score": "high"}),
+        json.dumps({"receipt": good, "score": "0.8"}),
         "{not json",
         "",
         json.dumps({"references": [other], "score": 0, "metadata": {"job": 7}}),
@@ -69,7 +69,7 @@ def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
     assert first.exit_code == 1
     refused = first.stderr.splitlines()
     assert [line.split(":")[1].strip() for line in refused[:-1]] == ["line 2", "line 3", "line 6", "line 7", "line 8"]
-    assert "score must be a finite number" in refused[0]
+    assert "score must be a number, not text: write 0.8 without quotes" in refused[0]
     assert "not a stored record" in refused[2]
     assert "unknown field grade" in refused[3]
     assert "build-7-good" in refused[4] and "record_conflict" in refused[4]

@@ -80,7 +80,8 @@ async def receipt(reef: Reef, scenario: str = "demo") -> str:
     ("report", "words"),
     [
         ({"score": True}, "score must be a number"),
-        ({"score": "1"}, "score must be a number"),
+        ({"score": "0.8"}, "score must be a number, not text: write 0.8 without quotes"),
+        ({"score": "high"}, "score must be a number, not text ('high')"),
         ({"feedback": 3}, "feedback must be a string or object"),
         ({"score": 1, "references": "abc"}, "references must be an array"),
         ({"score": 1, "references": ["not-a-receipt"]}, "references.0 is not a receipt"),
