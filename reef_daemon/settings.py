@@ -240,6 +240,7 @@ class Kind:
 
     metavar: str  # PATH makes shells complete file names
     parse: Callable[[Any], Any]
+    choices: tuple[str, ...] = ()  # the words it takes, where it takes only a few (shells complete them)
 
 
 TEXT = Kind("TEXT", _parse_str)
@@ -263,7 +264,7 @@ AGE = Kind("AGE", _parse_optional_age)
 
 def one_of(metavar: str, *choices: str) -> Kind:
     """A kind of setting that takes one of a few words (any case), shown in `--help` as `metavar`."""
-    return Kind(metavar, _choice(*choices))
+    return Kind(metavar, _choice(*choices), choices)
 
 
 ENGINE = one_of("ENGINE", "torch", "sglang")
