@@ -96,6 +96,11 @@ async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_
         assert table.get_row_at(0)[4] == "ask for short commits"
         assert table.get_row_at(1)[4] == "ask for tests first"
         assert table.row_count == len(requests.progress)
+        # The scripted proposer writes nothing usable: each row's result turns "skipped" live, and its column widens.
+        await eventually(lambda: all(p.get("result") == "skipped" for p in requests.progress.values()), 60,
+                         "both requests skipped", pause=pilot.pause)  # fmt: skip
+        result = next(column for column in table.columns.values() if str(column.label) == "result")
+        assert result.content_width >= len("skipped")
 
 
 async def test_a_version_is_installed_from_the_versions_screen(
