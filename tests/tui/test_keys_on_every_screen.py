@@ -105,3 +105,16 @@ async def test_requests_of_a_recipe_that_takes_none_say_so_and_offer_no_n() -> N
         await pilot.press("n")
         assert not isinstance(app.screen, NewRequestScreen)
         assert "n" not in {key.key for key in screen.query(FooterKey)}
+
+
+@pytest.mark.parametrize("key", ["r", "e", "v", "t"])
+async def test_the_palette_lists_each_command_once_under_the_key_that_runs_it(key: str) -> None:
+    app = fixed_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press(key)
+        commands = list(app.get_system_commands(app.screen))
+        titles = [command.title for command in commands]
+        assert len(titles) == len(set(titles)), sorted(titles)
+        helps = {command.title: command.help for command in commands}
+        assert helps["Quit"] == "key q" and helps["Theme"] == "key ctrl+t"  # as the help screen says
