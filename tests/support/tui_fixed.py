@@ -175,7 +175,11 @@ class FixedClient(ReefClient):
                              "ineligible": {"the report has no score": 3, "score below the floor": 1}}}  # fmt: skip
         return {
             "version": "0.1.0",
-            "recipe": {"name": self.recipe, "trains": True, **({"harness": True} if self.recipe == "reefine" else {})},
+            "recipe": {
+                "name": self.recipe,
+                "trains": self.recipe != "record",
+                **({"harness": True} if self.recipe == "reefine" else {}),
+            },
             "runtime": {"kind": "http", "model": "fake-model", "url": "http://127.0.0.1:11434"},
             "scenarios": {"ci": {"recipe": self.recipe}, "demo": {"recipe": self.recipe}},
             "training": {"enabled": True, "scenarios": training},
