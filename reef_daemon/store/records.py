@@ -139,7 +139,7 @@ class RecordStore:
             clauses.append("scenario = ?")
             params.append(query.scenario)
         if query.unscored:  # contract.awaits_score, in SQL
-            clauses.append("type = 'inference' AND score IS NULL AND route IS NOT ?")
+            clauses.append("type = 'inference' AND score IS NULL AND (route IS NULL OR route != ?)")
             params.append(COUNT_TOKENS_ROUTE)
             if query.scenario is None:
                 clauses.append("scenario != ?")
@@ -196,7 +196,7 @@ class RecordStore:
             counts.setdefault(row["scenario"], {})[row["type"]] = row["total"]
         for row in conn.execute(
             "SELECT scenario, count(*) AS total FROM records WHERE type = 'inference' AND score IS NULL"
-            " AND route IS NOT ? GROUP BY scenario",
+            " AND (route IS NULL OR route != ?) GROUP BY scenario",  # both engines read this SQL
             (COUNT_TOKENS_ROUTE,),
         ):
             counts.setdefault(row["scenario"], {})["unscored"] = row["total"]
