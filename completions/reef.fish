@@ -17,6 +17,18 @@ function __reef_at
     test (__reef_command) = "$argv[1]"
 end
 
+function __reef_scenarios
+    set -l url $REEF_URL
+    if test -z "$url"; and test -f .reef/daemon.url
+        set url (cat .reef/daemon.url)
+    end
+    test -n "$url"; or set url http://127.0.0.1:8900
+    set -l auth
+    test -n "$REEF_TOKEN"; and set auth -H "Authorization: Bearer $REEF_TOKEN"
+    curl -fsS -m 2 $auth (string trim -r -c / -- $url)/reef/scenarios 2>/dev/null \
+        | string match -ar '"scenario": *"[^"]*"' | string replace -r '.*"([^"]*)"$' '$1'
+end
+
 complete -c reef -f
 complete -c reef -n '__reef_at reef' -a serve -d 'Run the daemon in the foreground.'
 complete -c reef -n '__reef_at reef' -a start -d 'Run the daemon in the background, with the options of `reef serve`.'
@@ -41,231 +53,260 @@ complete -c reef -n '__reef_at reef' -a store -d 'The store\'s database: copy a 
 complete -c reef -n '__reef_at reef' -a demo -d 'Demonstrations on the embedded model.'
 complete -c reef -n '__reef_at reef' -l version -s V -d 'Print the version.'
 complete -c reef -n '__reef_at reef' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/serve' -l config -s c -r -F -d 'Settings file, TOML or YAML.'
+complete -c reef -n '__reef_at reef/serve' -l config -s c -d 'Settings file, TOML or YAML.' -r -F
 complete -c reef -n '__reef_at reef/serve' -l print-config -d 'Print every setting and where it came from.'
-complete -c reef -n '__reef_at reef/serve' -l reef.host -x -d 'address to bind; keep it on loopback unless you mean it (default: 127.0.0.1)'
-complete -c reef -n '__reef_at reef/serve' -l reef.port -x -d 'port to listen on (default: 8900)'
-complete -c reef -n '__reef_at reef/serve' -l reef.token -x -d 'bearer token clients must send (env: REEF_TOKEN)'
-complete -c reef -n '__reef_at reef/serve' -l reef.tokens -x -d 'more accepted tokens, for rotation'
-complete -c reef -n '__reef_at reef/serve' -l reef.state-dir -r -F -d 'where records and releases are kept (default: .reef)'
-complete -c reef -n '__reef_at reef/serve' -l reef.max-body-mb -x -d 'largest request body accepted, in MiB (default: 64.0)'
-complete -c reef -n '__reef_at reef/serve' -l reef.export-page-mb -x -d 'how many MiB of stored records an export reads at a time; an export holds one such page and the record it is writing, whatever the records\' sizes (default: 16.0)'
-complete -c reef -n '__reef_at reef/serve' -l inference.upstream-url -x -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)'
-complete -c reef -n '__reef_at reef/serve' -l inference.upstream-model -x -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)'
-complete -c reef -n '__reef_at reef/serve' -l inference.upstream-api-key -x -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)'
-complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -x -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)'
-complete -c reef -n '__reef_at reef/serve' -l inference.model-path -r -F -d 'a local model for the embedded runtime'
-complete -c reef -n '__reef_at reef/serve' -l inference.temperature -x -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)'
-complete -c reef -n '__reef_at reef/serve' -l inference.top-p -x -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)'
-complete -c reef -n '__reef_at reef/serve' -l inference.max-tokens -x -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)'
-complete -c reef -n '__reef_at reef/serve' -l inference.max-prompt-chars -x -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)'
-complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -x -d 'embedded runtime: the most stop sequences one request may send (default: 16)'
-complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -x -d 'embedded runtime: the most characters one stop sequence may have (default: 500)'
-complete -c reef -n '__reef_at reef/serve' -l reports.score-min -x -d 'the worst score a report may give (default: 0.0)'
-complete -c reef -n '__reef_at reef/serve' -l reports.score-max -x -d 'the best score a report may give (default: 1.0)'
-complete -c reef -n '__reef_at reef/serve' -l embedded.engine -x -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
-complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-url -x -d 'attach to the SGLang server (or router) at this URL'
-complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-port -x -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)'
-complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-tp -x -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)'
-complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-mem-fraction -x -d 'share of GPU memory the launched SGLang server takes for weights and cache (default: 0.8)'
-complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-start-timeout-s -x -d 'how long a launched SGLang server may take to answer its health check (default: 900.0)'
-complete -c reef -n '__reef_at reef/serve' -l store.url -x -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)'
-complete -c reef -n '__reef_at reef/serve' -l store.max-bytes -x -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept'
-complete -c reef -n '__reef_at reef/serve' -l store.max-age -x -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay'
-complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode' -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
-complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -x -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)'
-complete -c reef -n '__reef_at reef/serve' -l harness.trial -x -a 'auto off' -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
-complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -x -a 'bwrap none' -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
-complete -c reef -n '__reef_at reef/serve' -l harness.trial-timeout-s -x -d 'how long the trial run may take before it counts as failed (default: 180.0)'
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-agent -x -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)'
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -x -d 'the most seconds one agent proposer run may take (default: 900.0)'
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -x -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)'
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -x -d 'the most model calls one agent proposer run may make, its trials included (default: 200)'
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -x -d 'the most harness-trial runs in one agent proposer run (default: 10)'
-complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -x -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)'
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -x -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)'
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -x -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)'
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -x -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)'
-complete -c reef -n '__reef_at reef/serve' -l harness.replays -x -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)'
-complete -c reef -n '__reef_at reef/serve' -l harness.max-tasks -x -d 'the most evaluation tasks one scenario may hold (default: 200)'
-complete -c reef -n '__reef_at reef/serve' -l harness.max-task-fixture-chars -x -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)'
-complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-s -x -d 'the most seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)'
-complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -x -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)'
-complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -x -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)'
-complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -x -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)'
-complete -c reef -n '__reef_at reef/serve' -l training.batch-size -x -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)'
-complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -x -d 'policy learning rate (Adam) (default: 1e-05)'
-complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -x -d 'value head learning rate (Adam) (default: 0.001)'
-complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -x -d 'critic updates per step (default: 2)'
-complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -x -d 'critic-only steps before the policy moves (default: 2)'
-complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -x -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)'
-complete -c reef -n '__reef_at reef/serve' -l training.dis-low -x -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)'
-complete -c reef -n '__reef_at reef/serve' -l training.dis-high -x -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)'
-complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -x -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)'
-complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -x -d 'save a checkpoint release every N steps (default: 10)'
-complete -c reef -n '__reef_at reef/serve' -l training.trainer -x -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
-complete -c reef -n '__reef_at reef/serve' -l training.device -x -d 'torch trainer: cuda, cpu, or auto (cuda when a GPU is present) (default: auto)'
-complete -c reef -n '__reef_at reef/serve' -l slime.path -r -F -d 'the Slime checkout holding train.py'
-complete -c reef -n '__reef_at reef/serve' -l slime.actor-gpus -x -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)'
-complete -c reef -n '__reef_at reef/serve' -l slime.rollout-gpus -x -d 'GPUs of the SGLang engines Slime starts (default: 1)'
-complete -c reef -n '__reef_at reef/serve' -l slime.num-rollout -x -d 'training steps the Slime job runs before it ends (default: 1000)'
-complete -c reef -n '__reef_at reef/serve' -l slime.ray-port -x -d 'port of the Ray head reef starts (default: 6379)'
-complete -c reef -n '__reef_at reef/serve' -l slime.ray-dashboard-port -x -d 'port of the Ray dashboard (jobs are submitted through it) (default: 8265)'
-complete -c reef -n '__reef_at reef/serve' -l slime.model-args -x -d 'Megatron architecture flags Slime needs for the model (e.g.'
-complete -c reef -n '__reef_at reef/serve' -l recipe -x -a 'record reefine sao grpo' -d 'recipe name or package.module:Class (default: record)'
+complete -c reef -n '__reef_at reef/serve' -l reef.host -d 'address to bind; keep it on loopback unless you mean it (default: 127.0.0.1)' -x
+complete -c reef -n '__reef_at reef/serve' -l reef.port -d 'port to listen on (default: 8900)' -x
+complete -c reef -n '__reef_at reef/serve' -l reef.token -d 'bearer token clients must send (env: REEF_TOKEN)' -x
+complete -c reef -n '__reef_at reef/serve' -l reef.tokens -d 'more accepted tokens, for rotation' -x
+complete -c reef -n '__reef_at reef/serve' -l reef.state-dir -d 'where records and releases are kept (default: .reef)' -r -F
+complete -c reef -n '__reef_at reef/serve' -l reef.max-body-mb -d 'largest request body accepted, in MiB (default: 64.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l reef.export-page-mb -d 'how many MiB of stored records an export reads at a time; an export holds one such page and the record it is writing, whatever the records\' sizes (default: 16.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
+complete -c reef -n '__reef_at reef/serve' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-tokens -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-prompt-chars -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'embedded runtime: the most stop sequences one request may send (default: 16)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l embedded.engine -x -a 'torch sglang'
+complete -c reef -n '__reef_at reef/serve' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
+complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
+complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-port -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)' -x
+complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-tp -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)' -x
+complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-mem-fraction -d 'share of GPU memory the launched SGLang server takes for weights and cache (default: 0.8)' -x
+complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-start-timeout-s -d 'how long a launched SGLang server may take to answer its health check (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l store.url -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)' -x
+complete -c reef -n '__reef_at reef/serve' -l store.max-bytes -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept' -x
+complete -c reef -n '__reef_at reef/serve' -l store.max-age -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode'
+complete -c reef -n '__reef_at reef/serve' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
+complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.trial -x -a 'auto off'
+complete -c reef -n '__reef_at reef/serve' -l harness.trial -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
+complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -x -a 'bwrap none'
+complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
+complete -c reef -n '__reef_at reef/serve' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.max-tasks -d 'the most evaluation tasks one scenario may hold (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.max-task-fixture-chars -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-s -d 'the most seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -d 'value head learning rate (Adam) (default: 0.001)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -d 'critic updates per step (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'critic-only steps before the policy moves (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.trainer -x -a 'torch slime'
+complete -c reef -n '__reef_at reef/serve' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
+complete -c reef -n '__reef_at reef/serve' -l training.device -x -a 'auto cpu cuda'
+complete -c reef -n '__reef_at reef/serve' -l training.device -d 'torch trainer: cuda, cpu, or auto (cuda when a GPU is present) (default: auto)'
+complete -c reef -n '__reef_at reef/serve' -l slime.path -d 'the Slime checkout holding train.py' -r -F
+complete -c reef -n '__reef_at reef/serve' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
+complete -c reef -n '__reef_at reef/serve' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
+complete -c reef -n '__reef_at reef/serve' -l slime.num-rollout -d 'training steps the Slime job runs before it ends (default: 1000)' -x
+complete -c reef -n '__reef_at reef/serve' -l slime.ray-port -d 'port of the Ray head reef starts (default: 6379)' -x
+complete -c reef -n '__reef_at reef/serve' -l slime.ray-dashboard-port -d 'port of the Ray dashboard (jobs are submitted through it) (default: 8265)' -x
+complete -c reef -n '__reef_at reef/serve' -l slime.model-args -d 'Megatron architecture flags Slime needs for the model (e.g.' -x
+complete -c reef -n '__reef_at reef/serve' -l recipe -x -a 'record reefine sao grpo'
+complete -c reef -n '__reef_at reef/serve' -l recipe -d 'recipe name or package.module:Class (default: record)'
 complete -c reef -n '__reef_at reef/serve' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/start' -l config -s c -r -F -d 'Settings file, TOML or YAML.'
-complete -c reef -n '__reef_at reef/start' -l reef.host -x -d 'address to bind; keep it on loopback unless you mean it (default: 127.0.0.1)'
-complete -c reef -n '__reef_at reef/start' -l reef.port -x -d 'port to listen on (default: 8900)'
-complete -c reef -n '__reef_at reef/start' -l reef.token -x -d 'bearer token clients must send (env: REEF_TOKEN)'
-complete -c reef -n '__reef_at reef/start' -l reef.tokens -x -d 'more accepted tokens, for rotation'
-complete -c reef -n '__reef_at reef/start' -l reef.state-dir -r -F -d 'where records and releases are kept (default: .reef)'
-complete -c reef -n '__reef_at reef/start' -l reef.max-body-mb -x -d 'largest request body accepted, in MiB (default: 64.0)'
-complete -c reef -n '__reef_at reef/start' -l reef.export-page-mb -x -d 'how many MiB of stored records an export reads at a time; an export holds one such page and the record it is writing, whatever the records\' sizes (default: 16.0)'
-complete -c reef -n '__reef_at reef/start' -l inference.upstream-url -x -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)'
-complete -c reef -n '__reef_at reef/start' -l inference.upstream-model -x -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)'
-complete -c reef -n '__reef_at reef/start' -l inference.upstream-api-key -x -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)'
-complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -x -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)'
-complete -c reef -n '__reef_at reef/start' -l inference.model-path -r -F -d 'a local model for the embedded runtime'
-complete -c reef -n '__reef_at reef/start' -l inference.temperature -x -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)'
-complete -c reef -n '__reef_at reef/start' -l inference.top-p -x -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)'
-complete -c reef -n '__reef_at reef/start' -l inference.max-tokens -x -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)'
-complete -c reef -n '__reef_at reef/start' -l inference.max-prompt-chars -x -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)'
-complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -x -d 'embedded runtime: the most stop sequences one request may send (default: 16)'
-complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -x -d 'embedded runtime: the most characters one stop sequence may have (default: 500)'
-complete -c reef -n '__reef_at reef/start' -l reports.score-min -x -d 'the worst score a report may give (default: 0.0)'
-complete -c reef -n '__reef_at reef/start' -l reports.score-max -x -d 'the best score a report may give (default: 1.0)'
-complete -c reef -n '__reef_at reef/start' -l embedded.engine -x -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
-complete -c reef -n '__reef_at reef/start' -l embedded.sglang-url -x -d 'attach to the SGLang server (or router) at this URL'
-complete -c reef -n '__reef_at reef/start' -l embedded.sglang-port -x -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)'
-complete -c reef -n '__reef_at reef/start' -l embedded.sglang-tp -x -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)'
-complete -c reef -n '__reef_at reef/start' -l embedded.sglang-mem-fraction -x -d 'share of GPU memory the launched SGLang server takes for weights and cache (default: 0.8)'
-complete -c reef -n '__reef_at reef/start' -l embedded.sglang-start-timeout-s -x -d 'how long a launched SGLang server may take to answer its health check (default: 900.0)'
-complete -c reef -n '__reef_at reef/start' -l store.url -x -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)'
-complete -c reef -n '__reef_at reef/start' -l store.max-bytes -x -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept'
-complete -c reef -n '__reef_at reef/start' -l store.max-age -x -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay'
-complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode' -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
-complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -x -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)'
-complete -c reef -n '__reef_at reef/start' -l harness.trial -x -a 'auto off' -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
-complete -c reef -n '__reef_at reef/start' -l harness.sandbox -x -a 'bwrap none' -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
-complete -c reef -n '__reef_at reef/start' -l harness.trial-timeout-s -x -d 'how long the trial run may take before it counts as failed (default: 180.0)'
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-agent -x -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)'
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -x -d 'the most seconds one agent proposer run may take (default: 900.0)'
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -x -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)'
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -x -d 'the most model calls one agent proposer run may make, its trials included (default: 200)'
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -x -d 'the most harness-trial runs in one agent proposer run (default: 10)'
-complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -x -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)'
-complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -x -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)'
-complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -x -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)'
-complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -x -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)'
-complete -c reef -n '__reef_at reef/start' -l harness.replays -x -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)'
-complete -c reef -n '__reef_at reef/start' -l harness.max-tasks -x -d 'the most evaluation tasks one scenario may hold (default: 200)'
-complete -c reef -n '__reef_at reef/start' -l harness.max-task-fixture-chars -x -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)'
-complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-s -x -d 'the most seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)'
-complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -x -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)'
-complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -x -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)'
-complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -x -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)'
-complete -c reef -n '__reef_at reef/start' -l training.batch-size -x -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)'
-complete -c reef -n '__reef_at reef/start' -l training.learning-rate -x -d 'policy learning rate (Adam) (default: 1e-05)'
-complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -x -d 'value head learning rate (Adam) (default: 0.001)'
-complete -c reef -n '__reef_at reef/start' -l training.critic-steps -x -d 'critic updates per step (default: 2)'
-complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -x -d 'critic-only steps before the policy moves (default: 2)'
-complete -c reef -n '__reef_at reef/start' -l training.max-staleness -x -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)'
-complete -c reef -n '__reef_at reef/start' -l training.dis-low -x -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)'
-complete -c reef -n '__reef_at reef/start' -l training.dis-high -x -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)'
-complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -x -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)'
-complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -x -d 'save a checkpoint release every N steps (default: 10)'
-complete -c reef -n '__reef_at reef/start' -l training.trainer -x -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
-complete -c reef -n '__reef_at reef/start' -l training.device -x -d 'torch trainer: cuda, cpu, or auto (cuda when a GPU is present) (default: auto)'
-complete -c reef -n '__reef_at reef/start' -l slime.path -r -F -d 'the Slime checkout holding train.py'
-complete -c reef -n '__reef_at reef/start' -l slime.actor-gpus -x -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)'
-complete -c reef -n '__reef_at reef/start' -l slime.rollout-gpus -x -d 'GPUs of the SGLang engines Slime starts (default: 1)'
-complete -c reef -n '__reef_at reef/start' -l slime.num-rollout -x -d 'training steps the Slime job runs before it ends (default: 1000)'
-complete -c reef -n '__reef_at reef/start' -l slime.ray-port -x -d 'port of the Ray head reef starts (default: 6379)'
-complete -c reef -n '__reef_at reef/start' -l slime.ray-dashboard-port -x -d 'port of the Ray dashboard (jobs are submitted through it) (default: 8265)'
-complete -c reef -n '__reef_at reef/start' -l slime.model-args -x -d 'Megatron architecture flags Slime needs for the model (e.g.'
-complete -c reef -n '__reef_at reef/start' -l recipe -x -a 'record reefine sao grpo' -d 'recipe name or package.module:Class (default: record)'
+complete -c reef -n '__reef_at reef/start' -l config -s c -d 'Settings file, TOML or YAML.' -r -F
+complete -c reef -n '__reef_at reef/start' -l reef.host -d 'address to bind; keep it on loopback unless you mean it (default: 127.0.0.1)' -x
+complete -c reef -n '__reef_at reef/start' -l reef.port -d 'port to listen on (default: 8900)' -x
+complete -c reef -n '__reef_at reef/start' -l reef.token -d 'bearer token clients must send (env: REEF_TOKEN)' -x
+complete -c reef -n '__reef_at reef/start' -l reef.tokens -d 'more accepted tokens, for rotation' -x
+complete -c reef -n '__reef_at reef/start' -l reef.state-dir -d 'where records and releases are kept (default: .reef)' -r -F
+complete -c reef -n '__reef_at reef/start' -l reef.max-body-mb -d 'largest request body accepted, in MiB (default: 64.0)' -x
+complete -c reef -n '__reef_at reef/start' -l reef.export-page-mb -d 'how many MiB of stored records an export reads at a time; an export holds one such page and the record it is writing, whatever the records\' sizes (default: 16.0)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
+complete -c reef -n '__reef_at reef/start' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-tokens -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-prompt-chars -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'embedded runtime: the most stop sequences one request may send (default: 16)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/start' -l embedded.engine -x -a 'torch sglang'
+complete -c reef -n '__reef_at reef/start' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
+complete -c reef -n '__reef_at reef/start' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
+complete -c reef -n '__reef_at reef/start' -l embedded.sglang-port -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)' -x
+complete -c reef -n '__reef_at reef/start' -l embedded.sglang-tp -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)' -x
+complete -c reef -n '__reef_at reef/start' -l embedded.sglang-mem-fraction -d 'share of GPU memory the launched SGLang server takes for weights and cache (default: 0.8)' -x
+complete -c reef -n '__reef_at reef/start' -l embedded.sglang-start-timeout-s -d 'how long a launched SGLang server may take to answer its health check (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l store.url -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)' -x
+complete -c reef -n '__reef_at reef/start' -l store.max-bytes -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept' -x
+complete -c reef -n '__reef_at reef/start' -l store.max-age -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay' -x
+complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode'
+complete -c reef -n '__reef_at reef/start' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
+complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.trial -x -a 'auto off'
+complete -c reef -n '__reef_at reef/start' -l harness.trial -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
+complete -c reef -n '__reef_at reef/start' -l harness.sandbox -x -a 'bwrap none'
+complete -c reef -n '__reef_at reef/start' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
+complete -c reef -n '__reef_at reef/start' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.max-tasks -d 'the most evaluation tasks one scenario may hold (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.max-task-fixture-chars -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-s -d 'the most seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
+complete -c reef -n '__reef_at reef/start' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
+complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -d 'value head learning rate (Adam) (default: 0.001)' -x
+complete -c reef -n '__reef_at reef/start' -l training.critic-steps -d 'critic updates per step (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'critic-only steps before the policy moves (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)' -x
+complete -c reef -n '__reef_at reef/start' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
+complete -c reef -n '__reef_at reef/start' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
+complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
+complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/start' -l training.trainer -x -a 'torch slime'
+complete -c reef -n '__reef_at reef/start' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
+complete -c reef -n '__reef_at reef/start' -l training.device -x -a 'auto cpu cuda'
+complete -c reef -n '__reef_at reef/start' -l training.device -d 'torch trainer: cuda, cpu, or auto (cuda when a GPU is present) (default: auto)'
+complete -c reef -n '__reef_at reef/start' -l slime.path -d 'the Slime checkout holding train.py' -r -F
+complete -c reef -n '__reef_at reef/start' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
+complete -c reef -n '__reef_at reef/start' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
+complete -c reef -n '__reef_at reef/start' -l slime.num-rollout -d 'training steps the Slime job runs before it ends (default: 1000)' -x
+complete -c reef -n '__reef_at reef/start' -l slime.ray-port -d 'port of the Ray head reef starts (default: 6379)' -x
+complete -c reef -n '__reef_at reef/start' -l slime.ray-dashboard-port -d 'port of the Ray dashboard (jobs are submitted through it) (default: 8265)' -x
+complete -c reef -n '__reef_at reef/start' -l slime.model-args -d 'Megatron architecture flags Slime needs for the model (e.g.' -x
+complete -c reef -n '__reef_at reef/start' -l recipe -x -a 'record reefine sao grpo'
+complete -c reef -n '__reef_at reef/start' -l recipe -d 'recipe name or package.module:Class (default: record)'
 complete -c reef -n '__reef_at reef/start' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/stop' -l state-dir -r -F -d 'State directory the daemon was started with.'
+complete -c reef -n '__reef_at reef/stop' -l state-dir -d 'State directory the daemon was started with.' -r -F
 complete -c reef -n '__reef_at reef/stop' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/status' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/status' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/status' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/status' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/status' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/status' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/records' -l scenario -s s -x -d 'Only this scenario.'
-complete -c reef -n '__reef_at reef/records' -l type -s t -x -a 'inference report request' -d 'Only this kind of record: inference, report, request.'
+complete -c reef -n '__reef_at reef/records' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/records' -l scenario -s s -d 'Only this scenario.'
+complete -c reef -n '__reef_at reef/records' -l type -s t -x -a 'inference report request'
+complete -c reef -n '__reef_at reef/records' -l type -s t -d 'Only this kind of record: inference, report, request.'
 complete -c reef -n '__reef_at reef/records' -l unscored -d 'Only inference records nobody scored yet.'
-complete -c reef -n '__reef_at reef/records' -l limit -s n -x -d 'How many recent records.'
+complete -c reef -n '__reef_at reef/records' -l limit -s n -d 'How many recent records.' -x
 complete -c reef -n '__reef_at reef/records' -l follow -s f -d 'Then print new records as they come (Ctrl-C).'
 complete -c reef -n '__reef_at reef/records' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/records' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/records' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/records' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/records' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/records' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/show' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/show' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/show' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/show' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/show' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/show' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/import' -l scenario -s s -x -d 'The scenario.'
-complete -c reef -n '__reef_at reef/import' -l format -x -a 'openai claude-code codex pi' -d 'The files\' format; told from each file\'s first line if not given.'
+complete -c reef -n '__reef_at reef/import' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/import' -l scenario -s s -d 'The scenario.'
+complete -c reef -n '__reef_at reef/import' -l format -x -a 'openai claude-code codex pi'
+complete -c reef -n '__reef_at reef/import' -l format -d 'The files\' format; told from each file\'s first line if not given.'
 complete -c reef -n '__reef_at reef/import' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/import' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/import' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/import' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/import' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/import' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/export' -l scenario -s s -x -d 'The scenario.'
-complete -c reef -n '__reef_at reef/export' -l format -x -a 'openai preference tokens' -d 'What to write.'
-complete -c reef -n '__reef_at reef/export' -l min-score -x -d 'Only records scored at least this.'
-complete -c reef -n '__reef_at reef/export' -l since -x -d 'Only records made since: a date, an ISO 8601 time or epoch seconds.'
-complete -c reef -n '__reef_at reef/export' -l output -s o -r -F -d 'The file to write; stdout if not given.'
+complete -c reef -n '__reef_at reef/export' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/export' -l scenario -s s -d 'The scenario.'
+complete -c reef -n '__reef_at reef/export' -l format -x -a 'openai preference tokens'
+complete -c reef -n '__reef_at reef/export' -l format -d 'What to write.'
+complete -c reef -n '__reef_at reef/export' -l min-score -d 'Only records scored at least this.' -x
+complete -c reef -n '__reef_at reef/export' -l since -d 'Only records made since: a date, an ISO 8601 time or epoch seconds.' -x
+complete -c reef -n '__reef_at reef/export' -l output -s o -d 'The file to write; stdout if not given.' -r -F
 complete -c reef -n '__reef_at reef/export' -l include-cut -d 'Also answers cut before their end, marked "complete": false.'
-complete -c reef -n '__reef_at reef/export' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/export' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/export' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/export' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/export' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/score' -l feedback -s m -x -d 'What was right or wrong.'
-complete -c reef -n '__reef_at reef/score' -l from -r -F -d 'JSON lines of {receipt|references, score, feedback, metadata, id}.'
+complete -c reef -n '__reef_at reef/score' -l feedback -s m -d 'What was right or wrong.' -x
+complete -c reef -n '__reef_at reef/score' -l from -d 'JSON lines of {receipt|references, score, feedback, metadata, id}.' -r -F
 complete -c reef -n '__reef_at reef/score' -l next -d 'Walk unscored records one by one and ask.'
-complete -c reef -n '__reef_at reef/score' -l scenario -s s -x -d 'With --next: only this scenario.'
+complete -c reef -n '__reef_at reef/score' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/score' -l scenario -s s -d 'With --next: only this scenario.'
 complete -c reef -n '__reef_at reef/score' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/score' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/score' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/score' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/score' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/score' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/request' -l scenario -s s -x -d 'The scenario whose harness to change.'
+complete -c reef -n '__reef_at reef/request' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/request' -l scenario -s s -d 'The scenario whose harness to change.'
 complete -c reef -n '__reef_at reef/request' -l wait -d 'Watch the request until it settles.'
-complete -c reef -n '__reef_at reef/request' -l timeout -x -d 'Seconds --wait waits before giving up (exit 2).'
+complete -c reef -n '__reef_at reef/request' -l timeout -d 'Seconds --wait waits before giving up (exit 2): 1800, or 600 on the small embedded model.' -x
 complete -c reef -n '__reef_at reef/request' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/request' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/request' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/request' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/request' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/request' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/requests' -l scenario -s s -x -d 'Without an id: only this scenario\'s.'
+complete -c reef -n '__reef_at reef/requests' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/requests' -l scenario -s s -d 'Without an id: only this scenario\'s.'
 complete -c reef -n '__reef_at reef/requests' -l wait -d 'Watch the request until it settles.'
-complete -c reef -n '__reef_at reef/requests' -l timeout -x -d 'Seconds --wait waits before giving up (exit 2).'
+complete -c reef -n '__reef_at reef/requests' -l timeout -d 'Seconds --wait waits before giving up (exit 2): 1800, or 600 on the small embedded model.' -x
 complete -c reef -n '__reef_at reef/requests' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/requests' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/requests' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/requests' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/requests' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/requests' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/versions' -l scenario -s s -x -d 'The scenario whose harness to change.'
+complete -c reef -n '__reef_at reef/versions' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/versions' -l scenario -s s -d 'The scenario whose harness to change.'
 complete -c reef -n '__reef_at reef/versions' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/versions' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/versions' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/versions' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/versions' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/versions' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/promote' -l scenario -s s -x -d 'The scenario whose harness to change.'
-complete -c reef -n '__reef_at reef/promote' -l canary -x -d 'Serve the version to this percentage of new sessions beside the served one, instead of promoting it.'
-complete -c reef -n '__reef_at reef/promote' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/promote' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/promote' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/promote' -l scenario -s s -d 'The scenario whose harness to change.'
+complete -c reef -n '__reef_at reef/promote' -l canary -d 'Serve the version to this percentage of new sessions beside the served one, instead of promoting it.' -x
+complete -c reef -n '__reef_at reef/promote' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/promote' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/promote' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/rollback' -l scenario -s s -x -d 'The scenario whose harness to change.'
-complete -c reef -n '__reef_at reef/rollback' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/rollback' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/rollback' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/rollback' -l scenario -s s -d 'The scenario whose harness to change.'
+complete -c reef -n '__reef_at reef/rollback' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/rollback' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/rollback' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/install' -l adapter -s a -x -a 'pi codex dsh claude opencode' -d 'The agent: pi, codex, dsh, claude or opencode.'
-complete -c reef -n '__reef_at reef/install' -l scenario -s s -x -d 'The scenario whose harness to install.'
-complete -c reef -n '__reef_at reef/install' -l root -r -F -d 'Install here instead of ~/reef-harness/<scenario>.'
-complete -c reef -n '__reef_at reef/install' -l release -x -d 'A version (v3) or release id instead of the served one.'
-complete -c reef -n '__reef_at reef/install' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/install' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/install' -l adapter -s a -x -a 'pi codex dsh claude opencode'
+complete -c reef -n '__reef_at reef/install' -l adapter -s a -d 'The agent: pi, codex, dsh, claude or opencode.'
+complete -c reef -n '__reef_at reef/install' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/install' -l scenario -s s -d 'The scenario whose harness to install.'
+complete -c reef -n '__reef_at reef/install' -l root -d 'Install here instead of ~/reef-harness/<scenario>/<adapter>.' -r -F
+complete -c reef -n '__reef_at reef/install' -l release -d 'A version (v3) or release id instead of the served one.' -x
+complete -c reef -n '__reef_at reef/install' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/install' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/install' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/tui' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/tui' -l token -x -d 'The daemon\'s token.'
-complete -c reef -n '__reef_at reef/tui' -l scenario -x -d 'Show this scenario (s switches inside).'
+complete -c reef -n '__reef_at reef/tui' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/tui' -l token -d 'The daemon\'s token.' -x
+complete -c reef -n '__reef_at reef/tui' -l scenario -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/tui' -l scenario -d 'Show this scenario (s switches inside).'
 complete -c reef -n '__reef_at reef/tui' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/completion' -a 'bash zsh fish'
 complete -c reef -n '__reef_at reef/completion' -l help -d 'Show this message and exit.'
@@ -273,21 +314,22 @@ complete -c reef -n '__reef_at reef/scenarios' -a create -d 'Create a scenario w
 complete -c reef -n '__reef_at reef/scenarios' -a move -d 'Move a scenario made under another recipe to the recipe the daemon runs.'
 complete -c reef -n '__reef_at reef/scenarios' -a archive -d 'Archive a scenario.'
 complete -c reef -n '__reef_at reef/scenarios' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/scenarios' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/scenarios' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/scenarios' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/scenarios' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/scenarios' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/scenarios/create' -l training-mode -x -a 'auto manual hybrid' -d 'When the recipe trains (default: the recipe\'s).'
+complete -c reef -n '__reef_at reef/scenarios/create' -l training-mode -x -a 'auto manual hybrid'
+complete -c reef -n '__reef_at reef/scenarios/create' -l training-mode -d 'When the recipe trains (default: the recipe\'s).'
 complete -c reef -n '__reef_at reef/scenarios/create' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/scenarios/create' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/scenarios/create' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/scenarios/create' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/scenarios/create' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/scenarios/create' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/scenarios/move' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/scenarios/move' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/scenarios/move' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/scenarios/move' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/scenarios/move' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/scenarios/move' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/scenarios/archive' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/scenarios/archive' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/scenarios/archive' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/scenarios/archive' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/scenarios/archive' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/scenarios/archive' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/tasks' -a add -d 'Add an evaluation task: a prompt, an optional workspace and at most one check (--regex or --judge).'
 complete -c reef -n '__reef_at reef/tasks' -a list -d 'List a scenario\'s tasks, then the replays of its recent low-scored conversations (harness.replays of them).'
@@ -295,49 +337,54 @@ complete -c reef -n '__reef_at reef/tasks' -a remove -d 'Remove a stored task.'
 complete -c reef -n '__reef_at reef/tasks' -a promote -d 'Make a replay a protected task: from then on a candidate must not do worse on it.'
 complete -c reef -n '__reef_at reef/tasks' -a dismiss -d 'Stop offering a replay, and other conversations that opened with the same words.'
 complete -c reef -n '__reef_at reef/tasks' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/tasks/add' -l scenario -s s -x -d 'The scenario the tasks belong to.'
-complete -c reef -n '__reef_at reef/tasks/add' -l regex -x -d 'A Python regular expression the final answer must match.'
-complete -c reef -n '__reef_at reef/tasks/add' -l judge -x -d 'An instruction to the judge, in place of a regex.'
-complete -c reef -n '__reef_at reef/tasks/add' -l fixture -r -F -d 'A folder whose files are the task\'s workspace.'
+complete -c reef -n '__reef_at reef/tasks/add' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/tasks/add' -l scenario -s s -d 'The scenario the tasks belong to.'
+complete -c reef -n '__reef_at reef/tasks/add' -l regex -d 'A Python regular expression the final answer must match.' -x
+complete -c reef -n '__reef_at reef/tasks/add' -l judge -d 'An instruction to the judge, in place of a regex.' -x
+complete -c reef -n '__reef_at reef/tasks/add' -l fixture -d 'A folder whose files are the task\'s workspace.' -r -F
 complete -c reef -n '__reef_at reef/tasks/add' -l protected -d 'Guard against regressions: a candidate worse here is rejected.'
 complete -c reef -n '__reef_at reef/tasks/add' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/tasks/add' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/tasks/add' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/tasks/add' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/tasks/add' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/tasks/add' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/tasks/list' -l scenario -s s -x -d 'The scenario the tasks belong to.'
+complete -c reef -n '__reef_at reef/tasks/list' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/tasks/list' -l scenario -s s -d 'The scenario the tasks belong to.'
 complete -c reef -n '__reef_at reef/tasks/list' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/tasks/list' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/tasks/list' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/tasks/list' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/tasks/list' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/tasks/list' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/tasks/remove' -l scenario -s s -x -d 'The scenario the tasks belong to.'
+complete -c reef -n '__reef_at reef/tasks/remove' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/tasks/remove' -l scenario -s s -d 'The scenario the tasks belong to.'
 complete -c reef -n '__reef_at reef/tasks/remove' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/tasks/remove' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/tasks/remove' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/tasks/remove' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/tasks/remove' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/tasks/remove' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/tasks/promote' -l scenario -s s -x -d 'The scenario the tasks belong to.'
+complete -c reef -n '__reef_at reef/tasks/promote' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/tasks/promote' -l scenario -s s -d 'The scenario the tasks belong to.'
 complete -c reef -n '__reef_at reef/tasks/promote' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/tasks/promote' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/tasks/promote' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/tasks/promote' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/tasks/promote' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/tasks/promote' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/tasks/dismiss' -l scenario -s s -x -d 'The scenario the tasks belong to.'
+complete -c reef -n '__reef_at reef/tasks/dismiss' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/tasks/dismiss' -l scenario -s s -d 'The scenario the tasks belong to.'
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l json -d 'Print JSON for scripts instead of tables.'
-complete -c reef -n '__reef_at reef/tasks/dismiss' -l url -x -d 'Daemon URL.'
-complete -c reef -n '__reef_at reef/tasks/dismiss' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/tasks/dismiss' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/tasks/dismiss' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/store' -a copy -d 'Copy every table; rows already there are kept, so running it again resumes (or adds nothing).'
 complete -c reef -n '__reef_at reef/store' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/store/copy' -l from -x -d 'The store to read: sqlite:PATH or postgresql://…'
-complete -c reef -n '__reef_at reef/store/copy' -l to -x -d 'The store to fill: sqlite:PATH or postgresql://…'
+complete -c reef -n '__reef_at reef/store/copy' -l from -d 'The store to read: sqlite:PATH or postgresql://…' -x
+complete -c reef -n '__reef_at reef/store/copy' -l to -d 'The store to fill: sqlite:PATH or postgresql://…' -x
 complete -c reef -n '__reef_at reef/store/copy' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/store/copy' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo' -a sao -d 'Train the embedded model to name capitals: each answer is scored by a rule and drives a training step.'
 complete -c reef -n '__reef_at reef/demo' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo/sao' -l compare -d 'Also run GRPO on the same prompts and seeds.'
-complete -c reef -n '__reef_at reef/demo/sao' -l steps -x -d 'SAO steps, one rollout each; GRPO gets the same rollouts.'
-complete -c reef -n '__reef_at reef/demo/sao' -l seed -x -d 'Draws the prompts and the sampling seeds.'
-complete -c reef -n '__reef_at reef/demo/sao' -l seeds -x -d 'Repeat with seeds --seed, --seed+1, ...: the result\'s spread.'
-complete -c reef -n '__reef_at reef/demo/sao' -l group-size -x -d 'GRPO\'s group: rollouts of one prompt per step.'
-complete -c reef -n '__reef_at reef/demo/sao' -l held-out -x -d 'Samples of each held-out question, before and after training.'
-complete -c reef -n '__reef_at reef/demo/sao' -l url -x -d 'Use a daemon already serving --recipe sao instead of starting one.'
-complete -c reef -n '__reef_at reef/demo/sao' -l token -x -d 'The daemon\'s token.'
+complete -c reef -n '__reef_at reef/demo/sao' -l steps -d 'SAO steps, one rollout each; GRPO gets the same rollouts.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l seed -d 'Draws the prompts and the sampling seeds.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l seeds -d 'Repeat with seeds --seed, --seed+1, ...: the result\'s spread.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l group-size -d 'GRPO\'s group: rollouts of one prompt per step.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l held-out -d 'Samples of each held-out question, before and after training.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l url -d 'Use a daemon already serving --recipe sao instead of starting one.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l help -d 'Show this message and exit.'

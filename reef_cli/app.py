@@ -23,6 +23,7 @@ from reef_cli.commands import (
     tui,
     versions,
 )
+from reef_cli.help_text import ReefGroup
 from reef_cli.serve import EXAMPLE as SERVE_EXAMPLE
 from reef_cli.serve import ServeCommand, serve_command
 from reef_cli.setting_options import SETTINGS_CONTEXT, SettingsCommand
@@ -34,6 +35,7 @@ app = typer.Typer(
     epilog="Example: reef start --inference.upstream-url http://127.0.0.1:11434 && reef records --follow",
     no_args_is_help=True,
     add_completion=False,
+    cls=ReefGroup,
 )
 
 

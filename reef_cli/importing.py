@@ -3,6 +3,7 @@ line. Files are streamed and batches bounded, so an import of any size runs in c
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,6 +45,10 @@ class _Batch:
     conversations: list[ImportConversation] = field(default_factory=list)
     sources: list[Conversation] = field(default_factory=list)
     size: int = 0
+    # Refusals of lines read while this batch was open, by their place among the lines read: they are said when the
+    # batch has been answered, so that every refusal comes in the order of the lines.
+    held: list[tuple[int, BadLine]] = field(default_factory=list)
+    places: list[int] = field(default_factory=list)
 
 
 def import_files(
@@ -56,8 +61,9 @@ def import_files(
     on_stored: Callable[[Conversation, ImportResult], None],
     advance: Callable[[int], None],
 ) -> ImportSummary:
-    """Import every conversation under `paths` into `scenario`; `on_refused` hears each refusal as it happens,
-    `on_stored` each conversation stored (or found stored) with its receipt, `advance` how many bytes were read."""
+    """Import every conversation under `paths` into `scenario`; `on_refused` hears each refusal, `on_stored` each
+    conversation stored (or found stored) with its receipt, both in the order of the lines, as soon as the batch a
+    line belongs beside is answered; `advance` hears how many bytes were read."""
     summary = ImportSummary()
     batch = _Batch()
 
@@ -65,24 +71,32 @@ def import_files(
         summary.refused.append(bad)
         on_refused(bad)
 
-    for item in _items(paths, format, advance):
+    def refuse_in_order(place: int, bad: BadLine) -> None:
+        if batch.conversations:
+            batch.held.append((place, bad))
+        else:
+            refuse(bad)
+
+    for place, item in enumerate(_items(paths, format, advance)):
         if isinstance(item, BadLine):
-            refuse(item)
+            refuse_in_order(place, item)
             continue
         wire: Any = item.to_wire()
         encoded = _encoded(wire)
         if isinstance(encoded, str):
-            refuse(BadLine(item.file, item.line, encoded))
+            refuse_in_order(place, BadLine(item.file, item.line, encoded))
             continue
         size = len(encoded)
         if size > MAX_CONVERSATION_BYTES:
-            refuse(BadLine(item.file, item.line, f"the conversation is larger than {MAX_CONVERSATION_BYTES >> 20} MiB"))
+            too_large = f"the conversation is larger than {MAX_CONVERSATION_BYTES >> 20} MiB"
+            refuse_in_order(place, BadLine(item.file, item.line, too_large))
             continue
         if batch.conversations and (batch.size + size > BATCH_BYTES or len(batch.conversations) >= BATCH_CONVERSATIONS):
             _send(client, scenario, batch, summary, refuse, on_stored)
             batch = _Batch()
         batch.conversations.append(wire)
         batch.sources.append(item)
+        batch.places.append(place)
         batch.size += size
     if batch.conversations:
         _send(client, scenario, batch, summary, refuse, on_stored)
@@ -131,17 +145,23 @@ def _send(
     refuse: Callable[[BadLine], None],
     on_stored: Callable[[Conversation, ImportResult], None],
 ) -> None:
+    said: list[tuple[int, Callable[[], None]]] = [(place, functools.partial(refuse, bad)) for place, bad in batch.held]
     try:
         ack = client.import_batch(scenario, batch.conversations)
     except ApiError as exc:  # the whole batch was refused (a scenario name, a body limit): say so for each line
-        for source in batch.sources:
-            refuse(BadLine(source.file, source.line, f"{exc.message} ({exc.type})"))
-        return
-    summary.imported += ack["imported"]
-    summary.duplicate += ack["duplicate"]
-    for result in ack["results"]:
-        source = batch.sources[result["index"]]
-        if result["status"] == "refused":
-            refuse(BadLine(source.file, source.line, str(result["reason"])))
-        else:
-            on_stored(source, result)
+        for place, source in zip(batch.places, batch.sources, strict=True):
+            why = BadLine(source.file, source.line, f"{exc.message} ({exc.type})")
+            said.append((place, functools.partial(refuse, why)))
+    else:
+        summary.imported += ack["imported"]
+        summary.duplicate += ack["duplicate"]
+        for result in ack["results"]:
+            place, source = batch.places[result["index"]], batch.sources[result["index"]]
+            if result["status"] == "refused":
+                said.append(
+                    (place, functools.partial(refuse, BadLine(source.file, source.line, str(result["reason"]))))
+                )
+            else:
+                said.append((place, functools.partial(on_stored, source, result)))
+    for _place, say in sorted(said, key=lambda entry: entry[0]):
+        say()

@@ -1,4 +1,5 @@
-"""Options every client command shares: where the daemon is, its token, and JSON output for scripts."""
+"""Options client commands share: where the daemon is, its token, JSON output for scripts, and waiting on a change
+request."""
 
 from __future__ import annotations
 
@@ -20,3 +21,12 @@ TokenOption = Annotated[
     str | None, typer.Option("--token", help=f"The daemon's token. Else {TOKEN_ENV}.", show_default=False)
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+WaitOption = Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="Seconds --wait waits before giving up (exit 2): 1800, or 600 on the small embedded model.",
+        show_default=False,
+    ),
+]

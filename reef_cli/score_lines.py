@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from reef_daemon.contract import score_problem
 
 FIELDS = ("receipt", "references", "score", "feedback", "metadata", "id")
 _RECEIPT = re.compile(r"[0-9a-f]{32}")
@@ -47,10 +48,8 @@ def parse_line(number: int, text: str) -> ScoreLine:
         raise LineRefused(f"unknown field {', '.join(unknown)}; a line has {', '.join(FIELDS)}")
     references = _references(body)
     score = body.get("score")
-    if score is not None and (
-        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
-    ):
-        raise LineRefused("score must be a finite number")
+    if score is not None and (problem := score_problem(score)) is not None:
+        raise LineRefused(problem)
     feedback = body.get("feedback")
     if feedback is not None and not isinstance(feedback, str | dict):
         raise LineRefused("feedback must be a string or an object")

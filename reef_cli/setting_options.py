@@ -62,6 +62,12 @@ _SUGGESTIONS: dict[str, Callable[[], list[str]]] = {
 }
 
 
+def _choices_of(info: SettingInfo) -> Callable[[], list[str]] | None:
+    """The words a setting of a few (`one_of`) takes, for completion."""
+    choices = list(info.kind.choices)
+    return (lambda: choices) if choices else None
+
+
 def _help(info: SettingInfo) -> str:
     notes = []
     if not info.secret and info.default not in (None, ()):
@@ -79,7 +85,7 @@ def _option(info: SettingInfo) -> inspect.Parameter:
         help=_help(info),
         show_default=False,
         rich_help_panel=f"{info.section} settings" if info.section else None,
-        autocompletion=_SUGGESTIONS.get(info.key),
+        autocompletion=_SUGGESTIONS.get(info.key) or _choices_of(info),
     )
     return inspect.Parameter(
         _parameter_name(info.key), inspect.Parameter.KEYWORD_ONLY, default=option, annotation=str | None

@@ -17,9 +17,16 @@ from reef_client._client import (
 )
 from reef_client._events import Event
 from reef_client._exporting import nothing_to_export, unwritable, whole_file
-from reef_client._installs import ShownRelease, installed_release, mark_installed, run_install_script
-from reef_client._requests import follow_request, request_outcome, request_status
-from reef_client._scenarios import UnknownScenario, did_you_mean, require_scenario
+from reef_client._installs import ShownRelease, installed_releases, mark_installed, run_install_script
+from reef_client._requests import (
+    ProgressLines,
+    follow_request,
+    request_outcome,
+    request_status,
+    small_model_caution,
+    wait_bound,
+)
+from reef_client._scenarios import UnknownScenario, require_scenario
 from reef_daemon.contract import (
     Activity,
     AdapterRow,
@@ -59,6 +66,7 @@ __all__ = [
     "ExportStream",
     "HarnessFiles",
     "JudgedRecord",
+    "ProgressLines",
     "RecordDetail",
     "RecordPage",
     "RecordRow",
@@ -78,15 +86,16 @@ __all__ = [
     "UnknownScenario",
     "VersionScore",
     "VersionScores",
-    "did_you_mean",
     "follow_request",
-    "installed_release",
+    "installed_releases",
     "mark_installed",
     "nothing_to_export",
     "request_outcome",
     "request_status",
     "require_scenario",
     "run_install_script",
+    "small_model_caution",
     "unwritable",
+    "wait_bound",
     "whole_file",
 ]

@@ -7,12 +7,67 @@ import time
 from collections.abc import Callable
 
 from reef_client._client import ReefClient
-from reef_daemon.contract import Activity, RequestProgress
+from reef_daemon.contract import Activity, RequestProgress, RuntimeStatus
 
 POLL_S = 1.0
 PUBLISHED = ("selected", "pending")
 """The results that publish a version."""
 EXIT_TIMED_OUT = 2
+WAIT_S = 1800.0
+"""How long following a request waits by default."""
+SMALL_MODEL_WAIT_S = 600.0
+"""How long it waits by default where the served model is the small embedded one, which rarely delivers a change."""
+SMALL_MODEL_PARAMETERS = 1_000_000_000
+QUIET_S = 30.0
+"""After this long with no new activity, a line says the request is still at work."""
+
+
+def small_model_caution(runtime: RuntimeStatus) -> str | None:
+    """What to tell a person filing a change request where the served model is the small embedded one (the torch
+    engine's model of under a billion parameters), before the wait starts; None for a capable model."""
+    if runtime["kind"] != "embedded" or runtime.get("engine") == "sglang":
+        return None
+    if runtime.get("parameters", 0) >= SMALL_MODEL_PARAMETERS:
+        return None
+    return (
+        f"the served model is the small embedded one ({runtime.get('model') or 'SmolLM2'}): harness changes need a "
+        "capable model, and this one mostly gives no usable change, so the request will likely be skipped. Serve a "
+        "capable model with: reef serve --recipe reefine --inference.upstream-url URL --inference.upstream-model NAME"
+    )
+
+
+def wait_bound(timeout_s: float | None, runtime: RuntimeStatus) -> float:
+    """The seconds to follow a request: the one asked for, else shorter on the small embedded model."""
+    if timeout_s is not None:
+        return timeout_s
+    return SMALL_MODEL_WAIT_S if small_model_caution(runtime) else WAIT_S
+
+
+class ProgressLines:
+    """The lines a person following a request reads as it runs: each new activity entry (for the agent proposer
+    each tool call, check and trial), and, after QUIET_S with none, a line saying it is still at work, so a slow
+    model never leaves the screen silent."""
+
+    def __init__(self, quiet_s: float = QUIET_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self._quiet_s = quiet_s
+        self._clock = clock
+        self._started = self._last = clock()
+
+    def __call__(self, progress: RequestProgress, new: list[Activity]) -> list[str]:
+        now = self._clock()
+        if new:
+            self._last = now
+            return [f"· {entry['text']}" for entry in new]
+        if progress["state"] == "settled" or now - self._last < self._quiet_s:
+            return []
+        self._last = now
+        latest = progress["activity"][-1]["text"] if progress["activity"] else "nothing reported yet"
+        return [f"· still {progress['state']} after {_duration(now - self._started)} (last: {latest})"]
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
 
 
 def follow_request(

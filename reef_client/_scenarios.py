@@ -3,20 +3,13 @@ answering "no records match"."""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from reef_client._client import ReefClientError
+from reef_daemon.contract import did_you_mean
 
 if TYPE_CHECKING:
     from reef_client._client import ReefClient
-
-
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """` (did you mean NAME?)` for the name of `known` closest to `word`, or "" when none is close."""
-    close = difflib.get_close_matches(word, list(known), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 class UnknownScenario(ReefClientError):

@@ -6,7 +6,6 @@ implements is `recipe_api.py`; the recipe worker (`recipe_worker.py`) drives it.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import re
@@ -16,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from reef_daemon.contract import did_you_mean
 from reef_daemon.recipe_api import Recipe
 from reef_daemon.settings import Settings, SettingsError, load_settings, read_config_table
 
@@ -90,8 +90,7 @@ def _recipe_module(reference: str) -> tuple[ModuleType, str, str]:
     """The module a recipe reference names, the reference as `package.module:Class`, and the class's name."""
     target = BUILTIN_RECIPES.get(reference.strip().lower(), reference)
     if not _DOTTED.fullmatch(target):
-        close = difflib.get_close_matches(reference.strip().lower(), BUILTIN_RECIPES, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(reference.strip().lower(), BUILTIN_RECIPES)
         raise SettingsError(
             f"unknown recipe '{reference}'{hint}; accepted: {', '.join(BUILTIN_RECIPES)}, or package.module:Class"
         )

@@ -13,7 +13,6 @@ Sources, highest first: command line, the config file (`-c FILE`, TOML or YAML, 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 import math
@@ -37,6 +36,7 @@ from reef_daemon.contract import (
     UPSTREAM_API_KEY_ENV,
     UPSTREAM_MODEL_ENV,
     UPSTREAM_URL_ENV,
+    did_you_mean,
 )
 
 
@@ -240,6 +240,7 @@ class Kind:
 
     metavar: str  # PATH makes shells complete file names
     parse: Callable[[Any], Any]
+    choices: tuple[str, ...] = ()  # the words it takes, where it takes only a few (shells complete them)
 
 
 TEXT = Kind("TEXT", _parse_str)
@@ -263,7 +264,7 @@ AGE = Kind("AGE", _parse_optional_age)
 
 def one_of(metavar: str, *choices: str) -> Kind:
     """A kind of setting that takes one of a few words (any case), shown in `--help` as `metavar`."""
-    return Kind(metavar, _choice(*choices))
+    return Kind(metavar, _choice(*choices), choices)
 
 
 ENGINE = one_of("ENGINE", "torch", "sglang")
@@ -538,9 +539,7 @@ def canonical_key(raw: str, known: Mapping[str, SettingInfo] | None = None) -> s
     known = catalogue() if known is None else known
     key = raw.lstrip("-").strip().replace("_", "-").lower()
     if key not in known:
-        close = difflib.get_close_matches(key, known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise SettingsError(f"unknown setting '{raw}'{hint}; accepted: {', '.join(known)}")
+        raise SettingsError(f"unknown setting '{raw}'{did_you_mean(key, known)}; accepted: {', '.join(known)}")
     return key
 
 

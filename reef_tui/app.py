@@ -172,9 +172,11 @@ class ReefApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette offers every binding of the app and the current screen (each score key with the score it
-        sends), plus Textual's own commands."""
+        sends), each once and under the key that runs it here, plus Textual's own commands."""
         seen: set[str] = set()
-        for active in screen.active_bindings.values():
+        # reef's own keys first: Textual's ctrl+q also quits, but the help and the footer say q.
+        textual_keys = {binding.key for binding in App.BINDINGS if isinstance(binding, Binding)}
+        for active in sorted(screen.active_bindings.values(), key=lambda active: active.binding.key in textual_keys):
             binding = active.binding
             title = binding.description
             key = score_key(binding.action)
@@ -185,5 +187,5 @@ class ReefApp(App[None]):
                 seen.add(title)
                 shown_key = KEY_LABELS.get(key, key) if key is not None else binding.key_display or binding.key
                 yield SystemCommand(title, f"key {shown_key}", partial(self.run_action, binding.action, active.node))
-        yield SystemCommand("Toggle dark/light theme", "key ctrl+t", self.action_toggle_theme)
-        yield from super().get_system_commands(screen)
+        # Textual's own, but not those the bindings above already offer (Theme, Quit) under their keys here.
+        yield from (command for command in super().get_system_commands(screen) if command.title not in seen)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 from textual.screen import Screen
 
 from reef_client import ReefClientError
+from reef_tui.receipts import abbreviated
 
 if TYPE_CHECKING:
     from reef_tui.app import ReefApp
@@ -20,17 +21,22 @@ def send_report(
     *,
     score: float | None = None,
     feedback: str | None = None,
+    replaces: float | None = None,
     done: Callable[[float | None], None],
 ) -> None:
-    """Report on `record_id`; on success `done(score)` runs on the app's thread; a refusal is shown with its reason."""
+    """Report on `record_id`; on success `done(score)` runs on the app's thread; a refusal is shown with its reason.
+    `replaces` is the score the record had: a new score replacing it says so."""
     app = cast("ReefApp", screen.app)
 
     def work() -> None:
         try:
-            app.client.report(scenario, [record_id], score=score, feedback=feedback)
+            ack = app.client.report(scenario, [record_id], score=score, feedback=feedback)
         except ReefClientError as exc:
             app.call_from_thread(app.notify, exc.message, title="report refused", severity="error")
             return
+        if score is not None and replaces is not None and ack["created"]:
+            said = f"{abbreviated(record_id)} had a score of {replaces:g}; {score:g} replaces it"
+            app.call_from_thread(app.notify, said, title="score replaced", timeout=5)
         app.call_from_thread(done, score)
 
     screen.run_worker(work, thread=True, group="report")

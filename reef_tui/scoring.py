@@ -12,6 +12,8 @@ from reef_daemon.contract import ScoreScale, Status
 DEFAULT_SCALE: ScoreScale = {"min": 0.0, "max": 1.0}  # what a daemon that declares no scale accepts
 KEY_FRACTIONS: dict[str, float] = {"1": 0.0, "2": 0.25, "3": 0.5, "4": 0.75, "5": 1.0, "plus": 1.0, "minus": 0.0}
 KEY_LABELS: dict[str, str] = {"plus": "+", "minus": "-"}
+# The line under an unscored record in the detail screen: the keys, where `reef show` names its CLI command.
+SCORE_HINT = "not scored yet: press 1 (worst) to 5 (best), or f for feedback"
 
 
 def scale_of(status: Status | None) -> ScoreScale:

@@ -30,7 +30,9 @@ def parser(wrapper: str, agent: str) -> argparse.ArgumentParser:
     )
     change.add_argument("text", help="what to change, in your own words")
     change.add_argument("--wait", action="store_true", help="watch the request until it settles")
-    change.add_argument("--timeout", type=float, default=1800, help="seconds --wait waits (exit 2 after)")
+    change.add_argument(
+        "--timeout", type=float, help="seconds --wait waits (exit 2 after): 1800, or 600 on the small embedded model"
+    )
     listed = sub.add_parser("versions", help="this harness's versions: installed, current, pending")
     listed.add_argument("install", nargs="*", metavar="vN install", help="install version vN instead of listing")
     upgrade = sub.add_parser("update", help="install the served version (or --release vN)")

@@ -14,6 +14,7 @@ from reef_client import (
     Activity,
     ApiError,
     DaemonUnreachable,
+    ProgressLines,
     ReefClient,
     ReleaseRow,
     RequestProgress,
@@ -21,6 +22,8 @@ from reef_client import (
     follow_request,
     request_outcome,
     request_status,
+    small_model_caution,
+    wait_bound,
 )
 from reef_client.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
@@ -50,27 +53,38 @@ def report(installed: Installed, score: float, feedback: str | None) -> int:
     return 0
 
 
-def request(installed: Installed, text: str, wait: bool, timeout: float) -> int:
+def request(installed: Installed, text: str, wait: bool, timeout: float | None) -> int:
     """`reef request` for this install's scenario and daemon: file the change request and, with `wait`, follow it
     to the end (its activity on stderr) and say how to install what it publishes. Exit status as `reef request`."""
     binding = installed.binding
     with ReefClient(binding.url, installed.token) as client:
+        runtime = client.status()["runtime"]
+        caution = small_model_caution(runtime)
+        if caution:
+            print(f"note: {caution}", file=sys.stderr, flush=True)
         filed = client.file_request(binding.scenario, text)
         request_id = str(filed["agent_record_id"])
         if not wait:
             print(f"request {request_id} queued; its progress: {filed['progress_path']}")
             return 0
-        progress = follow_request(client, request_id, timeout, _show_activity)
+        bound = wait_bound(timeout, runtime)
+        print(
+            f"request {request_id} queued; watching it for at most {bound / 60:g} min (--timeout to change)",
+            file=sys.stderr,
+            flush=True,
+        )
+        lines = ProgressLines()
+
+        def show(progress: RequestProgress, new: list[Activity]) -> None:
+            for line in lines(progress, new):
+                print(line, file=sys.stderr, flush=True)
+
+        progress = follow_request(client, request_id, bound, show)
     print("\n".join(request_outcome(progress)))
     status = request_status(progress)
     if status == 0:
         print(f"install the served version with: {installed.wrapper} update")
     return status
-
-
-def _show_activity(progress: RequestProgress, new: list[Activity]) -> None:
-    for entry in new:
-        print(f"· {entry['text']}", file=sys.stderr, flush=True)
 
 
 def versions(installed: Installed, wanted: list[str] | None = None) -> int:

@@ -19,7 +19,12 @@ _FENCED = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 class Unusable(ValueError):
-    """The answer cannot be used; the message says why, for the model's next attempt."""
+    """The answer cannot be used; the message says why, for the model's next attempt (with `hint`, what to answer
+    instead). `problem` is the why alone, for a person reading why a request was skipped."""
+
+    def __init__(self, problem: str, hint: str | None = None) -> None:
+        super().__init__(f"{problem}; {hint}" if hint else problem)
+        self.problem = problem
 
 
 @dataclass
@@ -48,7 +53,7 @@ def first_json(text: str) -> Any:
                 except ValueError:
                     continue
                 return value
-    raise Unusable("the answer held no valid JSON; answer with the JSON asked for and nothing else")
+    raise Unusable("the answer held no valid JSON", hint="answer with the JSON asked for and nothing else")
 
 
 def parse_answer(text: str, tree: list[Entry]) -> Answer:

@@ -64,6 +64,7 @@ async def propose_for_request(
     """Plan, then up to three answers, each admitted and reviewed, for one change request."""
     plan, checked = await _plan(model, request, note)
     feedback: list[str] = []
+    problem = "no answer"  # the last unusable answer's problem, in a person's words
     reviewed_any = refused_any = False
     design: str | None = None
     for attempt in range(1, ATTEMPTS + 1):
@@ -78,8 +79,8 @@ async def propose_for_request(
                 tree,
             )
         except Unusable as exc:
-            feedback = [str(exc)]
-            await note(f"attempt {attempt}: unusable answer: {exc}")
+            feedback, problem = [str(exc)], exc.problem
+            await note(f"attempt {attempt}: unusable answer: {exc.problem}")
             continue
         design = answer.design
         if not answer.mutations:
@@ -106,7 +107,16 @@ async def propose_for_request(
     if refused_any:
         reason = "admission refused every attempt: " + " ".join(feedback)
         return Declined("rejected", reason, ATTEMPTS, design, feedback)
-    return Declined("skipped", "the served model gave no usable answer: " + " ".join(feedback), ATTEMPTS, design)
+    return Declined("skipped", no_usable_answer(ATTEMPTS, problem), ATTEMPTS, design)
+
+
+def no_usable_answer(attempts: int, problem: str) -> str:
+    """Why a request was skipped when no attempt gave a usable answer, for the person who filed it."""
+    return (
+        f"the served model gave no usable answer in {attempts} attempt(s) (the last: {problem}). Harness changes "
+        "need a capable model; a small one such as the embedded model rarely writes one. Serve a capable model with "
+        "--inference.upstream-url and --inference.upstream-model, then file the request again"
+    )
 
 
 async def _plan(model: ServedModel, request: str, note: Note) -> tuple[str | None, Checked]:
@@ -119,7 +129,7 @@ async def _plan(model: ServedModel, request: str, note: Note) -> tuple[str | Non
     try:
         steps = parse_plan(text)
     except Unusable as exc:
-        await note(f"plan: unusable ({exc}); continuing without one")
+        await note(f"plan: unusable ({exc.problem}); continuing without one")
         return None, checked
     await note(f"plan: {len(steps)} step(s)")
     return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, start=1)), checked
@@ -134,7 +144,7 @@ async def review_answer(model: ServedModel, request: str, answer: Answer, note: 
         try:
             return parse_review(await model.ask(prompts.REVIEW_SYSTEM, prompt, max_tokens=REVIEW_TOKENS))
         except Unusable as exc:
-            await note(f"review: unusable ({exc})")
+            await note(f"review: unusable ({exc.problem})")
     return Review(False, [], ["the review could not be read, so the change is not known to deliver the request"])
 
 
@@ -150,7 +160,7 @@ async def propose_from_failures(
         mutations = [Mutation(op, entry.id, entry)]
         candidate = admit(tree, mutations, adapter)
     except Unusable as exc:
-        return Declined("skipped", f"the served model gave no usable skill: {exc}", 1)
+        return Declined("skipped", f"the served model gave no usable skill: {exc.problem}", 1)
     except Refused as exc:
         return Declined("rejected", "admission refused the skill: " + " ".join(exc.reasons), 1)
     design = f"A skill '{entry.name}' written from low-scored conversations.\n\nHow to use: the agent loads it itself."

@@ -59,7 +59,7 @@ def start(
         try:
             started = start_daemon(files, serve_args, settings.reef.host, settings.reef.port)
         except StartFailed as exc:
-            fail(f"reef did not start: {exc}")
+            fail(f"did not start: {exc}")  # said as "reef: did not start: ..."
     typer.echo(f"reef started at {started.url} (pid {started.pid}); log: {files.log_file}")
     for line in _other_recipe_lines(started.url, settings.reef.token):
         typer.echo(f"note: {line}")

@@ -32,7 +32,7 @@ def install(
     ],
     root: Annotated[
         Path | None,
-        typer.Option("--root", help="Install here instead of ~/reef-harness/<scenario>.", show_default=False),
+        typer.Option("--root", help="Install here instead of ~/reef-harness/<scenario>/<adapter>.", show_default=False),
     ] = None,
     release: Annotated[
         str | None, typer.Option("--release", help="A version (v3) or release id instead of the served one.")
@@ -45,5 +45,5 @@ def install(
     with daemon_client(url, token) as client:
         release_id = resolve_version(client.releases(scenario), release)["release_id"] if release else None
         script = client.install_script(scenario, adapter, release_id)
-    done = run_install_script(script, found_daemon(url, token).token, root)
+    done = run_install_script(script, found_daemon(url, token).token, root, root_how="with --root")
     raise typer.Exit(done.returncode)

@@ -9,9 +9,19 @@ import typer
 from rich.text import Text
 
 from reef_cli.connect import daemon_client
-from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.options import JsonOption, TimeoutOption, TokenOption, UrlOption, WaitOption
 from reef_cli.output import console, error_console, print_json
-from reef_client import Activity, ReefClient, RequestProgress, follow_request, request_outcome, request_status
+from reef_client import (
+    Activity,
+    ProgressLines,
+    ReefClient,
+    RequestProgress,
+    follow_request,
+    request_outcome,
+    request_status,
+    small_model_caution,
+    wait_bound,
+)
 
 EXAMPLE = 'Example: reef request "add a /changelog command that drafts release notes" --scenario my-harness --wait'
 
@@ -23,8 +33,8 @@ ScenarioOption = Annotated[
 def request(
     text: Annotated[str, typer.Argument(help="What to change, in your own words (at most 4000 characters).")],
     scenario: ScenarioOption,
-    wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds --wait waits before giving up (exit 2).")] = 1800,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
     json: JsonOption = False,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -32,6 +42,10 @@ def request(
     """File a change request: ask reef's proposer for a harness change, in your own words. Exit 0 published, 1
     rejected or skipped, 2 still running."""
     with daemon_client(url, token, scenario) as client:
+        runtime = client.status()["runtime"]
+        caution = small_model_caution(runtime)
+        if caution and not json:
+            error_console().print(f"note: {caution}", soft_wrap=True, markup=False)
         filed = client.file_request(scenario, text)
         request_id = str(filed["agent_record_id"])
         if not wait:
@@ -40,7 +54,15 @@ def request(
             else:
                 console().print(f"request {request_id} queued; its progress: {filed['progress_path']}", soft_wrap=True)
             return
-        progress = watch(client, request_id, timeout, quiet=json)
+        bound = wait_bound(timeout, runtime)
+        if not json:
+            error_console().print(
+                f"request {request_id} queued; watching it for at most {bound / 60:g} min (--timeout to change; "
+                f"it keeps running after that: reef requests {request_id} --wait)",
+                soft_wrap=True,
+                markup=False,
+            )
+        progress = watch(client, request_id, bound, quiet=json)
     settle(progress, json=json)
 
 
@@ -59,13 +81,15 @@ def settle(progress: RequestProgress, *, json: bool) -> None:
 
 def watch(client: ReefClient, request_id: str, timeout: float, *, quiet: bool) -> RequestProgress:
     """Poll the request until it settles or the timeout passes. Each activity line (for the agent proposer each
-    tool call, check and trial) is printed on stderr as it comes; a spinner shows the phase and the latest one."""
+    tool call, check and trial) is printed on stderr as it comes, and a line every so often while none comes; a
+    spinner shows the phase and the latest one."""
     out = error_console()
+    lines = ProgressLines()
     with out.status("queued", spinner="dots") as spinner:
 
         def show(progress: RequestProgress, new: list[Activity]) -> None:
-            for entry in new:
-                out.print(f"· {entry['text']}", soft_wrap=True, markup=False)
+            for line in lines(progress, new):
+                out.print(line, soft_wrap=True, markup=False)
             latest = progress["activity"][-1]["text"] if progress["activity"] else ""
             spinner.update(Text(f"{progress['state']}: {latest}"[:160]))
 

@@ -11,9 +11,9 @@ from rich.table import Table
 
 from reef_cli.commands.request import settle, watch
 from reef_cli.connect import daemon_client
-from reef_cli.options import JsonOption, TokenOption, UrlOption
+from reef_cli.options import JsonOption, TimeoutOption, TokenOption, UrlOption, WaitOption
 from reef_cli.output import console, error_console, print_json
-from reef_client import ReefClient, RequestProgress
+from reef_client import ReefClient, RequestProgress, wait_bound
 
 EXAMPLE = "Example: reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait   (or reef requests: the recent ones)"
 LISTED = 20  # requests `reef requests` lists, the newest
@@ -27,8 +27,8 @@ def requests(
     scenario: Annotated[
         str | None, typer.Option("--scenario", "-s", help="Without an id: only this scenario's.", show_default=False)
     ] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="Watch the request until it settles.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds --wait waits before giving up (exit 2).")] = 1800,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
     json: JsonOption = False,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -40,7 +40,10 @@ def requests(
             _list(client, scenario, json=json)
         return
     with daemon_client(url, token) as client:
-        progress = watch(client, request_id, timeout, quiet=json) if wait else client.request_progress(request_id)
+        if wait:
+            progress = watch(client, request_id, wait_bound(timeout, client.status()["runtime"]), quiet=json)
+        else:
+            progress = client.request_progress(request_id)
     settle(progress, json=json)
 
 

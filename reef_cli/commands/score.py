@@ -91,16 +91,21 @@ def _receipts_and_score(values: list[str]) -> tuple[list[str], float]:
 
 
 def _score_receipts(client: ReefClient, receipts: list[str], value: float, feedback: str | None, *, json: bool) -> None:
-    scenarios = sorted({str(client.record(receipt)["scenario"]) for receipt in dict.fromkeys(receipts)})
+    records = {receipt: client.record(receipt) for receipt in dict.fromkeys(receipts)}
+    scenarios = sorted({str(record["scenario"]) for record in records.values()})
     if len(scenarios) > 1:
         fail(f"these receipts belong to different scenarios ({', '.join(scenarios)}); score each scenario apart")
-    ack = client.report(scenarios[0], list(dict.fromkeys(receipts)), score=value, feedback=feedback)
+    ack = client.report(scenarios[0], list(records), score=value, feedback=feedback)
     if json:
         print_json(ack)
         return
-    count = len(set(receipts))
-    records = f"{count} record{'s' if count != 1 else ''}"
-    typer.echo(f"scored {records} in {ack['scenario']}: {value:g} (report {ack['agent_record_id']})")
+    count = len(records)
+    said = f"{count} record{'s' if count != 1 else ''}"
+    typer.echo(f"scored {said} in {ack['scenario']}: {value:g} (report {ack['agent_record_id']})")
+    for receipt, record in records.items():
+        earlier = record.get("score")
+        if earlier is not None and ack["created"]:
+            typer.echo(f"{receipt} had a score of {earlier:g}; this one replaces it (reef show {receipt} lists both)")
 
 
 def _open_lines(source: str) -> list[str]:

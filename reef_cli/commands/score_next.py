@@ -30,7 +30,7 @@ def score_next(client: ReefClient, scenario: str | None) -> None:
         row = page["records"][0]
         cursor = row["sequence"]
         out.rule(f"unscored record in {row['scenario']}")
-        out.print(record_view(client.record(row["id"])))
+        out.print(record_view(client.record(row["id"]), how_to_score=None))  # the prompt below asks for it
         answer = _ask_score(scale)
         if answer == QUIT:
             out.print(f"stopped (scored {scored}, skipped {skipped})")

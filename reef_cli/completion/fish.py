@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from reef_cli.completion.spec import CommandSpec, OptionSpec
+from reef_cli.completion.spec import (
+    DEFAULT_DAEMON_URL,
+    SCENARIOS_ROUTE_PATH,
+    SCENARIOS_URL_FILE,
+    CommandSpec,
+    OptionSpec,
+)
 
 
 def fish_script(root: CommandSpec) -> str:
@@ -30,6 +36,18 @@ def fish_script(root: CommandSpec) -> str:
         f'    test (__{prog}_command) = "$argv[1]"',
         "end",
         "",
+        f"function __{prog}_scenarios",
+        "    set -l url $REEF_URL",
+        f'    if test -z "$url"; and test -f {SCENARIOS_URL_FILE}',
+        f"        set url (cat {SCENARIOS_URL_FILE})",
+        "    end",
+        f'    test -n "$url"; or set url {DEFAULT_DAEMON_URL}',
+        "    set -l auth",
+        '    test -n "$REEF_TOKEN"; and set auth -H "Authorization: Bearer $REEF_TOKEN"',
+        f"    curl -fsS -m 2 $auth (string trim -r -c / -- $url){SCENARIOS_ROUTE_PATH} 2>/dev/null \\",
+        """        | string match -ar '"scenario": *"[^"]*"' | string replace -r '.*"([^"]*)"$' '$1'""",
+        "end",
+        "",
         f"complete -c {prog} -f",
     ]
     for command in commands:
@@ -39,24 +57,25 @@ def fish_script(root: CommandSpec) -> str:
         if command.argument_choices:
             lines.append(f"complete -c {prog} {scope} -a {_quote(' '.join(command.argument_choices))}")
         for option in command.options:
-            lines.append(f"complete -c {prog} {scope} {_option(option)}")
+            lines += [f"complete -c {prog} {scope} {line}" for line in _option(option)]
     lines.append("")
     return "\n".join(lines)
 
 
-def _option(option: OptionSpec) -> str:
-    flags = []
-    for name in option.names:
-        flags.append(f"-l {name[2:]}" if name.startswith("--") else f"-s {name[1:]}")
+def _option(option: OptionSpec) -> list[str]:
+    """The option's `complete` flags: its names and help, and on a line of their own (fish would describe every value
+    with the option's help) the values it completes to."""
+    names = " ".join(f"-l {name[2:]}" if name.startswith("--") else f"-s {name[1:]}" for name in option.names)
+    described = f"{names} -d {_quote(option.help)}" if option.help else names
+    if option.scenarios:
+        return [f"{names} -x -a '(__reef_scenarios)'", described]
     if option.choices:
-        flags.append(f"-x -a {_quote(' '.join(option.choices))}")
-    elif option.path:
-        flags.append("-r -F")
-    elif option.takes_value:
-        flags.append("-x")
-    if option.help:
-        flags.append(f"-d {_quote(option.help)}")
-    return " ".join(flags)
+        return [f"{names} -x -a {_quote(' '.join(option.choices))}", described]
+    if option.path:
+        return [f"{described} -r -F"]
+    if option.takes_value:
+        return [f"{described} -x"]
+    return [described]
 
 
 def _quote(text: str) -> str:

@@ -8,7 +8,14 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
+from reef_daemon.contract import DEFAULT_STATE_DIR, DEFAULT_URL, SCENARIOS_ROUTE
+
 HELP = "Show this message and exit."
+# How a script asks the daemon for its scenarios when --scenario is completed (no Python starts): its address from
+# REEF_URL, else the one `reef start` wrote here, else the default; REEF_TOKEN if set; names read from the JSON.
+SCENARIOS_URL_FILE = f"{DEFAULT_STATE_DIR}/daemon.url"
+SCENARIOS_ROUTE_PATH = SCENARIOS_ROUTE
+DEFAULT_DAEMON_URL = DEFAULT_URL
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,7 @@ class OptionSpec:
     takes_value: bool
     choices: tuple[str, ...] = ()
     path: bool = False
+    scenarios: bool = False  # completes to the running daemon's scenarios, asked when completing
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,9 @@ def _option(ctx: typer.Context, param: TyperOption) -> OptionSpec:
     takes_value = not param.is_flag and not param.count
     metavar = param.metavar or ""
     path = param.type_descriptor.is_path or "FILE" in metavar or metavar == "PATH"
-    return OptionSpec(tuple(names), _first_sentence(param.help or ""), takes_value, _choices(ctx, param), path)
+    scenarios = takes_value and "--scenario" in names
+    help = _first_sentence(param.help or "")
+    return OptionSpec(tuple(names), help, takes_value, _choices(ctx, param), path, scenarios)
 
 
 def _choices(ctx: typer.Context, param: TyperOption | TyperArgument) -> tuple[str, ...]:

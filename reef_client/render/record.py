@@ -22,8 +22,13 @@ NOT_REPORTED = "not reported"
 _ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
 
 
-def record_view(record: RecordDetail) -> RenderableType:
-    """Everything `reef show` prints for one record."""
+# How `reef show` says to score an unscored record; {id} is its receipt.
+SCORE_HINT = "not scored yet: reef score {id} <score>"
+
+
+def record_view(record: RecordDetail, *, how_to_score: str | None = SCORE_HINT) -> RenderableType:
+    """Everything `reef show` prints for one record. `how_to_score` is the line under an unscored inference record
+    (a screen with keys of its own says those; None for none)."""
     parts: list[RenderableType] = [_facts(record)]
     if record.get("type") == "inference":
         route = str(record.get("route") or "")
@@ -36,8 +41,8 @@ def record_view(record: RecordDetail) -> RenderableType:
     reports = record.get("reports") or []
     if reports:
         parts += [Text("reports", style="bold"), _reports_table(reports)]
-    elif record.get("type") == "inference":
-        parts.append(Text(f"not scored yet: reef score {record.get('id')} <score>", style="dim"))
+    elif record.get("type") == "inference" and how_to_score is not None:
+        parts.append(Text(how_to_score.format(id=record.get("id")), style="dim"))
     return Group(*parts)
 
 

@@ -171,7 +171,10 @@ from reef_daemon.contract._status import (
     StoreStatus,
     Training,
     low_score_below,
+    off_the_scale,
+    score_problem,
 )
+from reef_daemon.contract._words import did_you_mean
 
 __all__ = [
     "CANARY_DIR",
@@ -329,7 +332,10 @@ __all__ = [
     "VersionScore",
     "VersionScores",
     "awaits_score",
+    "did_you_mean",
     "loopback_url",
     "low_score_below",
+    "off_the_scale",
     "record_type",
+    "score_problem",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
+from reef_daemon.contract._routes import COUNT_TOKENS_ROUTE
 from reef_daemon.contract._scenarios import TRIAL_SCENARIO
 
 # What a record is: an exchange with the model, a report scoring exchanges, or a person's change request.
@@ -26,8 +27,9 @@ def record_type(name: str) -> RecordType | None:
 
 
 def awaits_score(row: RecordRow, scenario: str | None = None) -> bool:
-    """Whether a record is one a person still has to score, in a list filtered on `scenario` (None: all)."""
-    unscored = row["type"] == "inference" and row["score"] is None
+    """Whether a record is one a person still has to score, in a list filtered on `scenario` (None: all). A token
+    count (count_tokens) has no answer to score."""
+    unscored = row["type"] == "inference" and row["score"] is None and row["route"] != COUNT_TOKENS_ROUTE
     return unscored and (scenario is not None or row["scenario"] != TRIAL_SCENARIO)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+import math
+from typing import Any, NotRequired, TypedDict
 
 from reef_daemon.contract._releases import StepRow
 
@@ -147,3 +148,28 @@ def low_score_below(scale: ScoreScale) -> float:
     """Scores below this are low: the middle of the deployment's scale (reports.score-min/max). Low-scored
     conversations are what reefine learns from and what replay tasks are made of."""
     return (scale["min"] + scale["max"]) / 2
+
+
+def score_problem(score: Any) -> str | None:
+    """What is wrong with a score as sent in JSON, in the same words wherever one is read (reports, `reef score
+    --from`, imports); None for a finite number. A number sent as text ("0.8") is refused, saying so."""
+    if isinstance(score, str):
+        try:
+            float(score)
+        except ValueError:
+            return f"score must be a number, not text ({score[:40]!r})"
+        return f"score must be a number, not text: write {score[:40]} without quotes"
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return "score must be a number"
+    try:
+        finite = math.isfinite(float(score))
+    except OverflowError:  # an integer beyond a double's range
+        finite = False
+    return None if finite else "score must be a finite number"
+
+
+def off_the_scale(score: float, low: float, high: float) -> str | None:
+    """Why a score is refused for lying outside the deployment's scale, or None when it is on it."""
+    if low <= score <= high:
+        return None
+    return f"score {score:g} is outside this deployment's scale: from {low:g} (worst) to {high:g} (best)"

@@ -12,7 +12,15 @@ import math
 import time
 from typing import Any
 
-from reef_daemon.contract import CHAT_ROUTE, IMPORTED_TAG, SESSION_HEADER, TAG_HEADER_PREFIX, ImportConversation
+from reef_daemon.contract import (
+    CHAT_ROUTE,
+    IMPORTED_TAG,
+    SESSION_HEADER,
+    TAG_HEADER_PREFIX,
+    ImportConversation,
+    off_the_scale,
+    score_problem,
+)
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.reports import content_hash
 from reef_daemon.store.imports import ImportDraft
@@ -49,17 +57,17 @@ def checked(value: Any, score_scale: tuple[float, float] = (0.0, 1.0)) -> Import
     for key, kinds in (("format", str), ("model", str), ("session", str), ("tools", list)):
         if key in value and not isinstance(value[key], kinds):
             raise Refused(f"{key} must be a {'list' if kinds is list else 'string'}")
-    for key in ("created_at", "duration_ms", "score"):
+    if "score" in value and (problem := score_problem(value["score"])) is not None:
+        raise Refused(problem)
+    for key in ("created_at", "duration_ms"):
         if key in value and not _finite(value[key]):
             raise Refused(f"{key} must be a finite number")
     if "created_at" in value and not 0 <= value["created_at"] < MAX_EPOCH_S:
         raise Refused("created_at must be seconds since the epoch")
     if "duration_ms" in value and value["duration_ms"] < 0:
         raise Refused("duration_ms must not be negative")
-    low, high = score_scale
-    if "score" in value and not low <= value["score"] <= high:
-        raise Refused(f"score {value['score']:g} is outside this deployment's scale: from {low:g} (worst) to "
-                      f"{high:g} (best)")  # fmt: skip
+    if "score" in value and (off := off_the_scale(value["score"], *score_scale)) is not None:
+        raise Refused(off)
     if "feedback" in value and not isinstance(value["feedback"], str | dict):
         raise Refused("feedback must be a string or an object")
     conversation: ImportConversation = value  # type: ignore[assignment] # its shape was checked above

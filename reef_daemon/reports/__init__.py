@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from reef_daemon.contract import RECEIPT_HEADER
+from reef_daemon.contract import RECEIPT_HEADER, off_the_scale, score_problem
 from reef_daemon.errors import BadRequest
 
 BASE_SCHEMA = "report.schema.json"
@@ -40,6 +39,8 @@ class ReportValidator:
         """The normalised report content, or a 400 naming the first field at fault."""
         if not isinstance(body, dict):
             raise BadRequest("the report must be a JSON object", type="invalid_report")
+        if "score" in body and (problem := score_problem(body["score"])) is not None:
+            raise BadRequest(problem, type="invalid_report")
         for validator in self._validators:
             error = next(iter(sorted(validator.iter_errors(body), key=lambda e: list(e.path))), None)
             if error is not None:
@@ -49,28 +50,10 @@ class ReportValidator:
             if key in body:
                 content[key] = body[key]
         if "score" in content:
-            content["score"] = self._on_scale(_finite_score(content["score"]))
+            content["score"] = score = float(content["score"])
+            if (off := off_the_scale(score, *self.score_scale)) is not None:
+                raise BadRequest(off, type="score_out_of_scale")
         return content
-
-    def _on_scale(self, score: float) -> float:
-        low, high = self.score_scale
-        if not low <= score <= high:
-            raise BadRequest(
-                f"score {score:g} is outside this deployment's scale: from {low:g} (worst) to {high:g} (best)",
-                type="score_out_of_scale",
-            )
-        return score
-
-
-def _finite_score(score: float) -> float:
-    """The score as a double; an integer beyond a double's range is refused rather than stored as infinity."""
-    try:
-        value = float(score)
-    except OverflowError:
-        value = math.inf
-    if not math.isfinite(value):
-        raise BadRequest("score must be a finite number", type="invalid_report")
-    return value
 
 
 def content_hash(scenario: str, content: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reef_daemon.contract import TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
+from reef_daemon.contract import COUNT_TOKENS_ROUTE, TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
@@ -139,7 +139,8 @@ class RecordStore:
             clauses.append("scenario = ?")
             params.append(query.scenario)
         if query.unscored:  # contract.awaits_score, in SQL
-            clauses.append("type = 'inference' AND score IS NULL")
+            clauses.append("type = 'inference' AND score IS NULL AND (route IS NULL OR route != ?)")
+            params.append(COUNT_TOKENS_ROUTE)
             if query.scenario is None:
                 clauses.append("scenario != ?")
                 params.append(TRIAL_SCENARIO)
@@ -195,7 +196,8 @@ class RecordStore:
             counts.setdefault(row["scenario"], {})[row["type"]] = row["total"]
         for row in conn.execute(
             "SELECT scenario, count(*) AS total FROM records WHERE type = 'inference' AND score IS NULL"
-            " GROUP BY scenario"
+            " AND (route IS NULL OR route != ?) GROUP BY scenario",  # both engines read this SQL
+            (COUNT_TOKENS_ROUTE,),
         ):
             counts.setdefault(row["scenario"], {})["unscored"] = row["total"]
         return counts

@@ -3,11 +3,11 @@ fine-tuning format, and what `reef export --format openai` writes)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reef_daemon.contract import score_problem
 from reef_transcripts.chat import Message
 from reef_transcripts.requests import request_messages
 from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, timestamp
@@ -46,19 +46,10 @@ def _problem(line: Any) -> str | None:
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
         return "every message must be an object with a `role`"
     score = line.get("score")
-    if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
-        return "`score` must be a number"
-    if score is not None and not _finite(score):
-        return "`score` must be a finite number"
+    if score is not None and (problem := score_problem(score)) is not None:
+        return problem  # in the words the daemon and `reef score --from` use
     if line.get("created_at") is not None and timestamp(line["created_at"]) is None:
         return "`created_at` must be a time (ISO 8601 or epoch seconds)"
     if line.get("tools") is not None and not isinstance(line["tools"], list):
         return "`tools` must be a list"
     return None
-
-
-def _finite(value: float) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:  # an integer beyond a double's range
-        return False

@@ -74,7 +74,9 @@ class InstallScreen(ModalScreen[None]):
             self.app.call_from_thread(self._say, exc.message, True)
             return
         try:
-            done = run_install_script(script, self.reef.token, capture=True, timeout_s=SCRIPT_TIMEOUT_S)
+            done = run_install_script(
+                script, self.reef.token, root_how="with reef install --root", capture=True, timeout_s=SCRIPT_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:
             self.app.call_from_thread(
                 self._say, f"the install script ran past {SCRIPT_TIMEOUT_S} s and was stopped", True

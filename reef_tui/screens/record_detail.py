@@ -16,7 +16,7 @@ from reef_client.render.record import record_view
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.receipts import abbreviated
 from reef_tui.reporting import send_report
-from reef_tui.scoring import key_score
+from reef_tui.scoring import SCORE_HINT, key_score
 from reef_tui.screens.feedback import FeedbackScreen
 from reef_tui.screens.reef_screen import ReefScreen
 
@@ -56,7 +56,7 @@ class RecordDetailScreen(ReefScreen):
 
     def _show(self, record: RecordDetail) -> None:
         self.record = record
-        self.query_one("#detail", Static).update(record_view(record))
+        self.query_one("#detail", Static).update(record_view(record, how_to_score=SCORE_HINT))
 
     def _show_error(self, message: str) -> None:
         if self.record is None:
@@ -69,9 +69,9 @@ class RecordDetailScreen(ReefScreen):
 
     def action_score(self, key: str) -> None:
         if self._scoreable():
-            send_report(
-                self, self._scenario(), self.record_id, score=key_score(key, self.reef.score_scale), done=self._sent
-            )
+            earlier = self.record.get("score") if self.record else None
+            score = key_score(key, self.reef.score_scale)
+            send_report(self, self._scenario(), self.record_id, score=score, replaces=earlier, done=self._sent)
 
     def action_feedback(self) -> None:
         if not self._scoreable():

@@ -212,7 +212,9 @@ class RecordsScreen(ReefScreen):
         row = self._scoreable()
         if row is not None:
             score = key_score(key, self.reef.score_scale)
-            send_report(self, row["scenario"], row["id"], score=score, done=self._scored(row["id"]))
+            send_report(
+                self, row["scenario"], row["id"], score=score, replaces=row["score"], done=self._scored(row["id"])
+            )
 
     def action_copy_receipt(self) -> None:
         row = self.query_one(RecordList).current

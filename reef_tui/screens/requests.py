@@ -101,7 +101,7 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
         self.progress[request_id] = progress
         if known:
             for column, value in zip(table.columns, _cells(progress), strict=True):
-                table.update_cell(request_id, column, value)
+                table.update_cell(request_id, column, value, update_width=True)  # "skipped" outgrows "-"
         else:
             self._fill(keep_cursor=True)
         if self._selected() == request_id or len(self.progress) == 1:

@@ -6,7 +6,6 @@ share asked in a box) and end the running one (behind a confirmation)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -32,6 +31,10 @@ from reef_tui.widgets.evidence_table import evidence_view
 
 COLUMNS = ("version", "operation", "result", "state", "when", "live score", "request")
 CANARY_KEYS = ("c", "x")
+HARNESS_ACTIONS = frozenset({"diff", "install", "canary", "end_canary"})
+"""What only a harness's versions take: their files diffed, installed on this machine, tried on a share of sessions."""
+RELEASE_ACTIONS = frozenset({"promote", "rollback"})
+"""What every recipe with releases (a harness's or weights') takes; the record recipe makes none."""
 FOOTER_ROOM_FOR_CANARY = 100
 """Columns the footer needs to show the canary keys and still `q Quit` and `s Scenario`; on a narrower terminal
 the footer leaves them out (help and the palette list them at any width)."""
@@ -50,6 +53,31 @@ def state_of(release: ShownRelease) -> str:
     if release.get("installed"):
         state = f"{state}, installed" if state else "installed"
     return state
+
+
+def metric_lines(metrics: dict[str, Any], versions: dict[str, str]) -> list[str]:
+    """A step's metrics as lines a person reads (`target: v1 (release 3f2a9c0d)`, `mean reward: 0.42`), not JSON;
+    `versions` names a release id's version."""
+    lines = []
+    for key, value in metrics.items():
+        if key == "target_release_id" and isinstance(value, str):
+            version = versions.get(value)
+            lines.append(f"target: {version} (release {value[:8]})" if version else f"target: release {value[:8]}")
+        else:
+            lines.append(f"{key.replace('_', ' ')}: {_readable(value)}")
+    return lines
+
+
+def _readable(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: formats.MISSING}[value]
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{key.replace('_', ' ')} {_readable(item)}" for key, item in value.items()) or "none"
+    if isinstance(value, list):
+        return ", ".join(_readable(item) for item in value) or "none"
+    return str(value)
 
 
 def request_text(release: ShownRelease) -> str:
@@ -94,6 +122,22 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         if event.scenario == self.scenario and event.type == CANARY_EVENT:  # started, ended or rolled back
             self.reload()
 
+    def _recipe_takes(self, action: str) -> bool:
+        """Whether the daemon's recipe has versions that take `action` (all of them until its status is known)."""
+        status = self.reef.daemon_status
+        if status is None:
+            return True
+        recipe = status["recipe"]
+        if action in HARNESS_ACTIONS:
+            return bool(recipe.get("harness"))
+        if action in RELEASE_ACTIONS:
+            return bool(recipe.get("harness") or recipe.get("trains"))
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The footer and the palette offer only what the recipe's versions take: no Diff under the record recipe.
+        return self._recipe_takes(action)
+
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
         active = super().active_bindings
@@ -113,6 +157,7 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
     # --- loading --------------------------------------------------------------------------------------------
 
     def heading(self, scenario: str) -> str:
+        self.refresh_bindings()  # the recipe decides which keys the footer offers
         return f"versions of [b]{scenario}[/b]"
 
     def say_no_scenario(self) -> None:
@@ -196,9 +241,10 @@ class VersionsScreen(ScenarioScreen[list[ShownRelease]]):
         if live:
             lines.append(live)
         metrics = {key: value for key, value in (release.get("metrics") or {}).items() if key != "evidence"}
-        if metrics:
-            lines.append(json.dumps(metrics, indent=2, ensure_ascii=False, default=str))
-        lines.append("d shows the files changed against its parent")
+        versions = {str(r["release_id"]): str(r["version"]) for r in self.releases.values() if r.get("version")}
+        lines += metric_lines(metrics, versions)
+        if self._recipe_takes("diff"):
+            lines.append("d shows the files changed against its parent")
         return Text("\n".join(lines))
 
     # --- diff -----------------------------------------------------------------------------------------------

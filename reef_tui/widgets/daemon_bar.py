@@ -14,15 +14,24 @@ if TYPE_CHECKING:
     from reef_tui.app import ReefApp
 
 
-def describe(url: str, status: Status) -> Text:
-    """`url · recipe R · runtime K · model M` (weights W when the runtime reports a weight version)."""
+def describe(url: str, status: Status, width: int | None = None) -> Text:
+    """`url · recipe R · runtime K · model M` (weights W when the runtime reports a weight version). Where that is
+    wider than `width`, the runtime goes first, then the URL's scheme, then the URL: the model stays in view."""
     recipe = (status.get("recipe") or {}).get("name", "?")
     runtime = status.get("runtime") or {}
-    parts = [url, f"recipe {recipe}", f"runtime {runtime.get('kind', '?')}"]
-    parts.append(f"model {runtime.get('model') or 'chosen by clients'}")
+    model = [f"model {runtime.get('model') or 'chosen by clients'}"]
     if runtime.get("weight_version") is not None:
-        parts.append(f"weights {runtime['weight_version']}")
-    return Text(" · ".join(parts), no_wrap=True, overflow="ellipsis")
+        model.append(f"weights {runtime['weight_version']}")
+    bare = url.split("://", 1)[-1]
+    variants = [
+        [url, f"recipe {recipe}", f"runtime {runtime.get('kind', '?')}", *model],
+        [url, f"recipe {recipe}", *model],
+        [bare, f"recipe {recipe}", *model],
+        [f"recipe {recipe}", *model],
+    ]
+    lines = [" · ".join(parts) for parts in variants]
+    chosen = next((line for line in lines if width is None or len(line) <= width), lines[-1])
+    return Text(chosen, no_wrap=True, overflow="ellipsis")
 
 
 class DaemonBar(Static):
@@ -32,14 +41,15 @@ class DaemonBar(Static):
         self.watch(self.app, "connected", self._show, init=True)
         self.watch(self.app, "daemon_status", lambda _status: self._show(cast("ReefApp", self.app).connected))
 
+    def on_resize(self) -> None:
+        self._show(cast("ReefApp", self.app).connected)  # what fits depends on the width
+
     def _show(self, connected: bool | None) -> None:
         app = cast("ReefApp", self.app)
         self.set_class(connected is False, "-gone")
         if connected is None:
             self.update(Text(f"connecting to {app.url} …", no_wrap=True, overflow="ellipsis"))
         elif connected and app.daemon_status is not None:  # set before `connected` is
-            self.update(describe(app.url, app.daemon_status))
+            self.update(describe(app.url, app.daemon_status, self.content_region.width or None))
         else:
-            self.update(
-                Text(f"✗ {app.gone_reason} — showing what was loaded; reconnecting", no_wrap=True, overflow="ellipsis")
-            )
+            self.update(Text(f"✗ {app.gone_reason} — showing what was loaded; reconnecting"))

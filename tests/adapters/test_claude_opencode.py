@@ -84,7 +84,7 @@ def test_a_headless_prompt_reaches_reef_alone_and_leaves_the_persons_config_alon
     assert watch.attempts == []  # nothing tried to reach any other host
 
     rows = reefine.call("GET", "/reef/records", scenario=SCENARIO, type="inference")["records"]
-    sidecar = json.loads((reefine.root() / ".reef-harness-release").read_text())
+    sidecar = json.loads((reefine.root(adapter) / ".reef-harness-release").read_text())
     tags = [reefine.call("GET", f"/reef/records/{row['id']}")["tags"] for row in rows]
     assert rows and all(len(tag["session"]) == 32 and tag["release"] == sidecar["release_id"] for tag in tags)
     # The token reached reef (which refuses calls without it) and went no further; nor did the person's key or
@@ -97,7 +97,7 @@ def test_a_headless_prompt_reaches_reef_alone_and_leaves_the_persons_config_alon
     assert "ok the token is accepted" in doctor.stdout and "are off (" in doctor.stdout
 
     # Removing reef's install leaves the person's own config as it was, and nothing else in their home changed.
-    shutil.rmtree(reefine.root())
+    shutil.rmtree(reefine.root(adapter))
     (reefine.home / ".local" / "bin" / f"reef-{adapter}").unlink()
     assert {relative: (reefine.home / relative).read_bytes() for relative in mine} == mine
     assert outside_reef(reefine.home) == before
@@ -111,7 +111,7 @@ def test_reefine_and_versions_run_as_the_agents_own_commands(
     assert reefine.install(adapter).returncode == 0
     _prompt, command, skill_path = AGENTS[adapter]
     for name in ("reefine", "versions"):
-        assert (reefine.root() / RENDERED[adapter].format(name=name)).is_file()
+        assert (reefine.root(adapter) / RENDERED[adapter].format(name=name)).is_file()
     reefine.upstream.proposer.script(
         "answer", answer("A haiku skill.\n\nHow to use: ask for a haiku.", skill("haiku", "# Haiku\nIn 5-7-5."))
     )
@@ -131,7 +131,7 @@ def test_reefine_and_versions_run_as_the_agents_own_commands(
     installed = reefine.wrapper(adapter, *command("versions", "v1 install"))
     assert installed.returncode == 0, installed.stdout + installed.stderr
     assert "installed " + adapter + " harness v1" in last_prompt(reefine)
-    assert "In 5-7-5." in (reefine.root() / skill_path.format(name="haiku")).read_text()
+    assert "In 5-7-5." in (reefine.root(adapter) / skill_path.format(name="haiku")).read_text()
     assert reefine.wrapper(adapter, REEF_HARNESS_BINARY="/bin/true").returncode == 0  # the update checks out
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.support.adapters_testing import SCENARIO, Reefine
 
@@ -24,8 +23,8 @@ def test_reef_install_writes_the_harness_and_the_wrapper(reefine: Reefine) -> No
     done = reef(reefine, "install", "--adapter", "codex", "--scenario", SCENARIO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "installed codex harness v0" in done.stdout
-    assert (reefine.root() / "codex" / "skills" / "reefine" / "SKILL.md").exists()
-    assert (reefine.home / ".local" / "bin" / "reef-codex").resolve() == reefine.root() / "reef-codex"
+    assert (reefine.root("codex") / "codex" / "skills" / "reefine" / "SKILL.md").exists()
+    assert (reefine.home / ".local" / "bin" / "reef-codex").resolve() == reefine.root("codex") / "reef-codex"
 
     listed = reef(reefine, "versions", "--scenario", SCENARIO)
     assert listed.returncode == 0 and "installed, current" in listed.stdout
@@ -38,15 +37,23 @@ def test_reef_install_writes_the_harness_and_the_wrapper(reefine: Reefine) -> No
 
 
 def test_reef_install_knows_claude_and_opencode(reefine: Reefine) -> None:
-    for adapter, command, where in (
-        ("claude", "claude/commands/reefine.md", []),
-        ("opencode", "opencode/config/opencode/command/reefine.md", ["--root", f"{reefine.root()}-opencode"]),
+    for adapter, command in (
+        ("claude", "claude/commands/reefine.md"),
+        ("opencode", "opencode/config/opencode/command/reefine.md"),
     ):
-        done = reef(reefine, "install", "--adapter", adapter, "--scenario", SCENARIO, *where)
+        done = reef(reefine, "install", "--adapter", adapter, "--scenario", SCENARIO)
         assert done.returncode == 0, done.stdout + done.stderr
-        root = Path(where[-1]) if where else reefine.root()  # a root holds one adapter's install
+        root = reefine.root(adapter)  # each adapter's install has a root of its own
         assert f"installed {adapter} harness v0" in done.stdout and (root / command).is_file()
         assert (reefine.home / ".local" / "bin" / f"reef-{adapter}").resolve() == root / f"reef-{adapter}"
         assert not (root / ".reef-token").exists()  # the daemon has no auth here
     listed = reef(reefine, "versions", "--scenario", SCENARIO)
     assert listed.returncode == 0 and "installed, current" in listed.stdout
+
+
+def test_reef_install_refusals_name_its_own_root_option(reefine: Reefine) -> None:
+    held = reefine.home / "held"
+    assert reef(reefine, "install", "--adapter", "pi", "--scenario", SCENARIO, "--root", str(held)).returncode == 0
+    refused = reef(reefine, "install", "--adapter", "claude", "--scenario", SCENARIO, "--root", str(held))
+    assert refused.returncode == 1 and "pass a root of its own with --root, or none for" in refused.stderr
+    assert "first argument" not in refused.stderr

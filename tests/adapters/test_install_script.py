@@ -52,10 +52,10 @@ def test_install_writes_files_checksum_sidecar_and_wrapper(reefine: Reefine) -> 
 def test_a_second_run_is_already_current_and_writes_nothing(reefine: Reefine) -> None:
     script = reefine.script("codex")
     assert reefine.install("codex", script=script).returncode == 0
-    before = mtimes(reefine.root())
+    before = mtimes(reefine.root("codex"))
     again = reefine.install("codex", script=script)
     assert again.returncode == 0 and "already current: codex harness v0" in again.stdout
-    assert mtimes(reefine.root()) == before
+    assert mtimes(reefine.root("codex")) == before
 
 
 def test_a_new_release_adds_files_and_an_older_one_prunes_them(reefine: Reefine) -> None:
@@ -63,14 +63,14 @@ def test_a_new_release_adds_files_and_an_older_one_prunes_them(reefine: Reefine)
     progress = reefine.publish_skill("haiku", "# Haiku\nAnswer in a haiku.")
     updated = reefine.install("dsh")
     assert updated.returncode == 0 and "harness v1" in updated.stdout, updated.stderr
-    skill = reefine.root() / "dsh" / "skills" / "haiku" / "SKILL.md"
+    skill = reefine.root("dsh") / "dsh" / "skills" / "haiku" / "SKILL.md"
     assert "Answer in a haiku." in skill.read_text()
 
     v0 = reefine.call("GET", f"/reef/scenarios/{SCENARIO}/releases")["releases"][-1]["release_id"]
     rolled = reefine.install("dsh", script=reefine.script("dsh", release_id=v0))
     assert rolled.returncode == 0 and "removed dsh/skills/haiku/SKILL.md" in rolled.stdout
     assert not skill.exists() and not skill.parent.exists()
-    assert progress["release"] not in (reefine.root() / ".reef-harness-release").read_text()
+    assert progress["release"] not in (reefine.root("dsh") / ".reef-harness-release").read_text()
 
 
 def test_the_binding_follows_the_daemon_url_and_model(reefine: Reefine, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_the_binding_follows_the_daemon_url_and_model(reefine: Reefine, tmp_path
     forwarded = {"x-forwarded-host": "reef.example:9443", "x-forwarded-proto": "https", **reefine.headers()}
     moved = reefine.install("codex", script=reefine.script("codex", headers=forwarded))
     assert moved.returncode == 0 and "already current" not in moved.stdout
-    config = (reefine.root() / "codex" / "config.toml").read_text()
+    config = (reefine.root("codex") / "codex" / "config.toml").read_text()
     assert 'base_url = "https://reef.example:9443/v1"' in config
 
     stop_reefine(tmp_path, reefine)
@@ -86,7 +86,7 @@ def test_the_binding_follows_the_daemon_url_and_model(reefine: Reefine, tmp_path
     try:
         rebound = restarted.install("codex")
         assert rebound.returncode == 0, rebound.stderr
-        config = (restarted.root() / "codex" / "config.toml").read_text()
+        config = (restarted.root("codex") / "codex" / "config.toml").read_text()
         assert 'model = "another-model"' in config and f'base_url = "{restarted.url}/v1"' in config
     finally:
         stop_reefine(tmp_path, restarted)
@@ -118,19 +118,43 @@ def test_refusals_say_why_and_write_nothing(reefine: Reefine, tmp_path: Path) ->
     assert reefine.install("pi", str(tmp_path / "pi")).returncode == 0  # pi has no such sandbox: /tmp is fine
 
 
-def test_a_second_adapter_is_refused_a_root_holding_the_first_and_installs_in_its_own(reefine: Reefine) -> None:
+def test_installs_of_several_adapters_sit_side_by_side_and_each_wrapper_keeps_working(reefine: Reefine) -> None:
     assert reefine.install("pi").returncode == 0
-    before = installed_files(reefine.root())
-    refused = reefine.install("claude")
+    pi_files = installed_files(reefine.root("pi"))
+    for adapter in ("codex", "claude"):
+        done = reefine.install(adapter)
+        assert done.returncode == 0 and "removed" not in done.stdout, done.stdout + done.stderr
+        assert str(reefine.root(adapter)) in done.stdout
+        assert json.loads((reefine.root(adapter) / ".reef-harness-release").read_text())["adapter"] == adapter
+    assert installed_files(reefine.root("pi")) == pi_files
+    for adapter in ("pi", "codex", "claude"):
+        link = reefine.home / ".local" / "bin" / f"reef-{adapter}"
+        assert link.resolve() == reefine.root(adapter) / f"reef-{adapter}"
+        doctor = reefine.wrapper(adapter, "doctor")
+        assert "ok installed v0 is the served version" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert reefine.wrapper("pi", REEF_HARNESS_BINARY="/bin/true").returncode == 0
+
+
+def test_a_root_holding_another_adapters_install_is_refused(reefine: Reefine) -> None:
+    held = reefine.home / "held"
+    assert reefine.install("pi", str(held)).returncode == 0
+    before = installed_files(held)
+    refused = reefine.install("claude", str(held))
     assert refused.returncode == 1, refused.stdout
-    own = f"{reefine.root()}-claude"
     assert "it holds the pi harness, and installing claude there would remove its files" in refused.stderr
-    assert refused.stderr.rstrip().endswith(f"such as {own}")
-    assert installed_files(reefine.root()) == before and "removed" not in refused.stdout
-    assert reefine.install("claude", own).returncode == 0
-    assert json.loads((Path(own) / ".reef-harness-release").read_text())["adapter"] == "claude"
-    assert installed_files(reefine.root()) == before
-    assert (reefine.home / ".local" / "bin" / "reef-pi").resolve() == reefine.root() / "reef-pi"
+    assert f"pass a root of its own as the first argument, or none for {reefine.root('claude')}" in refused.stderr
+    assert installed_files(held) == before and "removed" not in refused.stdout
+
+
+def test_an_install_in_the_scenarios_folder_itself_keeps_its_place(reefine: Reefine) -> None:
+    # Installs made when the scenario's folder was the root of its one adapter.
+    legacy = reefine.root().parent
+    assert reefine.install("pi", str(legacy)).returncode == 0
+    again = reefine.install("pi")
+    assert again.returncode == 0 and "already current: pi harness v0 (release" in again.stdout
+    assert str(legacy) in again.stdout and not reefine.root("pi").exists()
+    assert reefine.install("codex").returncode == 0 and installed_files(reefine.root("codex"))
+    assert (reefine.home / ".local" / "bin" / "reef-pi").resolve() == legacy / "reef-pi"
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ def test_a_session_is_recorded_reported_and_updated(reefine: Reefine, adapter: s
 
     rows = reefine.call("GET", "/reef/records", scenario=SCENARIO, type="inference")["records"]
     record = reefine.call("GET", f"/reef/records/{rows[0]['id']}")
-    sidecar = json.loads((reefine.root() / ".reef-harness-release").read_text())
+    sidecar = json.loads((reefine.root(adapter) / ".reef-harness-release").read_text())
     assert len(record["tags"]["session"]) == 32 and record["tags"]["release"] == sidecar["release_id"]
 
     reported = reefine.wrapper(adapter, "report", "--score", "0.9", "--feedback", "right answer")
@@ -55,7 +55,7 @@ def test_a_session_is_recorded_reported_and_updated(reefine: Reefine, adapter: s
     assert versions.returncode == 0 and "installed" in versions.stdout.splitlines()[1]
     updated = reefine.wrapper(adapter, "update")
     assert updated.returncode == 0 and "harness v1" in updated.stdout, updated.stderr
-    assert "Answer in a haiku." in (reefine.root() / skill_path.format(name="haiku")).read_text()
+    assert "Answer in a haiku." in (reefine.root(adapter) / skill_path.format(name="haiku")).read_text()
     doctor = reefine.wrapper(adapter, "doctor")
     assert doctor.returncode == 0 and "ok installed v1 is the served version" in doctor.stdout, doctor.stdout
 

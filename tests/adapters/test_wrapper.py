@@ -5,6 +5,7 @@ and `update` puts the install back. `/bin/true` stands in for the agent here."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_a_file_the_install_did_not_write_where_the_agent_loads_from_stops_the_w
     reefine: Reefine, adapter: str, added: str, own: str
 ) -> None:
     assert reefine.install(adapter).returncode == 0
-    root = reefine.root()
+    root = reefine.root(adapter)
     agent = {"REEF_HARNESS_BINARY": "/bin/true"}
     (root / own).parent.mkdir(parents=True, exist_ok=True)
     (root / own).write_text("what the agent writes itself\n")
@@ -111,7 +112,7 @@ def test_moving_the_model_binding_away_from_reef_stops_the_wrapper(
     reefine: Reefine, adapter: str, path: str, edit: Callable[[str], str]
 ) -> None:
     assert reefine.install(adapter).returncode == 0
-    target = reefine.root() / path
+    target = reefine.root(adapter) / path
     text = target.read_text()
     assert edit(text) != text
     target.write_text(edit(text))
@@ -144,7 +145,7 @@ def test_doctor_says_the_agent_reaches_only_reef_and_update_puts_a_tampered_inst
     agent = {"REEF_HARNESS_BINARY": "/bin/true"}
     doctor = reefine.wrapper(adapter, "doctor", **agent)
     assert f"ok {line}" in doctor.stdout, doctor.stdout
-    target = reefine.root() / setting
+    target = reefine.root(adapter) / setting
     quiet = target.read_text()
     target.write_text(
         quiet.replace('"DISABLE_AUTOUPDATER": "1"', '"DISABLE_AUTOUPDATER": "0"').replace("false", "true")
@@ -165,6 +166,7 @@ def test_request_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: 
     assert skipped.returncode == 1, skipped.stdout + skipped.stderr
     assert "skipped" in skipped.stdout.splitlines()  # a skipped request makes no version
     assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
+    assert re.match(r"request [0-9a-f]{32} queued; watching it for at most 30 min", skipped.stderr), skipped.stderr
 
 
 def test_the_wrapper_finds_the_agent_scripts_setup_installed_when_path_lacks_it(reefine: Reefine) -> None:

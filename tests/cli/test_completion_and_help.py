@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_daemon import __version__
+from tests.support.cli_testing import Daemon
 
 COMPLETIONS = Path(__file__).resolve().parents[2] / "completions"
 FILES = {"bash": "reef.bash", "zsh": "_reef", "fish": "reef.fish"}
@@ -28,7 +30,7 @@ def test_the_completion_files_are_current(shell: str) -> None:
     )
 
 
-def _bash_complete(*words: str) -> list[str]:
+def _bash_complete(*words: str, cwd: Path | None = None, **env: str) -> list[str]:
     line = " ".join(f"'{word}'" for word in words)
     script = f"""
         source '{COMPLETIONS / "reef.bash"}'
@@ -37,7 +39,8 @@ def _bash_complete(*words: str) -> list[str]:
         _reef
         printf '%s\\n' "${{COMPREPLY[@]}}"
     """
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    environment = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), **env}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, cwd=cwd, env=environment)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
@@ -53,6 +56,33 @@ def test_bash_completes_subcommands_options_and_values() -> None:
     assert _bash_complete("serve", "--recipe", "") == ["record", "reefine", "sao", "grpo"]
     assert _bash_complete("start", "--harness.adapter", "") == ["pi", "codex", "dsh", "claude", "opencode"]
     assert _bash_complete("install", "--adapter", "") == ["pi", "codex", "dsh", "claude", "opencode"]
+    assert _bash_complete("serve", "--embedded.engine", "") == ["torch", "sglang"]
+    assert _bash_complete("start", "--training.trainer", "") == ["torch", "slime"]
+
+
+def test_scenario_values_come_from_the_running_daemon_in_every_shell(daemon: Daemon, tmp_path: Path) -> None:
+    daemon.chat("alpha")
+    daemon.chat("beta")
+    assert {"alpha", "beta"} <= set(_bash_complete("records", "--scenario", "", REEF_URL=daemon.url))
+    assert "alpha" in _bash_complete("export", "-s", "al", cwd=daemon.workdir)  # the daemon `reef start` ran here
+    assert _bash_complete("records", "--scenario", "", cwd=tmp_path, REEF_URL="http://127.0.0.1:9") == []
+    if shutil.which("fish") is not None:
+        script = COMPLETIONS / "reef.fish"
+        env = {**os.environ, "REEF_URL": daemon.url}
+        done = subprocess.run(["fish", "-c", f"source '{script}'; complete -C 'reef records --scenario '"],
+                              capture_output=True, text=True, timeout=30, env=env)  # fmt: skip
+        assert {"alpha", "beta"} <= {line.split("\t")[0] for line in done.stdout.splitlines()}, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_describes_an_option_once_not_each_of_its_values() -> None:
+    script = COMPLETIONS / "reef.fish"
+    done = subprocess.run(["fish", "-c", f"source '{script}'; complete -C 'reef export --format '"],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert sorted(done.stdout.splitlines()) == ["openai", "preference", "tokens"], done.stdout
+    options = subprocess.run(["fish", "-c", f"source '{script}'; complete -C 'reef export --fo'"],
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert options.stdout.splitlines() == ["--format\tWhat to write."], options.stdout
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
@@ -90,6 +120,16 @@ def test_every_command_has_help_with_an_example(path: list[str]) -> None:
     assert result.exit_code == 0, result.output
     assert "Example" in result.stdout
     assert f"reef {' '.join(path)}".strip() in result.stdout
+    assert "<bool>" not in result.stdout  # a flag takes no value
+    usage = next(line for line in result.stdout.splitlines() if "Usage:" in line)
+    assert "{" not in usage, usage  # arguments in capitals, [OPTIONAL] ones in brackets
+
+
+def test_help_paragraphs_fill_the_width_instead_of_keeping_the_source_line_breaks() -> None:
+    result = CliRunner().invoke(app, ["score", "--help"], env={"COLUMNS": "200"})
+    assert "the valid ones are sent and each refused line is named with its number and reason" in result.stdout
+    usage = CliRunner().invoke(app, ["import", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "Usage: reef import [OPTIONS] PATHS..." in usage
 
 
 def test_version() -> None:

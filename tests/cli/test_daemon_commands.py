@@ -41,7 +41,8 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
             elsewhere, clean_env(), "start", "--inference.upstream-url", upstream_url, "--reef.port", str(port)
         )
         assert taken.returncode == 1
-        assert "already answers" in taken.stderr and "Traceback" not in taken.stderr
+        assert taken.stderr.startswith("reef: did not start: something already answers"), taken.stderr
+        assert "Traceback" not in taken.stderr
         assert not (elsewhere / ".reef" / "daemon.pid").exists()
 
         daemon.chat("alpha")

@@ -18,7 +18,7 @@ def test_score_by_argument_takes_the_scenario_from_the_records(daemon: Daemon, c
     first, second = daemon.chat("by-arg"), daemon.chat("by-arg")
     result = cli("score", first, second, "0.25", "--feedback", "both missed the point")
     assert result.exit_code == 0, result.output
-    assert "scored 2 records in by-arg: 0.25" in result.stdout
+    assert "scored 2 records in by-arg: 0.25" in result.stdout and "replaces" not in result.stdout
     for receipt in (first, second):
         record = daemon.record(receipt)
         assert record["score"] == 0.25
@@ -27,6 +27,8 @@ def test_score_by_argument_takes_the_scenario_from_the_records(daemon: Daemon, c
     ack = json.loads(cli("score", first, "1", "--json").stdout)
     assert ack["scenario"] == "by-arg" and ack["request_type"] == "report"
     assert daemon.record(first)["score"] == 1
+    again = cli("score", first, "0.5")
+    assert again.exit_code == 0 and f"{first} had a score of 1; this one replaces it" in again.stdout
 
 
 def test_score_refuses_bad_usage_with_status_2(daemon: Daemon, cli: Cli) -> None:
@@ -54,7 +56,7 @@ def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
     good, other = daemon.chat("ci"), daemon.chat("ci")
     lines = [
         json.dumps({"receipt": good, "score": 1, "feedback": "tests pass", "id": "build-7-good"}),
-        json.dumps({"receipt": good, "score": "high"}),
+        json.dumps({"receipt": good, "score": "0.8"}),
         "{not json",
         "",
         json.dumps({"references": [other], "score": 0, "metadata": {"job": 7}}),
@@ -69,7 +71,7 @@ def test_score_from_lines_reports_each_refused_line_and_reruns_change_nothing(
     assert first.exit_code == 1
     refused = first.stderr.splitlines()
     assert [line.split(":")[1].strip() for line in refused[:-1]] == ["line 2", "line 3", "line 6", "line 7", "line 8"]
-    assert "score must be a finite number" in refused[0]
+    assert "score must be a number, not text: write 0.8 without quotes" in refused[0]
     assert "not a stored record" in refused[2]
     assert "unknown field grade" in refused[3]
     assert "build-7-good" in refused[4] and "record_conflict" in refused[4]
@@ -98,6 +100,7 @@ def test_score_next_walks_unscored_records_from_stdin(daemon: Daemon) -> None:
     assert walked.returncode == 0, walked.stderr
     assert "question 0" in walked.stdout and "question 2" in walked.stdout
     assert "is not a number" in walked.stdout
+    assert "reef score" not in walked.stdout  # the prompt asks for the score; no command to type instead
     assert "stopped (scored 1, skipped 1)" in walked.stdout
     first = daemon.record(receipts[0])
     assert first["score"] == 0.5 and first["reports"][0]["feedback"] == "concise and right"

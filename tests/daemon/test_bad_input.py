@@ -30,6 +30,10 @@ async def nothing_stored(reef: Reef) -> None:
         (b"[1, 2]", "must be a JSON object"),
         (b"", "empty"),
         (b'{"x": NaN}', "NaN"),
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": "hi \\ud800"}]}',
+            "messages[0].content: holds a lone surrogate",
+        ),
     ],
 )
 async def test_malformed_inference_body(reef: Reef, body: bytes, words: str) -> None:
@@ -76,7 +80,8 @@ async def receipt(reef: Reef, scenario: str = "demo") -> str:
     ("report", "words"),
     [
         ({"score": True}, "score must be a number"),
-        ({"score": "1"}, "score must be a number"),
+        ({"score": "0.8"}, "score must be a number, not text: write 0.8 without quotes"),
+        ({"score": "high"}, "score must be a number, not text ('high')"),
         ({"feedback": 3}, "feedback must be a string or object"),
         ({"score": 1, "references": "abc"}, "references must be an array"),
         ({"score": 1, "references": ["not-a-receipt"]}, "references.0 is not a receipt"),

@@ -171,3 +171,10 @@ def test_a_recipe_is_lent_the_daemons_store_and_gate_through_the_interface_s_vie
     gate: TokenLender = TokenGate(["daemon-token"])
     with gate.lend("trial") as token:
         assert token is not None and token != "daemon-token"
+
+
+def test_the_closest_name_is_found_in_one_place() -> None:
+    # Settings, recipes and scenarios name what was meant in the same words: through the contract's did_you_mean.
+    spelled = [str(path.relative_to(ROOT)) for path in sources(*REEF_PACKAGES)
+               if "get_close_matches" in path.read_text(encoding="utf-8")]  # fmt: skip
+    assert spelled == ["reef_daemon/contract/_words.py"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reef_daemon.contract import awaits_score
 from tests.support.reef_testing import CHAT, Reef
 
 
@@ -161,3 +162,17 @@ async def test_a_recipe_without_releases_lists_no_versions_whatever_the_tags_say
     assert tagged.status == 200
     scores = await (await reef.get("/reef/scenarios/demo/versions/scores")).json()
     assert scores["versions"] == [] and scores["canary"] is None
+
+
+async def test_a_token_count_is_not_waiting_for_a_score(reef: Reef) -> None:
+    answered = await infer(reef, "counted")
+    count = {"model": "m", "messages": [{"role": "user", "content": "how long is this?"}]}
+    response = await reef.post("/v1/messages/count_tokens", count, scenario="counted")
+    assert response.status == 200, await response.text()
+    counted = response.headers["x-reef-agent-record-id"]
+    unscored = (await page(reef, unscored="true", scenario="counted"))["records"]
+    assert [row["id"] for row in unscored] == [answered]
+    assert counted in {row["id"] for row in (await page(reef, scenario="counted"))["records"]}
+    status = await (await reef.get("/reef/status")).json()
+    assert status["scenarios"]["counted"]["unscored"] == 1
+    assert awaits_score(next(row for row in (await page(reef))["records"] if row["id"] == counted)) is False

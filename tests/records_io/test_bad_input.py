@@ -33,7 +33,7 @@ async def test_a_batch_keeps_good_conversations_and_refuses_bad_ones_by_index(re
         {"messages": []},
         {"messages": [{"role": "user", "content": "no answer"}]},
         "a string",
-        conversation("scored badly", "x", score="high"),
+        conversation("scored badly", "x", score="0.8"),
         {"messages": [{"role": "wizard", "content": "?"}, {"role": "assistant", "content": "!"}]},
         {**conversation("extra", "field"), "colour": "red"},
         conversation("last", "two", created_at=1.7e12),
@@ -46,7 +46,7 @@ async def test_a_batch_keeps_good_conversations_and_refuses_bad_ones_by_index(re
         "messages must be a non-empty list",
         "the last message must be the assistant's answer",
         "a conversation must be a JSON object, not str",
-        "score must be a finite number",
+        "score must be a number, not text: write 0.8 without quotes",
         "messages[0] must be an object with a role (system, developer, user, assistant, tool)",
         "unknown field colour; a conversation has messages, format, model, tools, created_at, duration_ms, "
         "session, score, feedback",

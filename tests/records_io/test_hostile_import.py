@@ -114,7 +114,7 @@ def test_hostile_lines_are_reported_and_the_rest_imported(daemon: Daemon, tmp_pa
     assert [where for where, _ in refused] == [2, 3, 4, 5, 6, 7, 9, 10]
     reasons = dict(refused)
     assert reasons[2] == "the line is nested too deeply to read"
-    assert reasons[3] == reasons[4] == reasons[6] == "`score` must be a finite number"
+    assert reasons[3] == reasons[4] == reasons[6] == "score must be a finite number"
     assert reasons[5] == "`created_at` must be a time (ISO 8601 or epoch seconds)"
     assert reasons[7] == "the line holds a lone surrogate (\\ud800-\\udfff), which is not text"
     assert reasons[9] == "every message must be an object with a `role`"
@@ -166,3 +166,19 @@ def test_a_large_transcript_is_read_in_bounded_memory(tmp_path: Path, monkeypatc
     small.write_text("\n".join(path.read_text().splitlines()[:5]) + "\n")
     [conversation_] = list(read_conversations(small))
     assert isinstance(conversation_, Conversation) and len(conversation_.messages) == 4
+
+
+def test_refused_lines_are_said_in_the_order_of_the_file(daemon: Daemon, tmp_path: Path) -> None:
+    # Line 2 is refused by the daemon (off the scale), line 3 before sending (NaN): still said as 2, then 3.
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("\n".join([
+        json.dumps(conversation("Capital of Spain?", "Madrid.")),
+        json.dumps(conversation("Capital of Peru?", "Lima.", score=7)),
+        '{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "score": NaN}',
+        json.dumps(conversation("Capital of Chile?", "Santiago.")),
+    ]) + "\n")  # fmt: skip
+    done = daemon.reef("import", str(chat), "--scenario", "ordered")
+    assert done.returncode == 1, done.stderr
+    said = [line for line in done.stderr.splitlines() if f"{chat}:" in line]
+    assert [line.split(f"{chat}:")[1].split(":")[0] for line in said] == ["2", "3"], done.stderr
+    assert "score 7 is outside this deployment's scale" in said[0]

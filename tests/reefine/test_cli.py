@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_cli.commands.request import settle
+from reef_client import ReefClient, Status
 from reef_daemon.contract import RequestProgress
 from tests.support.fake_proposer_model import answer, skill
 from tests.support.reefine_testing import Reefine
@@ -41,6 +42,37 @@ async def test_request_waits_and_says_how_to_use(reefine: Reefine) -> None:
     reefine.model.script("answer", "no", "no", "no")
     code, output = await reef(reefine, "evolve", "something vague", "--scenario", "harness", "--wait")  # the old name
     assert code == 1 and "skipped" in output.splitlines() and "why: the served model gave no usable answer" in output
+    # The reason is written for the person: what went wrong and what to do, not the instruction the model was given.
+    assert "(the last: the answer held no valid JSON)" in output and "--inference.upstream-url" in output
+    assert "answer with the JSON asked for" not in output
+    # The request's id comes before the wait, with how long the wait lasts and how to keep waiting.
+    first = output.splitlines()[0]
+    request_id = json.loads((await reef(reefine, "requests", "--json"))[1].splitlines()[0])["id"]
+    assert first == (
+        f"request {request_id} queued; watching it for at most 30 min (--timeout to change; it keeps running after "
+        f"that: reef requests {request_id} --wait)"
+    )
+
+
+async def test_on_the_small_embedded_model_a_request_says_so_first_and_waits_less(
+    reefine: Reefine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served = ReefClient.status
+
+    def on_the_embedded_model(client: ReefClient) -> Status:
+        status = served(client)
+        status["runtime"] = {"kind": "embedded", "engine": "torch", "model": "SmolLM2-135M-Instruct",
+                             "parameters": 134_515_008}  # fmt: skip
+        return status
+
+    monkeypatch.setattr(ReefClient, "status", on_the_embedded_model)
+    reefine.model.script("answer", "no", "no", "no")
+    code, output = await reef(reefine, "request", "something vague", "--scenario", "harness", "--wait")
+    assert code == 1, output
+    lines = output.splitlines()
+    assert lines[0].startswith("note: the served model is the small embedded one (SmolLM2-135M-Instruct): harness")
+    assert "reef serve --recipe reefine --inference.upstream-url URL --inference.upstream-model NAME" in output
+    assert "watching it for at most 10 min" in output
 
 
 async def test_request_without_wait_and_timeouts(reefine: Reefine) -> None:

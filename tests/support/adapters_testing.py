@@ -69,8 +69,9 @@ class Reefine:
             timeout=120,
         )
 
-    def root(self, scenario: str = SCENARIO) -> Path:
-        return self.home / "reef-harness" / scenario
+    def root(self, adapter: str = "pi", scenario: str = SCENARIO) -> Path:
+        """Where the install script puts an adapter's harness by default: a root per scenario and adapter."""
+        return self.home / "reef-harness" / scenario / adapter
 
     def wrapper(self, adapter: str, *args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess[str]:
         """Run the installed `reef-<adapter>` through its link in ~/.local/bin, from a project directory."""

@@ -182,7 +182,7 @@ class FixedClient(ReefClient):
             "version": "0.1.0",
             "recipe": {
                 "name": self.recipe,
-                "trains": True,
+                "trains": self.recipe != "record",
                 **({"harness": True} if self.recipe == "reefine" else {}),
                 **({"critic": CRITIC} if self.recipe == "sao" else {}),
             },

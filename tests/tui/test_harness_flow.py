@@ -98,10 +98,32 @@ async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_
         assert table.row_count == len(requests.progress)
 
 
+async def test_a_live_update_widens_its_column(reefine_daemon: Daemon) -> None:
+    app = ReefApp(reefine_daemon.url, scenario="harness")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
+        await pilot.press("e")
+        requests = await eventually(
+            lambda: isinstance(app.screen, RequestsScreen) and app.screen, 60, "requests", pause=pilot.pause
+        )
+        await eventually(lambda: requests.refusal() is None, 60, "requests taken", pause=pilot.pause)
+        await pilot.press("n")
+        await eventually(lambda: isinstance(app.screen, NewRequestScreen), 60, "the request box", pause=pilot.pause)
+        await pilot.press(*"something vague", "enter")
+        # The row comes while the request is queued; the scripted proposer then writes nothing usable, so its
+        # result turns "skipped" live, and the column widens to show it whole.
+        await eventually(lambda: any(p.get("result") == "skipped" for p in requests.progress.values()), 60,
+                         "the request skipped", pause=pilot.pause)  # fmt: skip
+        table = requests.query_one(DataTable)
+        assert table.get_row_at(0)[2] == "skipped"
+        result = next(column for column in table.columns.values() if str(column.label) == "result")
+        assert result.get_render_width(table) - 2 * table.cell_padding >= len("skipped")
+
+
 async def test_a_version_is_installed_from_the_versions_screen(
     reefine_daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))  # the install writes ~/reef-harness/harness and ~/.local/bin
+    monkeypatch.setenv("HOME", str(tmp_path))  # the install writes ~/reef-harness/harness/pi and ~/.local/bin
     app = ReefApp(reefine_daemon.url, scenario="harness")
     async with app.run_test(size=(120, 40)) as pilot:
         await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
@@ -132,7 +154,7 @@ async def test_a_version_is_installed_from_the_versions_screen(
         )
         assert str(said).startswith("installed"), said
 
-        sidecar = json.loads((tmp_path / "reef-harness" / "harness" / ".reef-harness-release").read_text())
+        sidecar = json.loads((tmp_path / "reef-harness" / "harness" / "pi" / ".reef-harness-release").read_text())
         assert sidecar["release_id"] == versions.releases[chosen]["release_id"] and sidecar["adapter"] == "pi"
         assert (tmp_path / ".local" / "bin" / "reef-pi").exists()
         await pilot.press("escape")

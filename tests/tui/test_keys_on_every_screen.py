@@ -105,3 +105,48 @@ async def test_requests_of_a_recipe_that_takes_none_say_so_and_offer_no_n() -> N
         await pilot.press("n")
         assert not isinstance(app.screen, NewRequestScreen)
         assert "n" not in {key.key for key in screen.query(FooterKey)}
+
+
+@pytest.mark.parametrize("key", ["r", "e", "v", "t"])
+async def test_the_palette_lists_each_command_once_under_the_key_that_runs_it(key: str) -> None:
+    app = fixed_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press(key)
+        commands = list(app.get_system_commands(app.screen))
+        titles = [command.title for command in commands]
+        assert len(titles) == len(set(titles)), sorted(titles)
+        helps = {command.title: command.help for command in commands}
+        assert helps["Quit"] == "key q" and helps["Theme"] == "key ctrl+t"  # as the help screen says
+
+
+@pytest.mark.parametrize(("recipe", "offered", "not_offered"), [
+    ("reefine", {"d", "p", "b", "i"}, set()),
+    ("sao", {"p", "b"}, {"d", "i", "c", "x"}),
+    ("record", set(), {"d", "p", "b", "i", "c", "x"}),
+])  # fmt: skip
+async def test_the_versions_footer_offers_what_the_recipes_versions_take(
+    recipe: str, offered: set[str], not_offered: set[str]
+) -> None:
+    app = fixed_app(recipe)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press("v")
+        await eventually(lambda: isinstance(app.screen, VersionsScreen), 60, "versions", pause=pilot.pause)
+
+        def footer() -> set[str]:
+            return {key.key for key in app.screen.query(FooterKey)}
+
+        await eventually(lambda: offered <= footer() and not footer() & not_offered, 60, f"the {recipe} keys",
+                         pause=pilot.pause)  # fmt: skip
+
+
+def test_a_steps_metrics_read_as_words_not_json() -> None:
+    from reef_tui.screens.versions import metric_lines
+
+    metrics = {"target_release_id": "3f2a9c0d4e5b6a79", "mean_reward": 0.4213, "canary": {"share": 20.0, "ended": True}}
+    assert metric_lines(metrics, {"3f2a9c0d4e5b6a79": "v1"}) == [
+        "target: v1 (release 3f2a9c0d)",
+        "mean reward: 0.4213",
+        "canary: share 20, ended yes",
+    ]

@@ -4,7 +4,11 @@ app started."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
+
+from rich.console import Console
+from textual.widgets import Static
 
 from reef_tui import ReefApp
 from reef_tui.screens.feedback import FeedbackScreen
@@ -57,6 +61,11 @@ async def test_key_4_stores_a_report_and_moves_to_the_next_unscored(daemon: Daem
         await eventually(lambda: records.rows[0]["score"] == 0.75, 60, "the row to show its score", pause=pilot.pause)
         assert records.current is not None and records.current["id"] == older
 
+        said = notes(app)
+        await pilot.press("up", "5")  # the newer one again: the new score replaces the old, and the toast says so
+        await eventually(lambda: any("had a score of 0.75; 1 replaces it" in line for line in said), 60,
+                         "the toast saying the score was replaced", pause=pilot.pause)  # fmt: skip
+
 
 async def test_the_feedback_box_sends_text(daemon: Daemon) -> None:
     receipt = daemon.chat()
@@ -81,6 +90,11 @@ async def test_enter_opens_the_record_rendered_as_reef_show_does(daemon: Daemon)
             lambda: isinstance(app.screen, RecordDetailScreen) and app.screen, 60, "the detail", pause=pilot.pause
         )
         await eventually(lambda: screen.record is not None, 60, "the record loaded", pause=pilot.pause)
+        console = Console(width=120, record=True, file=io.StringIO())
+        console.print(screen.query_one("#detail", Static).content)
+        shown = console.export_text()
+        assert "not scored yet: press 1 (worst) to 5 (best), or f for feedback" in shown
+        assert "reef score" not in shown  # a CLI command has no place inside the app
         await pilot.press("5")
         await eventually(
             lambda: _report_for(daemon, receipt), 60, "the score from the detail screen", pause=pilot.pause
@@ -88,6 +102,14 @@ async def test_enter_opens_the_record_rendered_as_reef_show_does(daemon: Daemon)
         await eventually(
             lambda: (screen.record or {}).get("reports"), 60, "the detail to show its report", pause=pilot.pause
         )
+
+
+def notes(app: ReefApp) -> list[str]:
+    """What the app says in its notifications from now on."""
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]  # type: ignore[method-assign]
+    return said
 
 
 def _report_for(daemon: Daemon, receipt: str) -> dict[str, Any] | None:

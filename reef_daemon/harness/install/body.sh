@@ -26,8 +26,21 @@ real_path() {
 }
 inside() { case "$1/" in "$2"/*) return 0 ;; esac; return 1; }
 
-[ -n "${HOME:-}" ] || fail "HOME is not set, so there is no default install root; pass one as the first argument"
-ROOT=${1:-$HOME/reef-harness/$SCENARIO}
+# The adapter whose install the sidecar $1 records.
+held_by() { sed -n 's/^  "adapter": "\([A-Za-z0-9_-]*\)",\{0,1\}$/\1/p' "$1"; }
+# How a refusal tells you to give another root: `reef install` takes it as --root, the piped script as its argument.
+ROOT_HOW=${REEF_INSTALL_ROOT_HOW:-as the first argument}
+# Each adapter has a root of its own under the scenario's folder, so installs of several adapters sit side by side.
+# An install made when the scenario's folder was the root of its one adapter keeps that place.
+if [ -n "${1:-}" ]; then
+  ROOT=$1
+else
+  [ -n "${HOME:-}" ] || fail "HOME is not set, so there is no default install root; pass one $ROOT_HOW"
+  ROOT=$HOME/reef-harness/$SCENARIO
+  if [ ! -f "$ROOT/$SIDECAR_NAME" ] || [ "$(held_by "$ROOT/$SIDECAR_NAME")" != "$ADAPTER" ]; then
+    ROOT=$ROOT/$ADAPTER
+  fi
+fi
 case "$ROOT" in /*) ;; *) ROOT="$(pwd -P)/$ROOT" ;; esac
 while :; do case "$ROOT" in */) ROOT=${ROOT%/} ;; *) break ;; esac; done
 case "$ROOT/" in */./*|*/../*) fail "give the install root without . or .. parts: $ROOT" ;; esac
@@ -36,12 +49,12 @@ ROOT=$(real_path "$ROOT")
 HERE=$(pwd -P)
 # Your home directory is where everything lives, not a project: installing below it from there is fine.
 if [ "$HERE" != / ] && [ "$HERE" != "$(real_path "$HOME")" ] && inside "$ROOT" "$HERE"; then
-  fail "refusing $ROOT: it is inside the current directory ($HERE), where the agent works and could change its own harness; run this from another directory or pass another root as the first argument"
+  fail "refusing $ROOT: it is inside the current directory ($HERE), where the agent works and could change its own harness; run this from another directory or pass another root $ROOT_HOW"
 fi
 REPO=$ROOT
 while :; do
   if [ -e "$REPO/.git" ]; then
-    fail "refusing $ROOT: it is inside the git work tree $REPO, so the agent working there could change its own harness; pass a root outside any repository as the first argument"
+    fail "refusing $ROOT: it is inside the git work tree $REPO, so the agent working there could change its own harness; pass a root outside any repository $ROOT_HOW"
   fi
   [ "$REPO" = / ] && break
   REPO=$(dirname "$REPO")
@@ -50,7 +63,7 @@ if [ "$SANDBOX_WRITES_TMP" = 1 ]; then
   for TMP_DIR in /tmp "${TMPDIR:-}"; do
     [ -n "$TMP_DIR" ] && [ -d "$TMP_DIR" ] || continue
     if inside "$ROOT" "$(real_path "$TMP_DIR")"; then
-      fail "refusing $ROOT: it is under $TMP_DIR, which $ADAPTER's sandbox lets commands write, so a session could change its own harness; pass a root outside it as the first argument"
+      fail "refusing $ROOT: it is under $TMP_DIR, which $ADAPTER's sandbox lets commands write, so a session could change its own harness; pass a root outside it $ROOT_HOW"
     fi
   done
 fi
@@ -84,9 +97,9 @@ done
 
 # A root holds one adapter's install: another adapter's would prune this one's files as dropped, breaking its wrapper.
 if [ -f "$SIDECAR_FILE" ]; then
-  HELD=$(sed -n 's/^  "adapter": "\([A-Za-z0-9_-]*\)",\{0,1\}$/\1/p' "$SIDECAR_FILE")
+  HELD=$(held_by "$SIDECAR_FILE")
   if [ -n "$HELD" ] && [ "$HELD" != "$ADAPTER" ]; then
-    fail "refusing $ROOT: it holds the $HELD harness, and installing $ADAPTER there would remove its files; pass a root of its own as the first argument, such as $ROOT-$ADAPTER"
+    fail "refusing $ROOT: it holds the $HELD harness, and installing $ADAPTER there would remove its files; pass a root of its own $ROOT_HOW, or none for $HOME/reef-harness/$SCENARIO/$ADAPTER"
   fi
 fi
 

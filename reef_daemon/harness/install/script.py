@@ -36,8 +36,8 @@ def install_script(adapter: str, wrapper: str, install: InstallFiles, *, scenari
     lines = [
         "#!/bin/sh",
         f"# reef: installs a harness release for {adapter}. Usage: sh install.sh [ROOT]",
-        "# ROOT defaults to ~/reef-harness/<scenario>. Needs only sh and coreutils; the token, if the daemon needs",
-        f"# one, comes from {TOKEN_ENV} in your shell and never from this script.",
+        "# ROOT defaults to ~/reef-harness/<scenario>/<adapter>. Needs only sh and coreutils; the token, if the",
+        f"# daemon needs one, comes from {TOKEN_ENV} in your shell and never from this script.",
         "set -euf",
         "umask 022",
         *(f"{name}={shlex.quote(value)}" for name, value in values.items()),
