@@ -13,6 +13,7 @@ from __future__ import annotations
 from reef_daemon.contract._env import (
     HARNESS_ADAPTER_ENV,
     INFERENCE_TIMEOUT_ENV,
+    JUDGE_API_KEY_ENV,
     MAX_STALENESS_ENV,
     PROPOSER_SANDBOX_ENV,
     PYTHON_ENV,
@@ -88,9 +89,13 @@ from reef_daemon.contract._records import (
     EXPORT_FORMATS,
     IMPORTED_TAG,
     MAX_BATCH,
+    PERSON_SOURCE,
     PREVIEW_CHARS,
     RECORD_TYPE_ALIASES,
     RECORD_TYPES,
+    REPORT_SOURCES,
+    SOURCE_MARKS,
+    SOURCE_PRECEDENCE,
     Answer,
     AnswerPart,
     BatchAck,
@@ -106,6 +111,7 @@ from reef_daemon.contract._records import (
     RecordRow,
     RecordType,
     ReportAck,
+    ReportSource,
     StoredRecord,
     TextPart,
     ThinkingPart,
@@ -115,6 +121,7 @@ from reef_daemon.contract._records import (
     Usage,
     awaits_score,
     record_type,
+    report_source,
 )
 from reef_daemon.contract._releases import ReleaseList, ReleaseRequest, ReleaseRow, StepRow
 from reef_daemon.contract._requests import Activity, RequestAck, RequestProgress, RequestState
@@ -156,7 +163,15 @@ from reef_daemon.contract._routes import (
     VERSION_SCORES_ROUTE,
     loopback_url,
 )
-from reef_daemon.contract._scenarios import TRIAL_SCENARIO, ArchiveAck, ScenarioInfo, ScenarioList, ScenarioRow
+from reef_daemon.contract._scenarios import (
+    INTERNAL_SCENARIOS,
+    JUDGE_SCENARIO,
+    TRIAL_SCENARIO,
+    ArchiveAck,
+    ScenarioInfo,
+    ScenarioList,
+    ScenarioRow,
+)
 from reef_daemon.contract._status import (
     CriticStatus,
     DaemonState,
@@ -201,6 +216,9 @@ __all__ = [
     "INSTALL_ERROR_HEADER",
     "INSTALL_ROUTE",
     "INSTALL_SIDECAR",
+    "INTERNAL_SCENARIOS",
+    "JUDGE_API_KEY_ENV",
+    "JUDGE_SCENARIO",
     "MAX_BATCH",
     "MAX_FIXTURE_CHARS",
     "MAX_FIXTURE_FILES",
@@ -211,6 +229,7 @@ __all__ = [
     "MAX_TASK_PROMPT_CHARS",
     "MESSAGES_ROUTE",
     "OVERHEAD_HEADER",
+    "PERSON_SOURCE",
     "PREVIEW_CHARS",
     "PROMOTE_ROUTE",
     "PROPOSER_SANDBOX_ENV",
@@ -227,6 +246,7 @@ __all__ = [
     "RELEASE_HEADER",
     "REPLAY_ID_PREFIX",
     "REPORT_ROUTE",
+    "REPORT_SOURCES",
     "REQUESTS_ROUTE",
     "REQUEST_ROUTE",
     "RESPONSES_ROUTE",
@@ -239,6 +259,8 @@ __all__ = [
     "SCENARIO_UPDATE_ROUTE",
     "SESSION_HEADER",
     "SLIME_SPOOL_ENV",
+    "SOURCE_MARKS",
+    "SOURCE_PRECEDENCE",
     "STATUS_ROUTE",
     "STORE_URL_ENV",
     "TAG_HEADER_PREFIX",
@@ -298,6 +320,7 @@ __all__ = [
     "ReplayDismissed",
     "ReportAck",
     "ReportEvent",
+    "ReportSource",
     "RequestAck",
     "RequestEvent",
     "RequestProgress",
@@ -332,4 +355,5 @@ __all__ = [
     "loopback_url",
     "low_score_below",
     "record_type",
+    "report_source",
 ]
