@@ -12,7 +12,7 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import INFERENCE_ROUTES, ScoreScale
+from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, ScoreScale
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.harness.progress import RequestProgress
@@ -21,7 +21,10 @@ from reef_daemon.proxy.handler import handle_inference
 from reef_daemon.recipe_api import RecipeContext
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers, consumed_types
+from reef_daemon.records import InferenceDraft
 from reef_daemon.reports import ReportValidator
+from reef_daemon.reports.judge import JudgeModel
+from reef_daemon.reports.next_turn import NextTurnJudge
 from reef_daemon.routes import (
     events,
     harness,
@@ -113,6 +116,18 @@ def _in_training(daemon: Daemon) -> Protected:
     return Protected(scenarios, "inference" in consumed_types(recipe))
 
 
+def next_turn_judge(daemon: Daemon) -> NextTurnJudge:
+    """The next-turn judge, its calls recorded under the judge's own scenario."""
+
+    async def record(draft: InferenceDraft) -> None:
+        await daemon.ensure_scenario(JUDGE_SCENARIO)
+        await daemon.store.records.append_inference(draft)
+
+    settings = daemon.settings
+    judge = JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model)
+    return NextTurnJudge(daemon.store, daemon.bus, judge, settings.reports)
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon = app[DAEMON]
     daemon.store.open(asyncio.get_running_loop())
@@ -122,7 +137,12 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     canaries = CanaryWatch(daemon)
     canaries.start()
     retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
+    if daemon.settings.reports.next_turn == "on":
+        daemon.next_turn = next_turn_judge(daemon)
+        daemon.next_turn.start()
     yield
+    if daemon.next_turn is not None:
+        await daemon.next_turn.stop()
     retention.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await retention

@@ -124,8 +124,7 @@ async def test_only_a_persons_reports_count_when_told_so(start_reef: StartReef) 
 
 def add_record(conn: sqlite3.Connection, n: int, release: str, score: float | None, source: str | None) -> None:
     conn.execute(
-        "INSERT INTO records (sequence, id, scenario, type, created_at, score, source, tags)"
-        " VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT INTO records (sequence, id, scenario, type, created_at, score, source, tags) VALUES (?,?,?,?,?,?,?,?)",
         (n, f"r{n}", "demo", "inference", float(n), score, source, json.dumps({"release": release})),
     )
 
