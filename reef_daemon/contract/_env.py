@@ -30,3 +30,5 @@ SLIME_SPOOL_ENV: Final = "REEF_SLIME_SPOOL"
 SAO_LAMBDA_ALPHA_ENV: Final = "REEF_SAO_LAMBDA_ALPHA"
 # The key reef sends to a judge endpoint (reports.judge-url).
 JUDGE_API_KEY_ENV: Final = "REEF_JUDGE_API_KEY"
+# Where the wrappers keep the notes of what each session changed in its git repository (`reef outcomes scan`).
+OUTCOMES_DIR_ENV: Final = "REEF_OUTCOMES_DIR"
