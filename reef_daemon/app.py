@@ -29,6 +29,7 @@ from reef_daemon.routes import (
     events,
     harness,
     install,
+    judging,
     live,
     records,
     releases,
@@ -82,7 +83,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, releases, events, status, requests, harness, install, live):
+    for module in (reports, judging, scenarios, records, releases, events, status, requests, harness, install, live):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
     app.router.add_routes(tasks.routes)
@@ -116,16 +117,15 @@ def _in_training(daemon: Daemon) -> Protected:
     return Protected(scenarios, "inference" in consumed_types(recipe))
 
 
-def next_turn_judge(daemon: Daemon) -> NextTurnJudge:
-    """The next-turn judge, its calls recorded under the judge's own scenario."""
+def judge_model(daemon: Daemon) -> JudgeModel:
+    """The deployment's judge, its calls recorded under the judge's own scenario."""
 
     async def record(draft: InferenceDraft) -> None:
         await daemon.ensure_scenario(JUDGE_SCENARIO)
         await daemon.store.records.append_inference(draft)
 
     settings = daemon.settings
-    judge = JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model)
-    return NextTurnJudge(daemon.store, daemon.bus, judge, settings.reports)
+    return JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model)
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -137,12 +137,14 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     canaries = CanaryWatch(daemon)
     canaries.start()
     retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
+    daemon.judge = judge = judge_model(daemon)
     if daemon.settings.reports.next_turn == "on":
-        daemon.next_turn = next_turn_judge(daemon)
+        daemon.next_turn = NextTurnJudge(daemon.store, daemon.bus, judge, daemon.settings.reports)
         daemon.next_turn.start()
     yield
     if daemon.next_turn is not None:
         await daemon.next_turn.stop()
+    await judge.close()
     retention.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await retention

@@ -212,6 +212,36 @@ class ReportAck(TypedDict):
     created: bool
 
 
+class GroupRequest(TypedDict):
+    """`POST /reef/judge/group`: inference records of the scenario that answered the same prompt (2 to 8)."""
+
+    references: list[str]
+
+
+class GroupScore(TypedDict):
+    """One record's place in its group: its score on the scale, the judge's reason, its `judge` report (created
+    False when the record had one already, which stays)."""
+
+    id: str
+    score: float
+    reason: str
+    report_id: str
+    created: bool
+
+
+class GroupAnswer(TypedDict):
+    """`POST /reef/judge/group`: one score per record in the order sent, or none when the judge gave no usable
+    ranking (`judged` False, `reason` says why; no report is stored)."""
+
+    scenario: str
+    judged: bool
+    reason: str | None
+    scores: list[GroupScore]
+
+
+MAX_GROUP: Final = 8  # larger groups confuse a judge (RULER's advice: 4 to 8)
+
+
 # The tag an imported record carries, naming the format it came from (openai, claude-code, codex, pi).
 IMPORTED_TAG: Final = "imported"
 EXPORT_FORMATS: Final = ("openai", "preference", "tokens")

@@ -198,6 +198,26 @@ def parse_ranking(text: str | None, size: int) -> list[Ranked] | None:
     return [ranked[n] for n in range(1, size + 1)]
 
 
+Ask = Callable[[str, str], Awaitable[str | None]]
+
+
+async def rank_group(ask: Ask, context: str, attempts: list[str], *, max_chars: int = 12000) -> list[Ranked] | None:
+    """Rank attempts at one task against each other in one judge call (RULER's way): one place (0 worst, 1 best)
+    per attempt, in the attempts' order; None when the judge gave no usable ranking (a wrong count, a score off
+    0..1). Identical attempts are asked about once and share its place, though alone it says nothing relative.
+
+    `ask(system, user)` is the judge: it returns the answer's text, or None when it gave none. A recipe passes its
+    own model (the gate's judge), GRPO's rewards come from `POST /reef/judge/group` through the daemon's judge."""
+    distinct = list(dict.fromkeys(attempts))
+    if len(distinct) < 2:
+        return None
+    ranked = parse_ranking(await ask(GROUP_PROMPT, group_question(context, distinct, max_chars)), len(distinct))
+    if ranked is None:
+        return None
+    by_text = dict(zip(distinct, ranked, strict=True))
+    return [by_text[text] for text in attempts]
+
+
 def on_scale(place: float, low: float, high: float) -> float:
     """A place from 0 (worst) to 1 (best) as a score on the deployment's scale."""
     return low + max(0.0, min(1.0, place)) * (high - low)

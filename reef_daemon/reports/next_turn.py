@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from reef_daemon.contract import INTERNAL_SCENARIOS, RECORD_EVENTS, SESSION_HEADER, TAG_HEADER_PREFIX, ReportSource
 from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
-from reef_daemon.records import ClientRecordDraft
-from reef_daemon.reports import content_hash
+from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.judge import NEXT_TURN_PROMPT, JudgeModel, next_turn_question, on_scale, parse_judgment
 from reef_daemon.reports.turns import Turn, answer_text, continuation, request_turns, without_code
 from reef_daemon.settings import ReportsSection
@@ -90,9 +89,8 @@ class NextTurnJudge:
         self._tasks = [asyncio.create_task(coro) for coro in (self._listen(), self._match(), self._judge_turns())]
 
     def reconfigure(self, settings: ReportsSection) -> None:
-        """Take the judge's live settings (its endpoint, model and key) from a reload."""
+        """Take the judge's live settings from a reload."""
         self._settings = settings
-        self._judge.reconfigure(settings)
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -102,7 +100,6 @@ class NextTurnJudge:
                 await task
         if self._subscription is not None:
             self._subscription.close()
-        await self._judge.close()
 
     async def _listen(self) -> None:
         while True:
@@ -195,22 +192,14 @@ class NextTurnJudge:
             self.counts.no_judgment += 1
             return
         score = on_scale(judgment.place, self._settings.score_min, self._settings.score_max)
-        content = {
-            "score": score,
-            "feedback": judgment.reason,
-            "references": [job.earlier.record_id],
-            "evidence": {
-                "verdict": judgment.verdict,
-                "next_record": job.next_record_id,
-                "next_message": without_code(job.next_message),
-                "judge_model": self._judge.model or job.earlier.model,
-                "judge_record": call.record_id,
-            },
+        evidence = {
+            "verdict": judgment.verdict,
+            "next_record": job.next_record_id,
+            "next_message": without_code(job.next_message),
+            "judge_model": self._judge.model or job.earlier.model,
+            "judge_record": call.record_id,
         }
-        draft = ClientRecordDraft(
-            f"{SOURCE}-{job.earlier.record_id}", job.scenario, "report", time.time(), content,
-            content_hash(job.scenario, {**content, "source": SOURCE}), SOURCE,
-        )  # fmt: skip
+        draft = derived_report(job.scenario, job.earlier.record_id, SOURCE, score, judgment.reason, evidence)
         try:
             await self._store.records.append_client_record(draft)
         except ReefError as exc:  # the record's scenario was archived meanwhile, say

@@ -89,6 +89,13 @@ class RecordStore:
         derived report (any source but a person) scores one record, and only once: another from the same source
         for the same record returns the stored report, not created."""
         conn = ctx.conn
+        references: list[str] = draft.content.get("references", [])
+        source = draft.source if draft.type == "report" else None
+        derived = source is not None and source != PERSON_SOURCE
+        if source is not None and derived:  # checked first: a later one (new content, the same id) is not new
+            earlier = _derived_report(conn, references, source)
+            if earlier is not None:
+                return earlier, False
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
             (draft.id,),
@@ -101,15 +108,8 @@ class RecordStore:
                     type="record_conflict",
                 )
             return summary_row(existing), False
-        references: list[str] = draft.content.get("references", [])
         self._check_references(conn, draft.scenario, references)
         score = draft.content.get("score")
-        source = draft.source if draft.type == "report" else None
-        derived = source is not None and source != PERSON_SOURCE
-        if source is not None and derived:
-            earlier = _derived_report(conn, references, source)
-            if earlier is not None:
-                return earlier, False
         sequence = ctx.allocate_sequence()
         values = (
             sequence, draft.id, draft.scenario, draft.type, draft.created_at, None, None, None, None, None,
