@@ -62,6 +62,9 @@ async def test_a_simulated_users_next_messages_become_next_turn_reports(
     assert {r["authorization"] for r in judge.received} == {"Bearer judge-secret"}
     # Nothing awaits a person's score in the judge's scenario.
     assert not [r for r in await reef.records(unscored="1") if r["scenario"] == JUDGE_SCENARIO]
+    # The corrected answer is low-scored, so it is offered as a replay for a harness's evaluation gate.
+    tasks = await (await reef.get("/reef/scenarios/demo/tasks")).json()
+    assert [replay["source_record"] for replay in tasks["replays"]] == [missed]
 
 
 async def test_tool_results_and_the_agents_own_follow_ups_are_not_the_user(
