@@ -26,12 +26,12 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reef_daemon.contract import JUDGE_SCENARIO  # noqa: E402
-from reef_daemon.settings import load_settings  # noqa: E402
-from tests.support.app_servers import AppServers, url_of  # noqa: E402
-from tests.support.fake_upstream import FakeUpstream  # noqa: E402
-from tests.support.reef_testing import Reef  # noqa: E402
-from tests.support.simulated_user import SimulatedUser  # noqa: E402
+from reef_daemon.contract import JUDGE_SCENARIO
+from reef_daemon.settings import load_settings
+from tests.support.app_servers import AppServers, url_of
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.reef_testing import Reef
+from tests.support.simulated_user import SimulatedUser
 
 ANSWERS = ["The login is in src/auth/login.py.", "It is in the auth module.", "See src/auth/session.py."]
 
