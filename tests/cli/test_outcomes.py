@@ -73,6 +73,10 @@ def test_committed_and_kept_scores_high_and_a_rescan_adds_nothing(cli: Cli, daem
     assert report["score"] == 1.0 and report["evidence"]["commit"] == git(repo, "rev-parse", "HEAD")
     assert "check_password" not in str(report)  # the code itself is never kept
     assert (daemon.record(receipt)["score"], daemon.record(receipt)["source"]) == (1.0, "outcome")
+    shown = cli("show", receipt)
+    assert "1 (derived: outcome)" in shown.output and "outcome" in shown.output.split("reports")[-1]
+    listed = cli("records", "--scenario", "outcomes")
+    assert "1 o" in listed.output  # the score's source letter
 
     again = cli("outcomes", "scan", "--notes", str(notes), "--days", "0", "--json")
     assert again.exit_code == 0 and again.output.strip() == "[]"  # decided notes are not read again
