@@ -22,7 +22,7 @@ from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.judge import NEXT_TURN_PROMPT, JudgeModel, next_turn_question, on_scale, parse_judgment
-from reef_daemon.reports.turns import Turn, answer_text, continuation, request_turns, without_code
+from reef_daemon.reports.turns import answer_text, continuation, request_turns, without_code
 from reef_daemon.settings import ReportsSection
 from reef_daemon.store import Store
 
@@ -38,8 +38,11 @@ SESSION_IDLE_S = 3600.0
 
 @dataclass
 class _Answered:
+    """An answer waiting for the session's next request: its request's turns by fingerprint (not their text), and
+    the end of the answer, as much as the judge is shown."""
+
     record_id: str
-    turns: list[Turn]
+    turns: list[str]
     answer: str
     model: str | None
 
@@ -140,7 +143,9 @@ class NextTurnJudge:
                 self._queue(_Job(record["scenario"], earlier, record_id, following.text))
             break
         if record.get("answer") is not None and (record.get("status") or 0) < 400:
-            session.answered.append(_Answered(record_id, turns, answer_text(record["answer"]), record.get("model")))
+            answer = answer_text(record["answer"])[-self._settings.judge_max_prompt_chars :]
+            fingerprints = [turn.fingerprint for turn in turns]
+            session.answered.append(_Answered(record_id, fingerprints, answer, record.get("model")))
 
     def _session(self, key: tuple[str, str]) -> _Session:
         now = time.monotonic()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -73,12 +74,13 @@ def answer_text(answer: Any) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def continuation(earlier: list[Turn], later: list[Turn]) -> NextTurn | None:
-    """What followed the earlier request's answer in `later`, when `later` continues `earlier`; else None."""
+def continuation(earlier: Sequence[str], later: list[Turn]) -> NextTurn | None:
+    """What followed the earlier request's answer in `later`, when `later` continues the earlier request (whose
+    turns' fingerprints are `earlier`); else None."""
     size = len(earlier)
     if size == 0 or len(later) < size + 2:
         return None
-    if [t.fingerprint for t in later[:size]] != [t.fingerprint for t in earlier]:
+    if [t.fingerprint for t in later[:size]] != list(earlier):
         return None
     if later[size].role != "assistant":
         return None

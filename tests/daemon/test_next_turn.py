@@ -152,7 +152,7 @@ async def _counts_of(reef: Reef) -> int:
 
 
 def test_a_continuation_needs_the_earlier_turns_then_the_answer() -> None:
-    earlier = [Turn("user", "hi")]
+    earlier = [Turn("user", "hi").fingerprint]
     assert continuation(earlier, [Turn("user", "hi"), Turn("assistant", "yo"), Turn("user", "ok")]) is not None
     assert continuation(earlier, [Turn("user", "other"), Turn("assistant", "yo"), Turn("user", "ok")]) is None
     assert continuation(earlier, [Turn("user", "hi"), Turn("assistant", "yo")]) is None
@@ -165,7 +165,7 @@ def test_a_continuation_needs_the_earlier_turns_then_the_answer() -> None:
     }
     turns = request_turns("/v1/messages", messages)
     assert [t.role for t in turns] == ["user", "assistant", "tool"]
-    found = continuation(turns[:1], turns)
+    found = continuation([turns[0].fingerprint], turns)
     assert found is not None and found.kind == "tool"
 
 
