@@ -3,9 +3,12 @@ said next and the earlier answer gets a `next-turn` report (accepted, corrected,
 a score on the deployment's scale).
 
 It runs beside the proxy, never in it: it reads the `record` events the store publishes after a commit, so a proxied
-answer is never delayed or changed. Its bounds: a short queue of turns waiting for the judge (a turn that finds it
-full is not judged), `reports.judge-calls-per-minute`, and the judge's own bounds on tokens and time. A turn whose
-judge is down, slow or answers with anything but a verdict gets no report.
+answer is never delayed or changed. It shares the daemon's process, so it also yields to traffic: it reads and judges
+in the pauses between exchanges (QUIET_S without a new record), or after MAX_DEFER_S at the latest.
+
+Its bounds: a short queue of turns waiting for the judge (a turn that finds it full is not judged),
+`reports.judge-calls-per-minute`, and the judge's own bounds on tokens and time. A turn whose judge is down, slow or
+answers with anything but a verdict gets no report.
 """
 
 from __future__ import annotations
@@ -30,10 +33,14 @@ log = logging.getLogger("reef.judge")
 
 SESSION_TAG = SESSION_HEADER.removeprefix(TAG_HEADER_PREFIX)
 SOURCE: ReportSource = "next-turn"
-WAITING_TURNS = 32  # turns waiting for the judge; one more is not judged
+WAITING_TURNS = 256  # turns waiting for the judge; one more is not judged
 KEPT_SESSIONS = 512  # sessions whose last answers are kept to match their next request against
 KEPT_TURNS = 4  # answers kept per session (an agent's side calls interleave with its main turns)
 SESSION_IDLE_S = 3600.0
+# The judge yields to traffic: it works once no exchange was recorded for QUIET_S, or once a record or turn has
+# waited MAX_DEFER_S (so steady traffic delays it, never starves it).
+QUIET_S = 0.2
+MAX_DEFER_S = 10.0
 
 
 @dataclass
@@ -59,6 +66,7 @@ class _Job:
     earlier: _Answered
     next_record_id: str
     next_message: str
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -81,7 +89,8 @@ class NextTurnJudge:
         self._judge = judge
         self._settings = settings
         self._sessions: collections.OrderedDict[tuple[str, str], _Session] = collections.OrderedDict()
-        self._records: asyncio.Queue[str] = asyncio.Queue(maxsize=1024)
+        self._records: asyncio.Queue[tuple[float, str]] = asyncio.Queue(maxsize=1024)
+        self._last_record = 0.0  # when the last exchange was recorded (monotonic)
         self._jobs: asyncio.Queue[_Job] = asyncio.Queue(maxsize=WAITING_TURNS)
         self._calls: collections.deque[float] = collections.deque()
         self._tasks: list[asyncio.Task[None]] = []
@@ -110,14 +119,16 @@ class NextTurnJudge:
             while (event := await subscription.next()) is not None:
                 if event.type != RECORD_EVENTS["inference"] or event.scenario in INTERNAL_SCENARIOS:
                     continue
+                self._last_record = time.monotonic()
                 row = event.data.get("record")
                 if isinstance(row, dict) and (row.get("status") or 0) < 400:
                     with contextlib.suppress(asyncio.QueueFull):  # falling behind: those turns go unjudged
-                        self._records.put_nowait(str(row["id"]))
+                        self._records.put_nowait((self._last_record, str(row["id"])))
 
     async def _match(self) -> None:
         while True:
-            record_id = await self._records.get()
+            seen_at, record_id = await self._records.get()
+            await self._quiet(seen_at)
             try:
                 await self._match_one(record_id)
             except Exception:  # one odd record must not stop the judge
@@ -168,6 +179,7 @@ class NextTurnJudge:
     async def _judge_turns(self) -> None:
         while True:
             job = await self._jobs.get()
+            await self._quiet(job.queued_at)
             try:
                 if self._within_rate():
                     await self._judge_one(job)
@@ -176,6 +188,15 @@ class NextTurnJudge:
             except Exception:
                 log.exception("the next-turn judge failed on record %s", job.earlier.record_id)
                 self.counts.no_judgment += 1
+
+    async def _quiet(self, since: float) -> None:
+        """Wait for a pause in the traffic, or until what waits has waited MAX_DEFER_S since `since`."""
+        while True:
+            now = time.monotonic()
+            pause = QUIET_S - (now - self._last_record)
+            if pause <= 0 or now - since >= MAX_DEFER_S:
+                return
+            await asyncio.sleep(min(pause, MAX_DEFER_S - (now - since)))
 
     def _within_rate(self) -> bool:
         now = time.monotonic()
