@@ -115,9 +115,9 @@ class NextTurnJudge:
 
     async def _listen(self) -> None:
         while True:
-            self._subscription = subscription = self._bus.subscribe()
+            self._subscription = subscription = self._bus.subscribe(types=(RECORD_EVENTS["inference"],))
             while (event := await subscription.next()) is not None:
-                if event.type != RECORD_EVENTS["inference"] or event.scenario in INTERNAL_SCENARIOS:
+                if event.scenario in INTERNAL_SCENARIOS:
                     continue
                 self._last_record = time.monotonic()
                 row = event.data.get("record")
