@@ -6,15 +6,16 @@ chooses what counts."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reef_daemon.store import schema
+from reef_daemon.store.engine import Connection, open_engine
 from reef_daemon.store.live_scores import LiveScoreReader
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import MIGRATIONS, connect, migrate
+from reef_daemon.store.schema import MIGRATIONS, migrate
 from tests.support import counting_recipe
 from tests.support.reef_testing import CHAT, Reef, StartReef
 from tests.support.waiting import eventually
@@ -122,53 +123,53 @@ async def test_only_a_persons_reports_count_when_told_so(start_reef: StartReef) 
     assert counting_recipe.STEPS_TAKEN == []
 
 
-def add_record(conn: sqlite3.Connection, n: int, release: str, score: float | None, source: str | None) -> None:
+def add_record(conn: Connection, n: int, release: str, score: float | None, source: str | None) -> None:
     conn.execute(
         "INSERT INTO records (sequence, id, scenario, type, created_at, score, source, tags) VALUES (?,?,?,?,?,?,?,?)",
         (n, f"r{n}", "demo", "inference", float(n), score, source, json.dumps({"release": release})),
     )
 
 
-def add_score(conn: sqlite3.Connection, n: int, source: str, score: float) -> None:
+def add_score(conn: Connection, n: int, source: str, score: float) -> None:
     conn.execute(
         "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)",
         (f"r{n}", source, score, f"report-{n}-{source}", float(n)),
     )
 
 
-async def test_live_scores_count_the_chosen_sources(tmp_path: Path) -> None:
-    conn = connect(str(tmp_path / "reef.sqlite3"))
-    migrate(conn)
+async def test_live_scores_count_the_chosen_sources(tmp_path: Path, store_url: str | None) -> None:
+    engine = open_engine(store_url, tmp_path)
+    conn = engine.connect()
+    migrate(conn, engine)
     add_record(conn, 1, "a", 0.9, "person")
     add_score(conn, 1, "person", 0.9)
     add_score(conn, 1, "next-turn", 0.1)
     add_record(conn, 2, "a", 0.3, "next-turn")
     add_score(conn, 2, "next-turn", 0.3)
     add_record(conn, 3, "a", None, None)
-    reader = Reader(str(tmp_path / "reef.sqlite3"))
+    reader = Reader(engine)
     scores = LiveScoreReader(reader)
     (everything,) = await scores.tallies("demo", ["a"], 0.5, 2)
     (people,) = await scores.tallies("demo", ["a"], 0.5, 2, ("person",))
     (derived_only,) = await scores.tallies("demo", ["a"], 0.5, 2, ("next-turn",))
     (since,) = await scores.sums("demo", ["a"], 0.0, ("next-turn",))
     reader.close()
+    conn.close()
     assert (everything.scored, everything.total) == pytest.approx((2, 1.2))
     assert (people.scored, people.total, people.records) == pytest.approx((1, 0.9, 3))
     assert (derived_only.scored, derived_only.total) == pytest.approx((2, 0.4))
     assert (since.scored, since.total) == pytest.approx((2, 0.4))
 
 
-def test_reports_stored_before_sources_came_from_a_person_or_an_import(tmp_path: Path) -> None:
-    conn = connect(str(tmp_path / "reef.sqlite3"))
-    for number, migration in enumerate(MIGRATIONS[:9], start=1):  # the schema as it was before sources
-        conn.execute("BEGIN")
-        if isinstance(migration, str):
-            for statement in filter(str.strip, migration.split(";")):
-                conn.execute(statement)
-        else:
-            migration(conn)
-        conn.execute(f"PRAGMA user_version = {number}")
-        conn.execute("COMMIT")
+def test_reports_stored_before_sources_came_from_a_person_or_an_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = open_engine(None, tmp_path)
+    conn = engine.connect()
+    before = MIGRATIONS.index(schema._report_sources) - 1  # the schema as it was before sources
+    monkeypatch.setattr(schema, "MIGRATIONS", MIGRATIONS[:before])
+    migrate(conn, engine)
+    monkeypatch.setattr(schema, "MIGRATIONS", MIGRATIONS)
     rows = [
         (1, "live", "inference", 0.5, None, None),
         (2, "old", "inference", 1.0, None, json.dumps({"imported": "openai"})),
@@ -182,7 +183,7 @@ def test_reports_stored_before_sources_came_from_a_person_or_an_import(tmp_path:
             " VALUES (?,?,?,?,?,?,?,?)",
             (sequence, record_id, "demo", kind, float(sequence), score, body, tags),
         )
-    migrate(conn)
+    migrate(conn, engine)
     sources = {row["id"]: row["source"] for row in conn.execute("SELECT id, source FROM records")}
     assert sources == {"live": "person", "old": "import", "p1": "person", "p2": "person", "i1": "import"}
     kept = conn.execute("SELECT record_id, source, score, report_id FROM record_scores ORDER BY record_id").fetchall()
