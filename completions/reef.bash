@@ -90,6 +90,8 @@ _reef() {
                 --training.critic-learning-rate) return 0 ;;
                 --training.critic-steps) return 0 ;;
                 --training.critic-warmup-steps) return 0 ;;
+                --training.value-clip) return 0 ;;
+                --training.max-grad-norm) return 0 ;;
                 --training.max-staleness) return 0 ;;
                 --training.dis-low) return 0 ;;
                 --training.dis-high) return 0 ;;
@@ -107,7 +109,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -178,6 +180,8 @@ _reef() {
                 --training.critic-learning-rate) return 0 ;;
                 --training.critic-steps) return 0 ;;
                 --training.critic-warmup-steps) return 0 ;;
+                --training.value-clip) return 0 ;;
+                --training.max-grad-norm) return 0 ;;
                 --training.max-staleness) return 0 ;;
                 --training.dis-low) return 0 ;;
                 --training.dis-high) return 0 ;;
@@ -195,7 +199,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -516,11 +520,13 @@ _reef() {
                 --seeds) return 0 ;;
                 --group-size) return 0 ;;
                 --held-out) return 0 ;;
+                --in-flight) return 0 ;;
+                --target) return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--compare --steps --seed --seeds --group-size --held-out --url --token --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--compare --steps --seed --seeds --group-size --held-out --in-flight --target --json --url --token --help" -- "$cur"))
             fi
             ;;
     esac
