@@ -19,7 +19,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/request|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/store|reef/store/copy|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/request|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/store|reef/store/copy|reef/outcomes|reef/outcomes/scan|reef/outcomes/report|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -28,7 +28,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show import export score request requests versions promote rollback install tui completion scenarios tasks store demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show import export score request requests versions promote rollback install tui completion scenarios tasks store outcomes demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -54,6 +54,15 @@ _reef() {
                 --inference.max-stop-chars) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
+                --reports.sources) return 0 ;;
+                --reports.next-turn) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.judge-url) return 0 ;;
+                --reports.judge-model) return 0 ;;
+                --reports.judge-api-key) return 0 ;;
+                --reports.judge-calls-per-minute) return 0 ;;
+                --reports.judge-max-tokens) return 0 ;;
+                --reports.judge-max-prompt-chars) return 0 ;;
+                --reports.judge-timeout-s) return 0 ;;
                 --embedded.engine) COMPREPLY=($(compgen -W "torch sglang" -- "$cur")); return 0 ;;
                 --embedded.sglang-url) return 0 ;;
                 --embedded.sglang-port) return 0 ;;
@@ -74,6 +83,7 @@ _reef() {
                 --harness.proposer-model-calls) return 0 ;;
                 --harness.proposer-trials) return 0 ;;
                 --harness.gate-max-worse) return 0 ;;
+                --harness.gate-judge) COMPREPLY=($(compgen -W "pairwise ranked" -- "$cur")); return 0 ;;
                 --harness.eval-wall-s) return 0 ;;
                 --harness.eval-model-calls) return 0 ;;
                 --harness.eval-parallel) return 0 ;;
@@ -89,6 +99,8 @@ _reef() {
                 --training.critic-learning-rate) return 0 ;;
                 --training.critic-steps) return 0 ;;
                 --training.critic-warmup-steps) return 0 ;;
+                --training.value-clip) return 0 ;;
+                --training.max-grad-norm) return 0 ;;
                 --training.max-staleness) return 0 ;;
                 --training.dis-low) return 0 ;;
                 --training.dis-high) return 0 ;;
@@ -106,7 +118,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -132,6 +144,15 @@ _reef() {
                 --inference.max-stop-chars) return 0 ;;
                 --reports.score-min) return 0 ;;
                 --reports.score-max) return 0 ;;
+                --reports.sources) return 0 ;;
+                --reports.next-turn) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.judge-url) return 0 ;;
+                --reports.judge-model) return 0 ;;
+                --reports.judge-api-key) return 0 ;;
+                --reports.judge-calls-per-minute) return 0 ;;
+                --reports.judge-max-tokens) return 0 ;;
+                --reports.judge-max-prompt-chars) return 0 ;;
+                --reports.judge-timeout-s) return 0 ;;
                 --embedded.engine) COMPREPLY=($(compgen -W "torch sglang" -- "$cur")); return 0 ;;
                 --embedded.sglang-url) return 0 ;;
                 --embedded.sglang-port) return 0 ;;
@@ -152,6 +173,7 @@ _reef() {
                 --harness.proposer-model-calls) return 0 ;;
                 --harness.proposer-trials) return 0 ;;
                 --harness.gate-max-worse) return 0 ;;
+                --harness.gate-judge) COMPREPLY=($(compgen -W "pairwise ranked" -- "$cur")); return 0 ;;
                 --harness.eval-wall-s) return 0 ;;
                 --harness.eval-model-calls) return 0 ;;
                 --harness.eval-parallel) return 0 ;;
@@ -167,6 +189,8 @@ _reef() {
                 --training.critic-learning-rate) return 0 ;;
                 --training.critic-steps) return 0 ;;
                 --training.critic-warmup-steps) return 0 ;;
+                --training.value-clip) return 0 ;;
+                --training.max-grad-norm) return 0 ;;
                 --training.max-staleness) return 0 ;;
                 --training.dis-low) return 0 ;;
                 --training.dis-high) return 0 ;;
@@ -184,7 +208,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -460,6 +484,37 @@ _reef() {
                 COMPREPLY=($(compgen -W "--from --to --json --help" -- "$cur"))
             fi
             ;;
+        reef/outcomes)
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "scan report" -- "$cur"))
+            fi
+            ;;
+        reef/outcomes/scan)
+            case "$prev" in
+                --days) return 0 ;;
+                --notes) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--days --notes --verbose -v --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/outcomes/report)
+            case "$prev" in
+                --commit) return 0 ;;
+                --ci) COMPREPLY=($(compgen -W "pass fail" -- "$cur")); return 0 ;;
+                --repo) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --notes) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--commit --ci --repo --notes --json --url --token --help" -- "$cur"))
+            fi
+            ;;
         reef/demo)
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--help" -- "$cur"))
@@ -474,11 +529,13 @@ _reef() {
                 --seeds) return 0 ;;
                 --group-size) return 0 ;;
                 --held-out) return 0 ;;
+                --in-flight) return 0 ;;
+                --target) return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--compare --steps --seed --seeds --group-size --held-out --url --token --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--compare --steps --seed --seeds --group-size --held-out --in-flight --target --json --url --token --help" -- "$cur"))
             fi
             ;;
     esac

@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/store reef/store/copy reef/demo reef/demo/sao
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/store reef/store/copy reef/outcomes reef/outcomes/scan reef/outcomes/report reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -50,6 +50,7 @@ complete -c reef -n '__reef_at reef' -a completion -d 'Print a completion script
 complete -c reef -n '__reef_at reef' -a scenarios -d 'List the scenarios with their record and report counts; create, move or archive one.'
 complete -c reef -n '__reef_at reef' -a tasks -d 'A scenario\'s evaluation tasks, and replays of its low-scored conversations: add, list, remove, promote, dismiss.'
 complete -c reef -n '__reef_at reef' -a store -d 'The store\'s database: copy a deployment\'s records, reports, steps and events between engines.'
+complete -c reef -n '__reef_at reef' -a outcomes -d 'Score sessions by what became of their code: committed and kept, reverted, CI passing on it.'
 complete -c reef -n '__reef_at reef' -a demo -d 'Demonstrations on the embedded model.'
 complete -c reef -n '__reef_at reef' -l version -s V -d 'Print the version.'
 complete -c reef -n '__reef_at reef' -l help -d 'Show this message and exit.'
@@ -75,6 +76,16 @@ complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes and live scores learn from: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-max-tokens -d 'the most tokens one judge answer may have (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-max-prompt-chars -d 'the most characters of a conversation one judge call is shown (its end is kept) (default: 6000)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-timeout-s -d 'how long one judge call may take (default: 60.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l embedded.engine -x -a 'torch sglang'
 complete -c reef -n '__reef_at reef/serve' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
@@ -99,6 +110,8 @@ complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -d 'the m
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -x -a 'pairwise ranked'
+complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
@@ -110,10 +123,12 @@ complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -d 'the m
 complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam) (default: 1e-05)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -d 'value head learning rate (Adam) (default: 0.001)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -d 'critic updates per step (default: 2)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'critic-only steps before the policy moves (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam; Slime: 1e-6) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -d 'critic updates per step (Slime runs one per step) (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.value-clip -d 'a critic update moves a value at most this far from the value read before it (default: 0.2)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.max-grad-norm -d 'gradient-norm clipping of the policy and the critic (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
@@ -154,6 +169,16 @@ complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes and live scores learn from: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
+complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-max-tokens -d 'the most tokens one judge answer may have (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-max-prompt-chars -d 'the most characters of a conversation one judge call is shown (its end is kept) (default: 6000)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-timeout-s -d 'how long one judge call may take (default: 60.0)' -x
 complete -c reef -n '__reef_at reef/start' -l embedded.engine -x -a 'torch sglang'
 complete -c reef -n '__reef_at reef/start' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
@@ -178,6 +203,8 @@ complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -d 'the m
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -x -a 'pairwise ranked'
+complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
 complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
@@ -189,10 +216,12 @@ complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -d 'the m
 complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/start' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
-complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam) (default: 1e-05)' -x
-complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -d 'value head learning rate (Adam) (default: 0.001)' -x
-complete -c reef -n '__reef_at reef/start' -l training.critic-steps -d 'critic updates per step (default: 2)' -x
-complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'critic-only steps before the policy moves (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam; Slime: 1e-6) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
+complete -c reef -n '__reef_at reef/start' -l training.critic-steps -d 'critic updates per step (Slime runs one per step) (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l training.value-clip -d 'a critic update moves a value at most this far from the value read before it (default: 0.2)' -x
+complete -c reef -n '__reef_at reef/start' -l training.max-grad-norm -d 'gradient-norm clipping of the policy and the critic (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
@@ -377,14 +406,36 @@ complete -c reef -n '__reef_at reef/store/copy' -l from -d 'The store to read: s
 complete -c reef -n '__reef_at reef/store/copy' -l to -d 'The store to fill: sqlite:PATH or postgresql://…' -x
 complete -c reef -n '__reef_at reef/store/copy' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/store/copy' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/outcomes' -a scan -d 'Read each session\'s changes against its repository and report the ones decided: kept or reverted.'
+complete -c reef -n '__reef_at reef/outcomes' -a report -d 'Score the sessions whose changes a commit holds: high when CI passed on it, low when it failed.'
+complete -c reef -n '__reef_at reef/outcomes' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/outcomes/scan' -l days -d 'How long committed changes must stay in HEAD to count as kept.' -x
+complete -c reef -n '__reef_at reef/outcomes/scan' -l notes -d 'The folder of session notes.' -r -F
+complete -c reef -n '__reef_at reef/outcomes/scan' -l verbose -s v -d 'Say why each session got no report.'
+complete -c reef -n '__reef_at reef/outcomes/scan' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/outcomes/scan' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/outcomes/scan' -l token -d 'The daemon\'s token.' -x
+complete -c reef -n '__reef_at reef/outcomes/scan' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/outcomes/report' -l commit -d 'The commit CI ran on (a SHA or any git name).' -x
+complete -c reef -n '__reef_at reef/outcomes/report' -l ci -x -a 'pass fail'
+complete -c reef -n '__reef_at reef/outcomes/report' -l ci -d 'Whether CI passed on it.'
+complete -c reef -n '__reef_at reef/outcomes/report' -l repo -d 'The repository the commit is in.' -r -F
+complete -c reef -n '__reef_at reef/outcomes/report' -l notes -d 'The folder of session notes.' -r -F
+complete -c reef -n '__reef_at reef/outcomes/report' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/outcomes/report' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/outcomes/report' -l token -d 'The daemon\'s token.' -x
+complete -c reef -n '__reef_at reef/outcomes/report' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo' -a sao -d 'Train the embedded model to name capitals: each answer is scored by a rule and drives a training step.'
 complete -c reef -n '__reef_at reef/demo' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/demo/sao' -l compare -d 'Also run GRPO on the same prompts and seeds.'
-complete -c reef -n '__reef_at reef/demo/sao' -l steps -d 'SAO steps, one rollout each; GRPO gets the same rollouts.' -x
-complete -c reef -n '__reef_at reef/demo/sao' -l seed -d 'Draws the prompts and the sampling seeds.' -x
-complete -c reef -n '__reef_at reef/demo/sao' -l seeds -d 'Repeat with seeds --seed, --seed+1, ...: the result\'s spread.' -x
-complete -c reef -n '__reef_at reef/demo/sao' -l group-size -d 'GRPO\'s group: rollouts of one prompt per step.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l compare -d 'Also run GRPO, and SAO with as many steps as GRPO, on the same questions and seeds.'
+complete -c reef -n '__reef_at reef/demo/sao' -l steps -d 'Training rollouts per arm (SAO: one a step): --steps / --group-size questions.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l seed -d 'Draws the questions and the sampling seeds.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l seeds -d 'Repeat with seeds --seed, --seed+1, ...: intervals over seeds.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l group-size -d 'Rollouts of each training question (GRPO\'s group).' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l held-out -d 'Samples of each held-out question, before and after training.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l in-flight -d 'Instead: keep N requests open while steps run (rollouts of older weights train too) and time how long each arm takes to reach --target.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l target -d 'With --in-flight: the avg10 to reach.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/demo/sao' -l url -d 'Use a daemon already serving --recipe sao instead of starting one.' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l help -d 'Show this message and exit.'

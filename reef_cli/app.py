@@ -12,6 +12,7 @@ from reef_cli.commands import (
     daemon,
     demo,
     install,
+    outcomes,
     records,
     request,
     requests,
@@ -71,6 +72,7 @@ app.command("promote", epilog=versions.PROMOTE_EXAMPLE)(versions.promote)
 app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
 app.add_typer(tasks.app)
 app.add_typer(store.app)
+app.add_typer(outcomes.app)
 app.command("install", epilog=install.EXAMPLE)(install.install)
 app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
 app.add_typer(demo.app)

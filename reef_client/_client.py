@@ -64,6 +64,7 @@ from reef_daemon.contract import (
     ReleaseRow,
     ReplayDismissed,
     ReportAck,
+    ReportSource,
     RequestAck,
     RequestProgress,
     ScenarioInfo,
@@ -233,12 +234,16 @@ class ReefClient:
         feedback: str | Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
         agent_record_id: str | None = None,
+        source: ReportSource | None = None,
+        evidence: Mapping[str, Any] | None = None,
     ) -> ReportAck:
         """Send a score and/or feedback for receipts of one scenario. The same `agent_record_id` with the same
-        content is a safe retry; with different content the daemon answers 409 (ApiError)."""
+        content is a safe retry; with different content the daemon answers 409 (ApiError). A report derived with
+        no person names its `source` and `evidence`; the daemon keeps one per record and source."""
         body: dict[str, Any] = {"references": references}
         for key, value in (("score", score), ("feedback", feedback), ("metadata", metadata),
-                           ("agent_record_id", agent_record_id)):  # fmt: skip
+                           ("agent_record_id", agent_record_id), ("source", source),
+                           ("evidence", evidence)):  # fmt: skip
             if value is not None:
                 body[key] = value
         ack: ReportAck = self._call("POST", REPORT_ROUTE, json=body, headers={SCENARIO_HEADER: scenario})

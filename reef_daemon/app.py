@@ -12,7 +12,7 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import INFERENCE_ROUTES, ScoreScale
+from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, ScoreScale
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.harness.progress import RequestProgress
@@ -21,11 +21,15 @@ from reef_daemon.proxy.handler import handle_inference
 from reef_daemon.recipe_api import RecipeContext
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers, consumed_types
+from reef_daemon.records import InferenceDraft
 from reef_daemon.reports import ReportValidator
+from reef_daemon.reports.judge import JudgeModel
+from reef_daemon.reports.next_turn import NextTurnJudge
 from reef_daemon.routes import (
     events,
     harness,
     install,
+    judging,
     live,
     records,
     releases,
@@ -79,7 +83,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     app[DAEMON] = daemon
     for route in INFERENCE_ROUTES:
         app.router.add_post(route, handle_inference)
-    for module in (reports, scenarios, records, releases, events, status, requests, harness, install, live):
+    for module in (reports, judging, scenarios, records, releases, events, status, requests, harness, install, live):
         app.router.add_routes(module.routes)
     app.router.add_routes(records_io.routes)
     app.router.add_routes(tasks.routes)
@@ -113,6 +117,17 @@ def _in_training(daemon: Daemon) -> Protected:
     return Protected(scenarios, "inference" in consumed_types(recipe))
 
 
+def judge_model(daemon: Daemon) -> JudgeModel:
+    """The deployment's judge, its calls recorded under the judge's own scenario."""
+
+    async def record(draft: InferenceDraft) -> None:
+        await daemon.ensure_scenario(JUDGE_SCENARIO)
+        await daemon.store.records.append_inference(draft)
+
+    settings = daemon.settings
+    return JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model)
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon = app[DAEMON]
     daemon.store.open(asyncio.get_running_loop())
@@ -122,7 +137,14 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     canaries = CanaryWatch(daemon)
     canaries.start()
     retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
+    daemon.judge = judge = judge_model(daemon)
+    if daemon.settings.reports.next_turn == "on":
+        daemon.next_turn = NextTurnJudge(daemon.store, daemon.bus, judge, daemon.settings.reports)
+        daemon.next_turn.start()
     yield
+    if daemon.next_turn is not None:
+        await daemon.next_turn.stop()
+    await judge.close()
     retention.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await retention

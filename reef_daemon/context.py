@@ -15,6 +15,8 @@ from reef_daemon.events import EventBus
 from reef_daemon.recipe_api import Recipe, RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
+from reef_daemon.reports.judge import JudgeModel
+from reef_daemon.reports.next_turn import NextTurnJudge
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, with_live_values
 from reef_daemon.store import Scenario, Store
@@ -36,6 +38,10 @@ class Daemon:
     # Streams being relayed, so a shutdown can bound how long it waits for them; set once it has begun.
     relays: set[asyncio.Task[Any]] = field(default_factory=set)
     stopping: bool = False
+    # The judge model (set on start-up), and the judge of answers by the user's next message when
+    # `reports.next-turn` is on.
+    judge: JudgeModel | None = None
+    next_turn: NextTurnJudge | None = None
 
     async def ensure_scenario(self, name: str) -> Scenario:
         """The scenario, created with the deployment's recipe on first sight."""
@@ -59,6 +65,10 @@ class Daemon:
         merged = with_live_values(self.settings, fresh)
         self.runtime.reconfigure(merged)
         self.gate.replace(merged.accepted_tokens)
+        if self.judge is not None:
+            self.judge.reconfigure(merged.reports)
+        if self.next_turn is not None:
+            self.next_turn.reconfigure(merged.reports)
         self.settings = merged
 
     def status(self) -> DaemonState:

@@ -49,6 +49,8 @@ are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the in
   the sandbox settings' words `BWRAP`, `NO_SANDBOX` (with `NO_BWRAP`, what to say when bubblewrap is missing);
 - untrusted regular expressions, with bounded size, compile memory and time: `compiled`, `checked` (compiled off
   the event loop), `search`, `Found`, `BadPattern`;
+- `rank_group` and `Ranked`: a judge ranks several answers to one task against each other in one call (RULER's
+  way), a gate's judge or a group's rewards;
 - `ReleaseStore`, the git release store a recipe keeps its own releases in (weight checkpoints);
 - `json_response`, `read_body` and `parse_json_object`, for routes a recipe serves to its own processes (a body
   read with the daemon's own bounds on size and nesting).
@@ -78,6 +80,7 @@ from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.harness.screens import find_credential
 from reef_daemon.jsonbody import json_response, parse_json_object, read_body
 from reef_daemon.releases import ReleaseStore
+from reef_daemon.reports.judge import Ranked, rank_group
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
 from reef_daemon.settings import (
     COUNT,
@@ -131,6 +134,7 @@ __all__ = [
     "Ineligible",
     "Kind",
     "NotFound",
+    "Ranked",
     "Recipe",
     "RecipeContext",
     "RecordQuery",
@@ -165,6 +169,7 @@ __all__ = [
     "one_of",
     "parse_json_object",
     "presented_token",
+    "rank_group",
     "read_body",
     "search",
     "setting",

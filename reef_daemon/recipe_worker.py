@@ -18,7 +18,15 @@ import logging
 import time
 from typing import Any
 
-from reef_daemon.contract import EVENT_RECORD_TYPES, RECORD_EVENTS, RecordType, ScenarioTraining, StepRow, record_type
+from reef_daemon.contract import (
+    EVENT_RECORD_TYPES,
+    PERSON_SOURCE,
+    RECORD_EVENTS,
+    RecordType,
+    ScenarioTraining,
+    StepRow,
+    record_type,
+)
 from reef_daemon.errors import Conflict
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
@@ -99,7 +107,7 @@ class ScenarioWorker:
             for row in rows:
                 referenced = await self._referenced(row.get("references", [])) if row["type"] == "report" else ()
                 unit = Unit(row, referenced)
-                verdict = self._recipe.judge(scenario, unit)
+                verdict = self._not_counted(unit) or self._recipe.judge(scenario, unit)
                 if isinstance(verdict, Ineligible):
                     refused.append((unit.id, verdict.reason))
                 else:
@@ -109,6 +117,20 @@ class ScenarioWorker:
                 await self._store.steps.mark_ineligible(self.scenario, refused, self._durable_position(seen))
             while len(self.buffered) >= self._recipe.batch_size:
                 await self._step(scenario, seen)
+
+    def _not_counted(self, unit: Unit) -> Ineligible | None:
+        """Why a report does not reach the recipe at all: its source is switched off (`reports.sources`), or it is
+        derived and a person scored the same exchange (a person's report always wins)."""
+        if unit.record["type"] != "report":
+            return None
+        sources = self._recipe.settings.reports.sources
+        source = unit.record.get("source") or PERSON_SOURCE
+        if source not in sources:
+            return Ineligible(f"reports from {source} are switched off (reports.sources)")
+        person = any(record.get("source") == PERSON_SOURCE for record in unit.referenced)
+        if source != PERSON_SOURCE and PERSON_SOURCE in sources and person:
+            return Ineligible(f"a person scored this exchange; their report counts, not this {source} one")
+        return None
 
     async def _referenced(self, references: list[str]) -> tuple[ReferencedRecord, ...]:
         consumed = await self._store.steps.consumed_by(references)

@@ -31,6 +31,8 @@ from reef_daemon.contract import (
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
     INFERENCE_TIMEOUT_ENV,
+    JUDGE_API_KEY_ENV,
+    REPORT_SOURCES,
     STORE_URL_ENV,
     TOKEN_ENV,
     UPSTREAM_API_KEY_ENV,
@@ -154,6 +156,19 @@ def _parse_tokens(value: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in value if item.strip())
 
 
+def _parse_sources(value: Any) -> tuple[str, ...]:
+    """`all`, or some of the report sources (a comma-separated list or a list); kept in the contract's order."""
+    named = _parse_tokens(value)
+    if not named or "all" in named:
+        return REPORT_SOURCES
+    unknown = [name for name in named if name not in REPORT_SOURCES]
+    if unknown:
+        raise ValueError(
+            f"unknown report source {', '.join(unknown)}; expected all, or some of {', '.join(REPORT_SOURCES)}"
+        )
+    return tuple(source for source in REPORT_SOURCES if source in named)
+
+
 def _parse_url(value: Any) -> str | None:
     text = _parse_optional_str(value)
     if text is None:
@@ -254,6 +269,7 @@ FRACTION = Kind("NUMBER", _parse_fraction)
 TEMPERATURE = Kind("NUMBER", _parse_temperature)
 TOP_P = Kind("NUMBER", _parse_top_p)
 TOKENS = Kind("TOKENS", _parse_tokens)
+SOURCES = Kind("SOURCES", _parse_sources)
 URL = Kind("URL", _parse_url)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
@@ -268,6 +284,7 @@ def one_of(metavar: str, *choices: str) -> Kind:
 
 
 ENGINE = one_of("ENGINE", "torch", "sglang")
+SWITCH = one_of("on|off", "on", "off")
 
 
 def setting(
@@ -388,6 +405,33 @@ class ReportsSection:
 
     score_min: float = setting(0.0, NUMBER, help="the worst score a report may give")
     score_max: float = setting(1.0, NUMBER, help="the best score a report may give")
+    sources: tuple[str, ...] = setting(
+        REPORT_SOURCES,
+        SOURCES,
+        help="the reports recipes and live scores learn from: all, or some of person, next-turn, judge, outcome, "
+        "import (a person's report always wins over a derived one for the same record)",
+    )
+    next_turn: str = setting(
+        "off",
+        SWITCH,
+        help="judge each assistant turn from the user's next message (accepted, corrected, complained, neutral), "
+        "off the request path; the judge's calls are recorded under the scenario reef-judge",
+    )
+    judge_url: str | None = setting(
+        None, URL, live=True, help="the judge's chat-completions endpoint; unset: the served model judges"
+    )
+    judge_model: str | None = setting(None, OPTIONAL_TEXT, live=True, help="the model the judge endpoint serves")
+    judge_api_key: str | None = setting(
+        None, OPTIONAL_TEXT, env=JUDGE_API_KEY_ENV, secret=True, live=True, help="key reef sends to the judge endpoint"
+    )
+    judge_calls_per_minute: int = setting(
+        20, POSITIVE_INT, help="the most judge calls a minute; turns beyond it are not judged"
+    )
+    judge_max_tokens: int = setting(200, POSITIVE_INT, help="the most tokens one judge answer may have")
+    judge_max_prompt_chars: int = setting(
+        6000, POSITIVE_INT, help="the most characters of a conversation one judge call is shown (its end is kept)"
+    )
+    judge_timeout_s: float = setting(60.0, POSITIVE_NUMBER, help="how long one judge call may take")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ receipts of the session's model calls for `report`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from adapters._agent import SESSION_ENV
 from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import session_install
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
-from reef_client import ReefClient
+from reef_client import GitStart, ReefClient, ReefClientError, save_note, scan, session_changes, session_start
 from reef_daemon.contract import CANARY_DIR, TOKEN_ENV
 
 SESSIONS = ".reef-sessions"
@@ -25,6 +26,7 @@ EXIT_CHANGED = 3
 EXIT_NO_AGENT = 127
 NO_TOKEN = "none"  # noqa: S105 - agents want some key; a daemon without auth ignores it
 PAGE = 500
+KEPT_DAYS = 7.0  # committed changes still in HEAD after this long count as kept (as `reef outcomes scan`)
 
 
 def run(installed: Installed, args: list[str]) -> int:
@@ -48,7 +50,9 @@ def run(installed: Installed, args: list[str]) -> int:
         print(f"{name}: {not_found(agent.binary, agent.agent.package)}", file=sys.stderr)
         return EXIT_NO_AGENT
     session = uuid.uuid4().hex
+    workspace = session_start(Path.cwd())
     with ReefClient(installed.binding.url, installed.token) as client:
+        _score_earlier_outcomes(client)
         # The tree this session runs, chosen once: its binding tags every model call with its release.
         chosen, why = session_install(installed, client, session)
         if why:
@@ -73,12 +77,38 @@ def run(installed: Installed, args: list[str]) -> int:
         receipts = session_receipts(client, binding.scenario, session, start)
     _save(installed.root, session, started, code, receipts, chosen.sidecar, canary=chosen is not installed)
     if receipts:
+        _note_outcome(session, binding.scenario, started, receipts, workspace)
+    if receipts:
         print(
             f"{name}: {len(receipts)} model call(s) of this session are recorded in reef; score them with "
             f"`{name} report --score <number> [--feedback <text>]`",
             file=sys.stderr,
         )
     return code
+
+
+def _score_earlier_outcomes(client: ReefClient) -> None:
+    """Earlier sessions' changes, read against their repositories now: those decided get their outcome reports.
+    Never a reason not to start the agent."""
+    with contextlib.suppress(ReefClientError, OSError):
+        scan(client, days=KEPT_DAYS)
+
+
+def _note_outcome(session: str, scenario: str, started: float, receipts: list[str], workspace: GitStart | None) -> None:
+    """Keep what the session changed in its git repository (no code: files and hashes of added lines), for the
+    outcome reports a later scan gives its records."""
+    note = {
+        "session": session,
+        "scenario": scenario,
+        "started_at": started,
+        "ended_at": time.time(),
+        "receipts": receipts,
+        "git": session_changes(workspace) if workspace is not None else None,
+    }
+    try:
+        save_note(session, note)
+    except OSError as exc:
+        print(f"reef: could not keep this session's outcome note: {exc}", file=sys.stderr)
 
 
 def _run_agent(argv: list[str], env: dict[str, str]) -> int:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from recipes.reefine.judge import Judgement, pairwise, regex_verdict
+from recipes.reefine.judge import Judgement, pairwise, ranked, regex_verdict
 from recipes.reefine.model import ServedModel
 from recipes.reefine.trial import Finished, TrialRunner
 from reef_daemon.contract import EvalTask, EvidenceRow
@@ -34,6 +34,7 @@ PREVIEW = 120
 class EvalBounds:
     wall_s: float
     model_calls: int
+    judge: str = "pairwise"  # how a task without a regex is judged: pairwise (two calls) or ranked (one)
 
 
 @dataclass(frozen=True)
@@ -122,13 +123,15 @@ class Evaluation:
             return Judgement("worse", f"the candidate's run failed: {candidate_failed}")
         if served_failed:
             return Judgement("better", f"the served version's run failed ({served_failed}); the candidate answered")
-        if self.spent() is not None or self.budget.used + 2 > self.budget.limit:
+        calls = 1 if self.bounds.judge == "ranked" else 2  # ranked: one call; pairwise: both orders
+        if self.spent() is not None or self.budget.used + calls > self.budget.limit:
             return None
-        self.budget.used += 2  # both orders
+        self.budget.used += calls
         answer_served, answer_candidate = served.answer() or "", candidate.answer() or ""
+        compare = ranked if self.bounds.judge == "ranked" else pairwise
         try:
             return await asyncio.wait_for(
-                pairwise(self._judge, task, answer_served, answer_candidate), self._deadline - time.monotonic()
+                compare(self._judge, task, answer_served, answer_candidate), self._deadline - time.monotonic()
             )
         except TimeoutError:
             return None

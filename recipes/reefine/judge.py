@@ -4,7 +4,8 @@ A task's regular expression decides where it has one (matched beats not matched;
 bound matches nothing, and the reason says so). Otherwise the served model is asked twice, with the answers in both
 orders (A/B, then B/A), so a preference for a position cancels out: the candidate is better (worse) only when both
 orders prefer it (the served answer); disagreement is `same`. The judge's answer is untrusted JSON: one it does not
-give in the asked shape counts as no preference, and says so.
+give in the asked shape counts as no preference, and says so. With `harness.gate-judge ranked` the judge instead
+scores both answers against each other in one call (`ranked`), and only a clear gap is a preference.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from recipes.reefine.answers import Unusable, first_json
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.prompts import fence
 from reef_daemon.contract import EvalTask
-from reef_daemon.recipe_api import Found, search
+from reef_daemon.recipe_api import Found, rank_group, search
 
 Verdict = Literal["better", "same", "worse"]
 JUDGE_TOKENS = 512
@@ -78,6 +79,32 @@ async def pairwise(model: ServedModel, task: EvalTask, served: str, candidate: s
     if first[0] == second[0]:
         return Judgement("same", first[1])
     return Judgement("same", f"the two orders disagree ({first[0]}: {first[1]} / {second[0]}: {second[1]})"[:600])
+
+
+RANKED_MARGIN = 0.1  # a ranked candidate is better (worse) only by more than this, on the judge's 0..1
+
+
+async def ranked(model: ServedModel, task: EvalTask, served: str, candidate: str) -> Judgement:
+    """Score both answers against each other in one call (the group judge); better or worse only by a margin."""
+
+    async def ask(system: str, user: str) -> str | None:
+        try:
+            return await model.ask(system, user, max_tokens=JUDGE_TOKENS)
+        except ModelFailed:
+            return None
+
+    what = task["prompt"] + (f"\nWhat to look for: {task['judge']}" if task["judge"] else "")
+    places = await rank_group(ask, what, [served, candidate])
+    if places is None:
+        same = "the answers are the same" if served == candidate else "the judge gave no usable ranking"
+        return Judgement("same", same)
+    gap = places[1].place - places[0].place
+    reason = f"served {places[0].place:g}, candidate {places[1].place:g}: {places[1].reason}"[:REASON_LIMIT]
+    if gap > RANKED_MARGIN:
+        return Judgement("better", reason)
+    if gap < -RANKED_MARGIN:
+        return Judgement("worse", reason)
+    return Judgement("same", reason)
 
 
 async def _prefers(model: ServedModel, prompt: str, served_is: str) -> tuple[Verdict, str]:

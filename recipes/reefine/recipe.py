@@ -111,7 +111,7 @@ class ReefineRecipe(HarnessRecipe):
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
         harness = self.harness_settings
-        bounds = EvalBounds(harness.eval_wall_s, harness.eval_model_calls)
+        bounds = EvalBounds(harness.eval_wall_s, harness.eval_model_calls, harness.gate_judge)
         rules = GateRules(harness.gate_max_worse, harness.replays, bounds, harness.eval_parallel)
         gate = Gate(self.trial, model, rules, gate_tasks)
         self._steps = HarnessSteps(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reef_daemon.contract import HARNESS_ADAPTER_ENV, PROPOSER_SANDBOX_ENV
-from reef_daemon.recipe_api import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, setting
+from reef_daemon.recipe_api import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, one_of, setting
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,12 @@ class HarnessSection:
     proposer_trials: int = setting(10, POSITIVE_INT, help="the most harness-trial runs in one agent proposer run")
     gate_max_worse: int = setting(
         0, COUNT, help="the evaluation gate publishes a candidate only if at most this many protected tasks got worse"
+    )
+    gate_judge: str = setting(
+        "pairwise",
+        one_of("JUDGE", "pairwise", "ranked"),
+        help="how the gate's judge compares a candidate's answer with the served version's where a task has no regex: "
+        "pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call)",
     )
     eval_wall_s: float = setting(
         900.0, POSITIVE_NUMBER, help="the most seconds the evaluation gate spends on one candidate, all runs together"

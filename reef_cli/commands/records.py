@@ -66,8 +66,9 @@ def records(
 ) -> None:
     """List recent records, or follow new ones.
 
-    A table, oldest first: receipt, time, scenario, route, model, status, latency, tokens, score. --json prints
-    one JSON object per line.
+    A table, oldest first: receipt, time, scenario, route, model, status, latency, tokens, score. A score no person
+    gave carries its source's letter: n (the user's next turn), j (a judge), o (what became of the code), i (an
+    import). --json prints one JSON object per line (`source` says where each score came from).
     """
     with daemon_client(url, token, scenario) as client:
         # Take the newest sequence before the page, so nothing stored in between is missed by --follow.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from reef_daemon.contract import SOURCE_MARKS, report_source
+
 MISSING = "-"
 
 
@@ -44,6 +46,14 @@ def score(value: float | None) -> str:
     if value is None:
         return MISSING
     return f"{value:g}"
+
+
+def sourced_score(value: float | None, source: str | None) -> str:
+    """A score with its source's letter when it was derived, not given by a person: `0.8 n` (the next turn),
+    `1 o` (what became of the code), `0.2 j` (a judge), `1 i` (an import)."""
+    known = report_source(source) if source else None
+    mark = SOURCE_MARKS[known] if known is not None and value is not None else ""
+    return f"{score(value)} {mark}" if mark else score(value)
 
 
 def route(path: str | None, record_type: str) -> str:

@@ -68,6 +68,8 @@ def _facts(record: JudgedRecord) -> Table:
     training = training_fate(record)
     if record.get("type") != "inference":
         add("type", str(record.get("type")))
+        if record.get("type") == "report":
+            add("source", str(record.get("source") or "person"))
         if training:
             add("training", training)
         return grid
@@ -83,10 +85,19 @@ def _facts(record: JudgedRecord) -> Table:
         add("tools", ", ".join(tools))
     for name, value in sorted((record.get("tags") or {}).items()):
         add(f"tag {name}", str(value))
-    add("score", formats.score(record.get("score")))
+    add("score", _score_with_source(record))
     if training:
         add("training", training)
     return grid
+
+
+def _score_with_source(record: StoredRecord) -> str:
+    """The record's score, saying where it came from when no person gave it."""
+    shown = formats.score(record.get("score"))
+    source = record.get("source")
+    if record.get("score") is None or not source or source == "person":
+        return shown
+    return f"{shown} (derived: {source})"
 
 
 def training_fate(record: JudgedRecord) -> str | None:
@@ -154,13 +165,15 @@ def _part(part: Part) -> RenderableType:
 
 
 def _report_body(record: StoredRecord) -> RenderableType:
-    body = {key: record[key] for key in ("score", "feedback", "references", "metadata") if key in record}
+    fields: dict[str, object] = dict(record)
+    keys = ("score", "source", "feedback", "references", "evidence", "metadata")
+    body = {key: fields[key] for key in keys if fields.get(key) is not None}
     return Syntax(json.dumps(body, indent=2, ensure_ascii=False), "json", word_wrap=True)
 
 
 def _reports_table(reports: list[JudgedRecord]) -> Table:
     fates = [training_fate(report) for report in reports]
-    columns = ["report", "time", "score", "feedback"] + (["training"] if any(fates) else [])
+    columns = ["report", "time", "score", "source", "feedback"] + (["training"] if any(fates) else [])
     table = Table()
     for column in columns:
         table.add_column(column)
@@ -171,6 +184,7 @@ def _reports_table(reports: list[JudgedRecord]) -> Table:
             str(report.get("id")),
             formats.clock(report.get("created_at")),
             formats.score(report.get("score")),
+            str(report.get("source") or "person"),
             shown,
         ]
         table.add_row(*cells, *([fate or ""] if any(fates) else []))

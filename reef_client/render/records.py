@@ -1,5 +1,6 @@
 """Records as table rows. Every column has a fixed width, so the one-row tables `--follow` prints line up
-under the header of the first; on a narrow terminal the least useful columns are left out, never the receipt."""
+under the header of the first; on a narrow terminal the least useful columns are left out, never the receipt. A
+score derived with no person carries its source's letter (`0.8 n`: judged from the next turn)."""
 
 from __future__ import annotations
 
@@ -78,5 +79,5 @@ def record_cells(row: RecordRow) -> dict[str, str | Text]:
         "status": status,
         "latency": formats.latency(row["duration_ms"]),
         "tokens": formats.tokens(dict(row["usage"]) if row.get("usage") else None),
-        "score": formats.score(row["score"]),
+        "score": formats.sourced_score(row["score"], row.get("source")),
     }

@@ -28,3 +28,7 @@ HARNESS_ADAPTER_ENV: Final = "REEF_HARNESS_ADAPTER"
 SLIME_SPOOL_ENV: Final = "REEF_SLIME_SPOOL"
 # SAO's length-adaptive GAE alpha, handed to the Slime job's advantage hook (Slime drops flags it does not know).
 SAO_LAMBDA_ALPHA_ENV: Final = "REEF_SAO_LAMBDA_ALPHA"
+# The key reef sends to a judge endpoint (reports.judge-url).
+JUDGE_API_KEY_ENV: Final = "REEF_JUDGE_API_KEY"
+# Where the wrappers keep the notes of what each session changed in its git repository (`reef outcomes scan`).
+OUTCOMES_DIR_ENV: Final = "REEF_OUTCOMES_DIR"

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from reef_daemon.contract._routes import COUNT_TOKENS_ROUTE
-from reef_daemon.contract._scenarios import TRIAL_SCENARIO
+from reef_daemon.contract._scenarios import INTERNAL_SCENARIOS
 
 # What a record is: an exchange with the model, a report scoring exchanges, or a person's change request.
 RecordType = Literal["inference", "report", "request"]
@@ -16,6 +16,28 @@ RECORD_TYPES: Final[tuple[RecordType, ...]] = ("inference", "report", "request")
 ClientRecordType = Literal["report", "request"]
 # Record types by the names they had before (a change request was `train`): a query may still give them.
 RECORD_TYPE_ALIASES: Final[Mapping[str, RecordType]] = {"train": "request"}
+
+
+# Where a report came from: a person (the default), or derived with no person: the user's next message (`next-turn`),
+# a judge model (`judge`), what became of the code (`outcome`), or a score carried by an imported conversation
+# (`import`). A person's report always wins over a derived one for the same record.
+ReportSource = Literal["person", "next-turn", "judge", "outcome", "import"]
+REPORT_SOURCES: Final[tuple[ReportSource, ...]] = ("person", "next-turn", "judge", "outcome", "import")
+PERSON_SOURCE: Final[ReportSource] = "person"
+# The order in which a record's scores from several sources count: the first one present is the record's score.
+SOURCE_PRECEDENCE: Final[tuple[ReportSource, ...]] = ("person", "import", "outcome", "judge", "next-turn")
+# `reef records` and the TUI mark a derived score with its source's letter (a person's score has none).
+SOURCE_MARKS: Final[Mapping[ReportSource, str]] = {
+    "person": "", "next-turn": "n", "judge": "j", "outcome": "o", "import": "i",
+}  # fmt: skip
+
+
+def report_source(name: str) -> ReportSource | None:
+    """The report source a name stands for; None when it names none."""
+    for known in REPORT_SOURCES:
+        if name == known:
+            return known
+    return None
 
 
 def record_type(name: str) -> RecordType | None:
@@ -30,7 +52,7 @@ def awaits_score(row: RecordRow, scenario: str | None = None) -> bool:
     """Whether a record is one a person still has to score, in a list filtered on `scenario` (None: all). A token
     count (count_tokens) has no answer to score."""
     unscored = row["type"] == "inference" and row["score"] is None and row["route"] != COUNT_TOKENS_ROUTE
-    return unscored and (scenario is not None or row["scenario"] != TRIAL_SCENARIO)
+    return unscored and (scenario is not None or row["scenario"] not in INTERNAL_SCENARIOS)
 
 
 class Usage(TypedDict):
@@ -97,7 +119,8 @@ PREVIEW_CHARS: Final = 200
 
 class RecordRow(TypedDict):
     """A record as `GET /reef/records` lists it and `record`, `report` and `request` events announce it.
-    Inference records stored with words to show carry `preview`."""
+    Inference records stored with words to show carry `preview`. `source` is, for a report, where it came from;
+    for an inference record, where the score it shows came from (None while unscored)."""
 
     sequence: int
     id: str
@@ -111,6 +134,7 @@ class RecordRow(TypedDict):
     duration_ms: float | None
     usage: Usage
     score: float | None
+    source: ReportSource | None
     release: str | None
     preview: NotRequired[RecordPreview]
 
@@ -142,10 +166,12 @@ class TokenData(TypedDict):
 
 class RecordContent(TypedDict, total=False):
     """What a record carries besides its row: the embedded model's token data, and the content a client sent with
-    a report (references, score, feedback, metadata) or a change request (text, session, release_id, client)."""
+    a report (references, score, feedback, metadata; a derived report's `evidence`: what it was derived from, never
+    the user's code) or a change request (text, session, release_id, client)."""
 
     tokens: TokenData
     references: list[str]
+    evidence: dict[str, Any]
     feedback: str | dict[str, Any]
     metadata: dict[str, Any]
     text: str
@@ -186,6 +212,36 @@ class ReportAck(TypedDict):
     scenario: str
     request_type: Literal["report"]
     created: bool
+
+
+class GroupRequest(TypedDict):
+    """`POST /reef/judge/group`: inference records of the scenario that answered the same prompt (2 to 8)."""
+
+    references: list[str]
+
+
+class GroupScore(TypedDict):
+    """One record's place in its group: its score on the scale, the judge's reason, its `judge` report (created
+    False when the record had one already, which stays)."""
+
+    id: str
+    score: float
+    reason: str
+    report_id: str
+    created: bool
+
+
+class GroupAnswer(TypedDict):
+    """`POST /reef/judge/group`: one score per record in the order sent, or none when the judge gave no usable
+    ranking (`judged` False, `reason` says why; no report is stored)."""
+
+    scenario: str
+    judged: bool
+    reason: str | None
+    scores: list[GroupScore]
+
+
+MAX_GROUP: Final = 8  # larger groups confuse a judge (RULER's advice: 4 to 8)
 
 
 # The tag an imported record carries, naming the format it came from (openai, claude-code, codex, pi).

@@ -34,6 +34,8 @@ EVENTS_ROUTE: Final = "/reef/events"
 
 # Records and reports; records in and out.
 REPORT_ROUTE: Final = "/reef/report"
+# A judge ranks several answers to one prompt against each other; each gets a `judge` report.
+JUDGE_GROUP_ROUTE: Final = "/reef/judge/group"
 RECORDS_ROUTE: Final = "/reef/records"
 RECORD_ROUTE: Final = "/reef/records/{id}"
 RECORDS_BATCH_ROUTE: Final = "/reef/records/batch"

@@ -78,7 +78,8 @@ async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
     # Only a harness recipe makes releases; under another recipe no tag names one.
     recipe = daemon.recipe
     releases = await recipe.harness.versions(scenario) if isinstance(recipe, HarnessRecipe) else {}
-    tallies = await daemon.store.live_scores.tallies(scenario, releases, low_below, TREND_WINDOWS)
+    sources = daemon.settings.reports.sources
+    tallies = await daemon.store.live_scores.tallies(scenario, releases, low_below, TREND_WINDOWS, sources)
     return {
         "scenario": scenario,
         "score_min": scale.score_min,
@@ -133,7 +134,8 @@ async def check_canary(daemon: Daemon, scenario: str) -> CanaryState | None:
     if canary is None:
         return None
     releases = (canary["release_id"], canary["served_release_id"])
-    ours, theirs = map(_sums, await daemon.store.live_scores.sums(scenario, releases, canary["started_at"]))
+    since, sources = canary["started_at"], daemon.settings.reports.sources
+    ours, theirs = map(_sums, await daemon.store.live_scores.sums(scenario, releases, since, sources))
     least = int(daemon.settings.value("harness.canary-min-scored"))
     alpha = float(daemon.settings.value("harness.canary-false-rollback"))
     if not clearly_worse(ours, theirs, least, alpha):

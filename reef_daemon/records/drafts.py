@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import ClientRecordType
+from reef_daemon.contract import PERSON_SOURCE, ClientRecordType, ReportSource
 
 
 @dataclass
@@ -41,5 +41,6 @@ class ClientRecordDraft:
     scenario: str
     type: ClientRecordType
     created_at: float
-    content: dict[str, Any]  # a report: {score?, feedback?, references, metadata?}; a request: {text, ...}
+    content: dict[str, Any]  # a report: {score?, feedback?, references, metadata?, evidence?}; a request: {text, ...}
     content_hash: str
+    source: ReportSource = PERSON_SOURCE  # a report's: a person, or what it was derived from

@@ -151,7 +151,8 @@ def _report_of(
     if "feedback" in conversation:
         content["feedback"] = conversation["feedback"]
     report_id = _digest(["report", content])
-    return ClientRecordDraft(report_id, scenario, "report", created_at, content, content_hash(scenario, content))
+    digest = content_hash(scenario, content)
+    return ClientRecordDraft(report_id, scenario, "report", created_at, content, digest, source="import")
 
 
 def _digest(value: Any) -> str:

@@ -13,7 +13,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from reef_daemon.contract import RECEIPT_HEADER, off_the_scale, score_problem
+from reef_daemon.contract import (
+    PERSON_SOURCE,
+    RECEIPT_HEADER,
+    ReportSource,
+    off_the_scale,
+    report_source,
+    score_problem,
+)
 from reef_daemon.errors import BadRequest
 
 BASE_SCHEMA = "report.schema.json"
@@ -36,7 +43,9 @@ class ReportValidator:
         self._validators += [Draft202012Validator(schema) for schema in extra_schemas]
 
     def validate(self, body: Any) -> dict[str, Any]:
-        """The normalised report content, or a 400 naming the first field at fault."""
+        """The normalised report content, or a 400 naming the first field at fault. A derived report (a `source`
+        other than a person) scores exactly one record, and its score is clamped to the scale: a derived score
+        comes from a program or a model, not from a person who can be told their score is out of range."""
         if not isinstance(body, dict):
             raise BadRequest("the report must be a JSON object", type="invalid_report")
         if "score" in body and (problem := score_problem(body["score"])) is not None:
@@ -46,14 +55,31 @@ class ReportValidator:
             if error is not None:
                 raise BadRequest(_describe(error), type="invalid_report")
         content: dict[str, Any] = {"references": list(body.get("references", []))}
-        for key in ("score", "feedback", "metadata"):
+        for key in ("score", "feedback", "metadata", "evidence"):
             if key in body:
                 content[key] = body[key]
-        if "score" in content:
-            content["score"] = score = float(content["score"])
-            if (off := off_the_scale(score, *self.score_scale)) is not None:
-                raise BadRequest(off, type="score_out_of_scale")
+        if report_source_of(body) == PERSON_SOURCE:
+            if "evidence" in content:
+                raise BadRequest("evidence is for derived reports (a source other than person)", type="invalid_report")
+            if "score" in content:
+                content["score"] = score = float(content["score"])
+                if (off := off_the_scale(score, *self.score_scale)) is not None:
+                    raise BadRequest(off, type="score_out_of_scale")
+            return content
+        if "score" not in content or len(content["references"]) != 1:
+            raise BadRequest("a derived report gives a score to exactly one record", type="invalid_report")
+        content["score"] = self.clamped(float(content["score"]))
         return content
+
+    def clamped(self, score: float) -> float:
+        """A derived score moved onto the scale: never a score outside it."""
+        low, high = self.score_scale
+        return min(high, max(low, score))
+
+
+def report_source_of(body: dict[str, Any]) -> ReportSource:
+    """Where a validated report body says its score came from; a person when it does not say."""
+    return report_source(str(body.get("source", PERSON_SOURCE))) or PERSON_SOURCE
 
 
 def content_hash(scenario: str, content: dict[str, Any]) -> str:
@@ -70,7 +96,8 @@ def _describe(error: ValidationError) -> str:
         known = schema.get("properties", {})
         given = error.instance if isinstance(error.instance, dict) else {}
         extra = sorted(set(given) - set(known if isinstance(known, dict) else {}))
-        return f"unknown field {', '.join(extra)}; a report has score, feedback, references, metadata, agent_record_id"
+        known_fields = "score, feedback, references, metadata, agent_record_id, source, evidence"
+        return f"unknown field {', '.join(extra)}; a report has {known_fields}"
     if validator == "anyOf" and field is None:
         return "a report needs a score, feedback, or both"
     if validator == "type":

@@ -3,15 +3,20 @@
 scenario's own releases count: a tag is whatever a client sends, so other values are left out.
 
 The canary check after each report reads sums over two releases since the canary started; the index holds the
-release, time and score, so that read touches only the index entries of that period."""
+release, time and score, so that read touches only the index entries of that period.
+
+A record's score is the one of the first source in precedence that scored it (a person's first). Told to count only
+some sources, the reads take each record's score from those sources alone (`record_scores`), off the index."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from reef_daemon.contract import REPORT_SOURCES
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
+from reef_daemon.store.schema import SOURCE_RANK
 
 _RELEASE = "json_extract(tags, '$.release')"
 _SESSION = "json_extract(tags, '$.session')"
@@ -49,23 +54,46 @@ class LiveScoreReader:
         self._reader = reader
 
     async def tallies(
-        self, scenario: str, releases: Collection[str], low_below: float, windows: int
+        self,
+        scenario: str,
+        releases: Collection[str],
+        low_below: float,
+        windows: int,
+        sources: Collection[str] = REPORT_SOURCES,
     ) -> list[ReleaseTally]:
-        """One tally per release of `releases` tagged on the scenario's inference records, oldest first. The trend
-        splits the time from the first to the last scored record into `windows` equal windows."""
-        return await self._reader.run(lambda conn: _tallies(conn, scenario, list(releases), low_below, windows))
+        """One tally per release of `releases` tagged on the scenario's inference records, oldest first, counting
+        the scores of `sources`. The trend splits the time from the first to the last scored record into `windows`
+        equal windows."""
+        table = _scored_records(sources)
+        return await self._reader.run(lambda conn: _tallies(conn, table, scenario, list(releases), low_below, windows))
 
-    async def sums(self, scenario: str, releases: Collection[str], since: float) -> list[PeriodSums]:
-        """The score sums of each release's records made at `since` or later, in the order given."""
-        return await self._reader.run(lambda conn: _sums(conn, scenario, list(releases), since))
+    async def sums(
+        self, scenario: str, releases: Collection[str], since: float, sources: Collection[str] = REPORT_SOURCES
+    ) -> list[PeriodSums]:
+        """The score sums (of `sources`) of each release's records made at `since` or later, in the order given."""
+        table = _scored_records(sources)
+        return await self._reader.run(lambda conn: _sums(conn, table, scenario, list(releases), since))
 
 
-def _sums(conn: Connection, scenario: str, releases: list[str], since: float) -> list[PeriodSums]:
+def _scored_records(sources: Collection[str]) -> str:
+    """What the reads select from: the records as they are, or with each one's score from `sources` alone. The
+    sources are the contract's own words (settings check them), so they are written into the SQL."""
+    if set(REPORT_SOURCES) <= set(sources):
+        return "records"
+    chosen = ", ".join(f"'{source}'" for source in REPORT_SOURCES if source in sources) or "NULL"
+    return (
+        "(SELECT scenario, type, tags, created_at, (SELECT score FROM record_scores"  # noqa: S608 - constants
+        f" WHERE record_id = records.id AND source IN ({chosen}) ORDER BY {SOURCE_RANK} LIMIT 1) AS score"
+        " FROM records) AS records"
+    )
+
+
+def _sums(conn: Connection, table: str, scenario: str, releases: list[str], since: float) -> list[PeriodSums]:
     found: list[PeriodSums] = []
     for release_id in releases:
         row = conn.execute(
             "SELECT count(score) AS scored, coalesce(sum(score), 0) AS total,"  # noqa: S608
-            " coalesce(sum(score * score), 0) AS squares FROM records"
+            f" coalesce(sum(score * score), 0) AS squares FROM {table}"
             f" WHERE scenario = ? AND type = 'inference' AND {_RELEASE} = ? AND created_at >= ? AND score IS NOT NULL",
             (scenario, release_id, since),
         ).fetchone()
@@ -74,7 +102,7 @@ def _sums(conn: Connection, scenario: str, releases: list[str], since: float) ->
 
 
 def _tallies(
-    conn: Connection, scenario: str, releases: list[str], low_below: float, windows: int
+    conn: Connection, table: str, scenario: str, releases: list[str], low_below: float, windows: int
 ) -> list[ReleaseTally]:
     if not releases:
         return []
@@ -85,7 +113,7 @@ def _tallies(
         f"SELECT {_RELEASE} AS release_id, count(DISTINCT {_SESSION}) AS sessions, count(*) AS records,"  # noqa: S608
         " count(score) AS scored, coalesce(sum(score), 0) AS total, coalesce(sum(score * score), 0) AS squares,"
         " count(CASE WHEN score < ? THEN 1 END) AS low, min(created_at) AS first_at, max(created_at) AS last_at"
-        f" FROM records WHERE {where} GROUP BY 1 ORDER BY min(created_at)",
+        f" FROM {table} WHERE {where} GROUP BY 1 ORDER BY min(created_at)",
         (low_below, *known),
     ).fetchall()
     tallies: dict[str, ReleaseTally] = {}
@@ -97,7 +125,7 @@ def _tallies(
         )  # fmt: skip
     span = conn.execute(
         "SELECT min(created_at) AS first_scored, max(created_at) AS last_scored"  # noqa: S608
-        f" FROM records WHERE {where} AND score IS NOT NULL",
+        f" FROM {table} WHERE {where} AND score IS NOT NULL",
         known,
     ).fetchone()
     if span["first_scored"] is None or windows < 1:
@@ -110,7 +138,7 @@ def _tallies(
         "SELECT release_id, CASE WHEN slot > ? THEN ? ELSE slot END AS slot, avg(score) AS mean FROM ("  # noqa: S608
         " SELECT release_id, score, CASE WHEN CAST(placed AS INTEGER) > placed THEN CAST(placed AS INTEGER) - 1"
         " ELSE CAST(placed AS INTEGER) END AS slot FROM ("
-        f" SELECT {_RELEASE} AS release_id, score, (created_at - ?) / ? AS placed FROM records"
+        f" SELECT {_RELEASE} AS release_id, score, (created_at - ?) / ? AS placed FROM {table}"
         f" WHERE {where} AND score IS NOT NULL) AS placed_records) AS slotted GROUP BY 1, 2",
         (windows - 1, windows - 1, start, width, *known),
     ):

@@ -5,16 +5,32 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reef_daemon.contract import COUNT_TOKENS_ROUTE, TRIAL_SCENARIO, RecordPage, RecordRow, RecordType, StoredRecord
+from reef_daemon.contract import (
+    COUNT_TOKENS_ROUTE,
+    INTERNAL_SCENARIOS,
+    PERSON_SOURCE,
+    RecordPage,
+    RecordRow,
+    RecordType,
+    StoredRecord,
+)
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
+from reef_daemon.store.schema import SOURCE_RANK
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 MAX_PAGE = 500
+_ADD_SCORE = "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
+# A derived source scores a record once; a person's later report replaces their earlier score.
+_KEEP_FIRST_SCORE = f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO NOTHING"
+_KEEP_LATEST_SCORE = (
+    f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO UPDATE SET score = excluded.score,"
+    " report_id = excluded.report_id, created_at = excluded.created_at"
+)
 # A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
 WithReports = tuple[StoredRecord, list[StoredRecord]]
 
@@ -50,12 +66,13 @@ class RecordStore:
         values = (
             sequence, draft.id, draft.scenario, kind, draft.created_at, draft.route, summary.model,
             draft.status, int(draft.complete), draft.duration_ms, summary.input_tokens, summary.output_tokens,
-            None, draft.release, words["asked"], words["answered"],
+            None, None, draft.release, words["asked"], words["answered"],
         )  # fmt: skip
         ctx.conn.execute(
             "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
-            " duration_ms, input_tokens, output_tokens, score, release, asked, answered, ttft_ms, overhead_ms,"
-            " request, response, error, tags, tokens, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " duration_ms, input_tokens, output_tokens, score, source, release, asked, answered, ttft_ms,"
+            " overhead_ms, request, response, error, tags, tokens, answer)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
                 dumps_text(draft.tags) if draft.tags else None,
@@ -73,8 +90,20 @@ class RecordStore:
 
     def insert_client_record(self, ctx: WriteContext, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:
         """Store a report or request inside a write already under way (a caller that writes more in the same
-        transaction: a report that creates its scenario, an import batch)."""
+        transaction: a report that creates its scenario, an import batch).
+
+        A report's score becomes each referenced record's score from its source (a person's latest replaces their
+        earlier one); the record's own score is then the one of the first source in SOURCE_PRECEDENCE it has. A
+        derived report (any source but a person) scores one record, and only once: another from the same source
+        for the same record returns the stored report, not created."""
         conn = ctx.conn
+        references: list[str] = draft.content.get("references", [])
+        source = draft.source if draft.type == "report" else None
+        derived = source is not None and source != PERSON_SOURCE
+        if source is not None and derived:  # checked first: a later one (new content, the same id) is not new
+            earlier = _derived_report(conn, references, source)
+            if earlier is not None:
+                return earlier, False
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
             (draft.id,),
@@ -87,29 +116,30 @@ class RecordStore:
                     type="record_conflict",
                 )
             return summary_row(existing), False
-        references: list[str] = draft.content.get("references", [])
         self._check_references(conn, draft.scenario, references)
         score = draft.content.get("score")
         sequence = ctx.allocate_sequence()
         values = (
             sequence, draft.id, draft.scenario, draft.type, draft.created_at, None, None, None, None, None,
-            None, None, score, None, None, None,
+            None, None, score, source, None, None, None,
         )  # fmt: skip
         conn.execute(
             "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
-            " duration_ms, input_tokens, output_tokens, score, release, asked, answered, body, content_hash)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " duration_ms, input_tokens, output_tokens, score, source, release, asked, answered, body,"
+            " content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*values, json.dumps(draft.content, ensure_ascii=False), draft.content_hash),
         )
         conn.executemany(
             "INSERT INTO report_references (record_id, report_sequence) VALUES (?, ?)",
             [(ref, sequence) for ref in references],
         )
-        if score is not None:
+        if score is not None and source is not None:
             conn.executemany(
-                "UPDATE records SET score = ? WHERE id = ? AND type = 'inference'",
-                [(score, ref) for ref in references],
+                _KEEP_FIRST_SCORE if derived else _KEEP_LATEST_SCORE,
+                [(ref, source, score, draft.id, draft.created_at) for ref in references],
             )
+            for ref in references:
+                _rescore(conn, ref)
         row = record_row(*values)
         ctx.announce(record_event(row, draft.content))
         return row, True
@@ -142,8 +172,8 @@ class RecordStore:
             clauses.append("type = 'inference' AND score IS NULL AND (route IS NULL OR route != ?)")
             params.append(COUNT_TOKENS_ROUTE)
             if query.scenario is None:
-                clauses.append("scenario != ?")
-                params.append(TRIAL_SCENARIO)
+                clauses.append(f"scenario NOT IN ({', '.join('?' for _ in INTERNAL_SCENARIOS)})")
+                params.extend(INTERNAL_SCENARIOS)
         elif query.type is not None:
             clauses.append("type = ?")
             params.append(query.type)
@@ -201,6 +231,32 @@ class RecordStore:
         ):
             counts.setdefault(row["scenario"], {})["unscored"] = row["total"]
         return counts
+
+
+def _derived_report(conn: Connection, references: list[str], source: str) -> RecordRow | None:
+    """The report from `source` already scoring one of `references`, if there is one."""
+    for ref in references:
+        found = conn.execute(
+            f"SELECT {SUMMARY_COLUMNS} FROM records WHERE id ="  # noqa: S608 - a constant
+            " (SELECT report_id FROM record_scores WHERE record_id = ? AND source = ?)",
+            (ref, source),
+        ).fetchone()
+        if found is not None:
+            return summary_row(found)
+    return None
+
+
+def _rescore(conn: Connection, record_id: str) -> None:
+    """Give a record the score of the first source in precedence that scored it."""
+    best = conn.execute(
+        f"SELECT score, source FROM record_scores WHERE record_id = ? ORDER BY {SOURCE_RANK} LIMIT 1",  # noqa: S608
+        (record_id,),
+    ).fetchone()
+    if best is not None:
+        conn.execute(
+            "UPDATE records SET score = ?, source = ? WHERE id = ? AND type = 'inference'",
+            (best["score"], best["source"], record_id),
+        )
 
 
 def _reports_on(conn: Connection, record_id: str) -> list[StoredRecord]:

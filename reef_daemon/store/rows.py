@@ -11,13 +11,21 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from reef_daemon.contract import RECORD_EVENTS, EventData, RecordContent, RecordRow, RecordType, StoredRecord
+from reef_daemon.contract import (
+    RECORD_EVENTS,
+    EventData,
+    RecordContent,
+    RecordRow,
+    RecordType,
+    StoredRecord,
+    report_source,
+)
 from reef_daemon.store.engine import Columns
 from reef_daemon.store.writer import Event
 
 SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"
-    " input_tokens, output_tokens, score, release, asked, answered"
+    " input_tokens, output_tokens, score, source, release, asked, answered"
 )
 DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, error, tags, tokens, body, answer"
 
@@ -25,8 +33,8 @@ DETAIL_COLUMNS = SUMMARY_COLUMNS + ", ttft_ms, overhead_ms, request, response, e
 def record_row(
     sequence: int, record_id: str, scenario: str, type_: RecordType, created_at: float, route: str | None,
     model: str | None, status: int | None, complete: int | None, duration_ms: float | None,
-    input_tokens: int | None, output_tokens: int | None, score: float | None, release: str | None,
-    asked: str | None, answered: str | None,
+    input_tokens: int | None, output_tokens: int | None, score: float | None, source: str | None,
+    release: str | None, asked: str | None, answered: str | None,
 ) -> RecordRow:  # fmt: skip
     """The row clients see, from the values of SUMMARY_COLUMNS (the writer calls this with what it just inserted)."""
     row: RecordRow = {
@@ -42,6 +50,7 @@ def record_row(
         "duration_ms": duration_ms,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
         "score": score,
+        "source": report_source(source) if source else None,
         "release": release,
     }
     if asked is not None or answered is not None:
@@ -54,7 +63,7 @@ def summary_row(row: Columns) -> RecordRow:
     return record_row(
         row["sequence"], row["id"], row["scenario"], row["type"], row["created_at"], row["route"], row["model"],
         row["status"], row["complete"], row["duration_ms"], row["input_tokens"], row["output_tokens"], row["score"],
-        row["release"], row["asked"], row["answered"],
+        row["source"], row["release"], row["asked"], row["answered"],
     )  # fmt: skip
 
 

@@ -60,6 +60,50 @@ def _keep_previews(conn: Connection) -> None:
         after = rows[-1]["sequence"]
 
 
+# The rank of each report source in SQL: the lowest present is the one a record's score comes from (person first).
+SOURCE_RANK = (
+    "CASE source WHEN 'person' THEN 0 WHEN 'import' THEN 1 WHEN 'outcome' THEN 2 WHEN 'judge' THEN 3 ELSE 4 END"
+)
+
+
+def _report_sources(conn: Connection) -> None:
+    """Give reports stored before sources their source (`source`: where a report came from; for an inference
+    record, where its score came from) and each record its latest score per source (`record_scores`): a person's,
+    or one that came with an imported conversation."""
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT sequence, id, created_at, body FROM records WHERE type = 'report' AND sequence > ?"
+            " ORDER BY sequence LIMIT 200",
+            (after,),
+        ).fetchall()
+        if not rows:
+            break
+        for row in rows:
+            content = json.loads(row["body"]) if row["body"] else {}
+            references = [ref for ref in content.get("references", []) if isinstance(ref, str)]
+            imported = bool(references) and all(
+                (found := conn.execute("SELECT tags FROM records WHERE id = ?", (ref,)).fetchone()) is not None
+                and "imported" in json.loads(found["tags"] or "{}")
+                for ref in references
+            )
+            source = "import" if imported else "person"
+            conn.execute("UPDATE records SET source = ? WHERE sequence = ?", (source, row["sequence"]))
+            score = content.get("score")
+            if isinstance(score, int | float):
+                conn.executemany(
+                    "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
+                    " ON CONFLICT (record_id, source) DO UPDATE SET score = excluded.score,"
+                    " report_id = excluded.report_id, created_at = excluded.created_at",
+                    [(ref, source, float(score), row["id"], row["created_at"]) for ref in references],
+                )
+        after = rows[-1]["sequence"]
+    conn.execute(
+        "UPDATE records SET source = (SELECT source FROM record_scores WHERE record_id = records.id"  # noqa: S608
+        f" ORDER BY {SOURCE_RANK} LIMIT 1) WHERE type = 'inference' AND score IS NOT NULL"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     # 1: scenarios, records of every type, the references of reports, and durable non-record events.
     """
@@ -222,6 +266,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         home TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 12: where each report came from (a person, or derived: the next turn, a judge, the code's outcome, an import)
+    # and each record's score per source, one per source.
+    """
+    ALTER TABLE records ADD COLUMN source TEXT;
+    CREATE TABLE record_scores (
+        record_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        score REAL NOT NULL,
+        report_id TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (record_id, source)
+    );
+    """,
+    # 13: reports stored before came from a person or with an imported conversation; the person's score wins.
+    _report_sources,
 )
 
 

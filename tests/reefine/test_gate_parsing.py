@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from recipes.reefine.behaviour import plan_check
-from recipes.reefine.judge import pairwise, regex_verdict
+from recipes.reefine.judge import pairwise, ranked, regex_verdict
 from recipes.reefine.model import ModelFailed, ServedModel
 from reef_daemon.contract import EvalTask
 
@@ -114,3 +114,22 @@ async def test_the_judge_is_asked_in_both_orders_and_read_defensively(
     assert first.index("served-said") < first.index("candidate-said")
     assert second.index("candidate-said") < second.index("served-said")
     assert "the answer is four" in first and "the answer is four" in second
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict", "reason"),
+    [
+        ('{"scores": [{"id": 1, "score": 0.2, "reason": "a"}, {"id": 2, "score": 0.9, "reason": "adds"}]}',
+         "better", "served 0.2, candidate 0.9: adds"),
+        ('{"scores": [{"id": 1, "score": 0.9}, {"id": 2, "score": 0.1}]}', "worse", "served 0.9, candidate 0.1"),
+        ('{"scores": [{"id": 1, "score": 0.5}, {"id": 2, "score": 0.55}]}', "same", "served 0.5, candidate 0.55"),
+        ('{"scores": [{"id": 1, "score": 3}, {"id": 2, "score": 0.5}]}', "same", "the judge gave no usable ranking"),
+        ("fail", "same", "the judge gave no usable ranking"),
+    ],
+)  # fmt: skip
+async def test_the_ranked_judge_scores_both_answers_in_one_call(reply: str, verdict: str, reason: str) -> None:
+    model = judge(reply)
+    judged = await ranked(model, TASK, "served-said-5", "candidate-said-4")
+    assert (judged.verdict, judged.reason[: len(reason)]) == (verdict, reason)
+    (asked,) = model.asked
+    assert asked.index("served-said") < asked.index("candidate-said") and "the answer is four" in asked

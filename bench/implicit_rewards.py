@@ -1,0 +1,175 @@
+"""Scores that need no person: what the next-turn judge costs per 100 conversations (judge calls, tokens, wall time
+until every turn is judged), and the proxy's latency with the judge on and off (it runs off the request path, so the
+two should match).
+
+Everything runs in this process on loopback ports: reef (the `record` recipe), the fake upstream model and the
+scripted judge of the tests (`tests/support`). Each conversation is a scripted user with a hidden preference
+(answers must cite a file path) through reef with the session tag: three turns, so two answers are judged by the
+user's next message.
+
+    .venv/bin/python bench/implicit_rewards.py --conversations 100 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from reef_daemon.contract import JUDGE_SCENARIO
+from reef_daemon.settings import load_settings
+from tests.support.app_servers import AppServers, url_of
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.reef_testing import Reef
+from tests.support.simulated_user import SimulatedUser
+
+ANSWERS = ["The login is in src/auth/login.py.", "It is in the auth module.", "See src/auth/session.py."]
+
+
+async def reef_with(servers: AppServers, state: Path, judged: bool, judge_url: str | None) -> Reef:
+    upstream = FakeUpstream()
+    upstream_server = await servers.serve(upstream.app())
+    overrides: dict[str, Any] = {"inference.upstream-url": url_of(upstream_server), "reef.state-dir": str(state)}
+    if judged:
+        overrides |= {"reports.next-turn": "on", "reports.judge-calls-per-minute": "100000"}
+        if judge_url:
+            overrides["reports.judge-url"] = judge_url
+    server = await servers.reef(load_settings(overrides=overrides, environ={}))
+    session = aiohttp.ClientSession()
+    servers.close_later(session.close)
+    return Reef(url_of(server), server, upstream, session)
+
+
+async def timed_conversation(reef: Reef, name: str) -> list[float]:
+    """One conversation; the milliseconds each of its requests took, as the client saw them."""
+    user = SimulatedUser(reef, name)
+    took = []
+    text = "Where is the login handled?"
+    for number, answer in enumerate([*ANSWERS[:2], "Done."]):
+        started = time.perf_counter()
+        await user.turn(text, answer)
+        took.append((time.perf_counter() - started) * 1000)
+        text = ("Thanks, next: " if "/" in answer else "No, which file? Then: ") + f"task {number + 2}"
+    return took
+
+
+async def cost(servers: AppServers, root: Path, conversations: int, judge_url: str | None) -> dict[str, Any]:
+    reef = await reef_with(servers, root / "cost", True, judge_url)
+    judge = reef.daemon.next_turn
+    assert judge is not None
+    started = time.perf_counter()
+    for n in range(conversations):
+        await timed_conversation(reef, f"cost-{n}")
+    traffic_s = time.perf_counter() - started
+    expected = 2 * conversations
+    while judge.counts.judged + judge.counts.no_judgment + judge.counts.over_bounds < expected:
+        await asyncio.sleep(0.05)
+    wall_s = time.perf_counter() - started
+    calls = await _all_records(reef, JUDGE_SCENARIO)
+    return {
+        "conversations": conversations,
+        "judged turns": judge.counts.judged,
+        "no verdict": judge.counts.no_judgment,
+        "passed over (bounds)": judge.counts.over_bounds,
+        "judge calls": len(calls),
+        "input tokens": sum(c["usage"]["input_tokens"] or 0 for c in calls),
+        "output tokens": sum(c["usage"]["output_tokens"] or 0 for c in calls),
+        "traffic s": round(traffic_s, 2),
+        "judged by s": round(wall_s, 2),
+        "judge ms (median)": round(statistics.median(c["duration_ms"] for c in calls), 1) if calls else None,
+    }
+
+
+async def latency(
+    servers: AppServers, root: Path, rounds: int, per_round: int, judge_url: str | None
+) -> dict[str, Any]:
+    off = await reef_with(servers, root / "off", False, None)
+    on = await reef_with(servers, root / "on", True, judge_url)
+    took: dict[str, list[float]] = {"off": [], "on": []}
+    for number in range(rounds * per_round):  # conversation by conversation, alternating which goes first
+        order = [("off", off), ("on", on)] if number % 2 == 0 else [("on", on), ("off", off)]
+        for name, reef in order:
+            took[name] += await timed_conversation(reef, f"lat-{number}")
+    figures = {}
+    for name, values in took.items():
+        values.sort()
+        figures[name] = {
+            "requests": len(values),
+            "median ms": round(statistics.median(values), 2),
+            "p90 ms": round(values[int(0.9 * (len(values) - 1))], 2),
+        }
+    return figures
+
+
+async def _all_records(reef: Reef, scenario: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        page = await (await reef.get("/reef/records", params={"scenario": scenario, "after": str(after),
+                                                               "limit": "500"})).json()  # fmt: skip
+        rows += page["records"]
+        if len(page["records"]) < 500:
+            return rows
+        after = page["next_after"]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the latency comparison")
+    parser.add_argument("--per-round", type=int, default=10, help="conversations per daemon per round")
+    parser.add_argument("--served", action="store_true", help="the served model judges (no judge endpoint)")
+    options = parser.parse_args()
+    servers = AppServers()
+    judge_process = None
+    try:
+        judge_url = None
+        if not options.served:  # the judge in a process of its own, as a judge endpoint is
+            judge_process, judge_url = await _judge_process()
+        with tempfile.TemporaryDirectory() as folder:
+            print("judge cost:", await cost(servers, Path(folder), options.conversations, judge_url))
+            print("proxy latency:", await latency(servers, Path(folder), options.rounds, options.per_round, judge_url))
+    finally:
+        await servers.close()
+        if judge_process is not None:
+            judge_process.terminate()
+            await judge_process.wait()
+
+
+async def _judge_process() -> tuple[asyncio.subprocess.Process, str]:
+    port = _free_port()
+    code = (
+        "from aiohttp import web; from tests.support.fake_judge import FakeJudge; "
+        f"web.run_app(FakeJudge().app(), host='127.0.0.1', port={port}, print=None)"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", code, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession() as session:
+        for _ in range(200):
+            try:
+                async with session.post(url + "/v1/chat/completions", json={"messages": [{"content": ""}]}):
+                    return process, url
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.05)
+    raise RuntimeError("the judge process did not start")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

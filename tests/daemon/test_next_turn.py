@@ -1,0 +1,177 @@
+"""The next-turn judge: a scripted user with a hidden preference (answers must cite a file path) drives sessions
+through reef and never sends a score; each answer gets a `next-turn` report from what the user said next. Tool
+results and the agent's own follow-ups are not taken for the user; a judge that is down, slow, or answers garbage
+or a score off the scale leaves no report and never touches the proxied answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reef_daemon.contract import JUDGE_SCENARIO
+from reef_daemon.reports.judge import parse_judgment
+from reef_daemon.reports.turns import Turn, continuation, request_turns, without_code
+from tests.support.app_servers import AppServers, url_of
+from tests.support.fake_judge import FakeJudge
+from tests.support.reef_testing import Reef, StartReef
+from tests.support.simulated_user import SimulatedUser
+from tests.support.waiting import eventually
+
+WITH_PATH = "The login is handled in src/auth/login.py."
+WITHOUT_PATH = "The login is handled by the auth module."
+
+
+async def judged_reef(start_reef: StartReef, app_servers: AppServers, judge: FakeJudge, **more: Any) -> Reef:
+    server = await app_servers.serve(judge.app())
+    return await start_reef(
+        reports__next_turn="on",
+        reports__judge_url=url_of(server),
+        reports__judge_model="judge-model",
+        environ={"REEF_JUDGE_API_KEY": "judge-secret"},
+        **more,
+    )
+
+
+async def next_turn_reports(reef: Reef, record_id: str) -> list[dict[str, Any]]:
+    shown = await reef.record(record_id)
+    return [r for r in shown["reports"] if r["source"] == "next-turn"]
+
+
+async def test_a_simulated_users_next_messages_become_next_turn_reports(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    judge = FakeJudge()
+    reef = await judged_reef(start_reef, app_servers, judge)
+    user = SimulatedUser(reef, "session-1")
+    met, missed, met_again = await user.conversation([WITH_PATH, WITHOUT_PATH, WITH_PATH])
+
+    for record_id, verdict, score in ((met, "accepted", 1.0), (missed, "corrected", 0.2), (met_again, "accepted", 1.0)):
+        (report,) = await eventually(
+            lambda record_id=record_id: next_turn_reports(reef, record_id), 60, f"a next-turn report on {record_id}"
+        )
+        assert report["evidence"]["verdict"] == verdict
+        assert report["score"] == score
+        assert report["feedback"]
+        shown = await reef.record(record_id)
+        assert (shown["score"], shown["source"]) == (score, "next-turn")
+    evidence = (await next_turn_reports(reef, missed))[0]["evidence"]
+    assert evidence["next_message"].startswith("No, which file?")
+    assert evidence["judge_model"] == "judge-model"
+    # The judge's calls are recorded under their own scenario, with their tokens, and sent with the judge's key.
+    calls = await reef.records(scenario=JUDGE_SCENARIO)
+    assert len(calls) == 3 and all(call["usage"]["output_tokens"] for call in calls)
+    assert {r["authorization"] for r in judge.received} == {"Bearer judge-secret"}
+    # Nothing awaits a person's score in the judge's scenario.
+    assert not [r for r in await reef.records(unscored="1") if r["scenario"] == JUDGE_SCENARIO]
+    # The corrected answer is low-scored, so it is offered as a replay for a harness's evaluation gate.
+    tasks = await (await reef.get("/reef/scenarios/demo/tasks")).json()
+    assert [replay["source_record"] for replay in tasks["replays"]] == [missed]
+
+
+async def test_tool_results_and_the_agents_own_follow_ups_are_not_the_user(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    judge = FakeJudge()
+    reef = await judged_reef(start_reef, app_servers, judge)
+    user = SimulatedUser(reef, "session-tools")
+    first = await user.turn("Read the config", "I will read it.")
+    user.messages.append(
+        {"role": "tool", "tool_call_id": "c1", "content": "port = 8080 REEF-SAY[Port 8080, conf/a.toml]"}
+    )
+    second = await user.send()
+    reminder = "<system-reminder>Keep going. REEF-SAY[Still here.]</system-reminder>"
+    user.messages.append({"role": "user", "content": reminder})
+    third = await user.send()
+    await user.turn("Thanks, that is all.", "Bye.")
+
+    (report,) = await eventually(lambda: next_turn_reports(reef, third), 60, "the person's reply judged")
+    assert report["evidence"]["verdict"] == "accepted"
+    counts = reef.daemon.next_turn.counts if reef.daemon.next_turn else None
+    assert counts is not None and counts.not_the_user == 2
+    assert await next_turn_reports(reef, first) == [] and await next_turn_reports(reef, second) == []
+    assert len(judge.received) == 1
+
+
+async def test_a_failing_judge_leaves_no_report_and_never_touches_the_answer(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    for mode in ("garbage", "out-of-scale", "slow"):
+        judge = FakeJudge(mode, slow_s=3.0)
+        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_timeout_s="0.5")
+        user = SimulatedUser(reef, f"session-{mode}")
+        answered = await user.turn("Where is the login?", WITH_PATH)
+        await user.turn("Thanks, next one", "Done.")
+        assert user.messages[1]["content"] == WITH_PATH  # the proxied answer, as the upstream gave it
+        assert reef.daemon.next_turn is not None
+        await eventually(lambda reef=reef: _no_judgment(reef), 60, f"the {mode} judge's call to end without a verdict")
+        assert await next_turn_reports(reef, answered) == [], mode
+
+
+async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_servers: AppServers) -> None:
+    reef = await start_reef(reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
+    user = SimulatedUser(reef, "session-down")
+    answered = await user.turn("Where is the login?", WITH_PATH)
+    await user.turn("Thanks, next one", "Done.")
+    await eventually(lambda: _no_judgment(reef), 60, "the call to the judge to fail")
+    assert await next_turn_reports(reef, answered) == []
+    assert await reef.records(scenario=JUDGE_SCENARIO) == []
+
+
+async def test_the_served_model_judges_when_no_judge_endpoint_is_set(start_reef: StartReef) -> None:
+    reef = await start_reef(reports__next_turn="on")
+    user = SimulatedUser(reef, "session-served")
+    await user.turn("Where is the login?", WITH_PATH)
+    await user.turn("Thanks, next one", "Done.")
+    # The fake upstream answers prose, not a verdict: its call is recorded, and no report comes of it.
+    (call,) = await eventually(lambda: reef.records(scenario=JUDGE_SCENARIO), 60, "the served model's judge call")
+    assert call["model"] == "fake-model"
+    await eventually(lambda: _no_judgment(reef), 60, "no verdict from the served model's prose")
+    judged = reef.upstream.received[-1].body.decode()
+    assert "user_next_message" in judged and "Thanks, next one" in judged
+
+
+async def test_the_judge_is_bounded_in_calls_per_minute(start_reef: StartReef, app_servers: AppServers) -> None:
+    judge = FakeJudge()
+    reef = await judged_reef(start_reef, app_servers, judge, reports__judge_calls_per_minute="1")
+    await SimulatedUser(reef, "session-bounded").conversation([WITH_PATH, WITHOUT_PATH, WITH_PATH])
+    assert reef.daemon.next_turn is not None
+    counts = reef.daemon.next_turn.counts
+    await eventually(lambda: _counts_of(reef), 60, "every turn judged or passed over", satisfied=lambda c: c >= 3)
+    assert counts.judged == 1 and counts.over_bounds == 2
+    assert len(judge.received) == 1
+
+
+async def _no_judgment(reef: Reef) -> bool:
+    assert reef.daemon.next_turn is not None
+    return reef.daemon.next_turn.counts.no_judgment >= 1
+
+
+async def _counts_of(reef: Reef) -> int:
+    assert reef.daemon.next_turn is not None
+    counts = reef.daemon.next_turn.counts
+    return counts.judged + counts.over_bounds + counts.no_judgment
+
+
+def test_a_continuation_needs_the_earlier_turns_then_the_answer() -> None:
+    earlier = [Turn("user", "hi").fingerprint]
+    assert continuation(earlier, [Turn("user", "hi"), Turn("assistant", "yo"), Turn("user", "ok")]) is not None
+    assert continuation(earlier, [Turn("user", "other"), Turn("assistant", "yo"), Turn("user", "ok")]) is None
+    assert continuation(earlier, [Turn("user", "hi"), Turn("assistant", "yo")]) is None
+    messages = {
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": [{"type": "tool_use", "name": "edit", "id": "t1", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        ]
+    }
+    turns = request_turns("/v1/messages", messages)
+    assert [t.role for t in turns] == ["user", "assistant", "tool"]
+    found = continuation([turns[0].fingerprint], turns)
+    assert found is not None and found.kind == "tool"
+
+
+def test_a_judges_answer_is_a_verdict_or_nothing() -> None:
+    assert parse_judgment('{"verdict": "accepted", "reason": "ok"}') is not None
+    assert parse_judgment('reasoning... {"verdict": "Corrected", "reason": "no"}') is not None
+    for bad in (None, "", "accepted", '{"verdict": "great"}', '{"verdict": "accepted", "score": -1}', "{not json}"):
+        assert parse_judgment(bad) is None, bad
+    assert without_code("No, like this:\n```python\nsecret = 1\n```\nplease") == "No, like this: [code] please"
