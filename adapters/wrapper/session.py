@@ -96,14 +96,18 @@ def _score_earlier_outcomes(client: ReefClient) -> None:
 
 def _note_outcome(session: str, scenario: str, started: float, receipts: list[str], workspace: GitStart | None) -> None:
     """Keep what the session changed in its git repository (no code: files and hashes of added lines), for the
-    outcome reports a later scan gives its records."""
+    outcome reports a later scan gives its records. A session outside git, or one that changed nothing, leaves no
+    note (nothing could come of it) and writes nothing in the home folder."""
+    changes = session_changes(workspace) if workspace is not None else None
+    if changes is None or not changes["files"]:
+        return
     note = {
         "session": session,
         "scenario": scenario,
         "started_at": started,
         "ended_at": time.time(),
         "receipts": receipts,
-        "git": session_changes(workspace) if workspace is not None else None,
+        "git": changes,
     }
     try:
         save_note(session, note)
