@@ -195,6 +195,7 @@ from reef_daemon.contract._status import (
     low_score_below,
     off_the_scale,
     score_problem,
+    small_embedded_model,
 )
 from reef_daemon.contract._words import did_you_mean
 
@@ -376,4 +377,5 @@ __all__ = [
     "record_type",
     "report_source",
     "score_problem",
+    "small_embedded_model",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from reef_daemon.contract._releases import StepRow
 
@@ -158,6 +158,17 @@ class Status(DaemonState):
 
 class Health(TypedDict):
     ok: bool
+
+
+SMALL_MODEL_PARAMETERS: Final = 1_000_000_000
+
+
+def small_embedded_model(runtime: RuntimeStatus) -> bool:
+    """Whether the served model is the small embedded one (the torch engine's model of under a billion parameters),
+    which mostly cannot write a harness change or judge an answer."""
+    if runtime["kind"] != "embedded" or runtime.get("engine") == "sglang":
+        return False
+    return runtime.get("parameters", 0) < SMALL_MODEL_PARAMETERS
 
 
 def low_score_below(scale: ScoreScale) -> float:
