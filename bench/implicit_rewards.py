@@ -8,6 +8,11 @@ scripted judge of the tests (`tests/support`). Each conversation is a scripted u
 user's next message.
 
     .venv/bin/python bench/implicit_rewards.py --conversations 100 --rounds 5
+    .venv/bin/python bench/implicit_rewards.py --embedded --conversations 20   # the embedded model answers and judges
+
+With `--embedded` the daemon serves the embedded model (no upstream) and the same model judges (no judge endpoint):
+the user's replies follow the preference on what the model said, and only the judge's cost is measured (`--models`
+links a converted model cache, such as `~/.reef/models`, instead of converting the GGUF into a temporary folder).
 """
 
 from __future__ import annotations
@@ -31,15 +36,24 @@ from reef_daemon.settings import load_settings
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.reef_testing import Reef
-from tests.support.simulated_user import SimulatedUser
+from tests.support.simulated_user import SimulatedUser, reply_to
 
 ANSWERS = ["The login is in src/auth/login.py.", "It is in the auth module.", "See src/auth/session.py."]
+EMBEDDED_JUDGE_TOKENS = 48  # the judge's verdict is a short JSON object; the tiny model rambles past it otherwise
 
 
-async def reef_with(servers: AppServers, state: Path, judged: bool, judge_url: str | None) -> Reef:
+async def reef_with(
+    servers: AppServers, state: Path, judged: bool, judge_url: str | None, models: Path | None = None
+) -> Reef:
+    """A daemon in front of the fake upstream, or (`models`: a converted model cache) serving the embedded model."""
     upstream = FakeUpstream()
-    upstream_server = await servers.serve(upstream.app())
-    overrides: dict[str, Any] = {"inference.upstream-url": url_of(upstream_server), "reef.state-dir": str(state)}
+    overrides: dict[str, Any] = {"reef.state-dir": str(state)}
+    if models is None:
+        overrides["inference.upstream-url"] = url_of(await servers.serve(upstream.app()))
+    else:
+        state.mkdir(parents=True)
+        (state / "models").symlink_to(models, target_is_directory=True)
+        overrides |= {"reports.judge-max-tokens": str(EMBEDDED_JUDGE_TOKENS), "inference.max-tokens": "24"}
     if judged:
         overrides |= {"reports.next-turn": "on", "reports.judge-calls-per-minute": "100000"}
         if judge_url:
@@ -63,13 +77,32 @@ async def timed_conversation(reef: Reef, name: str) -> list[float]:
     return took
 
 
-async def cost(servers: AppServers, root: Path, conversations: int, judge_url: str | None) -> dict[str, Any]:
-    reef = await reef_with(servers, root / "cost", True, judge_url)
+async def embedded_conversation(reef: Reef, name: str) -> None:
+    """Three turns with the embedded model; each reply follows the preference on what the model said."""
+    messages: list[dict[str, Any]] = []
+    text = "Where is the login handled?"
+    for number in range(3):
+        messages.append({"role": "user", "content": text})
+        response = await reef.post("/v1/chat/completions", {"model": "smollm2", "messages": messages},
+                                   headers={"x-reef-tag-session": name})  # fmt: skip
+        assert response.status == 200, await response.text()
+        said = (await response.json())["choices"][0]["message"]["content"]
+        messages.append({"role": "assistant", "content": said})
+        text = reply_to(said, f"task {number + 2}")
+
+
+async def cost(
+    servers: AppServers, root: Path, conversations: int, judge_url: str | None, models: Path | None
+) -> dict[str, Any]:
+    reef = await reef_with(servers, root / "cost", True, judge_url, models)
     judge = reef.daemon.next_turn
     assert judge is not None
     started = time.perf_counter()
     for n in range(conversations):
-        await timed_conversation(reef, f"cost-{n}")
+        if models is None:
+            await timed_conversation(reef, f"cost-{n}")
+        else:
+            await embedded_conversation(reef, f"cost-{n}")
     traffic_s = time.perf_counter() - started
     expected = 2 * conversations
     while judge.counts.judged + judge.counts.no_judgment + judge.counts.over_bounds < expected:
@@ -129,21 +162,38 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the latency comparison")
     parser.add_argument("--per-round", type=int, default=10, help="conversations per daemon per round")
     parser.add_argument("--served", action="store_true", help="the served model judges (no judge endpoint)")
+    parser.add_argument("--embedded", action="store_true", help="the embedded model answers and judges")
+    parser.add_argument("--models", type=Path, help="with --embedded: a converted model cache to link")
     options = parser.parse_args()
     servers = AppServers()
     judge_process = None
     try:
         judge_url = None
-        if not options.served:  # the judge in a process of its own, as a judge endpoint is
+        if not (options.served or options.embedded):  # the judge in a process of its own, as a judge endpoint is
             judge_process, judge_url = await _judge_process()
         with tempfile.TemporaryDirectory() as folder:
-            print("judge cost:", await cost(servers, Path(folder), options.conversations, judge_url))
-            print("proxy latency:", await latency(servers, Path(folder), options.rounds, options.per_round, judge_url))
+            models = _models(options.models, Path(folder)) if options.embedded else None
+            print("judge cost:", await cost(servers, Path(folder), options.conversations, judge_url, models))
+            if models is None:
+                print("proxy latency:", await latency(servers, Path(folder), options.rounds, options.per_round,
+                                                      judge_url))  # fmt: skip
     finally:
         await servers.close()
         if judge_process is not None:
             judge_process.terminate()
             await judge_process.wait()
+
+
+def _models(given: Path | None, folder: Path) -> Path:
+    """A converted model cache: the one given, or the GGUF converted into `folder` (a cold load, not timed)."""
+    if given is not None:
+        return given.expanduser().resolve()
+    from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
+
+    state = folder / "converted"
+    (state / "models").mkdir(parents=True)
+    load_model(resolve_source(None), state)
+    return state / "models"
 
 
 async def _judge_process() -> tuple[asyncio.subprocess.Process, str]:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from reef_client._client import ReefClient
-from reef_daemon.contract import Activity, RequestProgress, RuntimeStatus
+from reef_daemon.contract import Activity, RequestProgress, RuntimeStatus, small_embedded_model
 
 POLL_S = 1.0
 PUBLISHED = ("selected", "pending")
@@ -17,7 +17,6 @@ WAIT_S = 1800.0
 """How long following a request waits by default."""
 SMALL_MODEL_WAIT_S = 600.0
 """How long it waits by default where the served model is the small embedded one, which rarely delivers a change."""
-SMALL_MODEL_PARAMETERS = 1_000_000_000
 QUIET_S = 30.0
 """After this long with no new activity, a line says the request is still at work."""
 
@@ -25,9 +24,7 @@ QUIET_S = 30.0
 def small_model_caution(runtime: RuntimeStatus) -> str | None:
     """What to tell a person filing a change request where the served model is the small embedded one (the torch
     engine's model of under a billion parameters), before the wait starts; None for a capable model."""
-    if runtime["kind"] != "embedded" or runtime.get("engine") == "sglang":
-        return None
-    if runtime.get("parameters", 0) >= SMALL_MODEL_PARAMETERS:
+    if not small_embedded_model(runtime):
         return None
     return (
         f"the served model is the small embedded one ({runtime.get('model') or 'SmolLM2'}): harness changes need a "

@@ -12,7 +12,7 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, ScoreScale
+from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, ScoreScale, small_embedded_model
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.harness.progress import RequestProgress
@@ -128,6 +128,15 @@ def judge_model(daemon: Daemon) -> JudgeModel:
     return JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model)
 
 
+def _caution_on_the_judge(daemon: Daemon) -> None:
+    """Say at start when the next-turn judge is the small embedded model, which mostly answers without a verdict."""
+    if daemon.settings.reports.judge_url is None and small_embedded_model(daemon.runtime.describe()):
+        log.warning(
+            "reports.next-turn: the judge is the small embedded model, which mostly answers without a verdict, so"
+            " few turns will be scored; set --reports.judge-url (and --reports.judge-model) to a capable model"
+        )
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     daemon = app[DAEMON]
     daemon.store.open(asyncio.get_running_loop())
@@ -139,6 +148,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
     daemon.judge = judge = judge_model(daemon)
     if daemon.settings.reports.next_turn == "on":
+        _caution_on_the_judge(daemon)
         daemon.next_turn = NextTurnJudge(daemon.store, daemon.bus, judge, daemon.settings.reports)
         daemon.next_turn.start()
     yield

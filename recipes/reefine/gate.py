@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from recipes.reefine.behaviour import Checked
@@ -33,13 +33,14 @@ from reef_daemon.contract import EvalTask, Evidence, EvidenceRow
 from reef_daemon.recipe_api import StoreView
 from reef_harness import Entry
 
-TaskSource = Callable[[StoreView, str, int], Awaitable[list[EvalTask]]]
+TaskSource = Callable[[StoreView, str, int, Collection[str]], Awaitable[list[EvalTask]]]
 
 
 @dataclass(frozen=True)
 class GateRules:
     max_worse: int  # protected tasks that may get worse
     replays: int  # how many replays run
+    sources: Collection[str]  # the report sources whose low scores make a conversation a replay
     bounds: EvalBounds
     parallel: int  # tasks run at once, each on both versions
 
@@ -82,7 +83,7 @@ class Gate:
     ) -> Gated:
         """Run the gate's tasks on both trees, `rules.parallel` at a time; the evidence says whether the candidate
         passed and why not."""
-        tasks = await self._tasks(store, scenario, self.rules.replays)
+        tasks = await self._tasks(store, scenario, self.rules.replays, self.rules.sources)
         evaluation = Evaluation(self._trial, self._model, judge, served_release, self.rules.bounds)
         at_once = asyncio.Semaphore(self.rules.parallel)
         listed: list[tuple[EvalTask, str]] = [(task, task["kind"]) for task in tasks]

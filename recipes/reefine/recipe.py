@@ -112,7 +112,9 @@ class ReefineRecipe(HarnessRecipe):
         self.answer_tokens = self._answer_tokens(runtime)
         harness = self.harness_settings
         bounds = EvalBounds(harness.eval_wall_s, harness.eval_model_calls, harness.gate_judge)
-        rules = GateRules(harness.gate_max_worse, harness.replays, bounds, harness.eval_parallel)
+        rules = GateRules(
+            harness.gate_max_worse, harness.replays, self.settings.reports.sources, bounds, harness.eval_parallel
+        )
         gate = Gate(self.trial, model, rules, gate_tasks)
         self._steps = HarnessSteps(
             self.harness, self._progress, runtime, model, self.answer_tokens, self.trial, self.agent, gate

@@ -8,7 +8,7 @@ from rich.table import Table
 from reef_client import ScenarioRow, Status
 from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
-from reef_daemon.contract import SamplingDefaults, StoreStatus, Training
+from reef_daemon.contract import NextTurnStatus, SamplingDefaults, StoreStatus, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 
 
@@ -46,6 +46,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     facts.add_row("auth", "on" if status.get("auth") else "off")
     if status.get("store"):
         facts.add_row("store", _store(status["store"]))
+    if judged := status.get("next_turn"):
+        facts.add_row("next turn", _next_turn(judged))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
@@ -117,3 +119,18 @@ def _store(store: StoreStatus) -> str:
 
 def _mib(size: int | None) -> str:
     return MISSING if size is None else f"{size / 1024 / 1024:.1f} MiB"
+
+
+def _next_turn(counts: NextTurnStatus) -> str:
+    """What the next-turn judge did since the daemon started, and what it cost."""
+    line = f"judged {counts['judged']} of {counts['turns']} answered turns"
+    passed = [
+        f"{number} {what}"
+        for number, what in (
+            (counts["no_judgment"], "without a verdict"),
+            (counts["over_bounds"], "passed over for its bounds"),
+        )
+        if number
+    ]
+    tokens = counts["input_tokens"] + counts["output_tokens"]
+    return f"{line}{'; ' if passed else ''}{', '.join(passed)} ({tokens:,} tokens)"

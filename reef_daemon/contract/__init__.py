@@ -182,6 +182,7 @@ from reef_daemon.contract._status import (
     CriticStatus,
     DaemonState,
     Health,
+    NextTurnStatus,
     RecipeStatus,
     RuntimeStatus,
     SamplingDefaults,
@@ -194,6 +195,7 @@ from reef_daemon.contract._status import (
     low_score_below,
     off_the_scale,
     score_problem,
+    small_embedded_model,
 )
 from reef_daemon.contract._words import did_you_mean
 
@@ -319,6 +321,7 @@ __all__ = [
     "ImportConversation",
     "ImportResult",
     "JudgedRecord",
+    "NextTurnStatus",
     "OtherPart",
     "RecipeStatus",
     "RecordContent",
@@ -374,4 +377,5 @@ __all__ = [
     "record_type",
     "report_source",
     "score_problem",
+    "small_embedded_model",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from reef_daemon.contract._releases import StepRow
 
@@ -122,6 +122,21 @@ class StoreStatus(TypedDict):
     trimmed: int | None
 
 
+class NextTurnStatus(TypedDict):
+    """What the next-turn judge (reports.next-turn) did since the daemon started: the assistant turns a user answered
+    (`turns`), those it scored (`judged`), those it could not (`no_judgment`: the judge failed, timed out or answered
+    off its format), those passed over for its bounds (calls per minute, waiting turns), the follow-ups that were not
+    the user's (tool results, the agent's own), and the tokens its calls cost."""
+
+    turns: int
+    judged: int
+    no_judgment: int
+    over_bounds: int
+    not_the_user: int
+    input_tokens: int
+    output_tokens: int
+
+
 class ScoreScale(TypedDict):
     """The scores a report may give: `min` is the worst, `max` the best (settings reports.score-min/max)."""
 
@@ -138,10 +153,22 @@ class Status(DaemonState):
     training: Training
     store: StoreStatus
     score_scale: ScoreScale
+    next_turn: NextTurnStatus | None  # None while reports.next-turn is off
 
 
 class Health(TypedDict):
     ok: bool
+
+
+SMALL_MODEL_PARAMETERS: Final = 1_000_000_000
+
+
+def small_embedded_model(runtime: RuntimeStatus) -> bool:
+    """Whether the served model is the small embedded one (the torch engine's model of under a billion parameters),
+    which mostly cannot write a harness change or judge an answer."""
+    if runtime["kind"] != "embedded" or runtime.get("engine") == "sglang":
+        return False
+    return runtime.get("parameters", 0) < SMALL_MODEL_PARAMETERS
 
 
 def low_score_below(scale: ScoreScale) -> float:

@@ -20,7 +20,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from reef_daemon.contract import INTERNAL_SCENARIOS, RECORD_EVENTS, SESSION_HEADER, TAG_HEADER_PREFIX, ReportSource
+from reef_daemon.contract import (
+    INTERNAL_SCENARIOS,
+    RECORD_EVENTS,
+    SESSION_HEADER,
+    TAG_HEADER_PREFIX,
+    NextTurnStatus,
+    ReportSource,
+)
 from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.reports.derived import derived_report
@@ -71,7 +78,7 @@ class _Job:
 
 @dataclass
 class JudgeCounts:
-    """What the judge did since the daemon started, for a benchmark and the log."""
+    """What the judge did since the daemon started, for `GET /reef/status`, a benchmark and the log."""
 
     turns: int = 0
     judged: int = 0
@@ -80,6 +87,13 @@ class JudgeCounts:
     over_bounds: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+
+    def status(self) -> NextTurnStatus:
+        return {
+            "turns": self.turns, "judged": self.judged, "no_judgment": self.no_judgment,
+            "over_bounds": self.over_bounds, "not_the_user": self.not_the_user,
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+        }  # fmt: skip
 
 
 class NextTurnJudge:

@@ -40,7 +40,9 @@ async def list_tasks(request: web.Request) -> web.Response:
     body: TaskList = {
         "scenario": scenario,
         "tasks": page.tasks,
-        "replays": await daemon.store.tasks.replays(scenario, int(daemon.settings.value("harness.replays"))),
+        "replays": await daemon.store.tasks.replays(
+            scenario, int(daemon.settings.value("harness.replays")), daemon.settings.reports.sources
+        ),
         "next_after": page.next_after,
     }
     return json_response(body)

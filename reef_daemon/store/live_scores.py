@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from reef_daemon.contract import REPORT_SOURCES
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import SOURCE_RANK
+from reef_daemon.store.source_scores import score_of
 
 _RELEASE = "json_extract(tags, '$.release')"
 _SESSION = "json_extract(tags, '$.session')"
@@ -76,16 +76,10 @@ class LiveScoreReader:
 
 
 def _scored_records(sources: Collection[str]) -> str:
-    """What the reads select from: the records as they are, or with each one's score from `sources` alone. The
-    sources are the contract's own words (settings check them), so they are written into the SQL."""
+    """What the reads select from: the records as they are, or with each one's score from `sources` alone."""
     if set(REPORT_SOURCES) <= set(sources):
         return "records"
-    chosen = ", ".join(f"'{source}'" for source in REPORT_SOURCES if source in sources) or "NULL"
-    return (
-        "(SELECT scenario, type, tags, created_at, (SELECT score FROM record_scores"  # noqa: S608 - constants
-        f" WHERE record_id = records.id AND source IN ({chosen}) ORDER BY {SOURCE_RANK} LIMIT 1) AS score"
-        " FROM records) AS records"
-    )
+    return f"(SELECT scenario, type, tags, created_at, {score_of(sources)} AS score FROM records) AS records"  # noqa: S608
 
 
 def _sums(conn: Connection, table: str, scenario: str, releases: list[str], since: float) -> list[PeriodSums]:

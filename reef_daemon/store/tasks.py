@@ -9,14 +9,23 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reef_daemon.contract import REPLAY_ID_PREFIX, TASK_ID_PREFIX, EvalTask, ScoreScale, low_score_below
+from reef_daemon.contract import (
+    REPLAY_ID_PREFIX,
+    REPORT_SOURCES,
+    TASK_ID_PREFIX,
+    EvalTask,
+    ScoreScale,
+    low_score_below,
+)
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.records import opening_turn
 from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
+from reef_daemon.store.source_scores import score_of
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 if TYPE_CHECKING:
@@ -104,10 +113,10 @@ class TaskStore:
 
         return await self._writer.submit(write)
 
-    async def replays(self, scenario: str, limit: int) -> Tasks:
-        """Up to `limit` replays, newest conversation first: the opening turns of the scenario's low-scored
-        inference records that are not dismissed, not promoted, not already a task's prompt, and not repeated."""
-        return await self._reader.run(lambda conn: _replays(conn, scenario, self._below, limit))
+    async def replays(self, scenario: str, limit: int, sources: Collection[str] = REPORT_SOURCES) -> Tasks:
+        """Up to `limit` replays, newest conversation first: the opening turns of the scenario's inference records
+        low-scored by `sources` that are not dismissed, not promoted, not already a task's prompt, and not repeated."""
+        return await self._reader.run(lambda conn: _replays(conn, scenario, self._below, limit, score_of(sources)))
 
     async def promote(self, scenario: str, replay_id: str) -> EvalTask:
         """Make a replay a protected task (its source record kept); it is no longer offered as a replay."""
@@ -137,11 +146,13 @@ class TaskStore:
         await self._writer.submit(write)
 
 
-async def gate_tasks(store: StoreView, scenario: str, replays: int) -> list[EvalTask]:
+async def gate_tasks(
+    store: StoreView, scenario: str, replays: int, sources: Collection[str] = REPORT_SOURCES
+) -> list[EvalTask]:
     """What an evaluation of a candidate runs: every protected task of the scenario (oldest first), then up to
-    `replays` replays (newest conversation first)."""
+    `replays` replays (newest conversation first) of conversations low-scored by `sources`."""
     protected = [task for task in await store.tasks.list(scenario) if task["protected"]]
-    return protected + await store.tasks.replays(scenario, replays)
+    return protected + await store.tasks.replays(scenario, replays, sources)
 
 
 def _record_of(replay_id: str) -> str:
@@ -270,7 +281,7 @@ def _replay(scenario: str, record_id: str, prompt: str, created_at: float) -> Ev
     }
 
 
-def _replays(conn: Connection, scenario: str, below: float, limit: int) -> list[EvalTask]:
+def _replays(conn: Connection, scenario: str, below: float, limit: int, score: str) -> list[EvalTask]:
     decided_sql = "SELECT record_id, prompt FROM replay_decisions WHERE scenario = ?"
     decisions = conn.execute(decided_sql, (scenario,)).fetchall()
     decided = {row["record_id"] for row in decisions}
@@ -282,8 +293,8 @@ def _replays(conn: Connection, scenario: str, below: float, limit: int) -> list[
         if len(found) >= limit:
             break
         rows = conn.execute(
-            "SELECT id, route, request, created_at FROM records WHERE scenario = ? AND type = 'inference'"
-            " AND score IS NOT NULL AND score < ? ORDER BY sequence DESC LIMIT ? OFFSET ?",
+            "SELECT id, route, request, created_at FROM records WHERE scenario = ? AND type = 'inference'"  # noqa: S608
+            f" AND {score} IS NOT NULL AND {score} < ? ORDER BY sequence DESC LIMIT ? OFFSET ?",
             (scenario, below, REPLAY_PAGE, offset),
         ).fetchall()
         for row in rows:

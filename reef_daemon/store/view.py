@@ -6,9 +6,10 @@ can list scenarios, read records, steps and evaluation tasks, and never writes a
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
-from reef_daemon.contract import CanaryState, EvalTask, RecordPage, ScoreScale, StepRow, StoredRecord
+from reef_daemon.contract import REPORT_SOURCES, CanaryState, EvalTask, RecordPage, ScoreScale, StepRow, StoredRecord
 from reef_daemon.store.records import RecordQuery
 from reef_daemon.store.scenarios import Scenario
 
@@ -54,8 +55,8 @@ class TaskView(Protocol):
         """The scenario's tasks."""
         ...
 
-    async def replays(self, scenario: str, limit: int) -> Tasks:
-        """Up to `limit` replays of the scenario's low-scored conversations."""
+    async def replays(self, scenario: str, limit: int, sources: Collection[str] = REPORT_SOURCES) -> Tasks:
+        """Up to `limit` replays of the scenario's conversations low-scored by `sources`."""
         ...
 
 

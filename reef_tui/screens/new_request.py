@@ -18,13 +18,16 @@ class NewRequestScreen(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
-    def __init__(self, scenario: str) -> None:
+    def __init__(self, scenario: str, caution: str | None = None) -> None:
         super().__init__()
         self.scenario = scenario
+        self.caution = caution  # what to know before filing (the served model is too small to write a change)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(f"Change request for {self.scenario}", classes="dialog-title")
+            if self.caution:
+                yield Label(self.caution, id="request-caution")
             yield Input(placeholder="what should the harness do differently?", max_length=MAX_TEXT, id="request-text")
             yield Label("enter files it · escape cancels", classes="dialog-hint")
 

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable
 
-from reef_client import Event, ReefClientError, RequestProgress
+from reef_client import Event, ReefClientError, RequestProgress, small_model_caution
 from reef_client.render import formats
 from reef_tui.bindings import HELP
 from reef_tui.screens.new_request import NewRequestScreen
@@ -165,7 +165,9 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
             if text:
                 self.run_worker(lambda: self._file(scenario, text), thread=True, group="file")
 
-        self.app.push_screen(NewRequestScreen(scenario), file)
+        status = self.reef.daemon_status
+        caution = small_model_caution(status["runtime"]) if status is not None else None
+        self.app.push_screen(NewRequestScreen(scenario, caution), file)
 
     def _file(self, scenario: str, text: str) -> None:
         try:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+
+from reef_cli.render.status import status_view
 from reef_daemon.contract import JUDGE_SCENARIO
 from reef_daemon.reports.judge import parse_judgment
 from reef_daemon.reports.turns import Turn, continuation, request_turns, without_code
@@ -138,6 +141,14 @@ async def test_the_judge_is_bounded_in_calls_per_minute(start_reef: StartReef, a
     await eventually(lambda: _counts_of(reef), 60, "every turn judged or passed over", satisfied=lambda c: c >= 3)
     assert counts.judged == 1 and counts.over_bounds == 2
     assert len(judge.received) == 1
+    # GET /reef/status says what the judge did and what it cost.
+    shown = (await (await reef.get("/reef/status")).json())["next_turn"]
+    assert shown["turns"] == 3 and shown["judged"] == 1 and shown["over_bounds"] == 2
+    assert shown["input_tokens"] > 0 and shown["output_tokens"] > 0
+    console = Console(record=True, width=200)
+    console.print(status_view(await (await reef.get("/reef/status")).json(), "http://reef"))
+    line = next(line for line in console.export_text().splitlines() if line.startswith("next turn"))
+    assert "judged 1 of 3 answered turns; 2 passed over for its bounds" in line
 
 
 async def _no_judgment(reef: Reef) -> bool:

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, ScoreScale
+from reef_daemon.contract import (
+    CHAT_ROUTE,
+    MESSAGES_ROUTE,
+    PERSON_SOURCE,
+    RESPONSES_ROUTE,
+    ReportSource,
+    ScoreScale,
+)
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
@@ -39,8 +46,10 @@ async def conversation(
     *,
     route: str = CHAT_ROUTE,
     scenario: str = SCENARIO,
+    source: ReportSource = PERSON_SOURCE,
 ) -> str:
-    """Record a conversation that opened with `opening` (None: a request with no user turn), scored `score`."""
+    """Record a conversation that opened with `opening` (None: a request with no user turn), scored `score` by a
+    report from `source`."""
     if route == RESPONSES_ROUTE:
         body: dict[str, object] = {"model": "m", "input": opening or []}
     else:
@@ -61,9 +70,8 @@ async def conversation(
     await store.records.append_inference(draft)
     if score is not None:
         content = {"references": [record_id], "score": score}
-        report = ClientRecordDraft(
-            new_record_id(), scenario, "report", time.time(), content, hashlib.sha256(record_id.encode()).hexdigest()
-        )
+        digest = hashlib.sha256(f"{record_id} {source}".encode()).hexdigest()
+        report = ClientRecordDraft(new_record_id(), scenario, "report", time.time(), content, digest, source)
         await store.records.append_client_record(report)
     return record_id
 
@@ -103,6 +111,26 @@ async def test_replays_are_the_newest_low_scored_opening_turns(store: Store) -> 
     assert replays[0]["id"] == f"r-{repeated}" and replays[0]["source_record"] == repeated
     assert all(r["kind"] == "replay" and not r["protected"] and r["fixture"] == {} for r in replays)
     assert [r["prompt"] for r in await store.tasks.replays(SCENARIO, 2)] == ["oldest failure", "messages failure"]
+
+
+async def test_replays_count_only_the_chosen_report_sources(store: Store) -> None:
+    judged_low = await conversation(store, "the judge disliked it", 0.1, source="next-turn")
+    await conversation(store, "a person disliked it", 0.1)
+    overruled = await conversation(store, "the judge disliked, a person liked", 0.1, source="next-turn")
+    content = {"references": [overruled], "score": 0.9}
+    await store.records.append_client_record(
+        ClientRecordDraft(new_record_id(), SCENARIO, "report", time.time(), content, "person-liked")
+    )
+
+    everything = await store.tasks.replays(SCENARIO, 10)
+    judged = await store.tasks.replays(SCENARIO, 10, ["next-turn"])
+    people = await gate_tasks(store, SCENARIO, 10, ["person"])
+
+    # Every source: a person's score wins over the judge's, so the overruled conversation is no replay.
+    assert [r["prompt"] for r in everything] == ["a person disliked it", "the judge disliked it"]
+    # The judge's alone: both conversations it scored low, whatever a person said.
+    assert [r["source_record"] for r in judged] == [overruled, judged_low]
+    assert [r["prompt"] for r in people] == ["a person disliked it"]
 
 
 async def test_low_follows_the_configured_score_scale(tmp_path: Path, store_url: str | None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +20,7 @@ from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.model import ServedModel
 from recipes.reefine.trial import Finished, TrialRunner
-from reef_daemon.contract import TRIAL_SCENARIO, EvalTask
+from reef_daemon.contract import REPORT_SOURCES, TRIAL_SCENARIO, EvalTask
 from reef_daemon.harness.model_relay import Budget
 from reef_daemon.store import Store
 from reef_harness import Entry
@@ -186,13 +186,13 @@ async def test_the_gate_caps_tasks_in_flight_and_lists_them_in_task_order_whatev
     runs = HeldRuns()
     tasks = [task(number) for number in range(1, 5)]
 
-    async def source(store: Store, scenario: str, replays: int) -> list[EvalTask]:
+    async def source(store: Store, scenario: str, replays: int, sources: Collection[str]) -> list[EvalTask]:
         return tasks
 
     async def note(line: str) -> None:
         return None
 
-    gate = Gate(runs, "m", GateRules(0, 0, EvalBounds(600.0, 100), parallel=2), source)
+    gate = Gate(runs, "m", GateRules(0, 0, REPORT_SOURCES, EvalBounds(600.0, 100), parallel=2), source)
     judge = cast(ServedModel, None)  # a regex decides every task here
     gating = asyncio.create_task(gate.evaluate(cast(Store, None), SCENARIO, "r0", [], [], NO_REQUEST, judge, note))
     await eventually(runs.running, 30, "two tasks in flight", satisfied=lambda now: len(now) == 4)

@@ -98,6 +98,29 @@ async def test_requests_filed_one_after_another_are_listed_newest_first(reefine_
         assert table.row_count == len(requests.progress)
 
 
+async def test_the_request_box_warns_when_the_served_model_is_the_small_embedded_one(reefine_daemon: Daemon) -> None:
+    app = ReefApp(reefine_daemon.url, scenario="harness")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await eventually(lambda: app.connected, 60, "the daemon to answer", pause=pilot.pause)
+        await pilot.press("e")
+        await eventually(lambda: isinstance(app.screen, RequestsScreen), 60, "requests", pause=pilot.pause)
+        await pilot.press("n")
+        box = await eventually(lambda: isinstance(app.screen, NewRequestScreen) and app.screen, 60, "the request box",
+                               pause=pilot.pause)  # fmt: skip
+        assert not box.query("#request-caution")  # a capable upstream model: nothing to warn about
+        await pilot.press("escape")
+        # The same daemon as it would say it serves the small embedded model.
+        status = app.daemon_status
+        assert status is not None
+        small = {"kind": "embedded", "engine": "torch", "model": "SmolLM2-135M-Instruct", "parameters": 134_515_008}
+        app.daemon_status = {**status, "runtime": small}  # type: ignore[typeddict-item]
+        await pilot.press("n")
+        box = await eventually(lambda: isinstance(app.screen, NewRequestScreen) and app.screen, 60, "the request box",
+                               pause=pilot.pause)  # fmt: skip
+        caution = str(box.query_one("#request-caution", Static).render())
+        assert "harness changes need a capable model" in caution and "--inference.upstream-url" in caution
+
+
 async def test_a_live_update_widens_its_column(reefine_daemon: Daemon) -> None:
     app = ReefApp(reefine_daemon.url, scenario="harness")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -1,0 +1,21 @@
+"""A record's score as told by some report sources only (`reports.sources`): the score of the first of those sources
+in precedence that scored it (`record_scores`), or the record's own `score` column when every source counts."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from reef_daemon.contract import REPORT_SOURCES
+from reef_daemon.store.schema import SOURCE_RANK
+
+
+def score_of(sources: Collection[str], record: str = "records") -> str:
+    """An SQL expression for the score of the record row `record` counting only `sources`. The sources are the
+    contract's own words (settings check them), so they are written into the SQL; anything else counts as none."""
+    if set(REPORT_SOURCES) <= set(sources):
+        return f"{record}.score"
+    chosen = ", ".join(f"'{source}'" for source in REPORT_SOURCES if source in sources) or "NULL"
+    return (
+        f"(SELECT score FROM record_scores WHERE record_id = {record}.id AND source IN ({chosen})"  # noqa: S608
+        f" ORDER BY {SOURCE_RANK} LIMIT 1)"
+    )
