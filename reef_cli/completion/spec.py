@@ -18,6 +18,21 @@ SCENARIOS_ROUTE_PATH = SCENARIOS_ROUTE
 DEFAULT_DAEMON_URL = DEFAULT_URL
 
 
+def shell_scenarios_function(prog: str, locals_: list[str]) -> list[str]:
+    """The bash/zsh function that prints the running daemon's scenarios; `locals_` declares `url` and `auth` (an
+    array) in the shell's own words."""
+    return [
+        f"__{prog}_scenarios() {{",
+        *(f"    {line}" for line in locals_),
+        f'    [[ -z "$url" && -f {SCENARIOS_URL_FILE} ]] && url="$(<{SCENARIOS_URL_FILE})"',
+        f'    url="${{url:-{DEFAULT_DAEMON_URL}}}"',
+        '    [[ -n "${REEF_TOKEN:-}" ]] && auth=(-H "Authorization: Bearer $REEF_TOKEN")',
+        f'    curl -fsS -m 2 "${{auth[@]}}" "${{url%/}}{SCENARIOS_ROUTE_PATH}" 2>/dev/null \\',
+        """        | grep -o '"scenario": *"[^"]*"' | sed 's/.*"\\([^"]*\\)"$/\\1/'""",
+        "}",
+    ]
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     """An option: its names, help, and what its value completes to (choices, files, or anything)."""

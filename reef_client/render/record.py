@@ -77,7 +77,10 @@ def _facts(record: JudgedRecord) -> Table:
     add("model", str(record.get("model") or formats.MISSING))
     add("status", _status(record))
     first, total = formats.latency(timings.get("ttft_ms")), formats.latency(timings.get("duration_ms"))
-    add("timings", f"first byte {first}, total {total}, reef overhead {_ms(timings.get('overhead_ms'))}")
+    add(
+        "timings",
+        f"first byte {first}, total {total}, reef overhead {_ms(timings.get('overhead_ms'))} before its commit",
+    )
     add("tokens", _tokens(record.get("usage") or {}))
     add("serving", _serving(record))
     tools = tool_names(record.get("request"))

@@ -11,7 +11,7 @@ REEF_HEADER_PREFIX: Final = "x-reef-"
 SCENARIO_HEADER: Final = "x-reef-scenario"
 # Answered on every inference response: the receipt of its record, which a report scores.
 RECEIPT_HEADER: Final = "x-reef-agent-record-id"
-# Answered on every inference response: the milliseconds reef added to it.
+# Answered on every inference response: the milliseconds reef added to it, the commit of its record included.
 OVERHEAD_HEADER: Final = "x-reef-overhead-ms"
 # Sent by an agent: `x-reef-tag-NAME: VALUE` tags the record with NAME=VALUE.
 TAG_HEADER_PREFIX: Final = "x-reef-tag-"

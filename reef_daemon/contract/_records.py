@@ -152,7 +152,8 @@ class Timings(TypedDict):
 
     ttft_ms: float | None
     duration_ms: float | None
-    overhead_ms: float | None
+    overhead_ms: float | None  # reef's own time up to the record's commit; the answer's x-reef-overhead-ms adds
+    # the commit itself (group commit: the wait for the disk, shared by the exchanges of one batch)
 
 
 class TokenData(TypedDict):
