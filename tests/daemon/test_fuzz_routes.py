@@ -44,6 +44,8 @@ JSON_ROUTES = [
     "/reef/scenarios/demo/promote",
     "/reef/scenarios/demo/rollback",
     "/reef/train",
+    "/reef/requests",
+    "/reef/judge/group",
     "/reef/scenarios/demo/tasks",
     "/reef/scenarios/demo/canary",
     f"/reef/scenarios/{TASKED}/tasks",
