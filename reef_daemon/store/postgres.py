@@ -127,7 +127,10 @@ class Row(tuple[Any, ...]):
 
 
 def _row_factory(cursor: Any) -> Any:
-    names = [column.name for column in cursor.description or ()]
+    # The column names straight from the result (as psycopg's dict_row reads them): `description` would build a
+    # Column object for each, on every query.
+    result = cursor.pgresult
+    names = [result.fname(i).decode() for i in range(result.nfields)] if result is not None else []
     index = {name: position for position, name in enumerate(names)}
 
     def make(values: Sequence[Any]) -> Row:
