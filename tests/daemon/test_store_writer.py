@@ -200,3 +200,26 @@ async def test_writers_of_two_daemons_on_one_database_take_turns_in_one_sequence
         first.writer.stop()
         second.writer.stop()
     assert first.stored() == [(n, record_id) for n, record_id in enumerate("abcdefghj", start=1)]
+
+
+@pytest.mark.parametrize("flush", [False, True])
+async def test_a_commit_waits_for_the_disk_only_with_store_flush(
+    tmp_path: Path, store_url: str | None, flush: bool
+) -> None:
+    # Without store.flush a commit returns once the database holds it (SQLite: the OS; PostgreSQL: the server),
+    # which no crash of the daemon loses; with it, once it is on disk (PostgreSQL: as the server is set, on).
+    engine = open_engine(store_url, tmp_path, flush=flush)
+    writer = GroupCommitWriter(engine, lambda _events: None)
+    writer.start(asyncio.get_running_loop())
+
+    def commit_wait(context: WriteContext) -> str:
+        if engine.name == "sqlite":
+            return {1: "normal", 2: "full"}[int(context.conn.execute("PRAGMA synchronous").fetchone()[0])]
+        return str(context.conn.execute("SHOW synchronous_commit").fetchone()[0])
+
+    try:
+        wait = await writer.submit(commit_wait)
+    finally:
+        writer.stop()
+    expected = {("sqlite", False): "normal", ("sqlite", True): "full", ("postgresql", False): "off"}
+    assert wait == expected.get((engine.name, flush), "on")
