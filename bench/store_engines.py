@@ -3,11 +3,12 @@ then `reef store copy` throughput, SQLite to PostgreSQL.
 
 Starts the mock upstream (bench/mock_upstream.py), a throwaway PostgreSQL server (initdb in a temporary folder,
 as tests/support/postgres.py does; fsync on, the server's defaults otherwise) and `reef serve` processes, all on
-127.0.0.1. Latency: c=1, non-streaming, interleaved blocks per target; "added" is a target's percentile minus the
-same percentile of the mock called directly in the same run. Throughput: c=32 closed loop for a fixed window (the
+127.0.0.1, with the default commit wait (`--flush`: every daemon with `--store.flush on`). Latency: c=1,
+non-streaming, interleaved blocks per target; "added" is a target's percentile minus the same percentile of the
+mock called directly in the same run. Throughput: c=32 closed loop for a fixed window (the
 two-daemon target splits its clients over both). Every receipt is checked to be listed afterwards.
 
-    .venv/bin/python bench/store_engines.py [--requests 400] [--window-s 10] [--copy-records 20000]
+    .venv/bin/python bench/store_engines.py [--requests 400] [--window-s 10] [--copy-records 20000] [--flush]
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def serve(state: Path, upstream: str, store_url: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def serve(
+    state: Path, upstream: str, store_url: str | None, log: Path, flush: bool = False
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     command = [sys.executable, "-m", "reef_cli", "serve", "--reef.port", str(port), "--reef.state-dir", str(state),
-               "--inference.upstream-url", upstream]  # fmt: skip
+               "--inference.upstream-url", upstream, "--store.flush", "on" if flush else "off"]  # fmt: skip
     if store_url:
         command += ["--store.url", store_url]
     env = {k: v for k, v in os.environ.items() if not k.startswith("REEF_")}
@@ -156,6 +159,7 @@ async def main() -> None:
     parser.add_argument("--window-s", type=float, default=10.0)
     parser.add_argument("--copy-records", type=int, default=20000)
     parser.add_argument("--no-fsync", action="store_true", help="the server without fsync: what the WAL flush costs")
+    parser.add_argument("--flush", action="store_true", help="every daemon with --store.flush on (commits on disk)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="reef-bench-store-"))
     processes: list[subprocess.Popen[bytes]] = []
@@ -167,11 +171,12 @@ async def main() -> None:
         upstream = f"http://127.0.0.1:{mock_port}"
         with running_server(fsync=not args.no_fsync) as server:
             one_url, two_url = server.database(), server.database()
+            flush = args.flush
             started = {
-                "sqlite": [serve(work / "sqlite", upstream, None, work / "sqlite.log")],
-                "postgres, 1 daemon": [serve(work / "pg1", upstream, one_url, work / "pg1.log")],
+                "sqlite": [serve(work / "sqlite", upstream, None, work / "sqlite.log", flush)],
+                "postgres, 1 daemon": [serve(work / "pg1", upstream, one_url, work / "pg1.log", flush)],
                 "postgres, 2 daemons": [
-                    serve(work / f"pg2-{n}", upstream, two_url, work / f"pg2-{n}.log") for n in range(2)
+                    serve(work / f"pg2-{n}", upstream, two_url, work / f"pg2-{n}.log", flush) for n in range(2)
                 ],
             }
             targets = {"direct": [upstream]} | {name: [url for _p, url in pair] for name, pair in started.items()}

@@ -96,6 +96,8 @@ complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-start-timeout-s -d
 complete -c reef -n '__reef_at reef/serve' -l store.url -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)' -x
 complete -c reef -n '__reef_at reef/serve' -l store.max-bytes -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept' -x
 complete -c reef -n '__reef_at reef/serve' -l store.max-age -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay' -x
+complete -c reef -n '__reef_at reef/serve' -l store.flush -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l store.flush -d 'acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server\'s synchronous_commit); off: once the database holds it, which no crash of a daemon loses (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode'
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
@@ -189,6 +191,8 @@ complete -c reef -n '__reef_at reef/start' -l embedded.sglang-start-timeout-s -d
 complete -c reef -n '__reef_at reef/start' -l store.url -d 'postgresql://USER:PASSWORD@HOST/DB to share one store between daemons (none: the SQLite file in reef.state-dir) (env: REEF_STORE_URL)' -x
 complete -c reef -n '__reef_at reef/start' -l store.max-bytes -d 'keep at most this much of record bodies (500M, 20G); the oldest beyond it are trimmed, their rows, scores and token counts kept' -x
 complete -c reef -n '__reef_at reef/start' -l store.max-age -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay' -x
+complete -c reef -n '__reef_at reef/start' -l store.flush -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l store.flush -d 'acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server\'s synchronous_commit); off: once the database holds it, which no crash of a daemon loses (default: off)'
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode'
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x

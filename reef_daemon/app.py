@@ -59,7 +59,14 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
     budget = Budget(settings.store.max_bytes, settings.store.max_age)
-    store = Store(settings.reef.state_dir, bus.publish, score_scale=scale, url=settings.store.url, budget=budget)
+    store = Store(
+        settings.reef.state_dir,
+        bus.publish,
+        score_scale=scale,
+        url=settings.store.url,
+        budget=budget,
+        flush=settings.store.flush == "on",
+    )
     recipe = recipe_class(settings)
     runtime = runtime if runtime is not None else build_runtime(settings)
     gate = TokenGate(settings.accepted_tokens)

@@ -456,6 +456,12 @@ class StoreSection:
     max_age: float | None = setting(
         None, AGE, help="trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay"
     )
+    flush: str = setting(
+        "off",
+        SWITCH,
+        help="acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server's "
+        "synchronous_commit); off: once the database holds it, which no crash of a daemon loses",
+    )
 
 
 # The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see

@@ -70,8 +70,9 @@ class Store:
         score_scale: ScoreScale,
         url: str | None = None,
         budget: Budget | None = None,
+        flush: bool = False,
     ) -> None:
-        self.engine = open_engine(url, state_dir)
+        self.engine = open_engine(url, state_dir, flush=flush)
         # Where this daemon keeps releases, as daemons sharing the store tell each other (see recipe_worker.py).
         self.home = f"{socket.gethostname()}:{state_dir.resolve()}"
         self._on_events = on_events

@@ -32,6 +32,11 @@ class Disconnected(DatabaseError):
     """The connection to PostgreSQL is gone (the server stopped, the network broke)."""
 
 
+class SequenceMoved(DatabaseError):
+    """Another daemon committed since this writer's last commit, so the sequence it expected is taken: the
+    transaction failed before anything was written, and the writer runs the batch again (PostgreSQL)."""
+
+
 class StoreUnavailable(RuntimeError):
     """The store cannot be opened: its database is unreachable, or newer than this reef."""
 
@@ -81,8 +86,9 @@ class Engine:
     name = "sqlite"
     shared = False  # whether several daemons may use the store at once
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, flush: bool = False) -> None:
         self.path = path
+        self.flush = flush  # a commit returns once it is on disk (else once the database holds it)
 
     def describe(self) -> str:
         """Where the store is, for status and logs (no secret in it)."""
@@ -99,8 +105,9 @@ class Engine:
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             # WAL + NORMAL: a commit survives a crash of this process (the OS holds the bytes); only power loss
-            # before the next checkpoint can take the newest commits.
-            conn.execute("PRAGMA synchronous = NORMAL")
+            # before the next checkpoint can take the newest commits. FULL (`store.flush`) syncs the WAL at
+            # each commit: power loss takes nothing acknowledged either.
+            conn.execute(f"PRAGMA synchronous = {'FULL' if self.flush else 'NORMAL'}")
             # Checkpoints run on the Checkpointer's thread, not inside a commit a request is waiting for. Its
             # PASSIVE checkpoints can lose the race with a busy writer, and then the WAL never restarts; past this
             # many pages the writer checkpoints itself (cheaply: most pages are copied already) to bound it.
@@ -152,19 +159,19 @@ def max_sequence(conn: Connection) -> int:
     return max(int(row["records"]), int(row["events"]))
 
 
-def open_engine(url: str | None, state_dir: Path) -> Engine:
+def open_engine(url: str | None, state_dir: Path, *, flush: bool = False) -> Engine:
     """The engine for `store.url`: PostgreSQL for a `postgresql://` URL, `sqlite:PATH` for that file, and no URL
-    for the SQLite file under the state directory."""
+    for the SQLite file under the state directory. `flush` (`store.flush`): a commit returns once it is on disk."""
     if url is None or not url.strip():
         state_dir.mkdir(parents=True, exist_ok=True)
-        return Engine(str(state_dir / DATABASE_NAME))
+        return Engine(str(state_dir / DATABASE_NAME), flush=flush)
     url = url.strip()
     if url.startswith(("postgresql://", "postgres://")):
         from reef_daemon.store.postgres import PostgresEngine
 
-        return PostgresEngine(url)
+        return PostgresEngine(url, flush=flush)
     if url.startswith("sqlite:"):
         path = Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
-        return Engine(str(path))
+        return Engine(str(path), flush=flush)
     raise ValueError("expected a postgresql://… URL or sqlite:PATH")

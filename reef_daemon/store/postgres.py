@@ -2,16 +2,33 @@
 
 The store's SQL is written once with `?` placeholders; a connection here turns them into psycopg's and maps the
 driver's errors to the store's (engine.DatabaseError and kin). What PostgreSQL needs to read the same SQL is made
-before the migrations: `json_extract(text, '$.key')`, as SQLite has it. Each group commit takes a transaction-level
-advisory lock before it allocates sequences, so the daemons' commits are ordered as one sequence and a reader that
-follows it (events, recipe workers) never sees a later number commit before an earlier one.
+before the migrations: `json_extract(text, '$.key')`, as SQLite has it, and `reef_begin_write`, which opens a group
+commit. Each group commit takes a transaction-level advisory lock before it allocates sequences, so the daemons'
+commits are ordered as one sequence and a reader that follows it (events, recipe workers) never sees a later number
+commit before an earlier one.
+
+A group commit is sent in pipeline mode: the statements whose results nobody reads (an inference record's INSERT)
+go out together with the COMMIT, so a batch of them costs one round trip to the server. The writer's sequence is
+sent as a guess (the number after its own last commit) that the server checks under the lock; when another daemon
+committed in between, the check fails the transaction before anything is written and the batch runs again with the
+number read under the lock (`SequenceMoved`). A statement of an operation that may refuse (inside a savepoint) is
+confirmed at once, so its failure is its own, as it is on SQLite.
+
+Commit wait (`flush`): by default a write transaction commits with `synchronous_commit = off`: the COMMIT returns
+once the server holds the transaction (visible to every daemon, in its WAL buffers), not after the WAL is flushed to
+disk. A crash of any daemon loses nothing it acknowledged, as with SQLite's WAL at `synchronous = NORMAL`; a crash of
+the PostgreSQL server itself (or its machine) can lose the last ~3 x wal_writer_delay (0.6 s by default) of
+commits, the database staying consistent, as power loss can lose SQLite's newest commits. `flush` keeps the
+server's own setting (on unless the DBA changed it): every acknowledged commit is on disk first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Iterable, Sequence
+import select
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -26,6 +43,7 @@ from reef_daemon.store.engine import (
     Disconnected,
     Engine,
     IntegrityViolation,
+    SequenceMoved,
     lock_key,
 )
 
@@ -35,11 +53,30 @@ CONNECT_TIMEOUT_S = 5
 WRITE_LOCK = lock_key("store-write")
 MIGRATE_LOCK = lock_key("store-migrate")
 NOTICE_CHANNEL = "reef_store"  # what follower.py LISTENs on
-_BEGIN_WRITE = (  # made of constants
-    f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK}), pg_notify('{NOTICE_CHANNEL}', '');"  # noqa: S608
-    " SELECT coalesce((SELECT max(sequence) FROM records), 0) AS records,"
-    " coalesce((SELECT max(sequence) FROM events), 0) AS events"
-)
+SEQUENCE_MOVED = "RF001"  # the SQLSTATE reef_begin_write raises when the expected sequence is taken
+
+# Opens a group commit, inside its transaction: every daemon's writer takes the lock (commits, and their
+# sequences, are ordered), the NOTIFY wakes the daemons' followers once this commits (it says nothing by itself),
+# the commit wait is chosen, and the next free sequence is returned; given the one the writer expects, a higher one
+# fails the transaction instead, before anything is written. In plpgsql, so its queries' plans are kept.
+_BEGIN_WRITE_FUNCTION = f"""CREATE OR REPLACE FUNCTION reef_begin_write(expected bigint, flush boolean)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    free bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock({WRITE_LOCK});
+    PERFORM pg_notify('{NOTICE_CHANNEL}', '');
+    IF NOT flush THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    free := greatest(coalesce((SELECT max(sequence) FROM records), 0),
+                     coalesce((SELECT max(sequence) FROM events), 0)) + 1;
+    IF expected IS NOT NULL AND free > expected THEN
+        RAISE EXCEPTION 'another daemon committed sequence % first', free - 1 USING ERRCODE = '{SEQUENCE_MOVED}';
+    END IF;
+    RETURN greatest(free, coalesce(expected, 0));
+END $$"""  # noqa: S608 - made of constants
+_BEGIN_WRITE = "SELECT reef_begin_write(?, ?) AS next"
 
 _PREPARE = (
     "CREATE TABLE IF NOT EXISTS reef_schema (version BIGINT NOT NULL)",
@@ -48,6 +85,7 @@ _PREPARE = (
     # over it can be built (migration 7/8).
     "CREATE OR REPLACE FUNCTION json_extract(doc text, path text) RETURNS text LANGUAGE sql IMMUTABLE"
     " PARALLEL SAFE AS $$ SELECT (doc::jsonb) #>> string_to_array(substr(path, 3), '.') $$",
+    _BEGIN_WRITE_FUNCTION,
 )
 _DDL_TYPES = (("INTEGER", "BIGINT"), ("REAL", "DOUBLE PRECISION"), ("BLOB", "BYTEA"), ("WITHOUT ROWID", ""))
 
@@ -89,7 +127,10 @@ class Row(tuple[Any, ...]):
 
 
 def _row_factory(cursor: Any) -> Any:
-    names = [column.name for column in cursor.description or ()]
+    # The column names straight from the result (as psycopg's dict_row reads them): `description` would build a
+    # Column object for each, on every query.
+    result = cursor.pgresult
+    names = [result.fname(i).decode() for i in range(result.nfields)] if result is not None else []
     index = {name: position for position, name in enumerate(names)}
 
     def make(values: Sequence[Any]) -> Row:
@@ -102,6 +143,8 @@ def _row_factory(cursor: Any) -> Any:
 
 def _store_error(exc: psycopg.Error) -> DatabaseError:
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if exc.sqlstate == SEQUENCE_MOVED:
+        return SequenceMoved(detail)
     if isinstance(exc, psycopg.errors.IntegrityError):
         return IntegrityViolation(detail)
     lost = (psycopg.OperationalError, psycopg.InterfaceError, psycopg.errors.AdminShutdown)
@@ -111,10 +154,19 @@ def _store_error(exc: psycopg.Error) -> DatabaseError:
 
 
 class PostgresConnection:
-    """One psycopg connection in autocommit mode; the store opens its transactions with `BEGIN` itself."""
+    """One psycopg connection in autocommit mode; the store opens its transactions with `BEGIN` itself.
+
+    A write transaction that `PostgresEngine.begin_write` opens runs in pipeline mode until it ends (or a statement
+    fails): a statement is sent when a later one needs a result, when it is inside a savepoint (a fallible
+    operation's), or with the COMMIT."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
+        self._pipeline: contextlib.ExitStack | None = None
+        self._syncs: psycopg.Pipeline | None = None
+        self._guarded = False  # inside a savepoint: each statement is confirmed at once
+        self._moved: SequenceMoved | None = None  # the batch's guess failed: refused until the next begin
+        self.trusted = False  # whether the next batch may send its sequence as a guess (see begin_write)
 
     @property
     def in_transaction(self) -> bool:
@@ -128,26 +180,138 @@ class PostgresConnection:
     def lost(self) -> bool:
         return self._conn.closed or self._conn.broken
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+    def idle_news(self) -> bool:
+        """Whether the server sent something while the connection was idle: the goodbye of a server that stopped
+        (this connection is then lost, which a plain round trip finds out before anything is sent unconfirmed)."""
         try:
-            if parameters:
-                return self._conn.execute(translate(sql, True), tuple(parameters))
-            return self._conn.execute(translate(sql, False))
+            readable, _, _ = select.select([self._conn.fileno()], [], [], 0)
+        except (OSError, ValueError, psycopg.Error):
+            return True
+        return bool(readable)
+
+    def begin_pipeline(self) -> None:
+        # psycopg prepares a statement it has run 5 times; one whose Parse a failed pipeline skipped would stay
+        # in its cache as prepared, and fail from then on. The writer's statements are planned each time.
+        self._conn.prepare_threshold = None
+        stack = contextlib.ExitStack()
+        try:
+            syncs = stack.enter_context(self._conn.pipeline())
         except psycopg.Error as exc:
             raise _store_error(exc) from None
+        self._pipeline, self._syncs, self._guarded, self._moved = stack, syncs, False, None
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        if self._moved is not None:
+            if sql != "ROLLBACK":
+                raise self._moved
+            self._moved = None  # rolled back already
+        try:
+            if parameters:
+                cursor = self._conn.execute(translate(sql, True), tuple(parameters))
+            else:
+                cursor = self._conn.execute(translate(sql, False))
+        except psycopg.Error as exc:
+            raise self._failed(exc) from None
+        if self._pipeline is None:
+            return cursor
+        if sql in ("COMMIT", "ROLLBACK"):
+            self.end_pipeline()
+            return cursor
+        if sql.startswith("SAVEPOINT"):
+            self._guarded = True
+        elif sql.startswith(("RELEASE", "ROLLBACK TO")):
+            self._guarded = False
+        elif self._guarded:
+            self.sync()
+        return _PipelinedCursor(self, cursor)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        if self._moved is not None:
+            raise self._moved
         cursor = self._conn.cursor()
         batch = [tuple(values) for values in parameters]
         if batch:
             try:
                 cursor.executemany(translate(sql, True), batch)
             except psycopg.Error as exc:
-                raise _store_error(exc) from None
+                raise self._failed(exc) from None
+            if self._pipeline is not None and self._guarded:
+                self.sync()
         return cursor
 
+    def sync(self) -> None:
+        """Send what is queued and read its results (a failure among them is raised)."""
+        if self._syncs is None:
+            return
+        try:
+            self._syncs.sync()
+        except psycopg.Error as exc:
+            raise self._failed(exc) from None
+
+    def end_pipeline(self) -> None:
+        """Leave pipeline mode, sending (and confirming) what is queued."""
+        stack, self._pipeline, self._syncs, self._guarded = self._pipeline, None, None, False
+        if stack is not None:
+            try:
+                stack.close()
+            except psycopg.Error as exc:
+                raise self._failed(exc) from None
+
+    def _failed(self, exc: psycopg.Error) -> DatabaseError:
+        """What a failed statement raises. In pipeline mode the transaction continues without it (what follows
+        is sent statement by statement, as outside one); a sequence that moved also rolls it back at once, and
+        refuses the rest of the batch, which runs again."""
+        error = _store_error(exc)
+        stack, self._pipeline, self._syncs, self._guarded = self._pipeline, None, None, False
+        if stack is not None:
+            with contextlib.suppress(psycopg.Error):
+                stack.close()
+        if isinstance(error, SequenceMoved):
+            self.trusted = False
+            with contextlib.suppress(psycopg.Error):
+                self._conn.execute("ROLLBACK")
+            self._moved = error
+        return error
+
     def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self.end_pipeline()
         self._conn.close()
+
+
+class _PipelinedCursor:
+    """A cursor of a statement sent in pipeline mode: reading its result sends what is queued first."""
+
+    def __init__(self, owner: PostgresConnection, cursor: psycopg.Cursor[Any]) -> None:
+        self._owner = owner
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        if self._cursor.pgresult is None:
+            self._owner.sync()
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        return self._read(self._cursor.fetchone)
+
+    def fetchall(self) -> list[Any]:
+        rows: list[Any] = self._read(self._cursor.fetchall)
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._cursor.close()
+
+    def _read(self, read: Any) -> Any:
+        if self._cursor.pgresult is None:
+            self._owner.sync()
+        try:
+            return read()
+        except psycopg.Error as exc:
+            raise _store_error(exc) from None
 
 
 class PostgresEngine(Engine):
@@ -156,8 +320,8 @@ class PostgresEngine(Engine):
     name = "postgresql"
     shared = True
 
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
+    def __init__(self, url: str, *, flush: bool = False) -> None:
+        super().__init__(url, flush=flush)  # flush: keep the server's synchronous_commit (the module's docstring)
         self.url = url
 
     def describe(self) -> str:
@@ -186,20 +350,20 @@ class PostgresEngine(Engine):
         return PostgresConnection(conn)
 
     def begin_write(self, conn: Connection, next_sequence: int) -> int:
-        # Every daemon's writer takes this lock for its transaction: commits (and their sequences) are ordered.
-        # One round trip: the statements of a string without parameters run in order, each with a snapshot of its
-        # own, so the highest sequence is read after the lock is held. The NOTIFY wakes the daemons' followers
-        # once this commits (follower.py); it says nothing by itself.
+        # The writer's own count is sent as a guess when its last batch found it right: then nothing waits for the
+        # answer, which comes back with the COMMIT (a wrong guess fails the batch early, with SequenceMoved, and
+        # it runs again). Otherwise, or when the idle connection has news (a stopped server's goodbye, found by
+        # this round trip before anything is sent unconfirmed), the number is read under the lock first.
         assert isinstance(conn, PostgresConnection)
-        try:
-            cursor = conn.raw.execute(_BEGIN_WRITE)
-            while cursor.nextset():  # BEGIN, the lock, then the highest sequence
-                pass
-            row = cursor.fetchone()
-        except psycopg.Error as exc:
-            raise _store_error(exc) from None
-        assert row is not None
-        return max(int(row["records"]), int(row["events"])) + 1
+        guess = conn.trusted and not conn.idle_news()
+        conn.begin_pipeline()
+        conn.execute("BEGIN")
+        cursor = conn.execute(_BEGIN_WRITE, (next_sequence if guess else None, self.flush))
+        if guess:
+            return next_sequence
+        free = int(cursor.fetchone()["next"])
+        conn.trusted = free <= next_sequence  # no other daemon committed since this one's last commit
+        return free
 
     def begin_migration(self, conn: Connection) -> None:
         conn.execute("BEGIN")

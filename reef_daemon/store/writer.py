@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from reef_daemon.contract import EventData, EventName
 from reef_daemon.errors import StoreError
-from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine, max_sequence
+from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine, SequenceMoved, max_sequence
 from reef_daemon.store.schema import migrate
 
 log = logging.getLogger("reef.store")
@@ -170,6 +170,8 @@ class GroupCommitWriter:
                 if self._committing:
                     raise  # the COMMIT itself was cut: whether it landed is unknown, so nothing is run twice
                 # The server restarted since this connection last wrote; nothing was committed: run it again.
+                context, outcomes = self._run_batch(jobs)
+            except SequenceMoved:  # another daemon committed first; nothing of this batch was written
                 context, outcomes = self._run_batch(jobs)
         except DB_ERRORS as exc:
             log.error("store commit failed: %s", exc)

@@ -14,6 +14,7 @@ from reef_daemon import app
 from tests.support.reef_testing import CHAT, StartReef
 
 
+@pytest.mark.sqlite_file
 async def test_a_shutdown_cuts_a_never_ending_stream(
     start_reef: StartReef, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

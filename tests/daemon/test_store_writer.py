@@ -167,3 +167,59 @@ async def test_an_acknowledged_write_is_on_disk_and_announced_only_once_there(wr
     sequence = await writing.writer.submit(insert("a"))
     assert writing.stored() == [(sequence, "a")]  # read by another connection while the writer runs on
     assert writing.on_disk_when_announced == [[(sequence, "a")]]
+
+
+async def test_writers_of_two_daemons_on_one_database_take_turns_in_one_sequence(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    # Each writer sends the number after its own last commit unconfirmed; when the other daemon committed in
+    # between, the database refuses that number before anything is written and the batch runs again.
+    first = Writing(open_engine(postgres_url, tmp_path / "one"))
+    second = Writing(open_engine(postgres_url, tmp_path / "two"))
+    for writing in (first, second):
+        writing.writer = GroupCommitWriter(writing.engine, writing.on_events)
+        writing.writer.start(asyncio.get_running_loop())
+    try:
+        assert await first.writer.submit(insert("a"), fallible=False) == 1
+        assert await first.writer.submit(insert("b"), fallible=False) == 2
+        assert await second.writer.submit(insert("c"), fallible=False) == 3
+        assert await first.writer.submit(insert("d"), fallible=False) == 4  # an operation that cannot refuse
+        assert await second.writer.submit(insert("e")) == 5  # one that may refuse (inside a savepoint)
+        assert await second.writer.submit(insert("f")) == 6
+        assert await first.writer.submit(insert("g")) == 7
+        refusal = ValueError("unknown reference")
+        outcomes = await asyncio.gather(
+            second.writer.submit(insert("h"), fallible=False),
+            second.writer.submit(insert("i", then_fail=refusal)),
+            second.writer.submit(insert("a")),  # the database refuses it: an id in use
+            return_exceptions=True,
+        )
+        assert outcomes[0] == 8 and outcomes[1] is refusal and isinstance(outcomes[2], StoreError)
+        assert await first.writer.submit(insert("j"), fallible=False) == 9
+    finally:
+        first.writer.stop()
+        second.writer.stop()
+    assert first.stored() == [(n, record_id) for n, record_id in enumerate("abcdefghj", start=1)]
+
+
+@pytest.mark.parametrize("flush", [False, True])
+async def test_a_commit_waits_for_the_disk_only_with_store_flush(
+    tmp_path: Path, store_url: str | None, flush: bool
+) -> None:
+    # Without store.flush a commit returns once the database holds it (SQLite: the OS; PostgreSQL: the server),
+    # which no crash of the daemon loses; with it, once it is on disk (PostgreSQL: as the server is set, on).
+    engine = open_engine(store_url, tmp_path, flush=flush)
+    writer = GroupCommitWriter(engine, lambda _events: None)
+    writer.start(asyncio.get_running_loop())
+
+    def commit_wait(context: WriteContext) -> str:
+        if engine.name == "sqlite":
+            return {1: "normal", 2: "full"}[int(context.conn.execute("PRAGMA synchronous").fetchone()[0])]
+        return str(context.conn.execute("SHOW synchronous_commit").fetchone()[0])
+
+    try:
+        wait = await writer.submit(commit_wait)
+    finally:
+        writer.stop()
+    expected = {("sqlite", False): "normal", ("sqlite", True): "full", ("postgresql", False): "off"}
+    assert wait == expected.get((engine.name, flush), "on")
