@@ -7,6 +7,10 @@ a value by at most about lr x hidden size, ~0.06 for the embedded model), and th
 run trains a full-model critic, and there every training setting left unset takes the original's value instead
 (`training_of`): policy lr 1e-6, critic lr 5e-6, 10 critic-only warm-up steps; a critic lr above
 FULL_MODEL_CRITIC_LR_MAX is refused there.
+
+`training.adapter` says what a step changes: `lora` (the default) trains a LoRA adapter per scenario on the frozen
+base (rank, alpha, dropout and target modules as settings), so several scenarios train on one daemon and a version
+is a few MB; `full` trains the top decoder blocks of one scenario, as reef did before adapters.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from reef_daemon.recipe_api import (
     POSITIVE_INT,
     POSITIVE_NUMBER,
     TOKENS,
+    Kind,
     Settings,
     SettingsError,
     one_of,
@@ -32,6 +37,17 @@ from reef_daemon.recipe_api import (
 )
 
 TRAINER = one_of("TRAINER", "torch", "slime")
+ADAPTER = one_of("ADAPTER", "lora", "full")
+
+
+def _parse_dropout(value: object) -> float:
+    number = float(value) if isinstance(value, int | float | str) and not isinstance(value, bool) else float("nan")
+    if not 0 <= number < 1:
+        raise ValueError("expected a number from 0 up to (not including) 1")
+    return number
+
+
+DROPOUT = Kind("NUMBER", _parse_dropout)
 DEVICE = one_of("DEVICE", "auto", "cpu", "cuda")
 
 
@@ -61,6 +77,17 @@ class TrainingSection:
         help="what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang)",
     )
     device: str = setting("auto", DEVICE, help="torch trainer: cuda, cpu, or auto (cuda when a GPU is present)")
+    adapter: str = setting(
+        "lora",
+        ADAPTER,
+        help="what a step trains: lora (an adapter per scenario on the frozen base) or full (the top layers)",
+    )
+    lora_rank: int = setting(8, POSITIVE_INT, help="LoRA rank r of each adapted layer")
+    lora_alpha: int = setting(16, POSITIVE_INT, help="LoRA alpha: the adapter's output is scaled by alpha / r")
+    lora_dropout: float = setting(0.0, DROPOUT, help="dropout on the adapter's input while training")
+    lora_target_modules: tuple[str, ...] = setting(
+        ("q_proj", "k_proj", "v_proj", "o_proj"), TOKENS, help="the linear layers (by name) an adapter adapts"
+    )
 
 
 @dataclass(frozen=True)
