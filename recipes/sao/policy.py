@@ -165,10 +165,10 @@ class LoraBase:
                 self._model = get_peft_model(_load(self._weights_dir, self._device), self.config(), adapter_name=name)
             else:
                 self._model.add_adapter(name, self.config())
-                if "unused" in self._model.peft_config:  # the adapter `load` made the base with
-                    self._model.delete_adapter("unused")
-            self._names[scenario] = name
             self._model.set_adapter(name)
+            if "unused" in self._model.peft_config:  # the adapter `load` made the base with
+                self._model.delete_adapter("unused")
+            self._names[scenario] = name
             marker = f".{name}."
             trainable = {n: p for n, p in self._model.named_parameters() if marker in n}
             for parameter in trainable.values():
@@ -178,6 +178,30 @@ class LoraBase:
     @property
     def model(self) -> Any:
         return self._model
+
+
+def peft_files(state: dict[str, torch.Tensor], adapter: dict[str, Any], base: str) -> dict[str, bytes]:
+    """An adapter checkpoint (PEFT-named tensors; any others, like the value head, are left out) as the files
+    `PeftModel.save_pretrained` writes: `adapter_config.json` and `adapter_model.safetensors`."""
+    import tempfile
+
+    from peft import LoraConfig
+    from safetensors.torch import save
+
+    config = LoraConfig(
+        r=int(adapter["r"]),
+        lora_alpha=int(adapter["alpha"]),
+        lora_dropout=float(adapter.get("dropout", 0.0)),
+        target_modules=list(adapter["target_modules"]),
+        bias="none",
+        task_type="CAUSAL_LM",
+        base_model_name_or_path=base,
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        config.save_pretrained(folder)
+        config_bytes = (Path(folder) / "adapter_config.json").read_bytes()
+    tensors = {name: t.contiguous() for name, t in state.items() if ".lora_A." in name or ".lora_B." in name}
+    return {"adapter_config.json": config_bytes, "adapter_model.safetensors": save(tensors, {"format": "pt"})}
 
 
 class LoraPolicy(Policy):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
-from recipes.sao.policy import LoraBase, LoraPolicy
+from recipes.sao.policy import LoraBase, LoraPolicy, peft_files
 from recipes.sao.rollout import Rollout, judge_report, parse_version
 from recipes.sao.settings import training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
@@ -313,6 +313,30 @@ class SaoRecipe(Recipe):
         """The scenario's checkpoint line, once it trains here."""
         line = self._lines.get(scenario)
         return line.checkpoints if line is not None else None
+
+    async def release_files(self, scenario: Scenario, release_id: str) -> dict[str, bytes]:
+        """A LoRA checkpoint as PEFT saves an adapter (`reef versions --save`)."""
+        line = self._lines.get(scenario.name)
+        repo = line.checkpoints if line is not None else None
+        if repo is None:
+            repo = CheckpointRepo(self.settings.reef.state_dir / "checkpoints" / scenario.name)
+            if not repo.root.is_dir():
+                raise NotFound(f"scenario {scenario.name} has no weight checkpoints", type="unknown_release")
+            await asyncio.to_thread(repo.open)
+        if not await asyncio.to_thread(repo.has, release_id):
+            raise Conflict(
+                f"release {release_id} is not a checkpoint; only a version with a checkpoint can be saved",
+                type="not_restorable",
+            )
+        state, manifest = await asyncio.to_thread(repo.read, release_id)
+        adapter = manifest.get("adapter") or {"kind": "full"}
+        if adapter["kind"] != "lora":
+            raise Conflict(
+                f"release {release_id} holds full weights (training.adapter = full), not a LoRA adapter",
+                type="not_an_adapter",
+            )
+        base = str(self._serving().weights_dir)
+        return await asyncio.to_thread(peft_files, state, adapter, base)
 
     async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
         line = self._lines.get(scenario.name)
