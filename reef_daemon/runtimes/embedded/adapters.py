@@ -14,6 +14,7 @@ safetensors file of its own (`spill_dir`) and read back when a request of its sc
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -63,6 +64,31 @@ def lora_layers(state: Mapping[str, torch.Tensor]) -> dict[str, tuple[torch.Tens
             raise ValueError(f"the adapter's {path}: lora_A {tuple(a.shape)} and lora_B {tuple(b.shape)} do not fit")
         layers[path] = (a, b)
     return layers
+
+
+def write_peft_folder(folder: Path, state: Mapping[str, torch.Tensor], scale: float, base: str) -> None:
+    """Write an adapter as PEFT saves one (`adapter_config.json`, `adapter_model.safetensors`), for a server that
+    loads adapters from a folder; rank and target modules are read from the tensors, alpha = scale x rank."""
+    layers = lora_layers(state)
+    if not layers:
+        raise ValueError("the adapter has no LoRA matrices")
+    rank = int(next(iter(layers.values()))[0].shape[0])
+    config = {
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base,
+        "r": rank,
+        "lora_alpha": scale * rank,
+        "lora_dropout": 0.0,
+        "bias": "none",
+        "target_modules": sorted({path.rsplit(".", 1)[-1] for path in layers}),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    tensors = {}
+    for path, (a, b) in layers.items():
+        tensors[f"{PEFT_PREFIX}{path}{_A}"], tensors[f"{PEFT_PREFIX}{path}{_B}"] = a, b
+    save_file(tensors, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
 
 
 class AdapterBank:
