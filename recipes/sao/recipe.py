@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.policy import LoraBase, LoraPolicy, peft_files
-from recipes.sao.rollout import Rollout, judge_report, parse_version
+from recipes.sao.rollout import Rollout, judge_report, lineage_lag, parse_version
 from recipes.sao.settings import training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
@@ -58,6 +58,7 @@ class _Line:
     head: str | None = None
     checkpoint_list: list[str] = field(default_factory=list)  # oldest first
     last_swap_s: float | None = None
+    lineage: list[str] = field(default_factory=list)  # with LoRA: the versions that served it this run, in order
 
 
 class SaoRecipe(Recipe):
@@ -158,6 +159,15 @@ class SaoRecipe(Recipe):
         serving = self._serving()
         return serving.adapter_version(scenario) if self._lora else serving.weight_version
 
+    def _lineage(self, scenario: str) -> list[str] | None:
+        """With LoRA, the versions that served `scenario` this run, oldest first (the base's until it trains)."""
+        if not self._lora:
+            return None
+        line = self._lines.get(scenario)
+        current = self._version(scenario)
+        lineage = line.lineage if line is not None and line.lineage else []
+        return lineage if lineage and lineage[-1] == current else [*lineage, current]
+
     def _adapter_manifest(self) -> dict[str, Any]:
         if not self._lora:
             return {"kind": "full"}
@@ -210,7 +220,10 @@ class SaoRecipe(Recipe):
         began = time.perf_counter()
         policy = line.trainer.policy
         if isinstance(policy, LoraPolicy):
+            if not line.lineage:
+                line.lineage.append(self._version(line.scenario))
             version = await self._serving().swap_adapter(line.scenario, weights, policy.scale)
+            line.lineage.append(version)
         else:
             version = await self._serving().swap_weights(weights)
         line.last_swap_s = time.perf_counter() - began
@@ -224,7 +237,12 @@ class SaoRecipe(Recipe):
                 " scenario per process"
             )
         verdict, rollout = judge_report(
-            unit, self._version(scenario.name), self.training.max_staleness, self._claimed, run_started=self._started
+            unit,
+            self._version(scenario.name),
+            self.training.max_staleness,
+            self._claimed,
+            run_started=self._started,
+            lineage=self._lineage(scenario.name),
         )
         if rollout is not None:
             self._claimed.add(rollout.record_id)
@@ -276,6 +294,12 @@ class SaoRecipe(Recipe):
 
     def _stale(self, scenario: str, rollouts: list[Rollout]) -> str | None:
         """A batch is dropped whole when any rollout grew too old while it waited."""
+        lineage = self._lineage(scenario)
+        if lineage is not None:
+            lags = [lineage_lag(rollout.versions, lineage) for rollout in rollouts]
+            if any(lag is None or lag > self.training.max_staleness for lag in lags):
+                return "a rollout became older than training.max-staleness while it waited for its batch"
+            return None
         now = parse_version(self._version(scenario))
         for rollout in rollouts:
             produced = [parse_version(v) for v in rollout.versions]
