@@ -125,7 +125,7 @@ complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -d 'the m
 complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam; Slime: 1e-6) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6) (default: 1e-05)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -d 'critic updates per step (Slime runs one per step) (default: 2)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
@@ -226,7 +226,7 @@ complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -d 'the m
 complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/start' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
-complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam; Slime: 1e-6) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6) (default: 1e-05)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-steps -d 'critic updates per step (Slime runs one per step) (default: 2)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.policy import LoraBase, LoraPolicy, peft_files
 from recipes.sao.rollout import Rollout, judge_report, lineage_lag, parse_version
-from recipes.sao.settings import training_of
+from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer, training_device
@@ -86,6 +86,22 @@ class SaoRecipe(Recipe):
         if self.training.trainer == "slime":
             check_ready(settings)  # refused here, before anything starts, with what to install
         self._started = time.time()  # rollouts made before this run by trained weights are not trained on
+
+    @classmethod
+    def chosen_settings(cls, settings: Settings) -> dict[str, tuple[str, str]]:
+        """The training settings `training_of` gives other values than the defaults (an adapter's learning rate,
+        a Slime run's original values)."""
+        try:
+            used = training_of(settings)
+        except SettingsError:
+            return {}
+        declared = settings.of(TrainingSection)
+        why = "a Slime run's full-model values" if used.trainer == "slime" else "a LoRA adapter's rate"
+        return {
+            f"training.{name.replace('_', '-')}": (str(getattr(used, name)), f"recipe {cls.name}, {why}")
+            for name in ("learning_rate", "critic_learning_rate", "critic_warmup_steps")
+            if getattr(used, name) != getattr(declared, name)
+        }
 
     async def start(self, context: RecipeContext) -> None:
         runtime = context.runtime

@@ -10,7 +10,9 @@ FULL_MODEL_CRITIC_LR_MAX is refused there.
 
 `training.adapter` says what a step changes: `lora` (the default) trains a LoRA adapter per scenario on the frozen
 base (rank, alpha, dropout and target modules as settings), so several scenarios train on one daemon and a version
-is a few MB; `full` trains the top decoder blocks of one scenario, as reef did before adapters.
+is a few MB; `full` trains the top decoder blocks of one scenario, as reef did before adapters. An adapter starts
+at zero and learns at a larger rate than the full weights: with `lora` and the torch trainer, a policy learning
+rate left unset is LORA_LEARNING_RATE.
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ class TrainingSection:
     """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
 
     batch_size: int = setting(1, POSITIVE_INT, env=SAO_BATCH_SIZE_ENV, help="rollouts per step")
-    learning_rate: float = setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam; Slime: 1e-6)")
+    learning_rate: float = setting(
+        1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6)"
+    )
     critic_learning_rate: float = setting(
         1e-4, POSITIVE_NUMBER, help="critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6)"
     )
@@ -108,13 +112,17 @@ class SlimeSection:
 # What a full-model critic trains at in the original, and ten times that: above it a Slime run is refused.
 ORIGINAL_FULL_MODEL: dict[str, Any] = {"learning_rate": 1e-6, "critic_learning_rate": 5e-6, "critic_warmup_steps": 10}
 FULL_MODEL_CRITIC_LR_MAX = 5e-5
+LORA_LEARNING_RATE = 1e-4  # the policy rate of an adapter when none is set
 
 
 def training_of(settings: Settings) -> TrainingSection:
     """The `training` section as the trainer uses it: with training.trainer = slime (a full-model critic), the
-    original's values for what was not set, and SettingsError for a critic learning rate it cannot take."""
+    original's values for what was not set, and SettingsError for a critic learning rate it cannot take; with a
+    LoRA adapter, LORA_LEARNING_RATE for a policy learning rate not set."""
     training = settings.of(TrainingSection)
     if training.trainer != "slime":
+        if training.adapter == "lora" and "training.learning-rate" not in settings.sources:
+            training = dataclasses.replace(training, learning_rate=LORA_LEARNING_RATE)
         return training
     unset = {
         name: value
