@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from recipes.sao.policy import quiet_peft
 from recipes.sao.recipe import SaoRecipe
 from reef_cli.app import app
+from reef_daemon.runtimes.embedded import EmbeddedRuntime
 from tests.sao.test_sao_recipe import QUESTION, rollout_of
 from tests.support.app_servers import url_of
 from tests.support.waiting import eventually
@@ -62,6 +63,7 @@ async def test_two_scenarios_train_their_own_adapters_and_leave_each_other_be(
     reef = await start_weight_reef()
     toy_before, other_before = await greedy(reef, "toy"), await greedy(reef, "other")
     base = reef.daemon.runtime
+    assert isinstance(base, EmbeddedRuntime)
     assert toy_before["adapters"] == [None] * len(toy_before["output_ids"])  # no adapter before a step
 
     step = await train_once(reef, "toy", seed=7)
@@ -94,6 +96,7 @@ async def test_rollback_swaps_the_adapter_only_a_restart_serves_the_latest_and_s
     await train_once(reef, "toy", seed=3)
     trained = await greedy(reef, "toy")
     runtime = reef.daemon.runtime
+    assert isinstance(runtime, EmbeddedRuntime)
     base_version, load_s = runtime.weight_version, runtime.describe()["load_s"]
     first, latest = reef.daemon.recipe.status()["checkpoints"]  # the zero adapter as first served, then step 1
 
