@@ -29,6 +29,7 @@ def peft_adapter(weights_dir: Any, seed: int) -> tuple[Any, dict[str, torch.Tens
 
     base: Any = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, local_files_only=True)
     config = LoraConfig(r=RANK, lora_alpha=ALPHA, target_modules=TARGETS, task_type="CAUSAL_LM")
+    torch.manual_seed(seed)  # lora_A's initialisation
     with quiet_peft():
         model: Any = get_peft_model(base, config)
     generator = torch.Generator().manual_seed(seed)
@@ -89,8 +90,7 @@ def test_an_adapter_serves_the_tokens_of_a_peft_model_with_it(reef: RunningReef,
     assert set(plain["versions"]) == {reef.runtime.weight_version}
     with adapters["alpha"].disable_adapter():
         assert teacher(adapters["alpha"], plain)[0] == plain["output_ids"]
-    assert plain["output_ids"] != served["output_ids"]  # the adapter does change the answer
-    assert plain["logprobs"][0] != served["logprobs"][0]
+    assert abs(plain["logprobs"][0] - served["logprobs"][0]) > 1e-3  # the adapter does change the numbers
 
 
 def test_rows_of_different_adapters_decode_together_as_alone(reef: RunningReef, adapters: dict[str, Any]) -> None:
