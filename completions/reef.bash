@@ -109,6 +109,11 @@ _reef() {
                 --training.checkpoint-every) return 0 ;;
                 --training.trainer) COMPREPLY=($(compgen -W "torch slime" -- "$cur")); return 0 ;;
                 --training.device) COMPREPLY=($(compgen -W "auto cpu cuda" -- "$cur")); return 0 ;;
+                --training.adapter) COMPREPLY=($(compgen -W "lora full" -- "$cur")); return 0 ;;
+                --training.lora-rank) return 0 ;;
+                --training.lora-alpha) return 0 ;;
+                --training.lora-dropout) return 0 ;;
+                --training.lora-target-modules) return 0 ;;
                 --slime.path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --slime.actor-gpus) return 0 ;;
                 --slime.rollout-gpus) return 0 ;;
@@ -119,7 +124,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -200,6 +205,11 @@ _reef() {
                 --training.checkpoint-every) return 0 ;;
                 --training.trainer) COMPREPLY=($(compgen -W "torch slime" -- "$cur")); return 0 ;;
                 --training.device) COMPREPLY=($(compgen -W "auto cpu cuda" -- "$cur")); return 0 ;;
+                --training.adapter) COMPREPLY=($(compgen -W "lora full" -- "$cur")); return 0 ;;
+                --training.lora-rank) return 0 ;;
+                --training.lora-alpha) return 0 ;;
+                --training.lora-dropout) return 0 ;;
+                --training.lora-target-modules) return 0 ;;
                 --slime.path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --slime.actor-gpus) return 0 ;;
                 --slime.rollout-gpus) return 0 ;;
@@ -210,7 +220,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -313,11 +323,12 @@ _reef() {
         reef/versions)
             case "$prev" in
                 --scenario|-s) COMPREPLY=($(compgen -W "$(__reef_scenarios)" -- "$cur")); return 0 ;;
+                --save) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --url) return 0 ;;
                 --token) return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--scenario -s --json --url --token --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--scenario -s --save --json --url --token --help" -- "$cur"))
             fi
             ;;
         reef/promote)

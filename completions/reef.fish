@@ -125,7 +125,7 @@ complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -d 'the m
 complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam; Slime: 1e-6) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6) (default: 1e-05)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -d 'critic updates per step (Slime runs one per step) (default: 2)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
@@ -140,6 +140,12 @@ complete -c reef -n '__reef_at reef/serve' -l training.trainer -x -a 'torch slim
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/serve' -l training.device -x -a 'auto cpu cuda'
 complete -c reef -n '__reef_at reef/serve' -l training.device -d 'torch trainer: cuda, cpu, or auto (cuda when a GPU is present) (default: auto)'
+complete -c reef -n '__reef_at reef/serve' -l training.adapter -x -a 'lora full'
+complete -c reef -n '__reef_at reef/serve' -l training.adapter -d 'what a step trains: lora (an adapter per scenario on the frozen base) or full (the top layers) (default: lora)'
+complete -c reef -n '__reef_at reef/serve' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/serve' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
@@ -220,7 +226,7 @@ complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -d 'the m
 complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/start' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
-complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam; Slime: 1e-6) (default: 1e-05)' -x
+complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6) (default: 1e-05)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-steps -d 'critic updates per step (Slime runs one per step) (default: 2)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
@@ -235,6 +241,12 @@ complete -c reef -n '__reef_at reef/start' -l training.trainer -x -a 'torch slim
 complete -c reef -n '__reef_at reef/start' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/start' -l training.device -x -a 'auto cpu cuda'
 complete -c reef -n '__reef_at reef/start' -l training.device -d 'torch trainer: cuda, cpu, or auto (cuda when a GPU is present) (default: auto)'
+complete -c reef -n '__reef_at reef/start' -l training.adapter -x -a 'lora full'
+complete -c reef -n '__reef_at reef/start' -l training.adapter -d 'what a step trains: lora (an adapter per scenario on the frozen base) or full (the top layers) (default: lora)'
+complete -c reef -n '__reef_at reef/start' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
+complete -c reef -n '__reef_at reef/start' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
+complete -c reef -n '__reef_at reef/start' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
+complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
 complete -c reef -n '__reef_at reef/start' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/start' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
@@ -312,6 +324,7 @@ complete -c reef -n '__reef_at reef/requests' -l token -d 'The daemon\'s token.'
 complete -c reef -n '__reef_at reef/requests' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/versions' -l scenario -s s -x -a '(__reef_scenarios)'
 complete -c reef -n '__reef_at reef/versions' -l scenario -s s -d 'The scenario whose harness to change.'
+complete -c reef -n '__reef_at reef/versions' -l save -d 'With a version of a weight recipe: write its LoRA adapter into this folder, in PEFT\'s layout.' -r -F
 complete -c reef -n '__reef_at reef/versions' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/versions' -l url -d 'Daemon URL.' -x
 complete -c reef -n '__reef_at reef/versions' -l token -d 'The daemon\'s token.' -x

@@ -7,6 +7,7 @@ Every failure is one of three exceptions, each carrying a sentence a person can 
 
 from __future__ import annotations
 
+import base64
 import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +34,7 @@ from reef_daemon.contract import (
     RECORD_ROUTE,
     RECORDS_BATCH_ROUTE,
     RECORDS_ROUTE,
+    RELEASE_FILES_ROUTE,
     RELEASES_ROUTE,
     REPORT_ROUTE,
     REQUEST_ROUTE,
@@ -60,6 +62,7 @@ from reef_daemon.contract import (
     ImportConversation,
     RecordDetail,
     RecordPage,
+    ReleaseFiles,
     ReleaseList,
     ReleaseRow,
     ReplayDismissed,
@@ -312,6 +315,12 @@ class ReefClient:
         """A scenario's versions, newest first, with result, pending and current flags and the request text."""
         body: ReleaseList = self._call("GET", RELEASES_ROUTE.format(scenario=_segment(scenario)))
         return body["releases"]
+
+    def release_files(self, scenario: str, release_id: str) -> dict[str, bytes]:
+        """A release's files in a layout other tools load (a LoRA adapter: PEFT's), by file name."""
+        path = RELEASE_FILES_ROUTE.format(scenario=_segment(scenario), release_id=_segment(release_id))
+        body: ReleaseFiles = self._call("GET", path)
+        return {name: base64.b64decode(content) for name, content in body["files"].items()}
 
     def change_release(self, scenario: str, operation: str, release_id: str) -> ReleaseRow:
         """`promote` a pending release or `rollback` to an earlier one; returns the new head's release row."""

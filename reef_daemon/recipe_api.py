@@ -440,6 +440,21 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         """
         raise Unsupported(f"the {self.name} recipe has no releases to roll back to")
 
+    async def release_files(self, scenario: Scenario, release_id: str) -> dict[str, bytes]:
+        """A release's files in a layout other tools load as they are (`reef versions --save`).
+
+        Args:
+            scenario: the scenario.
+            release_id: one of its releases.
+
+        Returns:
+            File name -> content.
+
+        Raises:
+            ReefError: as for `promote`; the default raises `Unsupported` (501).
+        """
+        raise Unsupported(f"the {self.name} recipe has no release files to save")
+
     async def describe_releases(self, scenario: Scenario, steps: list[ReleaseRow]) -> list[ReleaseRow]:
         """The rows `GET /reef/scenarios/{s}/releases` lists.
 

@@ -69,12 +69,12 @@ class CheckpointRepo:
         assert parent is not None  # the line holds release_id
         return self._store.republish(self._line, release_id, manifest, parent, message)
 
-    def read(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        """The current checkpoint's tensors and manifest."""
-        current = self._last()
-        release = self._store.read(self._line, current) if current else None
+    def read(self, release_id: str | None = None) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """A checkpoint's tensors and manifest: the current one's by default."""
+        wanted = release_id or self._last()
+        release = self._store.read(self._line, wanted) if wanted else None
         if release is None:
-            raise RuntimeError(f"no weight checkpoint in {self.root}")
+            raise RuntimeError(f"no weight checkpoint {wanted or ''} in {self.root}")
         return load(release.files[WEIGHTS_FILE]), release.manifest
 
     @property

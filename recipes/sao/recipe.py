@@ -4,6 +4,10 @@ are swapped into the serving runtime between tokens, so the next request is serv
 With `training.trainer = slime`, rollouts are handed to a Slime run instead (`slime/`), which trains and pushes the
 weights into the SGLang engines reef serves from.
 
+With `training.adapter = lora` (the default) each scenario trains a LoRA adapter of its own on the frozen base, and
+the server serves every scenario by its adapter: one daemon trains several scenarios, each version is a small
+checkpoint, and a rollback swaps an adapter only. With `full`, one scenario per process trains the top layers.
+
 `GrpoRecipe` is the control arm: the same DIS loss, group-normalised rewards instead of a critic.
 """
 
@@ -12,15 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
-from recipes.sao.rollout import Rollout, judge_report, parse_version
-from recipes.sao.settings import training_of
+from recipes.sao.policy import LoraBase, LoraPolicy, peft_files
+from recipes.sao.rollout import Rollout, judge_report, lineage_lag, parse_version
+from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
-from recipes.sao.trainer import Trainer
+from recipes.sao.trainer import Trainer, training_device
 from reef_daemon.contract import CriticStatus, RecipeStatus, RecordType, ScoreScale, low_score_below
 from reef_daemon.recipe_api import (
     Conflict,
@@ -42,6 +48,19 @@ log = logging.getLogger("reef.sao")
 REEF_ROOT = Path(__file__).resolve().parents[2]  # what a Slime job puts on its path to import the rollout function
 
 
+@dataclass
+class _Line:
+    """One scenario's training: its trainer, its checkpoints, and the release serving it."""
+
+    scenario: str
+    trainer: Trainer
+    checkpoints: CheckpointRepo | None = None
+    head: str | None = None
+    checkpoint_list: list[str] = field(default_factory=list)  # oldest first
+    last_swap_s: float | None = None
+    lineage: list[str] = field(default_factory=list)  # with LoRA: the versions that served it this run, in order
+
+
 class SaoRecipe(Recipe):
     name: ClassVar[str] = "sao"
     consumes: ClassVar[tuple[RecordType, ...]] = ("report",)
@@ -56,18 +75,33 @@ class SaoRecipe(Recipe):
         self.training = training_of(settings)  # refuses a critic lr a Slime run's full-model critic cannot take
         self.batch_size = self.training.batch_size
         self._runtime: WeightSwappable | None = None
-        self._trainer: Trainer | None = None
-        self._bound: str | None = None  # the one scenario this process trains
+        self._lora = self.training.adapter == "lora" and self.training.trainer == "torch"
+        self._full_trainer: Trainer | None = None  # training.adapter = full: the one model copy that trains
+        self._lora_base: LoraBase | None = None  # training.adapter = lora: the base every adapter shares
+        self._lines: dict[str, _Line] = {}  # by scenario; with full weights, at most one
+        self._bound: str | None = None  # the scenario a Slime run trains
         self._claimed: set[str] = set()  # rollouts waiting in a batch
         self._rollouts: dict[str, Rollout] = {}  # by report id
-        self._head: str | None = None
-        self._checkpoints: CheckpointRepo | None = None
-        self._last_swap_s: float | None = None
-        self._checkpoint_list: list[str] = []  # oldest first
         self._slime: SlimeRun | None = None
         if self.training.trainer == "slime":
             check_ready(settings)  # refused here, before anything starts, with what to install
         self._started = time.time()  # rollouts made before this run by trained weights are not trained on
+
+    @classmethod
+    def chosen_settings(cls, settings: Settings) -> dict[str, tuple[str, str]]:
+        """The training settings `training_of` gives other values than the defaults (an adapter's learning rate,
+        a Slime run's original values)."""
+        try:
+            used = training_of(settings)
+        except SettingsError:
+            return {}
+        declared = settings.of(TrainingSection)
+        why = "a Slime run's full-model values" if used.trainer == "slime" else "a LoRA adapter's rate"
+        return {
+            f"training.{name.replace('_', '-')}": (str(getattr(used, name)), f"recipe {cls.name}, {why}")
+            for name in ("learning_rate", "critic_learning_rate", "critic_warmup_steps")
+            if getattr(used, name) != getattr(declared, name)
+        }
 
     async def start(self, context: RecipeContext) -> None:
         runtime = context.runtime
@@ -81,64 +115,150 @@ class SaoRecipe(Recipe):
             self._slime = SlimeRun(plan, self.settings.reef.state_dir / "logs")
             await asyncio.to_thread(self._slime.launch)
             return
-        scale: ScoreScale = {"min": self.settings.reports.score_min, "max": self.settings.reports.score_max}
-        failed_below = low_score_below(scale)
-        self._trainer = await asyncio.to_thread(
-            Trainer, runtime.weights_dir, self.training, self.advantage, failed_below
-        )
+        if self._lora and not runtime.serves_adapters:
+            raise SettingsError(
+                "training.adapter = lora needs an engine that serves LoRA adapters (embedded.engine = torch); the"
+                f" {runtime.describe().get('engine', runtime.kind)} engine serves none here: set"
+                " training.adapter = full"
+            )
+        if self._lora:
+            self._lora_base = LoraBase(runtime.weights_dir, self.training, training_device(self.training.device))
+            await asyncio.to_thread(self._lora_base.load)
+        else:
+            self._full_trainer = await asyncio.to_thread(
+                Trainer, runtime.weights_dir, self.training, self.advantage, self._failed_below()
+            )
         for scenario in context.store.scenarios.all():
             if scenario.recipe == self.name and await context.store.steps.last(scenario.name) is not None:
                 await self._bind(scenario.name)
-                break
+                if not self._lora:
+                    break
 
-    @property
-    def trainer(self) -> Trainer | None:
-        return self._trainer
+    def _failed_below(self) -> float:
+        scale: ScoreScale = {"min": self.settings.reports.score_min, "max": self.settings.reports.score_max}
+        return low_score_below(scale)
+
+    def trainer_of(self, scenario: str) -> Trainer | None:
+        """The trainer of `scenario` (with LoRA, a fresh adapter for a scenario that has not trained yet); None
+        where this process does not train it."""
+        line = self._lines.get(scenario)
+        if line is not None:
+            return line.trainer
+        if self._lora_base is not None:
+            return self._line(scenario).trainer
+        if self._full_trainer is not None and not self._lines:
+            return self._full_trainer
+        return None
+
+    def _line(self, scenario: str) -> _Line:
+        """The scenario's line, made (not yet bound to its checkpoints) on first use."""
+        line = self._lines.get(scenario)
+        if line is None:
+            if self._lora_base is not None:
+                policy = self._lora_base.policy(scenario)
+                trainer = Trainer(
+                    self._lora_base.weights_dir, self.training, self.advantage, self._failed_below(), policy
+                )
+            else:
+                assert self._full_trainer is not None
+                trainer = self._full_trainer
+            line = self._lines[scenario] = _Line(scenario, trainer)
+        return line
 
     def _serving(self) -> WeightSwappable:
         if self._runtime is None:
             raise RuntimeError(f"the {self.name} recipe is not started")
         return self._runtime
 
-    def _version(self) -> str:
-        return self._serving().weight_version
+    def _version(self, scenario: str) -> str:
+        """The version serving `scenario`: its adapter's with LoRA, else the weights'."""
+        serving = self._serving()
+        return serving.adapter_version(scenario) if self._lora else serving.weight_version
 
-    async def _bind(self, scenario: str) -> None:
+    def _lineage(self, scenario: str) -> list[str] | None:
+        """With LoRA, the versions that served `scenario` this run, oldest first (the base's until it trains)."""
+        if not self._lora:
+            return None
+        line = self._lines.get(scenario)
+        current = self._version(scenario)
+        lineage = line.lineage if line is not None and line.lineage else []
+        return lineage if lineage and lineage[-1] == current else [*lineage, current]
+
+    def _adapter_manifest(self) -> dict[str, Any]:
+        if not self._lora:
+            return {"kind": "full"}
+        training = self.training
+        return {
+            "kind": "lora",
+            "r": training.lora_rank,
+            "alpha": training.lora_alpha,
+            "dropout": training.lora_dropout,
+            "target_modules": list(training.lora_target_modules),
+        }
+
+    async def _bind(self, scenario: str) -> _Line:
         """Train this scenario from now on: open its checkpoints and resume from the latest one."""
-        assert self._trainer is not None
-        self._bound = scenario
+        line = self._line(scenario)
+        if line.checkpoints is not None:
+            return line
         repo = CheckpointRepo(self.settings.reef.state_dir / "checkpoints" / scenario)
         await asyncio.to_thread(repo.open)
-        self._checkpoints = repo
+        line.checkpoints = repo
         latest = await asyncio.to_thread(repo.latest)
         if latest is None:
-            manifest = {"step": 0, "steps_done": 0, "policy_updates": 0, "note": "the weights as first served"}
-            self._head = await asyncio.to_thread(repo.save, self._trainer.state(), manifest, "base weights")
+            manifest = {
+                "step": 0, "steps_done": 0, "policy_updates": 0, "note": "the weights as first served",
+                "adapter": self._adapter_manifest(),
+            }  # fmt: skip
+            line.head = await asyncio.to_thread(repo.save, line.trainer.state(), manifest, "base weights")
         else:
-            await self._restore(latest.release_id)
-        self._checkpoint_list = await asyncio.to_thread(repo.history)
+            await self._restore(line, latest.release_id)
+        line.checkpoint_list = await asyncio.to_thread(repo.history)
+        return line
 
-    async def _restore(self, release_id: str) -> str:
+    async def _restore(self, line: _Line, release_id: str) -> str:
         """Load the repository's current checkpoint into the trainer and the server; returns the weight version."""
-        assert self._trainer is not None and self._checkpoints is not None
-        state, manifest = await asyncio.to_thread(self._checkpoints.read)
-        weights = self._trainer.load(state, int(manifest["steps_done"]), int(manifest["policy_updates"]))
-        version = await self._swap(weights)
-        self._head = release_id
-        log.info("resumed %s from checkpoint %s (step %s)", self._bound, release_id[:12], manifest["step"])
+        assert line.checkpoints is not None
+        state, manifest = await asyncio.to_thread(line.checkpoints.read)
+        kind = (manifest.get("adapter") or {"kind": "full"})["kind"]
+        if kind != self._adapter_manifest()["kind"]:
+            raise SettingsError(
+                f"the checkpoints of {line.scenario} ({line.checkpoints.root}) hold {kind} weights, and"
+                f" training.adapter = {self.training.adapter}: set it to {kind}, or move that folder away"
+            )
+        weights = line.trainer.load(state, int(manifest["steps_done"]), int(manifest["policy_updates"]))
+        version = await self._swap(line, weights)
+        line.head = release_id
+        log.info("resumed %s from checkpoint %s (step %s)", line.scenario, release_id[:12], manifest["step"])
         return version
 
-    async def _swap(self, weights: dict[str, Any]) -> str:
+    async def _swap(self, line: _Line, weights: dict[str, Any]) -> str:
         began = time.perf_counter()
-        version = await self._serving().swap_weights(weights)
-        self._last_swap_s = time.perf_counter() - began
+        policy = line.trainer.policy
+        if isinstance(policy, LoraPolicy):
+            if not line.lineage:
+                line.lineage.append(self._version(line.scenario))
+            version = await self._serving().swap_adapter(line.scenario, weights, policy.scale)
+            line.lineage.append(version)
+        else:
+            version = await self._serving().swap_weights(weights)
+        line.last_swap_s = time.perf_counter() - began
         return version
 
     def judge(self, scenario: Scenario, unit: Unit) -> Verdict:
-        if self._bound is not None and scenario.name != self._bound:
-            return Ineligible(f"this daemon trains scenario {self._bound}; one weight scenario per process")
+        bound = self._bound or (next(iter(self._lines)) if self._lines and not self._lora else None)
+        if bound is not None and scenario.name != bound:
+            return Ineligible(
+                f"this daemon trains scenario {bound}; with full weights (training.adapter = full), one weight"
+                " scenario per process"
+            )
         verdict, rollout = judge_report(
-            unit, self._version(), self.training.max_staleness, self._claimed, run_started=self._started
+            unit,
+            self._version(scenario.name),
+            self.training.max_staleness,
+            self._claimed,
+            run_started=self._started,
+            lineage=self._lineage(scenario.name),
         )
         if rollout is not None:
             self._claimed.add(rollout.record_id)
@@ -153,41 +273,50 @@ class SaoRecipe(Recipe):
         if self._slime is not None:  # Slime trains them and pushes the weights into the engines itself
             self._bound = scenario.name
             handed = await asyncio.to_thread(self._slime.hand_over, rollouts)
-            handed_metrics: dict[str, Any] = {"handed_to_slime": handed, "weight_version": self._version()}
+            handed_metrics: dict[str, Any] = {"handed_to_slime": handed, "weight_version": self._version(scenario.name)}
             return StepOutcome("selected", handed_metrics, also_consumed=consumed)
-        assert self._trainer is not None
-        if self._bound is None:
-            await self._bind(scenario.name)
-        stale = self._stale(rollouts)
+        line = await self._bind(scenario.name)
+        stale = self._stale(scenario.name, rollouts)
         if stale:
-            return StepOutcome("skipped", {"reason": stale}, release_id=self._head, also_consumed=consumed)
-        result = await asyncio.to_thread(self._trainer.step, rollouts)
+            return StepOutcome("skipped", {"reason": stale}, release_id=line.head, also_consumed=consumed)
+        result = await asyncio.to_thread(line.trainer.step, rollouts)
         metrics = dict(result.metrics)
-        parent = self._head
+        parent = line.head
+        if self._lora:
+            metrics["adapter"] = "lora"
         if metrics["policy_updated"]:
             try:
-                metrics["weight_version"] = await self._swap(result.weights)
-            except RuntimeError as exc:  # the engine refused them: the old weights keep serving
+                metrics["weight_version"] = await self._swap(line, result.weights)
+            except (RuntimeError, ValueError) as exc:  # the engine refused them: the old weights keep serving
                 metrics.update(
-                    {"reason": f"the new weights did not reach the engine: {exc}", "weight_version": self._version()}
+                    {
+                        "reason": f"the new weights did not reach the engine: {exc}",
+                        "weight_version": self._version(scenario.name),
+                    }
                 )
-                return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
-            metrics["swap_s"] = round(self._last_swap_s or 0.0, 4)
-            self._head = metrics["weight_version"]
+                return StepOutcome("skipped", metrics, release_id=line.head, also_consumed=consumed)
+            metrics["swap_s"] = round(line.last_swap_s or 0.0, 4)
+            line.head = metrics["weight_version"]
         else:
-            metrics["weight_version"] = self._version()
-        if self._trainer.steps_done % self.training.checkpoint_every == 0:
-            self._head = await self._checkpoint(metrics)
-            metrics["checkpoint"] = self._head
+            metrics["weight_version"] = self._version(scenario.name)
+        if line.trainer.steps_done % self.training.checkpoint_every == 0:
+            line.head = await self._checkpoint(line, metrics)
+            metrics["checkpoint"] = line.head
         if not metrics["policy_updated"]:
             # A critic-only step (warm-up, or no advantage to learn from): the served weights are the same, so no
             # version; the trainer's metrics say which.
-            return StepOutcome("skipped", metrics, release_id=self._head, also_consumed=consumed)
-        return StepOutcome("selected", metrics, self._head, parent, also_consumed=consumed)
+            return StepOutcome("skipped", metrics, release_id=line.head, also_consumed=consumed)
+        return StepOutcome("selected", metrics, line.head, parent, also_consumed=consumed)
 
-    def _stale(self, rollouts: list[Rollout]) -> str | None:
+    def _stale(self, scenario: str, rollouts: list[Rollout]) -> str | None:
         """A batch is dropped whole when any rollout grew too old while it waited."""
-        now = parse_version(self._version())
+        lineage = self._lineage(scenario)
+        if lineage is not None:
+            lags = [lineage_lag(rollout.versions, lineage) for rollout in rollouts]
+            if any(lag is None or lag > self.training.max_staleness for lag in lags):
+                return "a rollout became older than training.max-staleness while it waited for its batch"
+            return None
+        now = parse_version(self._version(scenario))
         for rollout in rollouts:
             produced = [parse_version(v) for v in rollout.versions]
             if now is None or any(
@@ -196,18 +325,20 @@ class SaoRecipe(Recipe):
                 return "a rollout became older than training.max-staleness while it waited for its batch"
         return None
 
-    async def _checkpoint(self, metrics: dict[str, Any]) -> str:
-        assert self._trainer is not None and self._checkpoints is not None
+    async def _checkpoint(self, line: _Line, metrics: dict[str, Any]) -> str:
+        assert line.checkpoints is not None
+        trainer = line.trainer
         manifest = {
-            "step": self._trainer.steps_done,
-            "steps_done": self._trainer.steps_done,
-            "policy_updates": self._trainer.policy_updates,
+            "step": trainer.steps_done,
+            "steps_done": trainer.steps_done,
+            "policy_updates": trainer.policy_updates,
             "weight_version": metrics["weight_version"],
             "mean_reward": metrics["mean_reward"],
+            "adapter": self._adapter_manifest(),
         }
-        message = f"checkpoint after {self._trainer.steps_done} steps"
-        release = await asyncio.to_thread(self._checkpoints.save, self._trainer.state(), manifest, message)
-        self._checkpoint_list = await asyncio.to_thread(self._checkpoints.history)
+        message = f"checkpoint after {trainer.steps_done} steps"
+        release = await asyncio.to_thread(line.checkpoints.save, trainer.state(), manifest, message)
+        line.checkpoint_list = await asyncio.to_thread(line.checkpoints.history)
         return release
 
     async def close(self) -> None:
@@ -215,50 +346,91 @@ class SaoRecipe(Recipe):
             await asyncio.to_thread(self._slime.stop)
 
     def current_release(self, scenario: str) -> str | None:
-        return self._head if scenario == self._bound else None
+        line = self._lines.get(scenario)
+        return line.head if line is not None else None
+
+    def checkpoints_of(self, scenario: str) -> CheckpointRepo | None:
+        """The scenario's checkpoint line, once it trains here."""
+        line = self._lines.get(scenario)
+        return line.checkpoints if line is not None else None
+
+    async def release_files(self, scenario: Scenario, release_id: str) -> dict[str, bytes]:
+        """A LoRA checkpoint as PEFT saves an adapter (`reef versions --save`)."""
+        line = self._lines.get(scenario.name)
+        repo = line.checkpoints if line is not None else None
+        if repo is None:
+            repo = CheckpointRepo(self.settings.reef.state_dir / "checkpoints" / scenario.name)
+            if not repo.root.is_dir():
+                raise NotFound(f"scenario {scenario.name} has no weight checkpoints", type="unknown_release")
+            await asyncio.to_thread(repo.open)
+        if not await asyncio.to_thread(repo.has, release_id):
+            raise Conflict(
+                f"release {release_id} is not a checkpoint; only a version with a checkpoint can be saved",
+                type="not_restorable",
+            )
+        state, manifest = await asyncio.to_thread(repo.read, release_id)
+        adapter = manifest.get("adapter") or {"kind": "full"}
+        if adapter["kind"] != "lora":
+            raise Conflict(
+                f"release {release_id} holds full weights (training.adapter = full), not a LoRA adapter",
+                type="not_an_adapter",
+            )
+        base = str(self._serving().weights_dir)
+        return await asyncio.to_thread(peft_files, state, adapter, base)
 
     async def rollback(self, scenario: Scenario, release_id: str) -> StepOutcome:
-        if self._bound != scenario.name or self._checkpoints is None:
+        line = self._lines.get(scenario.name)
+        if line is None or line.checkpoints is None:
             raise NotFound(f"scenario {scenario.name} has no weight checkpoints", type="unknown_release")
-        if not await asyncio.to_thread(self._checkpoints.has, release_id):
+        repo = line.checkpoints
+        if not await asyncio.to_thread(repo.has, release_id):
             raise Conflict(
                 f"release {release_id} is not a checkpoint; only releases with a checkpoint can be restored",
                 type="not_restorable",
             )
-        parent = self._head
-        new_release = await asyncio.to_thread(self._checkpoints.republish, release_id, f"roll back to {release_id}")
-        version = await self._restore(new_release)
-        self._checkpoint_list = await asyncio.to_thread(self._checkpoints.history)
-        return StepOutcome("selected", {"weight_version": version, "checkpoint": new_release}, new_release, parent)
+        parent = line.head
+        new_release = await asyncio.to_thread(repo.republish, release_id, f"roll back to {release_id}")
+        version = await self._restore(line, new_release)
+        line.checkpoint_list = await asyncio.to_thread(repo.history)
+        metrics = {"weight_version": version, "checkpoint": new_release, "swap_s": round(line.last_swap_s or 0.0, 4)}
+        return StepOutcome("selected", metrics, new_release, parent)
+
+    def _shown_line(self) -> _Line | None:
+        """The line `reef status` details: the one scenario, or the most recently trained one."""
+        bound = [line for line in self._lines.values() if line.checkpoints is not None]
+        return max(bound, key=lambda line: line.trainer.steps_done, default=None)
 
     def status(self) -> RecipeStatus:
-        trainer = self._trainer
+        line = self._shown_line()
+        trainer = line.trainer if line is not None else self._full_trainer
         status: RecipeStatus = {
             **super().status(),
-            "scenario": self._bound,
-            "head": self._head,
+            "scenario": line.scenario if line is not None else self._bound,
+            "head": line.head if line is not None else None,
             "steps_done": trainer.steps_done if trainer else 0,
             "policy_updates": trainer.policy_updates if trainer else 0,
             "trainable_parameters": sum(p.numel() for p in trainer.trainable.values()) if trainer else 0,
-            "last_swap_s": self._last_swap_s,
-            "checkpoints": self._checkpoint_list,
+            "last_swap_s": line.last_swap_s if line is not None else None,
+            "checkpoints": line.checkpoint_list if line is not None else [],
             "sampling": self._sampling(),
+            "weights": self.training.adapter if self.training.trainer == "torch" else "full",
         }
+        if self._lora:
+            status["adapters"] = {name: other.head for name, other in self._lines.items() if other.checkpoints}
         if trainer is not None and self.advantage == "gae":
-            status["critic"] = self._critic_status()
+            status["critic"] = self._critic_status(trainer)
         return status
 
-    def _critic_status(self) -> CriticStatus:
+    def _critic_status(self, trainer: Trainer) -> CriticStatus:
         """The critic's diagnostics over its recent samples: is it learning?"""
-        assert self._trainer is not None
-        diagnostics = self._trainer.diagnostics()
+        diagnostics = trainer.diagnostics()
         return {
             "value_min": diagnostics["value_min"],
             "value_max": diagnostics["value_max"],
             "explained_variance": diagnostics["explained_variance"],
             "failed_positive_share": diagnostics["failed_positive_share"],
             "window": diagnostics["critic_window"],
-            "warmup_steps_left": max(0, self.training.critic_warmup_steps - self._trainer.steps_done),
+            "warmup_steps_left": max(0, self.training.critic_warmup_steps - trainer.steps_done),
         }
 
     def _sampling(self) -> str:

@@ -7,6 +7,12 @@ a value by at most about lr x hidden size, ~0.06 for the embedded model), and th
 run trains a full-model critic, and there every training setting left unset takes the original's value instead
 (`training_of`): policy lr 1e-6, critic lr 5e-6, 10 critic-only warm-up steps; a critic lr above
 FULL_MODEL_CRITIC_LR_MAX is refused there.
+
+`training.adapter` says what a step changes: `lora` (the default) trains a LoRA adapter per scenario on the frozen
+base (rank, alpha, dropout and target modules as settings), so several scenarios train on one daemon and a version
+is a few MB; `full` trains the top decoder blocks of one scenario, as reef did before adapters. An adapter starts
+at zero and learns at a larger rate than the full weights: with `lora` and the torch trainer, a policy learning
+rate left unset is LORA_LEARNING_RATE.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from reef_daemon.recipe_api import (
     POSITIVE_INT,
     POSITIVE_NUMBER,
     TOKENS,
+    Kind,
     Settings,
     SettingsError,
     one_of,
@@ -32,6 +39,17 @@ from reef_daemon.recipe_api import (
 )
 
 TRAINER = one_of("TRAINER", "torch", "slime")
+ADAPTER = one_of("ADAPTER", "lora", "full")
+
+
+def _parse_dropout(value: object) -> float:
+    number = float(value) if isinstance(value, int | float | str) and not isinstance(value, bool) else float("nan")
+    if not 0 <= number < 1:
+        raise ValueError("expected a number from 0 up to (not including) 1")
+    return number
+
+
+DROPOUT = Kind("NUMBER", _parse_dropout)
 DEVICE = one_of("DEVICE", "auto", "cpu", "cuda")
 
 
@@ -40,7 +58,9 @@ class TrainingSection:
     """Knobs of the weight recipes (sao, grpo); the record and harness recipes ignore them."""
 
     batch_size: int = setting(1, POSITIVE_INT, env=SAO_BATCH_SIZE_ENV, help="rollouts per step")
-    learning_rate: float = setting(1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam; Slime: 1e-6)")
+    learning_rate: float = setting(
+        1e-5, POSITIVE_NUMBER, help="policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6)"
+    )
     critic_learning_rate: float = setting(
         1e-4, POSITIVE_NUMBER, help="critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6)"
     )
@@ -61,6 +81,17 @@ class TrainingSection:
         help="what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang)",
     )
     device: str = setting("auto", DEVICE, help="torch trainer: cuda, cpu, or auto (cuda when a GPU is present)")
+    adapter: str = setting(
+        "lora",
+        ADAPTER,
+        help="what a step trains: lora (an adapter per scenario on the frozen base) or full (the top layers)",
+    )
+    lora_rank: int = setting(8, POSITIVE_INT, help="LoRA rank r of each adapted layer")
+    lora_alpha: int = setting(16, POSITIVE_INT, help="LoRA alpha: the adapter's output is scaled by alpha / r")
+    lora_dropout: float = setting(0.0, DROPOUT, help="dropout on the adapter's input while training")
+    lora_target_modules: tuple[str, ...] = setting(
+        ("q_proj", "k_proj", "v_proj", "o_proj"), TOKENS, help="the linear layers (by name) an adapter adapts"
+    )
 
 
 @dataclass(frozen=True)
@@ -81,13 +112,17 @@ class SlimeSection:
 # What a full-model critic trains at in the original, and ten times that: above it a Slime run is refused.
 ORIGINAL_FULL_MODEL: dict[str, Any] = {"learning_rate": 1e-6, "critic_learning_rate": 5e-6, "critic_warmup_steps": 10}
 FULL_MODEL_CRITIC_LR_MAX = 5e-5
+LORA_LEARNING_RATE = 1e-4  # the policy rate of an adapter when none is set
 
 
 def training_of(settings: Settings) -> TrainingSection:
     """The `training` section as the trainer uses it: with training.trainer = slime (a full-model critic), the
-    original's values for what was not set, and SettingsError for a critic learning rate it cannot take."""
+    original's values for what was not set, and SettingsError for a critic learning rate it cannot take; with a
+    LoRA adapter, LORA_LEARNING_RATE for a policy learning rate not set."""
     training = settings.of(TrainingSection)
     if training.trainer != "slime":
+        if training.adapter == "lora" and "training.learning-rate" not in settings.sources:
+            training = dataclasses.replace(training, learning_rate=LORA_LEARNING_RATE)
         return training
     unset = {
         name: value

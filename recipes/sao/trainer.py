@@ -1,7 +1,9 @@
-"""The CPU trainer: an fp32 copy of the served model, a value head (the critic), and one step of SAO or GRPO.
+"""The CPU trainer of one scenario: its policy (`policy.py`: a LoRA adapter on the shared frozen fp32 base, or the
+top layers of an fp32 copy of the served model), a value head (the critic), and one step of SAO or GRPO.
 
-To fit a 2-core machine, only the top `trainable_layers` decoder blocks and the final norm learn; the embeddings
-(tied to the output head) and lower blocks stay as served. The critic is a linear value head on the policy's last
+With `training.adapter = full`, to fit a 2-core machine, only the top decoder blocks and the final norm learn; the
+embeddings (tied to the output head) and lower blocks stay as served. The critic is the scenario's own small head
+whatever the policy. The critic is a linear value head on the policy's last
 hidden states (detached, each token's vector scaled to unit RMS so that the critic's learning rate means the same
 whatever the model's hidden scale), zero-initialised: every value starts at 0. Runs on a worker thread, never on
 the event loop.
@@ -29,18 +31,18 @@ from typing import Any
 import torch
 
 from recipes.sao.algorithm import DisBounds, dis_policy_loss, gae, grpo_advantages, length_adaptive_lambda
+from recipes.sao.policy import FullPolicy, Policy
 from recipes.sao.rollout import Rollout
 from recipes.sao.settings import TrainingSection
 from reef_daemon.recipe_api import SettingsError
 
-TRAINABLE_LAYERS = 4
 DIAGNOSTICS_WINDOW = 32  # samples the critic's diagnostics are computed over
 
 
 @dataclass(frozen=True)
 class StepResult:
     metrics: dict[str, Any]
-    weights: dict[str, torch.Tensor]  # the trainable weights after the step, named as in the served model
+    weights: dict[str, torch.Tensor]  # the trained weights after the step, named as the server takes them
 
 
 @dataclass(frozen=True)
@@ -72,21 +74,21 @@ def training_device(choice: str) -> torch.device:
 
 class Trainer:
     def __init__(
-        self, weights_dir: Path, training: TrainingSection, advantage: str = "gae", failed_below: float = 0.5
+        self,
+        weights_dir: Path,
+        training: TrainingSection,
+        advantage: str = "gae",
+        failed_below: float = 0.5,
+        policy: Policy | None = None,
     ) -> None:
-        from transformers import AutoModelForCausalLM
-
+        """A trainer of `policy` (by default, `full`: the top layers of a model copy loaded from `weights_dir`)."""
         self.training = training
         self.advantage = advantage
         self.failed_below = failed_below  # a reward below this is a failed answer (the middle of the score scale)
         self.device = training_device(training.device)
-        model: Any = AutoModelForCausalLM.from_pretrained(weights_dir, dtype=torch.float32, local_files_only=True)
-        self.model = model.to(self.device)
-        self.model.train(False)  # no dropout; gradients still flow
-        for parameter in self.model.parameters():
-            parameter.requires_grad_(False)
-        self.trainable = self._unfreeze_top(TRAINABLE_LAYERS)
-        hidden_size = int(self.model.config.hidden_size)
+        self.policy = policy if policy is not None else FullPolicy(weights_dir, self.device)
+        self.trainable = self.policy.trainable
+        hidden_size = int(self.policy.model.config.hidden_size)
         self.value_head = torch.nn.Linear(hidden_size, 1)
         with torch.no_grad():  # V = 0 everywhere until the critic has learned something
             self.value_head.weight.zero_()
@@ -97,19 +99,9 @@ class Trainer:
         self.policy_updates = 0
         self._window: deque[_Sample] = deque(maxlen=DIAGNOSTICS_WINDOW)
 
-    def _unfreeze_top(self, count: int) -> dict[str, torch.nn.Parameter]:
-        layers = self.model.model.layers
-        names = {f"model.layers.{index}." for index in range(max(0, len(layers) - count), len(layers))}
-        trainable = {}
-        for name, parameter in self.model.named_parameters():
-            if any(name.startswith(prefix) for prefix in names) or name.startswith("model.norm."):
-                parameter.requires_grad_(True)
-                trainable[name] = parameter
-        return trainable
-
     def weights(self) -> dict[str, torch.Tensor]:
-        """The trainable weights, detached copies named as in the served model."""
-        return {name: parameter.detach().to("cpu", copy=True) for name, parameter in self.trainable.items()}
+        """The trained weights, detached copies named as the server takes them."""
+        return self.policy.weights()
 
     def state(self) -> dict[str, torch.Tensor]:
         """Everything a checkpoint keeps: trainable weights and the value head."""
@@ -121,10 +113,8 @@ class Trainer:
 
     def load(self, state: dict[str, torch.Tensor], steps_done: int, policy_updates: int) -> dict[str, torch.Tensor]:
         """Restore a checkpoint; returns the policy weights to swap into the server. Optimizer moments restart."""
+        self.policy.load(state)
         with torch.no_grad():
-            for name, parameter in self.trainable.items():
-                if name in state:
-                    parameter.copy_(state[name])
             for name, parameter in self.value_head.named_parameters():
                 key = f"value_head.{name}"
                 if key in state:
@@ -136,8 +126,10 @@ class Trainer:
         return self.weights()
 
     def _forward(self, rollout: Rollout) -> _Forward:
+        """Under the policy's lock, with its weights active."""
         ids = torch.tensor([list(rollout.prompt_ids) + list(rollout.output_ids)], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, output_hidden_states=True)
+        self.policy.activate()
+        out = self.policy.model(input_ids=ids, output_hidden_states=True)
         start = len(rollout.prompt_ids) - 1
         end = start + len(rollout.output_ids)
         logits = out.logits[0, start:end].float() / rollout.temperature
@@ -149,15 +141,23 @@ class Trainer:
 
     def logprobs(self, rollout: Rollout) -> list[float]:
         """The current policy's log-probs of a rollout's tokens (for checks and the demo)."""
-        with torch.no_grad():
+        with torch.no_grad(), self.policy.lock:
             return [float(x) for x in self._forward(rollout).logprobs]
 
     def values(self, rollout: Rollout) -> list[float]:
         """The critic's value of each of a rollout's tokens (for checks)."""
-        with torch.no_grad():
+        with torch.no_grad(), self.policy.lock:
             return [float(x) for x in self.value_head(self._forward(rollout).hidden).squeeze(-1)]
 
     def step(self, rollouts: list[Rollout]) -> StepResult:
+        with self.policy.lock:
+            self.policy.train_dropout(True)
+            try:
+                return self._step(rollouts)
+            finally:
+                self.policy.train_dropout(False)
+
+    def _step(self, rollouts: list[Rollout]) -> StepResult:
         began = time.perf_counter()
         forwards = [self._forward(rollout) for rollout in rollouts]
         metrics: dict[str, Any] = {

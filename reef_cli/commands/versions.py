@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,7 +19,10 @@ from reef_client.render.live_scores import canary_mark, live_table
 from reef_client.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import CANARY_HIGHEST_SHARE, CANARY_LOWEST_SHARE
 
-VERSIONS_EXAMPLE = "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence)"
+VERSIONS_EXAMPLE = (
+    "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence; ... v3 --save DIR for a"
+    " weight recipe's adapter in PEFT's layout)"
+)
 PROMOTE_EXAMPLE = "Example: reef promote --scenario my-harness v4   (or --canary 20 v4)"
 ROLLBACK_EXAMPLE = "Example: reef rollback --scenario my-harness v2"
 
@@ -44,6 +48,14 @@ def versions(
     version: Annotated[
         str | None, typer.Argument(help="Show this version's evidence (v3, or a release id) instead of the list.")
     ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            "--save",
+            help="With a version of a weight recipe: write its LoRA adapter into this folder, in PEFT's layout.",
+            show_default=False,
+        ),
+    ] = None,
     json: JsonOption = False,
     url: UrlOption = None,
     token: TokenOption = None,
@@ -53,7 +65,14 @@ def versions(
     Every step is listed, also one that published no release (rejected or skipped), except a weight recipe's
     critic-only steps, which changed no weights (SAO's critic warm-up). With a version: its
     evidence table, what the evaluation gate compared (task, kind, served, candidate, verdict, judge's reason).
+    With a version and --save DIR: a weight recipe's LoRA adapter of that version, written as PEFT saves one
+    (adapter_config.json, adapter_model.safetensors), which transformers, peft, vLLM and SGLang load as it is.
     """
+    if save is not None:
+        if version is None:
+            fail("--save needs a version: reef versions --scenario S v3 --save DIR", code=2)
+        _save(scenario, version, save, url, token)
+        return
     with daemon_client(url, token, scenario) as client:
         rows = mark_installed(scenario, client.releases(scenario))
         scores = _live_scores(client, scenario) if version is None else None
@@ -83,6 +102,18 @@ def versions(
         )
     if scores:
         console().print(live_table(scores, rows))
+
+
+def _save(scenario: str, version: str, folder: Path, url: str | None, token: str | None) -> None:
+    with daemon_client(url, token, scenario) as client:
+        target = resolve_version(client.releases(scenario), version)
+        if target["release_id"] is None:
+            fail(f"{target['version']} published no release; choose a version that did")
+        files = client.release_files(scenario, target["release_id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    console().print(f"saved {target['version']} of {scenario} to {folder}: {', '.join(sorted(files))}")
 
 
 def _weights_changed(rows: list[ShownRelease]) -> tuple[list[ShownRelease], int]:

@@ -128,7 +128,7 @@ from reef_daemon.contract._records import (
     record_type,
     report_source,
 )
-from reef_daemon.contract._releases import ReleaseList, ReleaseRequest, ReleaseRow, StepRow
+from reef_daemon.contract._releases import ReleaseFiles, ReleaseList, ReleaseRequest, ReleaseRow, StepRow
 from reef_daemon.contract._requests import Activity, RequestAck, RequestProgress, RequestState
 from reef_daemon.contract._routes import (
     CANARY_ROUTE,
@@ -151,6 +151,7 @@ from reef_daemon.contract._routes import (
     RECORD_ROUTE,
     RECORDS_BATCH_ROUTE,
     RECORDS_ROUTE,
+    RELEASE_FILES_ROUTE,
     RELEASES_ROUTE,
     REPORT_ROUTE,
     REQUEST_ROUTE,
@@ -257,6 +258,7 @@ __all__ = [
     "RECORD_TYPE_ALIASES",
     "REEF_HEADER_PREFIX",
     "RELEASES_ROUTE",
+    "RELEASE_FILES_ROUTE",
     "RELEASE_HEADER",
     "REPLAY_ID_PREFIX",
     "REPORT_ROUTE",
@@ -332,6 +334,7 @@ __all__ = [
     "RecordRow",
     "RecordType",
     "ReleaseEvent",
+    "ReleaseFiles",
     "ReleaseList",
     "ReleaseRequest",
     "ReleaseRow",

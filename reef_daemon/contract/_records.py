@@ -163,6 +163,7 @@ class TokenData(TypedDict):
     output_ids: list[int]
     logprobs: list[float]
     versions: list[str]
+    adapters: NotRequired[list[str | None]]  # the scenario whose LoRA adapter served each token; None: the base
 
 
 class RecordContent(TypedDict, total=False):

@@ -43,3 +43,12 @@ class ReleaseRow(StepRow):
 class ReleaseList(TypedDict):
     scenario: str
     releases: list[ReleaseRow]
+
+
+class ReleaseFiles(TypedDict):
+    """A release's files, by file name, base64-encoded: for a weight recipe's LoRA adapter, PEFT's layout
+    (`adapter_config.json`, `adapter_model.safetensors`)."""
+
+    scenario: str
+    release_id: str
+    files: dict[str, str]

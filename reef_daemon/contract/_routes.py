@@ -46,6 +46,8 @@ SCENARIOS_ROUTE: Final = "/reef/scenarios"
 SCENARIO_ROUTE: Final = "/reef/scenarios/{scenario}"
 SCENARIO_UPDATE_ROUTE: Final = "/reef/scenarios/{scenario}/update"
 RELEASES_ROUTE: Final = "/reef/scenarios/{scenario}/releases"
+# A release's files in a layout other tools load (a weight recipe's LoRA adapter: PEFT's).
+RELEASE_FILES_ROUTE: Final = "/reef/scenarios/{scenario}/releases/{release_id}/files"
 PROMOTE_ROUTE: Final = "/reef/scenarios/{scenario}/promote"
 ROLLBACK_ROUTE: Final = "/reef/scenarios/{scenario}/rollback"
 TASKS_ROUTE: Final = "/reef/scenarios/{scenario}/tasks"

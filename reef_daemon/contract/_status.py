@@ -46,6 +46,8 @@ class RecipeStatus(TypedDict):
     checkpoints: NotRequired[list[str]]
     sampling: NotRequired[str]
     critic: NotRequired[CriticStatus]  # sao only
+    weights: NotRequired[str]  # what a step trains: lora (an adapter per scenario) or full
+    adapters: NotRequired[dict[str, str | None]]  # with lora: each training scenario's serving release
 
 
 class SamplingDefaults(TypedDict):

@@ -127,7 +127,7 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
 
     sent = time.perf_counter()
     try:
-        answer = await daemon.runtime.send(exchange.route, body, payload, headers)
+        answer = await daemon.runtime.send(exchange.route, body, payload, headers, scenario=scenario)
     except UpstreamFailed as exc:
         exchange.upstream_s += time.perf_counter() - sent
         await exchange.store(

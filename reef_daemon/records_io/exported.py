@@ -4,7 +4,8 @@
 - `preference`: `{"prompt", "chosen", "rejected", "score_chosen", "score_rejected"}`, the conversational
   preference format DPO trainers read: of the scored records with the same prompt, the best against the worst;
 - `tokens`: `{"id", "prompt_ids", "output_ids", "logprobs", "versions", "reward"}`, what the embedded runtime
-  recorded (records without token data are left out).
+  recorded (records without token data are left out), and `adapters` (the scenario whose LoRA adapter served each
+  token, null for the base) where a weight recipe trains adapters; `versions` are then the adapters' versions.
 
 Only answers that arrived whole are exported unless cut ones are asked for; a cut one is marked
 `"complete": false` (in a pair, when either side was cut). A record whose stored request cannot be rendered is
@@ -114,6 +115,8 @@ def _tokens_line(row: ExportRow) -> dict[str, Any] | None:
         "versions": tokens.get("versions", []),
         "reward": row.score,
     }
+    if any(tokens.get("adapters") or ()):
+        line["adapters"] = tokens["adapters"]
     if not row.complete:
         line["complete"] = False
     return line

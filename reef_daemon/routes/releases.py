@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import PROMOTE_ROUTE, RELEASES_ROUTE, ROLLBACK_ROUTE, ReleaseList, ReleaseRow, StepRow
+from reef_daemon.contract import (
+    PROMOTE_ROUTE,
+    RELEASE_FILES_ROUTE,
+    RELEASES_ROUTE,
+    ROLLBACK_ROUTE,
+    ReleaseFiles,
+    ReleaseList,
+    ReleaseRow,
+    StepRow,
+)
 from reef_daemon.errors import BadRequest, Unsupported
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name
@@ -21,6 +32,17 @@ async def list_releases(request: web.Request) -> web.Response:
     history = await daemon.store.steps.history(scenario.name)
     steps = [_release(step, current is not None and step["release_id"] == current) for step in history]
     body: ReleaseList = {"scenario": scenario.name, "releases": await daemon.recipe.describe_releases(scenario, steps)}
+    return json_response(body)
+
+
+@routes.get(RELEASE_FILES_ROUTE)
+async def release_files(request: web.Request) -> web.Response:
+    daemon = request.app[DAEMON]
+    scenario = daemon.store.scenarios.require(check_scenario_name(request.match_info["scenario"]))
+    release_id = request.match_info["release_id"]
+    files = await daemon.recipe.release_files(scenario, release_id)
+    encoded = {name: base64.b64encode(content).decode("ascii") for name, content in files.items()}
+    body: ReleaseFiles = {"scenario": scenario.name, "release_id": release_id, "files": encoded}
     return json_response(body)
 
 

@@ -58,9 +58,16 @@ class Runtime(ABC):
 
     @abstractmethod
     async def send(
-        self, route: str, body: bytes, payload: dict[str, Any], headers: Mapping[str, str]
+        self,
+        route: str,
+        body: bytes,
+        payload: dict[str, Any],
+        headers: Mapping[str, str],
+        *,
+        scenario: str | None = None,
     ) -> RuntimeResponse:
-        """Send one request on `route` (e.g. `/v1/messages`). Raises `UpstreamFailed` if no answer can be had."""
+        """Send one request on `route` (e.g. `/v1/messages`) for `scenario` (which picks its LoRA adapter on a
+        runtime that serves adapters). Raises `UpstreamFailed` if no answer can be had."""
 
     @abstractmethod
     def describe(self) -> RuntimeStatus:
@@ -98,3 +105,29 @@ class WeightSwappable(Runtime):
             ValueError: a shape or type that does not fit; the serving weights stay.
             RuntimeError: the runtime is not started or is shutting down.
         """
+
+    @property
+    @abstractmethod
+    def serves_adapters(self) -> bool:
+        """Whether `swap_adapter` works (the engine serves LoRA adapters)."""
+
+    @abstractmethod
+    async def swap_adapter(self, scenario: str, state: Mapping[str, Any], scale: float) -> str:
+        """Serve `scenario`'s requests with a new LoRA adapter from their next token on; other scenarios go on.
+
+        Args:
+            scenario: the scenario the adapter serves.
+            state: the adapter's tensors, named as PEFT saves them (`base_model.model.<module>.lora_A.weight`, ...).
+            scale: the factor of the adapter's output, alpha / r.
+
+        Returns:
+            The adapter's version (`<incarnation>:<sequence>`, as weight versions), stamped on the tokens it makes.
+
+        Raises:
+            ValueError: tensors that do not fit the model; the scenario's adapter stays.
+            RuntimeError: the runtime is not started, is shutting down, or its engine serves no adapters.
+        """
+
+    @abstractmethod
+    def adapter_version(self, scenario: str) -> str:
+        """The version serving `scenario` now: its adapter's, or `weight_version` for a scenario without one."""

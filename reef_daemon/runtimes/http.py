@@ -69,7 +69,13 @@ class HttpRuntime(Runtime):
         return {"kind": self.kind, "model": self.model, "url": self.url}
 
     async def send(
-        self, route: str, body: bytes, payload: dict[str, Any], headers: Mapping[str, str]
+        self,
+        route: str,
+        body: bytes,
+        payload: dict[str, Any],
+        headers: Mapping[str, str],
+        *,
+        scenario: str | None = None,  # an upstream serves every scenario alike
     ) -> RuntimeResponse:
         if self._client is None:
             raise RuntimeError("the http runtime is not started")

@@ -33,7 +33,8 @@ def rows(output: str) -> dict[str, tuple[str, str]]:
     ("name", "expected"),
     [
         ("serve.toml", {"training.trainer": "slime", "embedded.engine": "sglang", "slime.actor-gpus": "1"}),
-        ("serve-1gpu.toml", {"training.trainer": "torch", "training.device": "cuda", "embedded.engine": "sglang"}),
+        ("serve-1gpu.toml", {"training.trainer": "torch", "training.device": "cuda", "training.adapter": "full"}),
+        ("serve-1gpu-lora.toml", {"training.adapter": "lora", "training.lora-rank": "16", "embedded.engine": "sglang"}),
     ],
 )
 def test_print_config_reads_the_example(name: str, expected: dict[str, str]) -> None:

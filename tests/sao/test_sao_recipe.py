@@ -48,8 +48,10 @@ def rollout_of(reef: WeightReef, record: dict[str, Any]) -> Rollout:
 
 def policy_logprob(reef: WeightReef, rollout: Rollout) -> float:
     recipe = reef.daemon.recipe
-    assert isinstance(recipe, SaoRecipe) and recipe.trainer is not None
-    return sum(recipe.trainer.logprobs(rollout))
+    assert isinstance(recipe, SaoRecipe)
+    trainer = recipe.trainer_of("toy")
+    assert trainer is not None
+    return sum(trainer.logprobs(rollout))
 
 
 async def test_requests_that_set_no_sampling_are_sampled_on_policy(start_weight_reef: StartWeightReef) -> None:

@@ -32,6 +32,7 @@ async def through(start: StartWeightReef, fake: tuple[FakeSglang, str], embedded
         embedded__engine="sglang",
         embedded__sglang_url=fake[1],
         inference__model_path=str(model_folder(embedded_models)),
+        training__adapter="full",  # the server's weights themselves are updated
     )
 
 

@@ -137,7 +137,9 @@ def test_a_slime_run_takes_the_originals_defaults_for_what_is_not_set(tmp_path: 
     chosen = training_of(settings(tmp_path, **{"training.learning-rate": "2e-6", "training.critic-warmup-steps": "3"}))
     assert (chosen.learning_rate, chosen.critic_learning_rate, chosen.critic_warmup_steps) == (2e-6, 5e-6, 3)
     torch_trainer = load_settings(overrides={"recipe": "sao"}, environ={})
-    assert training_of(torch_trainer) == TrainingSection()  # the CPU head's defaults
+    assert training_of(torch_trainer) == TrainingSection(learning_rate=1e-4)  # the CPU head's, a LoRA adapter's rate
+    full = load_settings(overrides={"recipe": "sao", "training.adapter": "full"}, environ={})
+    assert training_of(full) == TrainingSection(adapter="full")
     assert TrainingSection().critic_learning_rate <= 1e-4
 
 

@@ -42,6 +42,7 @@ class FakeSglang:
         self.refuse_updates: str | None = None
         self.log: list[tuple[Any, ...]] = []
         self.generate_bodies: list[dict[str, Any]] = []
+        self.adapters: dict[str, Path] = {}  # LoRA adapters loaded, by name (--enable-lora)
         self._open = asyncio.Event()
         self._open.set()
         self._step = asyncio.Lock()  # held while a token is computed; a pause waits for it
@@ -55,6 +56,8 @@ class FakeSglang:
         app.router.add_post("/pause_generation", self.pause)
         app.router.add_post("/continue_generation", self.resume)
         app.router.add_post("/update_weights_from_disk", self.update)
+        app.router.add_post("/load_lora_adapter", self.load_lora)
+        app.router.add_post("/unload_lora_adapter", self.unload_lora)
         app.router.add_get("/model_info", self.model_info)
         app.router.add_get("/health", self.health)
         return app
@@ -115,9 +118,28 @@ class FakeSglang:
             {"success": True, "message": "Succeeded to update model weights.", "num_paused_requests": 0}
         )
 
+    async def load_lora(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        name, path = str(body["lora_name"]), Path(body["lora_path"])
+        if name in self.adapters or not (path / "adapter_config.json").is_file():
+            self.log.append(("load_lora", name, False))
+            message = f"LoRA adapter {name} is already loaded" if name in self.adapters else f"no adapter at {path}"
+            return web.json_response({"success": False, "error_message": message}, status=400)
+        self.adapters[name] = path
+        self.log.append(("load_lora", name, True))
+        return web.json_response({"success": True, "loaded_adapters": {n: str(p) for n, p in self.adapters.items()}})
+
+    async def unload_lora(self, request: web.Request) -> web.Response:
+        name = str((await request.json())["lora_name"])
+        self.log.append(("unload_lora", name, self.adapters.pop(name, None) is not None))
+        return web.json_response({"success": True, "loaded_adapters": {n: str(p) for n, p in self.adapters.items()}})
+
     async def generate(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.generate_bodies.append(body)
+        lora = body.get("lora_path")
+        if lora is not None and lora not in self.adapters:
+            return web.json_response({"error": {"message": f"LoRA adapter {lora} is not loaded"}}, status=400)
         ids = [int(token) for token in body["input_ids"]]
         sampling = body.get("sampling_params") or {}
         params = SamplingParams(

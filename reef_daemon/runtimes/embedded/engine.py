@@ -64,6 +64,21 @@ class Engine(ABC):
         refusing a request; returns the new version. On failure the old weights keep serving and the error says
         why (KeyError, ValueError or RuntimeError, as `WeightSwappable.swap_weights`)."""
 
+    @property
+    def serves_adapters(self) -> bool:
+        """Whether `swap_adapter` works here."""
+        return False
+
+    async def swap_adapter(self, scenario: str, state: Mapping[str, Any], scale: float) -> str:
+        """Serve `scenario` with a new LoRA adapter (PEFT-named lora_A / lora_B tensors, output scale alpha / r)
+        from its next token on, pausing no other scenario; returns the adapter's version. ValueError for tensors
+        that do not fit the model; RuntimeError from an engine that serves no adapters."""
+        raise RuntimeError(f"the {self.name} engine serves no LoRA adapters")
+
+    def adapter_version(self, scenario: str) -> str:
+        """The version serving `scenario`: its adapter's, or the base weights' for a scenario without one."""
+        return self.version
+
     @abstractmethod
     def identity(self) -> dict[str, str]:
         """`model` and `source` (and `url` for a server), known before `start`."""

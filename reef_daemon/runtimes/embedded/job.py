@@ -45,19 +45,23 @@ class Job:
     output_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
+    adapters: list[str | None] = field(default_factory=list)  # the scenario whose adapter served each token
+    scenario: str | None = None  # served by this scenario's LoRA adapter, where it has one
     finished: Finished | None = None
     cancelled: bool = False
     # Worker-side decoding state: the KV cache, and the ids not yet fed through the model.
     cache: Any = None
+    adapter: Any = None  # the LoraAdapter reading the context, or None for the base
     pending: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.generator = new_generator(self.params.seed)
 
-    def record(self, token: int, logprob: float, version: str) -> None:
+    def record(self, token: int, logprob: float, version: str, adapter: str | None = None) -> None:
         self.output_ids.append(token)
         self.logprobs.append(logprob)
         self.versions.append(version)
+        self.adapters.append(adapter)
 
     def post(self, event: Event) -> None:
         """Hand an event to the event loop (called from the worker thread); inside `delivered_together`, with the
@@ -76,6 +80,7 @@ class Job:
             "output_ids": list(self.output_ids),
             "logprobs": list(self.logprobs),
             "versions": list(self.versions),
+            "adapters": list(self.adapters),
             "sampling": self.params.used(),
         }
 

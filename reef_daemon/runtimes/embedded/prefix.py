@@ -1,8 +1,8 @@
 """Reusing the context of the last long prompt: agents resend the same system prompt and history every turn.
 
 The key/value cache of the last long prompt read is kept (one entry: it can hold hundreds of MB); a new request
-whose prompt starts the same way starts from a copy of it and reads only the rest. The entry is dropped when
-the weights change, since it was computed by the old ones.
+whose prompt starts the same way starts from a copy of it and reads only the rest, when the same weights (the
+base, or the same adapter version) read it. The entry is dropped when the base weights change.
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ class PrefixCache:
     def __init__(self) -> None:
         self._ids: list[int] = []
         self._cache: Any = None
+        self._version = ""
 
-    def keep(self, ids: list[int], cache: Any) -> None:
-        """Remember a copy of `cache`, which holds exactly the keys and values of `ids`."""
+    def keep(self, ids: list[int], cache: Any, version: str) -> None:
+        """Remember a copy of `cache`, which holds exactly the keys and values of `ids` read by `version`."""
         if len(ids) >= MIN_PROMPT:
-            self._ids, self._cache = list(ids), copy.deepcopy(cache)
+            self._ids, self._cache, self._version = list(ids), copy.deepcopy(cache), version
 
-    def start(self, ids: list[int]) -> tuple[Any, int]:
-        """A cache holding the longest kept prefix of `ids` (leaving at least one id to read), and its length."""
-        if self._cache is None:
+    def start(self, ids: list[int], version: str) -> tuple[Any, int]:
+        """A cache holding the longest kept prefix of `ids` (leaving at least one id to read) as `version` read it,
+        and its length."""
+        if self._cache is None or version != self._version:
             return None, 0
         shared = 0
         for kept, new in zip(self._ids, ids, strict=False):

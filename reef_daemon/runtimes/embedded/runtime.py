@@ -2,7 +2,8 @@
 or `sglang`, an SGLang server reef launches or attaches to.
 
 Answers chat completions, Responses and Messages in each API's own shape, streaming or not; records prompt ids,
-output ids, per-token log-probs and the weight version of every token; swaps weights between tokens.
+output ids, per-token log-probs and the weight version of every token; swaps weights between tokens. A request's
+scenario picks its LoRA adapter, where a weight recipe trained one.
 """
 
 from __future__ import annotations
@@ -105,8 +106,27 @@ class EmbeddedRuntime(WeightSwappable):
         """Swap in new weights (a full or partial state dict) between tokens; returns the new weight version."""
         return await self._running().swap_weights(state)
 
+    @property
+    def serves_adapters(self) -> bool:
+        """Whether the engine serves LoRA adapters (`swap_adapter`)."""
+        return self._engine.serves_adapters
+
+    async def swap_adapter(self, scenario: str, state: Mapping[str, Any], scale: float) -> str:
+        """Serve `scenario` by a new LoRA adapter from its next token on; returns the adapter's version."""
+        return await self._running().swap_adapter(scenario, state, scale)
+
+    def adapter_version(self, scenario: str) -> str:
+        """The version serving `scenario`: its adapter's, or the base weights' for a scenario without one."""
+        return self._running().adapter_version(scenario)
+
     async def send(
-        self, route: str, body: bytes, payload: dict[str, Any], headers: Mapping[str, str]
+        self,
+        route: str,
+        body: bytes,
+        payload: dict[str, Any],
+        headers: Mapping[str, str],
+        *,
+        scenario: str | None = None,
     ) -> RuntimeResponse:
         engine = self._running()
         if route == COUNT_TOKENS_ROUTE:
@@ -133,7 +153,8 @@ class EmbeddedRuntime(WeightSwappable):
             params=request.params,
             text=TextAssembler(engine.tokenizer, request.params.stop),
             loop=asyncio.get_running_loop(),
-            admitted_version=engine.version,
+            admitted_version=engine.adapter_version(scenario) if scenario is not None else engine.version,
+            scenario=scenario,
         )
         engine.submit(job)
         return GenerationAnswer(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from reef_daemon.runtimes.embedded.adapters import LoraAdapter, lora_layers
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.half_kernel import decoding_method
 from reef_daemon.runtimes.embedded.job import Job
@@ -34,7 +36,10 @@ class TorchEngine(Engine):
         self._loaded = await asyncio.to_thread(load_model, self._source, self._state_dir)
         self._load_s = time.perf_counter() - began
         loaded = self._loaded
-        self._worker = GenerationWorker(loaded, end_ids(loaded.tokenizer, loaded.model.generation_config))
+        # Adapters beyond the resident cap spill into the state directory, whose files outlive no run.
+        spill = self._state_dir / "adapters-spilled"
+        shutil.rmtree(spill, ignore_errors=True)
+        self._worker = GenerationWorker(loaded, end_ids(loaded.tokenizer, loaded.model.generation_config), spill)
         self._worker.start()
         log.info(
             "embedded model %s loaded in %.1f s (%s)",
@@ -73,6 +78,17 @@ class TorchEngine(Engine):
     async def swap_weights(self, state: Mapping[str, Any]) -> str:
         return await asyncio.wrap_future(self._running()[1].swap(state))
 
+    @property
+    def serves_adapters(self) -> bool:
+        return True
+
+    async def swap_adapter(self, scenario: str, state: Mapping[str, Any], scale: float) -> str:
+        adapter = LoraAdapter(scenario, "", scale, lora_layers(state))
+        return await asyncio.wrap_future(self._running()[1].swap(adapter))
+
+    def adapter_version(self, scenario: str) -> str:
+        return self._running()[1].version_of(scenario)
+
     def identity(self) -> dict[str, str]:
         return {"model": self._source.name, "source": str(self._source.path)}
 
@@ -87,7 +103,16 @@ class TorchEngine(Engine):
             "context_length": loaded.context_length,
             "weights": str(loaded.weights_dir),
             "load_s": round(self._load_s or 0.0, 3),
+            **({"adapters": adapters} if (adapters := self._adapters(worker)) else {}),
         }
+
+    @staticmethod
+    def _adapters(worker: GenerationWorker) -> dict[str, Any] | None:
+        """The LoRA adapters serving, for `reef status`; None while there are none."""
+        bank = worker.adapters
+        if not bank.scenarios:
+            return None
+        return {"scenarios": bank.scenarios, "resident": bank.resident, "resident_bytes": bank.resident_bytes()}
 
     def _running(self) -> tuple[LoadedModel, GenerationWorker]:
         if self._loaded is None or self._worker is None:

@@ -6,6 +6,10 @@ chunks, one chunk between two decoding steps, so a long prompt does not stall th
 token is picked and it joins the batch. Weight swaps are applied between steps: every token is produced by exactly
 one weight set, and the sequences that straddle a swap re-read their context under the new weights before their
 next token. A prompt that starts like the last long one read starts from its cache (see `prefix.py`).
+
+A scenario with a LoRA adapter (`adapters.py`) is served by the base plus its adapter, row by row within the same
+batched step. A new adapter of one scenario swaps in between steps too, and only that scenario's sequences re-read
+their context; the others keep decoding.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import torch
 
+from reef_daemon.runtimes.embedded.adapters import AdapterBank, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
@@ -33,16 +39,22 @@ log = logging.getLogger("reef.embedded")
 PREFILL_CHUNK = 256  # prompt tokens per turn, so one long prompt does not stall the other streams
 SPEED_WINDOW = 64  # decoding steps the tokens/s figure is measured over
 
-_Swap = tuple[Mapping[str, torch.Tensor], "concurrent.futures.Future[str]"]
+RESIDENT_ADAPTERS = 8  # LoRA adapters kept in memory; the least recently used beyond spills to disk
+
+_Swap = tuple[Mapping[str, torch.Tensor] | LoraAdapter, "concurrent.futures.Future[str]"]
 
 
 class GenerationWorker:
     """Runs every request's decoding on one thread, batched, and applies weight swaps between tokens."""
 
-    def __init__(self, loaded: LoadedModel, end_ids: frozenset[int]) -> None:
+    def __init__(
+        self, loaded: LoadedModel, end_ids: frozenset[int], spill_dir: Path, resident_adapters: int = RESIDENT_ADAPTERS
+    ) -> None:
         self._loaded = loaded
         self._stops = StopRules(end_ids, loaded.context_length)
-        self.version = WeightVersion(fingerprint(loaded.model))
+        self._numbers = WeightVersion(fingerprint(loaded.model))
+        self.version = str(self._numbers)  # of the base weights: what a scenario without an adapter is served by
+        self.adapters = AdapterBank(loaded.model, resident_adapters, spill_dir)
         self._lock = threading.Condition()
         self._incoming: deque[Job] = deque()
         self._swaps: deque[_Swap] = deque()
@@ -73,8 +85,9 @@ class GenerationWorker:
             self._incoming.append(job)
             self._lock.notify()
 
-    def swap(self, state: Mapping[str, torch.Tensor]) -> concurrent.futures.Future[str]:
-        """Queue new weights; the future gives the new version once no token is being computed with the old."""
+    def swap(self, state: Mapping[str, torch.Tensor] | LoraAdapter) -> concurrent.futures.Future[str]:
+        """Queue new base weights, or a scenario's new adapter (its version is assigned here); the future gives the
+        new version once no token is being computed with the old."""
         future: concurrent.futures.Future[str] = concurrent.futures.Future()
         with self._lock:
             if self._closed:
@@ -82,6 +95,11 @@ class GenerationWorker:
             self._swaps.append((state, future))
             self._lock.notify()
         return future
+
+    def version_of(self, scenario: str | None) -> str:
+        """The version serving `scenario`: its adapter's, or the base's for a scenario without one."""
+        own = self.adapters.version(scenario) if scenario is not None else None
+        return own or self.version
 
     def tokens_per_second(self) -> float | None:
         """Decoding speed over the last steps, all sequences together, or None before any step."""
@@ -115,23 +133,46 @@ class GenerationWorker:
         for _state, future in self._swaps:
             future.set_exception(RuntimeError("the embedded runtime is shutting down"))
 
-    def _apply_swap(self, state: Mapping[str, torch.Tensor], future: concurrent.futures.Future[str]) -> None:
+    def _apply_swap(
+        self, state: Mapping[str, torch.Tensor] | LoraAdapter, future: concurrent.futures.Future[str]
+    ) -> None:
+        if isinstance(state, LoraAdapter):
+            self._apply_adapter(state, future)
+            return
         try:
             copy_weights(self._loaded.model, state)
             refresh_decode_copies(self._loaded.model, state.keys())
         except (KeyError, ValueError, RuntimeError) as exc:
             future.set_exception(exc)
             return
-        version = self.version.bump()
+        self.version = self._numbers.bump()
         self._prefix.clear()
         # Every context was read by the old weights: each sequence re-reads its own before its next token.
-        for job in self._reading:
-            job.cache = None
-        self._reading.extend(self._decoding)
-        self._decoding.clear()
-        self._batch = BatchCache()
-        log.info("weights swapped in: version %s", version)
+        self._reread(lambda job: True)
+        log.info("weights swapped in: version %s", self.version)
+        future.set_result(self.version)
+
+    def _apply_adapter(self, adapter: LoraAdapter, future: concurrent.futures.Future[str]) -> None:
+        try:
+            self.adapters.check(adapter.layers)
+        except ValueError as exc:
+            future.set_exception(exc)
+            return
+        version = self._numbers.bump()
+        self.adapters.install(LoraAdapter(adapter.scenario, version, adapter.scale, adapter.layers))
+        # Only this scenario's contexts were read by its old adapter; the other sequences decode on.
+        self._reread(lambda job: job.scenario == adapter.scenario)
+        log.info("adapter of %s swapped in: version %s", adapter.scenario, version)
         future.set_result(version)
+
+    def _reread(self, chosen: Callable[[Job], bool]) -> None:
+        """The chosen sequences re-read their context before their next token (their cache is of old weights)."""
+        for job in self._reading:
+            if chosen(job):
+                job.cache = None
+        rows = [row for row, job in enumerate(self._decoding) if chosen(job)]
+        self._reading.extend(self._decoding[row] for row in rows)
+        self._leave(rows)
 
     def _drop_cancelled(self) -> None:
         for job in [job for job in self._reading if job.cancelled]:
@@ -174,36 +215,42 @@ class GenerationWorker:
 
         model = self._loaded.model
         if job.cache is None:
+            job.adapter = self.adapters.get(job.scenario) if job.scenario is not None else None
             context = job.prompt_ids + job.output_ids
-            cache, reused = (None, 0) if job.output_ids else self._prefix.start(context)
+            cache, reused = (None, 0) if job.output_ids else self._prefix.start(context, self._served_by(job))
             job.cache = cache if cache is not None else DynamicCache(config=model.config)
             job.pending = context[reused:]
-        if len(job.pending) > PREFILL_CHUNK:
-            chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
-            model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
-            return None
-        out = model(input_ids=torch.tensor([job.pending]), cache=job.cache, use_cache=True, logits_to_keep=1)
+        with self.adapters.serving([job.adapter]):
+            if len(job.pending) > PREFILL_CHUNK:
+                chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
+                model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
+                return None
+            out = model(input_ids=torch.tensor([job.pending]), cache=job.cache, use_cache=True, logits_to_keep=1)
         token, logprob = pick_token(out.logits[0, -1], job.params, job.generator)
         if not job.output_ids:
-            self._prefix.keep(job.prompt_ids, job.cache)  # the cache holds exactly the prompt now
-        job.record(token, logprob, str(self.version))
+            self._prefix.keep(job.prompt_ids, job.cache, self._served_by(job))  # it holds exactly the prompt now
+        job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
         return token
+
+    def _served_by(self, job: Job) -> str:
+        """The version of the weights reading the job's context: its adapter's, or the base's."""
+        return job.adapter.version if job.adapter is not None else self.version
 
     def _decode_step(self) -> None:
         """One token for every decoding sequence, in one forward pass."""
         began = time.perf_counter()
-        version = str(self.version)
         try:
             positions, mask = self._batch.step_inputs()
             inputs = torch.tensor([[job.output_ids[-1]] for job in self._decoding])
-            out = self._loaded.model(
-                input_ids=inputs,
-                position_ids=positions,
-                attention_mask=mask,
-                cache=self._batch,
-                use_cache=True,
-                logits_to_keep=1,
-            )
+            with self.adapters.serving([job.adapter for job in self._decoding]):
+                out = self._loaded.model(
+                    input_ids=inputs,
+                    position_ids=positions,
+                    attention_mask=mask,
+                    cache=self._batch,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
             self._batch.advance()
         except Exception as exc:
             log.exception("generation failed")
@@ -214,7 +261,7 @@ class GenerationWorker:
         ended = []
         for row, job in enumerate(self._decoding):
             token, logprob = pick_token(out.logits[row, -1], job.params, job.generator)
-            job.record(token, logprob, version)
+            job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
             if not self._take(job, token):
                 ended.append(row)
         self._steps.append((time.perf_counter() - began, len(self._decoding)))

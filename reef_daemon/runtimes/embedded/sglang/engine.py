@@ -18,6 +18,11 @@ A weight swap writes a new checkpoint folder (`weights.py`) and then, one swap a
 next version (the incarnation's next number in the ledger), continue generation. If the server refuses,
 generation continues on the old weights, the old version stays, and the swap raises RuntimeError with the server's
 message.
+
+With `training.adapter = lora` (and the torch trainer), the server runs with `--enable-lora` and each scenario's
+adapter is a PEFT folder loaded by name (`load_lora_adapter`); a request names its scenario's adapter in
+`lora_path`, and its tokens carry the adapter's version. A new version is loaded under a new name, and the old one
+is unloaded once the requests it serves have ended; a swap pauses nothing.
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ import asyncio
 import logging
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import aiohttp
 
+from reef_daemon.runtimes.embedded.adapters import write_peft_folder
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.sglang import launch, protocol
@@ -48,6 +56,26 @@ from reef_daemon.settings import Settings, SettingsError
 log = logging.getLogger("reef.embedded")
 
 VERSIONS_FOLDER = "sglang-weights"
+ADAPTERS_FOLDER = "sglang-adapters"
+
+
+@dataclass(frozen=True)
+class _Adapter:
+    """A LoRA adapter loaded into the server: its name there, its version, and its folder."""
+
+    name: str
+    version: str
+    folder: Path
+
+
+def lora_launch(settings: Settings) -> launch.LoraLaunch | None:
+    """SGLang's LoRA serving when a weight recipe trains adapters with the torch trainer; None otherwise."""
+    if settings.value("training.adapter") != "lora" or settings.value("training.trainer") == "slime":
+        return None
+    if str(settings.value("recipe")) not in ("sao", "grpo"):
+        return None
+    targets = settings.value("training.lora-target-modules")
+    return launch.LoraLaunch(int(settings.value("training.lora-rank")), tuple(str(t) for t in targets))
 
 
 class SglangEngine(Engine):
@@ -80,6 +108,10 @@ class SglangEngine(Engine):
         self._label = protocol.DEFAULT_VERSION
         self._sync = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._lora = None if self._by_slime else lora_launch(settings)
+        self._adapters: dict[str, _Adapter] = {}  # by scenario: the adapter serving it
+        self._in_flight: Counter[str] = Counter()  # requests running, by adapter name
+        self._retired: dict[str, _Adapter] = {}  # replaced adapters, unloaded once their requests end
 
     async def start(self) -> None:
         """Launch or reach the server and read the model; SettingsError (after stopping what it started) when the
@@ -95,7 +127,7 @@ class SglangEngine(Engine):
         if self._launch_folder is not None:
             self._weights = await asyncio.to_thread(_weights_of, self._launch_folder, "")
             embedded, state_dir = self._settings.embedded, self._settings.reef.state_dir
-            self._plan = launch.plan_launch(self._launch_folder, str(self._weights), embedded, state_dir)
+            self._plan = launch.plan_launch(self._launch_folder, str(self._weights), embedded, state_dir, self._lora)
         info = {} if self._by_slime else await self._reach()
         served = info.get("model_path")
         served_dir = Path(str(served)) if served else None
@@ -158,13 +190,56 @@ class SglangEngine(Engine):
     def weights_dir(self) -> Path:
         return self._running_dir()
 
+    @property
+    def serves_adapters(self) -> bool:
+        return self._lora is not None
+
+    def adapter_version(self, scenario: str) -> str:
+        adapter = self._adapters.get(scenario)
+        return adapter.version if adapter is not None else self.version
+
+    async def swap_adapter(self, scenario: str, state: Mapping[str, Any], scale: float) -> str:
+        if self._lora is None:
+            raise RuntimeError("the SGLang server serves no LoRA adapters here (training.adapter = lora starts it so)")
+        async with self._sync:
+            version = await asyncio.to_thread(self._next_version)
+            name = f"{scenario}-{self._weights.sequence}"
+            folder = self._settings.reef.state_dir / ADAPTERS_FOLDER / name
+            await asyncio.to_thread(write_peft_folder, folder, state, scale, str(self._running_dir()))
+            status, answer = await self._call(protocol.LOAD_LORA, {"lora_name": name, "lora_path": str(folder)})
+            if status != 200 or not answer.get("success", False):
+                await asyncio.to_thread(shutil.rmtree, folder, True)
+                message = answer.get("error_message") or answer.get("message") or f"HTTP {status}"
+                raise RuntimeError(f"SGLang did not load the adapter of {scenario} ({message})")
+            old = self._adapters.get(scenario)
+            self._adapters[scenario] = _Adapter(name, version, folder)
+            log.info("adapter of %s loaded into SGLang as %s: version %s", scenario, name, version)
+        if old is not None:
+            self._retired[old.name] = old
+            await self._unload_idle(old.name)
+        return version
+
+    async def _unload_idle(self, name: str) -> None:
+        """Unload a replaced adapter once no request it serves is running."""
+        if self._in_flight[name] or name not in self._retired:
+            return
+        old = self._retired.pop(name)
+        try:
+            await self._post(protocol.UNLOAD_LORA, {"lora_name": name})
+        except RuntimeError as exc:  # it stays loaded on the server; nothing serves with it any more
+            log.warning("could not unload the adapter %s from SGLang: %s", name, exc)
+        await asyncio.to_thread(shutil.rmtree, old.folder, True)
+
     def identity(self) -> dict[str, str]:
         source = str(self._model_path) if self._model_path is not None else self._url
         name = self._model_path.name if self._model_path is not None else "(the server's model)"
         return {"model": name, "source": source, "url": self._url}
 
     def describe(self) -> dict[str, Any]:
-        return {"context_length": self.context_length, "weights": str(self.weights_dir)}
+        described: dict[str, Any] = {"context_length": self.context_length, "weights": str(self.weights_dir)}
+        if self._adapters:
+            described["adapters"] = {"scenarios": sorted(self._adapters), "resident": sorted(self._adapters)}
+        return described
 
     def submit(self, job: Job) -> None:
         task = asyncio.get_running_loop().create_task(self._generate(job))
@@ -204,16 +279,29 @@ class SglangEngine(Engine):
             raise RuntimeError(f"SGLang did not load the new weights ({message}); still serving {old}")
 
     async def _generate(self, job: Job) -> None:
+        adapter = self._adapters.get(job.scenario) if job.scenario is not None else None
+        if adapter is None:
+            await self._generate_with(job, None)
+            return
+        self._in_flight[adapter.name] += 1
+        try:
+            await self._generate_with(job, adapter)
+        finally:
+            self._in_flight[adapter.name] -= 1
+            await self._unload_idle(adapter.name)
+
+    async def _generate_with(self, job: Job, adapter: _Adapter | None) -> None:
         rules = self._rules()
         room = rules.context_length - len(job.prompt_ids)
-        body = protocol.generate_body(job.prompt_ids, job.params, min(job.params.max_tokens, room))
+        name = adapter.name if adapter is not None else None
+        body = protocol.generate_body(job.prompt_ids, job.params, min(job.params.max_tokens, room), name)
         try:
             async with self._client().post(f"{self._url}{protocol.GENERATE}", json=body) as response:
                 if response.status != 200:
                     text = (await response.text())[:500]
                     job.post(Finished("error", error=f"SGLang answered HTTP {response.status}: {text}"))
                     return
-                await self._follow(job, rules, response)
+                await self._follow(job, rules, response, adapter)
         except asyncio.CancelledError:
             if job.finished is None:
                 job.post(Finished("error", error="the sglang engine closed"))
@@ -224,15 +312,21 @@ class SglangEngine(Engine):
             if job.finished is None:
                 job.post(Finished("error", error=f"SGLang: {type(exc).__name__}: {exc}"))
 
-    async def _follow(self, job: Job, rules: StopRules, response: aiohttp.ClientResponse) -> None:
-        """Record the streamed tokens until the job ends (leaving closes the stream, which aborts the request)."""
+    async def _follow(
+        self, job: Job, rules: StopRules, response: aiohttp.ClientResponse, adapter: _Adapter | None
+    ) -> None:
+        """Record the streamed tokens until the job ends (leaving closes the stream, which aborts the request);
+        the tokens of an adapter's request carry the adapter's version."""
         async for event in protocol.events(response.content):
             if job.cancelled:
                 job.post(Finished("cancelled"))
                 return
             for token in protocol.new_tokens(event, len(job.output_ids)):
                 self._observe(token.version)
-                job.record(token.id, token.logprob, self._version_of(token.version))
+                if adapter is None:
+                    job.record(token.id, token.logprob, self._version_of(token.version))
+                else:
+                    job.record(token.id, token.logprob, adapter.version, job.scenario)
                 if not rules.take(job, token.id):
                     return
             reason = protocol.finish_reason(event)

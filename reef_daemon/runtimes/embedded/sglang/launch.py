@@ -43,9 +43,21 @@ def local_url(port: int) -> str:
     return f"http://{HOST}:{port}"
 
 
-def plan_launch(model_path: Path, version: str, embedded: EmbeddedSection, state_dir: Path) -> LaunchPlan:
-    """The command line of the SGLang server reef launches."""
-    argv = (
+@dataclass(frozen=True)
+class LoraLaunch:
+    """SGLang's LoRA serving (`--enable-lora`): the largest rank, the adapted modules, adapters per batch."""
+
+    max_rank: int
+    target_modules: tuple[str, ...]
+    max_per_batch: int = 8
+
+
+def plan_launch(
+    model_path: Path, version: str, embedded: EmbeddedSection, state_dir: Path, lora: LoraLaunch | None = None
+) -> LaunchPlan:
+    """The command line of the SGLang server reef launches (serving LoRA adapters, loaded by name at run time,
+    when `lora` is given)."""
+    argv: tuple[str, ...] = (
         sys.executable, "-m", "sglang.launch_server",
         "--model-path", str(model_path),
         "--host", HOST,
@@ -56,6 +68,13 @@ def plan_launch(model_path: Path, version: str, embedded: EmbeddedSection, state
         "--incremental-streaming-output",
         "--disable-radix-cache",
     )  # fmt: skip
+    if lora is not None:
+        argv += (
+            "--enable-lora",
+            "--max-lora-rank", str(lora.max_rank),
+            "--lora-target-modules", *lora.target_modules,
+            "--max-loras-per-batch", str(lora.max_per_batch),
+        )  # fmt: skip
     return LaunchPlan(argv, local_url(embedded.sglang_port), state_dir / "logs" / "sglang.log")
 
 

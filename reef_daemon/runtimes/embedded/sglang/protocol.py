@@ -21,6 +21,8 @@ PAUSE = "/pause_generation"
 CONTINUE = "/continue_generation"
 UPDATE_FROM_DISK = "/update_weights_from_disk"
 MODEL_INFO = "/model_info"
+LOAD_LORA = "/load_lora_adapter"  # {lora_name, lora_path}: a PEFT folder, served by that name (--enable-lora)
+UNLOAD_LORA = "/unload_lora_adapter"  # {lora_name}
 HEALTH = "/health"
 
 # Running requests are put back in the queue and re-read their context under the new weights (the default,
@@ -38,8 +40,11 @@ class Token:
     version: str  # the server's weight-version label
 
 
-def generate_body(prompt_ids: list[int], params: SamplingParams, max_new_tokens: int) -> dict[str, Any]:
-    """A streaming `/generate` request with output log-probs. Stop sequences are applied by reef (they are cut
+def generate_body(
+    prompt_ids: list[int], params: SamplingParams, max_new_tokens: int, adapter: str | None = None
+) -> dict[str, Any]:
+    """A streaming `/generate` request with output log-probs, served by the loaded LoRA adapter of that name when
+    one is given (`lora_path` takes a name as well as a path). Stop sequences are applied by reef (they are cut
     from the text as with the torch engine); the end-of-turn ids are the server's, from the model."""
     sampling: dict[str, Any] = {
         "max_new_tokens": max_new_tokens,
@@ -49,13 +54,16 @@ def generate_body(prompt_ids: list[int], params: SamplingParams, max_new_tokens:
     }
     if params.seed is not None:
         sampling["sampling_seed"] = params.seed
-    return {
+    body: dict[str, Any] = {
         "input_ids": prompt_ids,
         "sampling_params": sampling,
         "return_logprob": True,
         "logprob_start_len": -1,
         "stream": True,
     }
+    if adapter is not None:
+        body["lora_path"] = adapter
+    return body
 
 
 async def events(lines: AsyncIterable[bytes]) -> AsyncIterator[dict[str, Any]]:

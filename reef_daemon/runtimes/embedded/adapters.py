@@ -1,0 +1,198 @@
+"""LoRA adapters served beside the frozen base model: each scenario's own adapter, applied per row of a step.
+
+An adapter holds, for each linear layer it targets, the low-rank pair A `[r, in]` and B `[out, r]` PEFT trains,
+and the scale alpha / r; a targeted layer's output gains scale * B(A x). The tensors arrive named as PEFT saves them
+(`base_model.model.<module>.lora_A.weight`), so what a trainer saves is what serves.
+
+The generation thread keeps the resident adapters in an `AdapterBank` and, around each forward pass, says which
+adapter each row of the batch uses (`serving`); a forward hook on every targeted layer adds each row's own delta.
+A row's delta is computed on that row alone, so its tokens do not depend on the rows beside it, as for the base
+layers. At most `capacity` adapters stay resident; the least recently used one beyond that is written to a
+safetensors file of its own (`spill_dir`) and read back when a request of its scenario comes (its version is kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+PEFT_PREFIX = "base_model.model."
+_A, _B = ".lora_A.weight", ".lora_B.weight"
+
+
+@dataclass(frozen=True)
+class LoraAdapter:
+    """One scenario's adapter as it serves: per targeted module path, (A, B); the scale; the version it serves as."""
+
+    scenario: str
+    version: str
+    scale: float
+    layers: Mapping[str, tuple[torch.Tensor, torch.Tensor]]
+
+    @property
+    def nbytes(self) -> int:
+        """The memory its tensors take."""
+        return sum(a.numel() * a.element_size() + b.numel() * b.element_size() for a, b in self.layers.values())
+
+
+def lora_layers(state: Mapping[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """PEFT-named adapter tensors as (A, B) per module path of the served model; ValueError for a name that is
+    not a LoRA matrix or a module with only one of its pair."""
+    halves: dict[str, dict[str, torch.Tensor]] = {}
+    for name, tensor in state.items():
+        path = name.removeprefix(PEFT_PREFIX)
+        for suffix, half in ((_A, "A"), (_B, "B")):
+            if path.endswith(suffix):
+                halves.setdefault(path.removesuffix(suffix), {})[half] = tensor.detach().to("cpu", torch.float32)
+                break
+        else:
+            raise ValueError(f"{name} is not a LoRA matrix (…lora_A.weight or …lora_B.weight)")
+    layers = {}
+    for path, pair in halves.items():
+        if set(pair) != {"A", "B"}:
+            raise ValueError(f"the adapter's {path} has lora_{''.join(pair)} without its pair")
+        a, b = pair["A"].contiguous(), pair["B"].contiguous()
+        if a.shape[0] != b.shape[1]:
+            raise ValueError(f"the adapter's {path}: lora_A {tuple(a.shape)} and lora_B {tuple(b.shape)} do not fit")
+        layers[path] = (a, b)
+    return layers
+
+
+def write_peft_folder(folder: Path, state: Mapping[str, torch.Tensor], scale: float, base: str) -> None:
+    """Write an adapter as PEFT saves one (`adapter_config.json`, `adapter_model.safetensors`), for a server that
+    loads adapters from a folder; rank and target modules are read from the tensors, alpha = scale x rank."""
+    layers = lora_layers(state)
+    if not layers:
+        raise ValueError("the adapter has no LoRA matrices")
+    rank = int(next(iter(layers.values()))[0].shape[0])
+    config = {
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base,
+        "r": rank,
+        "lora_alpha": scale * rank,
+        "lora_dropout": 0.0,
+        "bias": "none",
+        "target_modules": sorted({path.rsplit(".", 1)[-1] for path in layers}),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    tensors = {}
+    for path, (a, b) in layers.items():
+        tensors[f"{PEFT_PREFIX}{path}{_A}"], tensors[f"{PEFT_PREFIX}{path}{_B}"] = a, b
+    save_file(tensors, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+
+
+class AdapterBank:
+    """The adapters the generation thread serves, by scenario; used by that thread only."""
+
+    def __init__(self, model: torch.nn.Module, capacity: int, spill_dir: Path) -> None:
+        self._model = model
+        self._modules: dict[str, torch.nn.Module] = dict(model.named_modules())
+        self._capacity = capacity
+        self._spill_dir = spill_dir
+        self._resident: OrderedDict[str, LoraAdapter] = OrderedDict()
+        self._spilled: dict[str, tuple[str, float]] = {}  # scenario -> (version, scale) of an adapter on disk
+        self._hooked: set[str] = set()
+        self._rows: list[LoraAdapter | None] | None = None
+
+    def check(self, layers: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """ValueError when an adapter targets a module the model lacks, or one whose shape it does not fit."""
+        for path, (a, b) in layers.items():
+            module = self._modules.get(path)
+            weight = getattr(module, "weight", None)
+            if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+                raise ValueError(f"the model has no linear layer {path} for the adapter")
+            if (b.shape[0], a.shape[1]) != tuple(weight.shape):
+                raise ValueError(f"the adapter's {path} is {b.shape[0]}x{a.shape[1]}, the layer {tuple(weight.shape)}")
+
+    def install(self, adapter: LoraAdapter) -> None:
+        """Serve `adapter` for its scenario from the next forward pass; the least recently used spills if needed."""
+        self.check(adapter.layers)
+        for path in adapter.layers:
+            if path not in self._hooked:
+                self._modules[path].register_forward_hook(self._hook(path))
+                self._hooked.add(path)
+        self._spilled.pop(adapter.scenario, None)
+        self._resident[adapter.scenario] = adapter
+        self._resident.move_to_end(adapter.scenario)
+        while len(self._resident) > self._capacity:
+            _, evicted = self._resident.popitem(last=False)
+            self._spill(evicted)
+
+    def get(self, scenario: str) -> LoraAdapter | None:
+        """The scenario's adapter (read back from disk if it was spilled), or None: the base serves it."""
+        adapter = self._resident.get(scenario)
+        if adapter is not None:
+            self._resident.move_to_end(scenario)
+            return adapter
+        if scenario in self._spilled:
+            version, scale = self._spilled[scenario]
+            state = load_file(str(self._spill_path(scenario)))
+            self.install(LoraAdapter(scenario, version, scale, lora_layers(state)))
+            return self._resident[scenario]
+        return None
+
+    def version(self, scenario: str) -> str | None:
+        """The version of the scenario's adapter, resident or spilled; None without one."""
+        if scenario in self._resident:
+            return self._resident[scenario].version
+        spilled = self._spilled.get(scenario)
+        return spilled[0] if spilled else None
+
+    @property
+    def resident(self) -> list[str]:
+        """The scenarios whose adapters are in memory, least recently used first."""
+        return list(self._resident)
+
+    @property
+    def scenarios(self) -> list[str]:
+        return sorted({*self._resident, *self._spilled})
+
+    def resident_bytes(self) -> int:
+        return sum(adapter.nbytes for adapter in self._resident.values())
+
+    @contextlib.contextmanager
+    def serving(self, rows: list[LoraAdapter | None]) -> Iterator[None]:
+        """Inside the block, row `i` of a forward pass is served by `rows[i]` (None: the base alone)."""
+        self._rows = rows if any(adapter is not None for adapter in rows) else None
+        try:
+            yield
+        finally:
+            self._rows = None
+
+    def _hook(self, path: str) -> Any:
+        def add_delta(_module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> Any:
+            rows = self._rows
+            if rows is None:
+                return None
+            x = inputs[0]
+            for row, adapter in enumerate(rows):
+                pair = adapter.layers.get(path) if adapter is not None else None
+                if pair is None or adapter is None:
+                    continue
+                a, b = pair
+                delta = (x[row].to(torch.float32) @ a.T) @ b.T
+                output[row] += (delta * adapter.scale).to(output.dtype)
+            return output
+
+        return add_delta
+
+    def _spill(self, adapter: LoraAdapter) -> None:
+        self._spill_dir.mkdir(parents=True, exist_ok=True)
+        tensors = {}
+        for path, (a, b) in adapter.layers.items():
+            tensors[f"{PEFT_PREFIX}{path}{_A}"], tensors[f"{PEFT_PREFIX}{path}{_B}"] = a, b
+        save_file(tensors, str(self._spill_path(adapter.scenario)))
+        self._spilled[adapter.scenario] = (adapter.version, adapter.scale)
+
+    def _spill_path(self, scenario: str) -> Path:
+        return self._spill_dir / f"{scenario}.safetensors"
