@@ -107,8 +107,8 @@ class Exchange:
         )
         self.stored = True
         try:
-            # Shielded: a client that leaves (or a shutdown) must not stop a record from being written.
-            row = await asyncio.shield(self.daemon.store.records.append_inference(draft))
+            # Queued at once: a client that leaves (or a shutdown) cancels only this wait, never the write.
+            row = await self.daemon.store.records.enqueue_inference(draft)
         except StoreError:
             log.error("could not store a record for scenario %s", self.scenario)
             raise
