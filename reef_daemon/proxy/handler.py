@@ -299,7 +299,6 @@ def _client_gone(request: web.Request) -> bool:
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
     """Write the last bytes of a stream; a client that left by now is not an error worth raising."""
     try:
-        await response.write(data)
-        await response.write_eof()
+        await response.write_eof(data)  # the last chunk and the end of the body in one write
     except ConnectionError:
         log.info("client left before the end of its stream")
