@@ -54,6 +54,7 @@ def _rows(result: dict[str, Any], names: list[str]) -> list[Row]:
             3,
             False,
         ),
+        ("stream c=1 proxy CPU per stream (µs)", per(lambda n: stream[n].get("cpu_us_per_request"), proxies), 0, False),
         ("**throughput c=32** (req/s, median window)", per(lambda n: tput[n]["req_per_s"], names), 0, True),
         ("latency under c=32, p50 (ms)", per(lambda n: _window_median(tput[n], "p50"), names), 1, False),
         ("latency under c=32, p99 (ms)", per(lambda n: _window_median(tput[n], "p99"), names), 1, False),

@@ -107,8 +107,8 @@ class Exchange:
         )
         self.stored = True
         try:
-            # Shielded: a client that leaves (or a shutdown) must not stop a record from being written.
-            row = await asyncio.shield(self.daemon.store.records.append_inference(draft))
+            # Queued at once: a client that leaves (or a shutdown) cancels only this wait, never the write.
+            row = await self.daemon.store.records.enqueue_inference(draft)
         except StoreError:
             log.error("could not store a record for scenario %s", self.scenario)
             raise
@@ -217,8 +217,17 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
     return response
 
 
+class _HeadWithFirstBytes(web.StreamResponse):
+    """A stream whose status line and headers go out in the same write as its first relayed bytes."""
+
+    _send_headers_immediately = False  # aiohttp's switch: keep the head until the first body write
+
+
 async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.StreamResponse:
-    response = web.StreamResponse(status=answer.status, headers=client_headers(answer.headers))
+    # When the first bytes came with the head (or right behind it), they go out with it: one write, not two. When
+    # they have not, the head goes out at once, so a client of a slow model sees the answer begin.
+    kind = _HeadWithFirstBytes if answer.body_at_hand() else web.StreamResponse
+    response = kind(status=answer.status, headers=client_headers(answer.headers))
     response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
     relay = SseRelay(exchange.route)
     received: list[bytes] = []
@@ -244,6 +253,8 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
             if forward:
                 exchange.mark_first_byte()
                 await response.write(forward)
+            elif len(received) == 1 and not relay.terminated:
+                await response.write(b"")  # no whole frame yet: the head goes out now, not with the next read
     except UpstreamFailed as exc:
         error = exc
     except ConnectionError:
@@ -263,6 +274,7 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
         await chunks.aclose()
 
     raw = b"".join(received)
+    client_gone = client_gone or _client_gone(exchange.request)  # one that left before any write is gone too
     if relay.terminated and not client_gone:
         try:
             receipt = await exchange.store(
@@ -299,7 +311,6 @@ def _client_gone(request: web.Request) -> bool:
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
     """Write the last bytes of a stream; a client that left by now is not an error worth raising."""
     try:
-        await response.write(data)
-        await response.write_eof()
+        await response.write_eof(data)  # the last chunk and the end of the body in one write
     except ConnectionError:
         log.info("client left before the end of its stream")

@@ -7,12 +7,11 @@ the receipt added as API.md says.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
-from reef_daemon.jsoncodec import loads_lenient
+from reef_daemon.jsoncodec import dumps_text, loads_lenient
 from reef_daemon.records import FRAME_DELIMITER, parse_frame
 
 _CHAT_IDENTITY_KEYS = ("id", "created", "model", "system_fingerprint", "service_tier")
@@ -28,7 +27,7 @@ def _json_object(data: str) -> dict[str, Any] | None:
 
 
 def _dump(value: dict[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return dumps_text(value)
 
 
 @dataclass

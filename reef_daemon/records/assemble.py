@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Answer, AnswerPart, Usage
-from reef_daemon.jsoncodec import loads_lenient
+from reef_daemon.jsoncodec import loads_lenient, may_hold_a_long_integer
 from reef_daemon.records.frames import frame_data, split_frames
 
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -45,12 +47,27 @@ def assemble(route: str, body: bytes, *, stream: bool) -> Answer | None:
 
 def _events(body: bytes) -> list[dict[str, Any]]:
     """The JSON payloads of a stream's frames, in order; `[DONE]`, comments and broken frames left out."""
+    # One look for a long integer over the whole stream rather than one per frame: where there is none (nearly
+    # always), no frame has one, and each is read by orjson at once.
+    exact = may_hold_a_long_integer(body)
     events = []
     for frame in split_frames(body):
-        payload = json_object(frame_data(frame))
+        data = frame_data(frame)
+        if data == b"[DONE]":
+            continue
+        payload = json_object(data) if exact else _fast_object(data)
         if payload:
             events.append(payload)
     return events
+
+
+def _fast_object(raw: bytes) -> dict[str, Any]:
+    """`json_object` for a frame known to hold no integer orjson could misread."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json_object(raw)  # what orjson refuses (NaN, …), the standard library may still read
+    return value if isinstance(value, dict) else {}
 
 
 def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -60,17 +77,28 @@ def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     calls: dict[int, dict[str, Any]] = {}
     finish_reason = None
     for event in events:
-        answer.update({key: event[key] for key in ("model", "usage") if event.get(key)})
-        for choice in map(_dict, _list(event.get("choices"))):
-            if choice.get("index", 0) != 0:
+        if event.get("model"):
+            answer["model"] = event["model"]
+        if event.get("usage"):
+            answer["usage"] = event["usage"]
+        choices = event.get("choices")
+        if not isinstance(choices, list):
+            continue
+        for choice in choices:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             finish_reason = choice.get("finish_reason") or finish_reason
-            delta = _dict(choice.get("delta"))
-            if isinstance(delta.get("content"), str):
-                content.append(delta["content"])
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            text = delta.get("content")
+            if isinstance(text, str):
+                content.append(text)
             thought = delta.get("reasoning_content", delta.get("reasoning"))
             if isinstance(thought, str):
                 reasoning.append(thought)
+            if "tool_calls" not in delta:
+                continue
             for call in map(_dict, _list(delta.get("tool_calls"))):
                 slot = calls.setdefault(_index(call), {"id": None, "function": {"name": "", "arguments": ""}})
                 slot["id"] = call.get("id") or slot["id"]

@@ -33,4 +33,6 @@ def frame_data(frame: bytes) -> bytes:
 
 def split_frames(text: bytes) -> list[bytes]:
     """Every complete frame of an SSE body, without delimiters (used when assembling a stored stream)."""
-    return [frame for frame in FRAME_DELIMITER.split(text) if frame.strip()]
+    # Without a carriage return the only delimiter is a blank line, which bytes.split finds without the regex.
+    frames = FRAME_DELIMITER.split(text) if b"\r" in text else text.split(b"\n\n")
+    return [frame for frame in frames if frame.strip()]

@@ -33,6 +33,10 @@ class RuntimeResponse(ABC):
     async def read(self) -> bytes:
         """The whole body."""
 
+    def body_at_hand(self) -> bool:
+        """Whether some of the body has arrived already, so that the first read of `chunks()` will not wait."""
+        return False
+
     def token_data(self) -> dict[str, Any] | None:
         """Prompt and output token ids, log-probs and weight versions, when the runtime generated the answer."""
         return None

@@ -35,6 +35,9 @@ class HttpRuntimeResponse(RuntimeResponse):
         except UpstreamError as exc:
             raise _failed(exc, f"the upstream answer broke off: {exc}") from None
 
+    def body_at_hand(self) -> bool:
+        return self._response.body_at_hand()
+
     async def close(self) -> None:
         self._response.release()
 

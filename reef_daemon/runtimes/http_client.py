@@ -256,6 +256,10 @@ class UpstreamResponse:
             self._connection.resume_reading()
         return data
 
+    def body_at_hand(self) -> bool:
+        """Whether body bytes were received and not read yet (the next read returns them without waiting)."""
+        return bool(self._pieces)
+
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it arrives (decoded when it came compressed)."""
         while (data := await self._next_raw()) is not None:

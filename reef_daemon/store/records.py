@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 
@@ -52,7 +53,12 @@ class RecordStore:
 
     async def append_inference(self, draft: InferenceDraft) -> RecordRow:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
-        return await self._writer.submit(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
+        return await self.enqueue_inference(draft)
+
+    def enqueue_inference(self, draft: InferenceDraft) -> asyncio.Future[RecordRow]:
+        """Queue an exchange for the next commit; the future gives its row once committed. The record is written
+        whether or not the future is awaited or cancelled (a client that leaves cannot stop it)."""
+        return self._writer.enqueue(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
 
     def insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
         """Store an exchange inside a write already under way (an import batch writes many in one)."""

@@ -89,7 +89,8 @@ class GroupCommitWriter:
     def __init__(self, engine: Engine, on_events: Callable[[list[Event]], None]) -> None:
         self._engine = engine
         self._on_events = on_events
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
+        self._waiting: list[_Job[Any]] = []  # queued on the loop in this turn, not yet handed to the thread
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: Connection | None = None
@@ -117,16 +118,31 @@ class GroupCommitWriter:
         `fallible=False` marks an operation that only a broken database can fail (an inference record): it skips
         the savepoint that lets a refused operation fail without sinking its neighbours.
         """
+        return await self.enqueue(operation, fallible=fallible)
+
+    def enqueue(self, operation: Operation[T], *, fallible: bool = True) -> asyncio.Future[T]:
+        """`submit` without the coroutine: the operation is queued now and runs even if nobody awaits the future
+        (cancelling the future stops only the waiting, never the write). Call it on the event loop."""
         if self._loop is None or self._thread is None:
             raise RuntimeError("the store writer is not running")
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put(_Job(operation, future, fallible))
-        return await future
+        self._waiting.append(_Job(operation, future, fallible))
+        if len(self._waiting) == 1:
+            # The operations queued in one turn of the loop wake the writer once, together, when the turn ends
+            # (it could not take the interpreter from the loop sooner): one hand-off per turn, not per operation.
+            self._loop.call_soon(self._hand_over)
+        return future
+
+    def _hand_over(self) -> None:
+        if self._waiting:
+            jobs, self._waiting = self._waiting, []
+            self._queue.put(jobs)
 
     def stop(self) -> None:
         """Finish every queued operation, then close the connection."""
         if self._thread is None:
             return
+        self._hand_over()
         self._queue.put(_STOP)
         self._thread.join()
         self._thread = None
@@ -143,7 +159,7 @@ class GroupCommitWriter:
                 if item is _STOP:
                     stopping = True
                 else:
-                    jobs.append(item)
+                    jobs.extend(item)
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:

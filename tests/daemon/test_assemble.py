@@ -207,3 +207,23 @@ def test_odd_shapes_still_give_an_answer(route: str, body: bytes) -> None:
     """A provider's malformed answer must not stop its exchange from being recorded."""
     assembled = assemble(route, body, stream=True)
     assert assembled is not None and assembled["usage"] == NOT_REPORTED
+
+
+def test_a_stream_with_an_integer_beyond_64_bits_keeps_it_exact() -> None:
+    big = 2**64 + 1
+    body = sse(chunk({"content": "a"}), chunk({"content": "b"}, "stop", usage={"prompt_tokens": big}), done=True)
+    assembled = assemble(CHAT, body, stream=True)
+    assert assembled is not None and assembled["usage"]["input_tokens"] == big
+
+
+def test_a_stream_framed_with_carriage_returns_reads_as_one_framed_with_newlines() -> None:
+    plain = sse(chunk({"content": "Hel"}), chunk({"content": "lo"}, "stop"), done=True)
+    assert assemble(CHAT, plain.replace(b"\n", b"\r\n"), stream=True) == assemble(CHAT, plain, stream=True)
+    assert assemble(CHAT, plain.replace(b"\n", b"\r"), stream=True) == assemble(CHAT, plain, stream=True)
+
+
+def test_a_stream_frame_only_the_standard_library_reads_still_counts() -> None:
+    """orjson refuses NaN; the frame is read as the standard library reads it, as before."""
+    body = b'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "x"}}], "score": NaN}\n\n'
+    assembled = assemble(CHAT, body, stream=True)
+    assert assembled is not None and assembled["parts"] == [{"type": "text", "text": "x"}]

@@ -223,3 +223,20 @@ async def test_a_commit_waits_for_the_disk_only_with_store_flush(
         writer.stop()
     expected = {("sqlite", False): "normal", ("sqlite", True): "full", ("postgresql", False): "off"}
     assert wait == expected.get((engine.name, flush), "on")
+
+
+async def test_operations_queued_in_one_turn_of_the_loop_commit_together(writing: Writing) -> None:
+    batches = writing.writer.batches
+    futures = [writing.writer.enqueue(insert(name)) for name in ("a", "b", "c")]  # no await between them
+    assert await asyncio.gather(*futures) == [1, 2, 3]
+    assert writing.writer.batches == batches + 1
+    assert writing.stored() == [(1, "a"), (2, "b"), (3, "c")]
+
+
+async def test_a_write_whose_waiter_was_cancelled_still_commits(writing: Writing) -> None:
+    """A client that leaves cancels its wait for the receipt; the record it queued is written all the same."""
+    left = writing.writer.enqueue(insert("left"))
+    left.cancel()
+    assert await writing.writer.submit(insert("next")) == 2
+    assert writing.stored() == [(1, "left"), (2, "next")]
+    assert writing.announced_ids() == ["left", "next"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from dataclasses import dataclass, field
 
 import anthropic
 import openai
 import pytest
+from aiohttp import web
 
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.reef_testing import CHAT, Reef, StartReef
@@ -113,3 +116,31 @@ async def test_client_disconnect_mid_stream_is_recorded(start_reef: StartReef) -
     record = await reef.record(str(rows[0]["id"]))
     assert record["complete"] is False and record["error"] == "client disconnected"
     await still_serving(reef)
+
+
+@dataclass
+class HeadFirst(FakeUpstream):
+    """An upstream that sends a stream's head, then nothing until told (a model slow to its first token)."""
+
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def _stream(
+        self, request: web.Request, frames: list[str], fault: str | None, delay_ms: float, terminal: int
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await self.go.wait()
+        for frame in frames:
+            await response.write(frame.encode())
+        await response.write_eof()
+        return response
+
+
+async def test_a_stream_begins_for_its_client_before_a_slow_upstream_sends_a_frame(start_reef: StartReef) -> None:
+    upstream = HeadFirst()
+    reef = await start_reef(upstream)
+    response = await asyncio.wait_for(reef.post("/v1/chat/completions", {**CHAT, "stream": True}), 30)
+    assert response.status == 200 and response.content_type == "text/event-stream"  # no frame has come yet
+    upstream.go.set()
+    body = await response.read()
+    assert b"data: [DONE]" in body and b"agent_record_id" in body
