@@ -204,9 +204,10 @@ async def test_ineligible_reports_are_kept_with_their_reason(start_weight_reef: 
 async def test_a_rollout_one_swap_old_is_trained_on_whatever_numbers_other_daemons_took(
     start_weight_reef: StartWeightReef,
 ) -> None:
-    """Staleness counts this daemon's swaps: its first swap claims a sequence number past every one other daemons
-    with the same weights used (a shared ledger), which must not age the rollouts the loaded weights made."""
-    reef = await start_weight_reef(training__max_staleness="1")
+    """With full weights, staleness counts this daemon's swaps: its first swap claims a sequence number past every
+    one other daemons with the same weights used (a shared ledger), which must not age the rollouts the loaded
+    weights made. (A LoRA adapter's rollouts age in its scenario's own versions.)"""
+    reef = await start_weight_reef(training__max_staleness="1", training__adapter="full")
     first, record = await reef.ask(QUESTION, temperature=1.0, seed=1)
     second, _ = await reef.ask(QUESTION, temperature=1.0, seed=2)
     incarnation, _, sequence = record["tokens"]["versions"][0].rpartition(":")
