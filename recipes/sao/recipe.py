@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.policy import LoraBase, LoraPolicy, peft_files
-from recipes.sao.rollout import Rollout, judge_report, lineage_lag, parse_version
+from recipes.sao.rollout import Rollout, ServedVersions, judge_report, lineage_lag, stale
 from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
@@ -83,6 +83,7 @@ class SaoRecipe(Recipe):
         self._claimed: set[str] = set()  # rollouts waiting in a batch
         self._rollouts: dict[str, Rollout] = {}  # by report id
         self._slime: SlimeRun | None = None
+        self._served: ServedVersions | None = None  # full weights, from start: the versions swapped in, for age
         if self.training.trainer == "slime":
             check_ready(settings)  # refused here, before anything starts, with what to install
         self._started = time.time()  # rollouts made before this run by trained weights are not trained on
@@ -110,6 +111,8 @@ class SaoRecipe(Recipe):
                 f"the {self.name} recipe trains the embedded model; start reef without --inference.upstream-url"
             )
         self._runtime = runtime
+        if not self._lora:
+            self._served = ServedVersions(runtime.weight_version)
         if self.training.trainer == "slime":
             plan = plan_run(self.settings, REEF_ROOT, node_address())
             self._slime = SlimeRun(plan, self.settings.reef.state_dir / "logs")
@@ -242,6 +245,8 @@ class SaoRecipe(Recipe):
             line.lineage.append(version)
         else:
             version = await self._serving().swap_weights(weights)
+            if self._served is not None:
+                self._served.swapped_in(version)
         line.last_swap_s = time.perf_counter() - began
         return version
 
@@ -259,6 +264,7 @@ class SaoRecipe(Recipe):
             self._claimed,
             run_started=self._started,
             lineage=self._lineage(scenario.name),
+            served=self._served,
         )
         if rollout is not None:
             self._claimed.add(rollout.record_id)
@@ -316,13 +322,9 @@ class SaoRecipe(Recipe):
             if any(lag is None or lag > self.training.max_staleness for lag in lags):
                 return "a rollout became older than training.max-staleness while it waited for its batch"
             return None
-        now = parse_version(self._version(scenario))
-        for rollout in rollouts:
-            produced = [parse_version(v) for v in rollout.versions]
-            if now is None or any(
-                p is None or p[0] != now[0] or now[1] - p[1] > self.training.max_staleness for p in produced
-            ):
-                return "a rollout became older than training.max-staleness while it waited for its batch"
+        now = self._version(scenario)
+        if any(stale(rollout.versions, now, self.training.max_staleness, self._served) for rollout in rollouts):
+            return "a rollout became older than training.max-staleness while it waited for its batch"
         return None
 
     async def _checkpoint(self, line: _Line, metrics: dict[str, Any]) -> str:

@@ -211,7 +211,7 @@ def _run(
             if before is None:
                 before = evaluate(connect, items, asked("before"))
             progress.update(bar, info="training")
-            rows = run_arm(client, arm, planned, on_step)
+            rows = run_arm(connect, arm, planned, on_step)
             after = evaluate(connect, items, asked("after"))
     except (ReefClientError, StartFailed) as exc:
         fail(f"the {arm.label} arm failed: {exc}")

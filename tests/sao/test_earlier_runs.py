@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from recipes.sao.rollout import judge_report
+from recipes.sao.rollout import ServedVersions, judge_report
 from reef_daemon.contract import StoredRecord
 from reef_daemon.recipe_api import Eligible, Ineligible, ReferencedRecord, Unit
 
@@ -45,3 +45,17 @@ def test_other_loaded_weights_are_another_incarnation() -> None:
     verdict, rollout = judge_report(report(["ffff:0"] * 2, STARTED + 60), f"{LOADED}:0", 4, set(),
                                     run_started=STARTED)  # fmt: skip
     assert rollout is None and isinstance(verdict, Ineligible) and "another incarnation" in verdict.reason
+
+
+def test_a_rollout_is_as_old_as_the_swaps_this_daemon_made_since() -> None:
+    """The ledger's numbers jump past other daemons' swaps of the same weights; this daemon's own swaps count."""
+    served = ServedVersions(f"{LOADED}:0")
+    served.swapped_in(f"{LOADED}:57")  # the first swap, after 56 numbers other daemons used
+    verdict, rollout = judge_report(report([f"{LOADED}:0"] * 2, STARTED + 60), f"{LOADED}:57", 1, set(),
+                                    run_started=STARTED, served=served)  # fmt: skip
+    assert isinstance(verdict, Eligible) and rollout is not None
+    served.swapped_in(f"{LOADED}:63")
+    verdict, rollout = judge_report(report([f"{LOADED}:0"] * 2, STARTED + 60), f"{LOADED}:63", 1, set(),
+                                    run_started=STARTED, served=served)  # fmt: skip
+    assert rollout is None and isinstance(verdict, Ineligible)
+    assert verdict.reason == "the rollout is older than training.max-staleness (1) allows"

@@ -17,6 +17,7 @@ from reef_cli.app import app
 from reef_cli.render.status import status_view
 from reef_daemon.contract import StoredRecord
 from reef_daemon.recipe_api import ReferencedRecord, Unit
+from reef_daemon.runtimes.embedded.versions import sequence_ledger
 from tests.support.app_servers import url_of
 from tests.support.waiting import eventually
 from tests.support.weight_testing import StartWeightReef, WeightReef
@@ -198,6 +199,28 @@ async def test_ineligible_reports_are_kept_with_their_reason(start_weight_reef: 
     assert state["steps"] == 1
     shown = await reef.client.get(f"/reef/records/{feedback_only}")
     assert shown.json()["ineligible"] == "the report has no score"
+
+
+async def test_a_rollout_one_swap_old_is_trained_on_whatever_numbers_other_daemons_took(
+    start_weight_reef: StartWeightReef,
+) -> None:
+    """With full weights, staleness counts this daemon's swaps: its first swap claims a sequence number past every
+    one other daemons with the same weights used (a shared ledger), which must not age the rollouts the loaded
+    weights made. (A LoRA adapter's rollouts age in its scenario's own versions.)"""
+    reef = await start_weight_reef(training__max_staleness="1", training__adapter="full")
+    first, record = await reef.ask(QUESTION, temperature=1.0, seed=1)
+    second, _ = await reef.ask(QUESTION, temperature=1.0, seed=2)
+    incarnation, _, sequence = record["tokens"]["versions"][0].rpartition(":")
+    assert sequence == "0"
+    ledger = sequence_ledger(incarnation)
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    ledger.write_text("500\n")  # other daemons' swaps of the same weights
+    await reef.report({"score": 1, "references": [first]})
+    swapped = (await steps_reach(reef, 1))["last_step"]["metrics"]["weight_version"]
+    assert int(swapped.rpartition(":")[2]) > 500
+    await reef.report({"score": 0, "references": [second]})  # one swap behind, within max-staleness 1
+    state = await steps_reach(reef, 2)
+    assert state["ineligible"] == {} and state["last_step"]["metrics"]["policy_updated"] is True
 
 
 async def test_restart_resumes_from_the_checkpoint_and_rollback_restores_one(
