@@ -56,10 +56,12 @@ EVALUATION_SAMPLES = 8  # of each held-out question, the same seeds before and a
 PROMPTS = 8  # distinct training questions per run
 GROUP = 4  # GRPO's group: rollouts of one question per step; every arm gets PROMPTS x GROUP rollouts
 MAX_TOKENS = 12  # "The capital of France is Paris." fits; a digression is cut here
-# How the demo's daemons are configured (`reef serve --training.<key> <value>`): a policy learning rate high enough
-# to move a 135M model within a few dozen single-rollout steps; no checkpoints in the way. The critic keeps its
-# defaults (zero-initialised, lr 1e-4, two updates a step, two warm-up steps).
+# How the demo's daemons are configured (`reef serve --training.<key> <value>`): full weights (what its figures in
+# README were measured with; a LoRA adapter is the serving default), a policy learning rate high enough to move a
+# 135M model within a few dozen single-rollout steps; no checkpoints in the way. The critic keeps its defaults
+# (zero-initialised, lr 1e-4, two updates a step, two warm-up steps).
 SETTINGS = {
+    "training.adapter": "full",
     "training.learning-rate": "1e-4",
     "training.checkpoint-every": "1000",
 }
