@@ -52,9 +52,11 @@ PROMOTE_ROUTE: Final = "/reef/scenarios/{scenario}/promote"
 ROLLBACK_ROUTE: Final = "/reef/scenarios/{scenario}/rollback"
 TASKS_ROUTE: Final = "/reef/scenarios/{scenario}/tasks"
 TASK_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}"
+
 # Make a replay a protected task; hide a replay for good.
 TASK_PROMOTE_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}/promote"
 TASK_DISMISS_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}/dismiss"
+
 # Live evidence: per-version scores of real sessions, and canaries.
 VERSION_SCORES_ROUTE: Final = "/reef/scenarios/{scenario}/versions/scores"
 CANARY_ROUTE: Final = "/reef/scenarios/{scenario}/canary"

@@ -33,11 +33,15 @@ has a token, every route but `/healthz` wants `Authorization: Bearer TOKEN`. Err
 
 
 class Constant(NamedTuple):
-    """A module-level constant of the contract: its name, its value and the comment that explains it."""
+    """A module-level constant of the contract: its name, its value, the comment that explains it (`own` when it
+    is written beside this constant, not shared from the one above), and the comment of the block of lines it stands
+    in (the first constant's after a blank line)."""
 
     name: str
     value: object
     comment: str
+    own: bool
+    block: str
 
 
 def constants(module: ModuleType) -> Iterator[Constant]:
@@ -45,7 +49,7 @@ def constants(module: ModuleType) -> Iterator[Constant]:
     comment on its line); one right below another without a comment of its own shares the other's."""
     source = inspect.getsource(module)
     lines = source.splitlines()
-    previous = ""
+    previous = block = ""
     for node in ast.parse(source).body:
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
             continue
@@ -61,10 +65,14 @@ def constants(module: ModuleType) -> Iterator[Constant]:
         trailing = line.split("  # ", 1)[1].strip() if "  # " in line else ""
         trailing = "" if trailing.startswith("noqa") else trailing
         comment = " ".join(above) or trailing
-        if not comment and row >= 0 and lines[row].strip():
+        own = bool(comment)
+        in_block = row >= 0 and bool(lines[row].strip())
+        if not comment and in_block:
             comment = previous
+        if not in_block:
+            block = comment
         previous = comment
-        yield Constant(name, getattr(module, name), comment)
+        yield Constant(name, getattr(module, name), comment, own, block)
 
 
 def served_routes() -> dict[str, list[tuple[str, str]]]:
@@ -86,7 +94,8 @@ def served_routes() -> dict[str, list[tuple[str, str]]]:
 
 
 def _routes_section() -> list[str]:
-    """The routes in the contract's order, a table per group the contract's comments name."""
+    """The routes in the contract's order, a table per block of the contract, named by the block's comment. A route's
+    notes are its handler's docstring, or else the comment a route inside a block has of its own."""
     served = served_routes()
     out = ["## Routes"]
     header = ["| method | path | notes |", "| --- | --- | --- |"]
@@ -94,11 +103,12 @@ def _routes_section() -> list[str]:
     for constant in constants(_routes):
         if not (isinstance(constant.value, str) and constant.name.endswith("_ROUTE")):
             continue
-        if constant.comment != group:
-            group = constant.comment
+        if constant.block != group:
+            group = constant.block
             out += ["", group, "", *header] if group else ["", *header]
+        own = constant.comment if constant.own and constant.comment != group else ""
         for method, doc in sorted(served.get(constant.value, [])):
-            out.append(f"| {method} | `{constant.value}` | {_cell(' '.join(doc.split()))} |")
+            out.append(f"| {method} | `{constant.value}` | {_cell(' '.join((doc or own).split()))} |")
     return [*out, ""]
 
 
@@ -117,7 +127,7 @@ def _is_typeddict(value: object) -> bool:
 def _shape(cls: type) -> list[str]:
     """A TypedDict as a heading, its docstring, and its fields with their types as the contract spells them."""
     out = [f"### {cls.__name__}", ""]
-    doc = inspect.getdoc(cls)
+    doc = inspect.cleandoc(cls.__doc__) if "__doc__" in vars(cls) and cls.__doc__ else ""  # not dict's own
     if doc:
         out += [" ".join(paragraph.split()) + "\n" for paragraph in doc.split("\n\n")]
     node = ast.parse(inspect.getsource(cls)).body[0]
