@@ -106,10 +106,11 @@ def versions(
 
 def _save(scenario: str, version: str, folder: Path, url: str | None, token: str | None) -> None:
     with daemon_client(url, token, scenario) as client:
-        target = resolve_version(client.releases(scenario), version)
-        if target["release_id"] is None:
-            fail(f"{target['version']} published no release; choose a version that did")
-        files = client.release_files(scenario, target["release_id"])
+        target, release_id = _published(client, scenario, version)
+        files = client.release_files(scenario, release_id)
+    # The names come from the daemon: each must be a file of the folder, never a path out of it.
+    if unsafe := sorted(name for name in files if Path(name).name != name or name in ("", ".", "..")):
+        fail(f"the daemon named release files that are not plain file names ({', '.join(unsafe)}); nothing saved")
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         (folder / name).write_bytes(content)
@@ -167,10 +168,8 @@ def promote(
         _change(scenario, version, "promote", url, token)
         return
     with daemon_client(url, token, scenario) as client:
-        target = resolve_version(client.releases(scenario), version)
-        if target["release_id"] is None:
-            fail(f"{target['version']} published no release; choose a version that did")
-        state = client.start_canary(scenario, target["release_id"], canary)
+        _target, release_id = _published(client, scenario, version)
+        state = client.start_canary(scenario, release_id, canary)
     console().print(
         f"canary: {state['version']} serves {state['share']:g}% of new sessions beside the served version; "
         f"`reef promote {state['version']}` serves it to all, `reef rollback` ends it"
@@ -194,13 +193,19 @@ def rollback(
 
 def _change(scenario: str, version: str, operation: str, url: str | None, token: str | None) -> None:
     with daemon_client(url, token, scenario) as client:
-        target = resolve_version(client.releases(scenario), version)
-        if target["release_id"] is None:
-            fail(f"{target['version']} published no release; choose a version that did")
-        step = client.change_release(scenario, operation, target["release_id"])
+        target, release_id = _published(client, scenario, version)
+        step = client.change_release(scenario, operation, release_id)
     verb = "promoted" if operation == "promote" else "rolled back to"
     release = (step["release_id"] or "")[:8]
     console().print(f"{verb} {target['version']}: now serving {step['version']} (release {release})")
+
+
+def _published(client: ReefClient, scenario: str, version: str) -> tuple[ReleaseRow, str]:
+    """The row `version` names and its release id; exits with a message when it published no release."""
+    target = resolve_version(client.releases(scenario), version)
+    if target["release_id"] is None:
+        fail(f"{target['version']} published no release; choose a version that did")
+    return target, target["release_id"]
 
 
 def resolve_version(rows: Sequence[ReleaseRow], wanted: str) -> ReleaseRow:
