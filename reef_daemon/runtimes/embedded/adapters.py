@@ -85,10 +85,15 @@ def write_peft_folder(folder: Path, state: Mapping[str, torch.Tensor], scale: fl
     }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "adapter_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    save_file(peft_tensors(layers), str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+
+
+def peft_tensors(layers: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """(A, B) per module path as the tensors PEFT saves, the inverse of `lora_layers`."""
     tensors = {}
     for path, (a, b) in layers.items():
         tensors[f"{PEFT_PREFIX}{path}{_A}"], tensors[f"{PEFT_PREFIX}{path}{_B}"] = a, b
-    save_file(tensors, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+    return tensors
 
 
 class AdapterBank:
@@ -110,9 +115,15 @@ class AdapterBank:
             module = self._modules.get(path)
             weight = getattr(module, "weight", None)
             if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
-                raise ValueError(f"the model has no linear layer {path} for the adapter")
+                raise ValueError(
+                    f"the served model has no linear layer {path} for the adapter; training.lora-target-modules"
+                    " names the layers an adapter may adapt"
+                )
             if (b.shape[0], a.shape[1]) != tuple(weight.shape):
-                raise ValueError(f"the adapter's {path} is {b.shape[0]}x{a.shape[1]}, the layer {tuple(weight.shape)}")
+                raise ValueError(
+                    f"the adapter's {path} is {b.shape[0]}x{a.shape[1]} and the served layer {tuple(weight.shape)}:"
+                    " it was trained on another model"
+                )
 
     def install(self, adapter: LoraAdapter) -> None:
         """Serve `adapter` for its scenario from the next forward pass; the least recently used spills if needed."""
@@ -155,9 +166,11 @@ class AdapterBank:
 
     @property
     def scenarios(self) -> list[str]:
+        """Every scenario with an adapter, resident or spilled, by name."""
         return sorted({*self._resident, *self._spilled})
 
     def resident_bytes(self) -> int:
+        """The memory the resident adapters' tensors take."""
         return sum(adapter.nbytes for adapter in self._resident.values())
 
     @contextlib.contextmanager
@@ -176,8 +189,7 @@ class AdapterBank:
                 return None
             x = inputs[0]
             for row, adapter in enumerate(rows):
-                pair = adapter.layers.get(path) if adapter is not None else None
-                if pair is None or adapter is None:
+                if adapter is None or (pair := adapter.layers.get(path)) is None:
                     continue
                 a, b = pair
                 delta = (x[row].to(torch.float32) @ a.T) @ b.T
@@ -188,10 +200,7 @@ class AdapterBank:
 
     def _spill(self, adapter: LoraAdapter) -> None:
         self._spill_dir.mkdir(parents=True, exist_ok=True)
-        tensors = {}
-        for path, (a, b) in adapter.layers.items():
-            tensors[f"{PEFT_PREFIX}{path}{_A}"], tensors[f"{PEFT_PREFIX}{path}{_B}"] = a, b
-        save_file(tensors, str(self._spill_path(adapter.scenario)))
+        save_file(peft_tensors(adapter.layers), str(self._spill_path(adapter.scenario)))
         self._spilled[adapter.scenario] = (adapter.version, adapter.scale)
 
     def _spill_path(self, scenario: str) -> Path:

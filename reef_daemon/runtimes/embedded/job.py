@@ -7,10 +7,13 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reef_daemon.runtimes.embedded.sampling import SamplingParams, new_generator
 from reef_daemon.runtimes.embedded.text import TextAssembler
+
+if TYPE_CHECKING:
+    from reef_daemon.runtimes.embedded.adapters import LoraAdapter
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class Job:
     cancelled: bool = False
     # Worker-side decoding state: the KV cache, and the ids not yet fed through the model.
     cache: Any = None
-    adapter: Any = None  # the LoraAdapter reading the context, or None for the base
+    adapter: LoraAdapter | None = None  # the adapter reading the context; None: the base
     pending: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
