@@ -12,7 +12,7 @@ import contextlib
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,6 @@ def _load(weights_dir: Path, device: torch.device) -> Any:
 class Policy(ABC):
     """One scenario's trainable part of a model, and the model it runs in."""
 
-    kind: str
     # Held around every forward and backward pass: a shared base serves one adapter at a time.
     lock: threading.Lock
 
@@ -83,8 +82,6 @@ class Policy(ABC):
 
 class FullPolicy(Policy):
     """The top `TRAINABLE_LAYERS` decoder blocks and the final norm of a model copy of its own."""
-
-    kind = "full"
 
     def __init__(self, weights_dir: Path, device: torch.device) -> None:
         self._model = _load(weights_dir, device)
@@ -138,18 +135,8 @@ class LoraBase:
                 )
 
     def config(self) -> Any:
-        from peft import LoraConfig
-
-        training = self._training
-        return LoraConfig(
-            r=training.lora_rank,
-            lora_alpha=training.lora_alpha,
-            lora_dropout=training.lora_dropout,
-            target_modules=list(training.lora_target_modules),
-            bias="none",
-            task_type="CAUSAL_LM",
-            base_model_name_or_path=str(self._weights_dir),
-        )
+        """The peft LoraConfig of every scenario's adapter (the training.lora-* settings)."""
+        return lora_config(lora_manifest(self._training), str(self._weights_dir))
 
     @property
     def scale(self) -> float:
@@ -180,15 +167,22 @@ class LoraBase:
         return self._model
 
 
-def peft_files(state: dict[str, torch.Tensor], adapter: dict[str, Any], base: str) -> dict[str, bytes]:
-    """An adapter checkpoint (PEFT-named tensors; any others, like the value head, are left out) as the files
-    `PeftModel.save_pretrained` writes: `adapter_config.json` and `adapter_model.safetensors`."""
-    import tempfile
+def lora_manifest(training: TrainingSection) -> dict[str, Any]:
+    """How a checkpoint's manifest describes the adapters these settings train (its `adapter`)."""
+    return {
+        "kind": "lora",
+        "r": training.lora_rank,
+        "alpha": training.lora_alpha,
+        "dropout": training.lora_dropout,
+        "target_modules": list(training.lora_target_modules),
+    }
 
+
+def lora_config(adapter: Mapping[str, Any], base: str) -> Any:
+    """The peft LoraConfig of an adapter as a manifest describes it (`lora_manifest`), on the model at `base`."""
     from peft import LoraConfig
-    from safetensors.torch import save
 
-    config = LoraConfig(
+    return LoraConfig(
         r=int(adapter["r"]),
         lora_alpha=int(adapter["alpha"]),
         lora_dropout=float(adapter.get("dropout", 0.0)),
@@ -197,8 +191,17 @@ def peft_files(state: dict[str, torch.Tensor], adapter: dict[str, Any], base: st
         task_type="CAUSAL_LM",
         base_model_name_or_path=base,
     )
+
+
+def peft_files(state: dict[str, torch.Tensor], adapter: Mapping[str, Any], base: str) -> dict[str, bytes]:
+    """An adapter checkpoint (PEFT-named tensors; any others, like the value head, are left out) as the files
+    `PeftModel.save_pretrained` writes: `adapter_config.json` and `adapter_model.safetensors`."""
+    import tempfile
+
+    from safetensors.torch import save
+
     with tempfile.TemporaryDirectory() as folder:
-        config.save_pretrained(folder)
+        lora_config(adapter, base).save_pretrained(folder)
         config_bytes = (Path(folder) / "adapter_config.json").read_bytes()
     tensors = {name: t.contiguous() for name, t in state.items() if ".lora_A." in name or ".lora_B." in name}
     return {"adapter_config.json": config_bytes, "adapter_model.safetensors": save(tensors, {"format": "pt"})}
@@ -206,8 +209,6 @@ def peft_files(state: dict[str, torch.Tensor], adapter: dict[str, Any], base: st
 
 class LoraPolicy(Policy):
     """One scenario's adapter in the shared `LoraBase`."""
-
-    kind = "lora"
 
     def __init__(self, base: LoraBase, name: str, trainable: dict[str, torch.nn.Parameter]) -> None:
         self._base = base
@@ -226,10 +227,6 @@ class LoraPolicy(Policy):
     @property
     def scale(self) -> float:
         return self._base.scale
-
-    def config(self) -> Any:
-        """The peft LoraConfig the adapter was made with."""
-        return self._base.config()
 
     def activate(self) -> None:
         self._base.model.set_adapter(self._name)

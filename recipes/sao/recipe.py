@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
-from recipes.sao.policy import LoraBase, LoraPolicy, peft_files
+from recipes.sao.policy import LoraBase, LoraPolicy, lora_manifest, peft_files
 from recipes.sao.rollout import Rollout, ServedVersions, judge_report, lineage_lag, stale
 from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
@@ -188,16 +188,7 @@ class SaoRecipe(Recipe):
         return lineage if lineage and lineage[-1] == current else [*lineage, current]
 
     def _adapter_manifest(self) -> dict[str, Any]:
-        if not self._lora:
-            return {"kind": "full"}
-        training = self.training
-        return {
-            "kind": "lora",
-            "r": training.lora_rank,
-            "alpha": training.lora_alpha,
-            "dropout": training.lora_dropout,
-            "target_modules": list(training.lora_target_modules),
-        }
+        return lora_manifest(self.training) if self._lora else {"kind": "full"}
 
     async def _bind(self, scenario: str) -> _Line:
         """Train this scenario from now on: open its checkpoints and resume from the latest one."""
@@ -350,11 +341,6 @@ class SaoRecipe(Recipe):
     def current_release(self, scenario: str) -> str | None:
         line = self._lines.get(scenario)
         return line.head if line is not None else None
-
-    def checkpoints_of(self, scenario: str) -> CheckpointRepo | None:
-        """The scenario's checkpoint line, once it trains here."""
-        line = self._lines.get(scenario)
-        return line.checkpoints if line is not None else None
 
     async def release_files(self, scenario: Scenario, release_id: str) -> dict[str, bytes]:
         """A LoRA checkpoint as PEFT saves an adapter (`reef versions --save`)."""

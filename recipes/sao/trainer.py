@@ -2,11 +2,10 @@
 top layers of an fp32 copy of the served model), a value head (the critic), and one step of SAO or GRPO.
 
 With `training.adapter = full`, to fit a 2-core machine, only the top decoder blocks and the final norm learn; the
-embeddings (tied to the output head) and lower blocks stay as served. The critic is the scenario's own small head
-whatever the policy. The critic is a linear value head on the policy's last
-hidden states (detached, each token's vector scaled to unit RMS so that the critic's learning rate means the same
-whatever the model's hidden scale), zero-initialised: every value starts at 0. Runs on a worker thread, never on
-the event loop.
+embeddings (tied to the output head) and lower blocks stay as served. Whatever the policy, the critic is the
+scenario's own: a linear value head on the policy's last hidden states (detached, each token's vector scaled to unit
+RMS so that the critic's learning rate means the same whatever the model's hidden scale), zero-initialised: every
+value starts at 0. Runs on a worker thread, never on the event loop.
 
 One step of SAO, in the original's order: the values of the step's samples are read first, and the advantages
 (length-adaptive GAE) come from those values, so a sample's reward never leaks into its own baseline; then the critic
