@@ -89,6 +89,7 @@ class JudgeCounts:
     output_tokens: int = 0
 
     def status(self) -> NextTurnStatus:
+        """The counts as `GET /reef/status` answers them (`next_turn`)."""
         return {
             "turns": self.turns, "judged": self.judged, "no_judgment": self.no_judgment,
             "over_bounds": self.over_bounds, "not_the_user": self.not_the_user,

@@ -224,6 +224,7 @@ class SglangEngine(Engine):
         if self._in_flight[name] or name not in self._retired:
             return
         old = self._retired.pop(name)
+        del self._in_flight[name]  # its name is never served again: a new version loads under a new one
         try:
             await self._post(protocol.UNLOAD_LORA, {"lora_name": name})
         except RuntimeError as exc:  # it stays loaded on the server; nothing serves with it any more
