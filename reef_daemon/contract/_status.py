@@ -58,6 +58,16 @@ class SamplingDefaults(TypedDict):
     max_tokens: int
 
 
+class ServedAdapters(TypedDict):
+    """The LoRA adapters an embedded engine serves beside its base weights: every scenario with one, those held in
+    memory (least recently used first; the others are read back from disk when asked for), and the memory those take
+    (torch engine)."""
+
+    scenarios: list[str]
+    resident: list[str]
+    resident_bytes: NotRequired[int]
+
+
 class RuntimeStatus(TypedDict):
     """The runtime that answers inference: its kind and model; the embedded model adds what it loaded."""
 
@@ -75,6 +85,7 @@ class RuntimeStatus(TypedDict):
     peak_batch: NotRequired[int]
     engine: NotRequired[str]
     decoding: NotRequired[str]
+    adapters: NotRequired[ServedAdapters]  # only while a weight recipe serves LoRA adapters
 
 
 class DaemonState(TypedDict):

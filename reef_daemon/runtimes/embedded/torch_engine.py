@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from reef_daemon.contract import ServedAdapters
 from reef_daemon.runtimes.embedded.adapters import LoraAdapter, lora_layers
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.half_kernel import decoding_method
@@ -107,7 +108,7 @@ class TorchEngine(Engine):
         }
 
     @staticmethod
-    def _adapters(worker: GenerationWorker) -> dict[str, Any] | None:
+    def _adapters(worker: GenerationWorker) -> ServedAdapters | None:
         """The LoRA adapters serving, for `reef status`; None while there are none."""
         bank = worker.adapters
         if not bank.scenarios:

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 
+from reef_daemon.contract import ServedAdapters
 from reef_daemon.runtimes.embedded.adapters import write_peft_folder
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.job import Finished, Job
@@ -238,8 +239,9 @@ class SglangEngine(Engine):
 
     def describe(self) -> dict[str, Any]:
         described: dict[str, Any] = {"context_length": self.context_length, "weights": str(self.weights_dir)}
-        if self._adapters:
-            described["adapters"] = {"scenarios": sorted(self._adapters), "resident": sorted(self._adapters)}
+        if self._adapters:  # every adapter is loaded into the server: all resident
+            served: ServedAdapters = {"scenarios": sorted(self._adapters), "resident": sorted(self._adapters)}
+            described["adapters"] = served
         return described
 
     def submit(self, job: Job) -> None:
