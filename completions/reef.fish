@@ -76,7 +76,7 @@ complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes and live scores learn from: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
@@ -177,7 +177,7 @@ complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes and live scores learn from: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x

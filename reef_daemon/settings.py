@@ -408,8 +408,8 @@ class ReportsSection:
     sources: tuple[str, ...] = setting(
         REPORT_SOURCES,
         SOURCES,
-        help="the reports recipes and live scores learn from: all, or some of person, next-turn, judge, outcome, "
-        "import (a person's report always wins over a derived one for the same record)",
+        help="the reports recipes, live scores, replays and the gate's tasks count: all, or some of person, next-turn, "
+        "judge, outcome, import (a person's report always wins over a derived one for the same record)",
     )
     next_turn: str = setting(
         "off",
