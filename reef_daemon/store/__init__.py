@@ -77,9 +77,10 @@ class Store:
         self.home = f"{socket.gethostname()}:{state_dir.resolve()}"
         self._on_events = on_events
         # One daemon on a file announces what its writer committed. Daemons sharing a database each follow it
-        # instead, so every daemon announces every daemon's commits, in one order, once.
+        # too, so every daemon announces every daemon's commits, in one order, once.
         self._follower = EventFollower(self.engine, self._followed) if self.engine.shared else None
-        self.writer = GroupCommitWriter(self.engine, _ignore if self.engine.shared else on_events)
+        on_commit = self._follower.committed if self._follower is not None else None
+        self.writer = GroupCommitWriter(self.engine, on_events, on_commit=on_commit)
         # Which scenarios' recipe workers run on this daemon (all of them, unless daemons share the store).
         self.leases: Leases = AdvisoryLeases(self.engine) if self.engine.shared else Leases()
         # SQLite's WAL is moved into the file off the writer's thread; PostgreSQL checkpoints by itself.
@@ -131,7 +132,3 @@ class Store:
             self._reader = None
         if self._checkpointer is not None:
             self._checkpointer.stop()
-
-
-def _ignore(_events: list[Event]) -> None:
-    """A shared store's writer announces nothing itself: its daemon's follower does."""

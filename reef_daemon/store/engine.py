@@ -119,6 +119,12 @@ class Engine:
         conn.execute("BEGIN IMMEDIATE")
         return next_sequence
 
+    def preceding(self, conn: Connection) -> int | None:
+        """After a write transaction committed: the highest sequence any daemon had committed before it, all of
+        which a shared store's follower announces before this transaction's events; None where this writer is
+        the only one (a file)."""
+        return None
+
     def begin_migration(self, conn: Connection) -> None:
         """Open the transaction the migrations run in (one daemon at a time)."""
         conn.execute("BEGIN IMMEDIATE")
@@ -136,9 +142,11 @@ class Engine:
     def prepare(self, conn: Connection) -> None:
         """Run before the migrations, inside their transaction: what the engine needs to speak the shared SQL."""
 
-    def wait_for_notice(self, conn: Connection, timeout: float) -> None:
-        """Wait up to `timeout` for another daemon's commit to be announced (a shared engine; see follower.py)."""
+    def wait_for_notice(self, conn: Connection, timeout: float) -> bool:
+        """Wait up to `timeout` for another daemon's commit to be announced (a shared engine; see follower.py);
+        whether one was."""
         time.sleep(timeout)
+        return False
 
     def lost(self, conn: Connection) -> bool:
         """Whether this connection can no longer be used (it is reopened); a file never goes away."""

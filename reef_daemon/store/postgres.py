@@ -27,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import secrets
 import select
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -56,16 +58,17 @@ NOTICE_CHANNEL = "reef_store"  # what follower.py LISTENs on
 SEQUENCE_MOVED = "RF001"  # the SQLSTATE reef_begin_write raises when the expected sequence is taken
 
 # Opens a group commit, inside its transaction: every daemon's writer takes the lock (commits, and their
-# sequences, are ordered), the NOTIFY wakes the daemons' followers once this commits (it says nothing by itself),
-# the commit wait is chosen, and the next free sequence is returned; given the one the writer expects, a higher one
-# fails the transaction instead, before anything is written. In plpgsql, so its queries' plans are kept.
-_BEGIN_WRITE_FUNCTION = f"""CREATE OR REPLACE FUNCTION reef_begin_write(expected bigint, flush boolean)
+# sequences, are ordered), the NOTIFY wakes the other daemons' followers once this commits (its payload names the
+# daemon, so its own follower lets it pass), the commit wait is chosen, and the next free sequence is returned:
+# everything committed before this transaction is below it. Given the one the writer expects, a higher one fails the
+# transaction instead, before anything is written. In plpgsql, so its queries' plans are kept.
+_BEGIN_WRITE_FUNCTION = f"""CREATE OR REPLACE FUNCTION reef_begin_write(expected bigint, flush boolean, origin text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     free bigint;
 BEGIN
     PERFORM pg_advisory_xact_lock({WRITE_LOCK});
-    PERFORM pg_notify('{NOTICE_CHANNEL}', '');
+    PERFORM pg_notify('{NOTICE_CHANNEL}', origin);
     IF NOT flush THEN
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
@@ -74,9 +77,9 @@ BEGIN
     IF expected IS NOT NULL AND free > expected THEN
         RAISE EXCEPTION 'another daemon committed sequence % first', free - 1 USING ERRCODE = '{SEQUENCE_MOVED}';
     END IF;
-    RETURN greatest(free, coalesce(expected, 0));
+    RETURN free;
 END $$"""  # noqa: S608 - made of constants
-_BEGIN_WRITE = "SELECT reef_begin_write(?, ?) AS next"
+_BEGIN_WRITE = "SELECT reef_begin_write(?, ?, ?) AS next"
 
 _PREPARE = (
     "CREATE TABLE IF NOT EXISTS reef_schema (version BIGINT NOT NULL)",
@@ -167,6 +170,8 @@ class PostgresConnection:
         self._guarded = False  # inside a savepoint: each statement is confirmed at once
         self._moved: SequenceMoved | None = None  # the batch's guess failed: refused until the next begin
         self.trusted = False  # whether the next batch may send its sequence as a guess (see begin_write)
+        self.begun: _PipelinedCursor | None = None  # reef_begin_write's answer, unread (it comes with the COMMIT)
+        self.preceding = 0  # the highest sequence committed before the open (or last) write transaction
 
     @property
     def in_transaction(self) -> bool:
@@ -323,6 +328,7 @@ class PostgresEngine(Engine):
     def __init__(self, url: str, *, flush: bool = False) -> None:
         super().__init__(url, flush=flush)  # flush: keep the server's synchronous_commit (the module's docstring)
         self.url = url
+        self.origin = secrets.token_hex(8)  # names this daemon's commits in their NOTIFY
 
     def describe(self) -> str:
         try:
@@ -358,12 +364,26 @@ class PostgresEngine(Engine):
         guess = conn.trusted and not conn.idle_news()
         conn.begin_pipeline()
         conn.execute("BEGIN")
-        cursor = conn.execute(_BEGIN_WRITE, (next_sequence if guess else None, self.flush))
+        cursor = conn.execute(_BEGIN_WRITE, (next_sequence if guess else None, self.flush, self.origin))
         if guess:
+            assert isinstance(cursor, _PipelinedCursor)
+            conn.begun = cursor
             return next_sequence
+        conn.begun = None
         free = int(cursor.fetchone()["next"])
+        conn.preceding = free - 1
         conn.trusted = free <= next_sequence  # no other daemon committed since this one's last commit
         return free
+
+    def preceding(self, conn: Connection) -> int | None:
+        assert isinstance(conn, PostgresConnection)
+        begun, conn.begun = conn.begun, None
+        if begun is not None:  # the guess held: the answer came back with the COMMIT
+            try:
+                conn.preceding = int(begun.fetchone()["next"]) - 1
+            except DatabaseError:
+                return None  # committed all the same; its events are then announced as the other daemons' are
+        return conn.preceding
 
     def begin_migration(self, conn: Connection) -> None:
         conn.execute("BEGIN")
@@ -384,13 +404,17 @@ class PostgresEngine(Engine):
             statement = re.sub(rf"\b{sqlite_type}\b", postgres_type, statement)
         return statement
 
-    def wait_for_notice(self, conn: Connection, timeout: float) -> None:
+    def wait_for_notice(self, conn: Connection, timeout: float) -> bool:
         assert isinstance(conn, PostgresConnection)
+        deadline = time.monotonic() + timeout
         try:
-            for _notice in conn.raw.notifies(timeout=timeout, stop_after=1):
-                pass
+            while (left := deadline - time.monotonic()) > 0:
+                for notice in conn.raw.notifies(timeout=left, stop_after=1):
+                    if notice.payload != self.origin:  # this daemon's own commits its writer announced
+                        return True
         except psycopg.Error as exc:
             raise _store_error(exc) from None
+        return False
 
     def lost(self, conn: Connection) -> bool:
         return isinstance(conn, PostgresConnection) and conn.lost

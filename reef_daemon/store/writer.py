@@ -44,6 +44,7 @@ class WriteContext:
     conn: Connection
     next_sequence: int
     events: list[Event] = field(default_factory=list)
+    preceding: int | None = None  # once committed: the highest sequence committed before (Engine.preceding)
 
     def allocate_sequence(self) -> int:
         """Records and events share one increasing sequence, so `Last-Event-ID` can resume across both."""
@@ -84,11 +85,22 @@ _STOP = object()
 
 
 class GroupCommitWriter:
-    """Runs write operations on one thread; each batch of waiting operations is one transaction."""
+    """Runs write operations on one thread; each batch of waiting operations is one transaction.
 
-    def __init__(self, engine: Engine, on_events: Callable[[list[Event]], None]) -> None:
+    A batch's events are handed to `on_events` on the loop once it committed; or, given `on_commit` (a store
+    several daemons share), to it with the highest sequence committed before them, so that the other daemons'
+    commits can be announced first."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        on_events: Callable[[list[Event]], None],
+        *,
+        on_commit: Callable[[list[Event], int | None], None] | None = None,
+    ) -> None:
         self._engine = engine
         self._on_events = on_events
+        self._on_commit = on_commit
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
         self._waiting: list[_Job[Any]] = []  # queued on the loop in this turn, not yet handed to the thread
         self._thread: threading.Thread | None = None
@@ -191,12 +203,12 @@ class GroupCommitWriter:
                 context, outcomes = self._run_batch(jobs)
         except DB_ERRORS as exc:
             log.error("store commit failed: %s", exc)
-            self._deliver([(job, False, self._failure(exc)) for job in jobs], [])
+            self._deliver([(job, False, self._failure(exc)) for job in jobs], [], None)
             return
         self._next_sequence = context.next_sequence
         self.batches += 1
         self.operations += len(jobs)
-        self._deliver(outcomes, context.events)
+        self._deliver(outcomes, context.events, context.preceding)
 
     def _run_batch(self, jobs: list[_Job[Any]]) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
         self._committing = False
@@ -207,6 +219,7 @@ class GroupCommitWriter:
             context, outcomes = self._apply(conn, jobs, guard_all=True)
         self._committing = True
         conn.execute("COMMIT")
+        context.preceding = self._engine.preceding(conn)
         return context, outcomes
 
     def _failure(self, exc: Exception) -> StoreError:
@@ -251,7 +264,7 @@ class GroupCommitWriter:
             conn.execute("RELEASE operation")
         return context, outcomes
 
-    def _deliver(self, outcomes: list[tuple[_Job[Any], bool, Any]], events: list[Event]) -> None:
+    def _deliver(self, outcomes: list[tuple[_Job[Any], bool, Any]], events: list[Event], preceding: int | None) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -264,7 +277,9 @@ class GroupCommitWriter:
                     job.future.set_result(value)
                 else:
                     job.future.set_exception(value)
-            if events:
+            if events and self._on_commit is not None:
+                self._on_commit(events, preceding)
+            elif events:
                 self._on_events(events)
 
         # If the loop closed while we committed, nobody is waiting; the data is safe on disk.

@@ -1,0 +1,77 @@
+"""Two daemons' stores on one PostgreSQL database, in one process: each announces every commit of both, its own
+(handed over by its writer, never read back) and the other's (read back after that one's NOTIFY), once each and in
+sequence order, however the two daemons' commits interleave."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from reef_daemon.contract import CHAT_ROUTE
+from reef_daemon.ids import new_record_id
+from reef_daemon.records import InferenceDraft
+from reef_daemon.store import Event, Store, follower
+from reef_daemon.store.events import EventLog
+from tests.support.waiting import eventually
+
+
+def draft() -> InferenceDraft:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    return InferenceDraft(
+        id=new_record_id(), scenario="demo", route=CHAT_ROUTE, created_at=0.0, model="m",
+        request=json.dumps(body).encode(), status=200, response=b"{}", stream=False, complete=True,
+        error=None, ttft_ms=None, duration_ms=1.0, overhead_ms=None,
+    )  # fmt: skip
+
+
+async def test_each_daemon_announces_both_daemons_commits_once_and_in_order(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(follower, "POLL_S", 5.0)  # a follower reads back only after the other daemon's NOTIFY
+    heard: dict[str, list[Event]] = {"a": [], "b": []}
+    stores = {
+        name: Store(tmp_path / name, heard[name].extend, score_scale={"min": 0.0, "max": 1.0}, url=postgres_url)
+        for name in heard
+    }
+    for store in stores.values():
+        store.open(asyncio.get_running_loop())
+    read_back: dict[str, list[int]] = {"a": [], "b": []}
+    for name, store in stores.items():  # what each daemon's follower reads back from the database
+        following = store._follower
+        assert following is not None
+        reads = following._read_back
+
+        def counted(events: list[Event], name: str = name, reads=reads) -> None:  # type: ignore[no-untyped-def]
+            read_back[name].extend(event.sequence for event in events)
+            reads(events)
+
+        following._read_back = counted  # type: ignore[method-assign]
+    try:
+        await stores["a"].scenarios.ensure("demo", "record", "auto")
+        for _ in range(3):  # one daemon's commits alone, then the other's, then both at once
+            await stores["a"].records.append_inference(draft())
+        await eventually(lambda: len(heard["b"]) == 4, 30, "a's commits on b")
+        for _ in range(3):
+            await stores["b"].records.append_inference(draft())
+        for _ in range(20):
+            await asyncio.gather(*(store.records.append_inference(draft()) for store in stores.values()))
+        committed = stores["a"].reader.run_blocking(lambda conn: EventLog.read_after(conn, 0, None, 1000))
+        expected = [event.sequence for event in committed]
+        assert len(expected) == 1 + 3 + 3 + 40
+        for name in heard:
+
+            def complete(events: list[Event] = heard[name]) -> bool:
+                return len(events) >= len(expected)
+
+            await eventually(complete, 30, f"every commit on {name}")
+            assert [event.sequence for event in heard[name]] == expected
+        # Neither follower read its own daemon's records back while the other daemon was quiet.
+        mine_alone = {"a": expected[:4], "b": expected[4:7]}
+        for name in heard:
+            assert not set(read_back[name]) & set(mine_alone[name])
+    finally:
+        for store in stores.values():
+            store.close()
