@@ -9,6 +9,7 @@ mock called directly in the same run. Throughput: c=32 closed loop for a fixed w
 two-daemon target splits its clients over both). Every receipt is checked to be listed afterwards.
 
     .venv/bin/python bench/store_engines.py [--requests 400] [--window-s 10] [--copy-records 20000] [--flush]
+        [--baseline DIR]   # also PostgreSQL daemons of another checkout (git archive REV | tar -x -C DIR)
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def free_port() -> int:
 
 
 def serve(
-    state: Path, upstream: str, store_url: str | None, log: Path, flush: bool = False
+    state: Path, upstream: str, store_url: str | None, log: Path, flush: bool = False, checkout: Path = ROOT
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     command = [sys.executable, "-m", "reef_cli", "serve", "--reef.port", str(port), "--reef.state-dir", str(state),
@@ -49,7 +50,7 @@ def serve(
     if store_url:
         command += ["--store.url", store_url]
     env = {k: v for k, v in os.environ.items() if not k.startswith("REEF_")}
-    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env, cwd=checkout)
     return process, f"http://127.0.0.1:{port}"
 
 
@@ -160,6 +161,10 @@ async def main() -> None:
     parser.add_argument("--copy-records", type=int, default=20000)
     parser.add_argument("--no-fsync", action="store_true", help="the server without fsync: what the WAL flush costs")
     parser.add_argument("--flush", action="store_true", help="every daemon with --store.flush on (commits on disk)")
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout of another revision: its PostgreSQL daemons too, interleaved"
+    )
+    parser.add_argument("--no-two", action="store_true", help="without the two-daemon targets")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="reef-bench-store-"))
     processes: list[subprocess.Popen[bytes]] = []
@@ -170,15 +175,19 @@ async def main() -> None:
         )
         upstream = f"http://127.0.0.1:{mock_port}"
         with running_server(fsync=not args.no_fsync) as server:
-            one_url, two_url = server.database(), server.database()
             flush = args.flush
-            started = {
-                "sqlite": [serve(work / "sqlite", upstream, None, work / "sqlite.log", flush)],
-                "postgres, 1 daemon": [serve(work / "pg1", upstream, one_url, work / "pg1.log", flush)],
-                "postgres, 2 daemons": [
-                    serve(work / f"pg2-{n}", upstream, two_url, work / f"pg2-{n}.log", flush) for n in range(2)
-                ],
-            }
+            started = {"sqlite": [serve(work / "sqlite", upstream, None, work / "sqlite.log", flush)]}
+            checkouts = {"": ROOT} | ({", baseline": args.baseline.resolve()} if args.baseline else {})
+            for label, checkout in checkouts.items():
+                one_url, two_url, tag = server.database(), server.database(), label.strip(", ")
+                started[f"postgres, 1 daemon{label}"] = [
+                    serve(work / f"pg1{tag}", upstream, one_url, work / f"pg1{tag}.log", flush, checkout)
+                ]
+                if not args.no_two:
+                    started[f"postgres, 2 daemons{label}"] = [
+                        serve(work / f"pg2{tag}-{n}", upstream, two_url, work / f"pg2{tag}-{n}.log", flush, checkout)
+                        for n in range(2)
+                    ]
             targets = {"direct": [upstream]} | {name: [url for _p, url in pair] for name, pair in started.items()}
             processes += [p for pair in started.values() for p, _url in pair]
             async with aiohttp.ClientSession() as session:
@@ -207,6 +216,8 @@ async def main() -> None:
                 lost = [r for r in receipts[name] if r not in found]
                 print(f"\n{name}: {len(receipts[name])} receipts at c=32, {len(lost)} not listed", end="")
             print()
+            if not args.copy_records:
+                return
 
             source = work / "copy" / "reef.sqlite3"
             source.parent.mkdir()

@@ -7,12 +7,14 @@ commit. Each group commit takes a transaction-level advisory lock before it allo
 commits are ordered as one sequence and a reader that follows it (events, recipe workers) never sees a later number
 commit before an earlier one.
 
-A group commit is sent in pipeline mode: the statements whose results nobody reads (an inference record's INSERT)
-go out together with the COMMIT, so a batch of them costs one round trip to the server. The writer's sequence is
-sent as a guess (the number after its own last commit) that the server checks under the lock; when another daemon
-committed in between, the check fails the transaction before anything is written and the batch runs again with the
-number read under the lock (`SequenceMoved`). A statement of an operation that may refuse (inside a savepoint) is
-confirmed at once, so its failure is its own, as it is on SQLite.
+A group commit is sent as one simple query: the statements whose results nobody reads (an inference record's
+INSERT) are held, their parameters bound as literals, and go out together with the COMMIT, so a batch of them costs
+one round trip to the server and one message each way (psycopg's pipeline mode, which sends each statement's
+Parse, Bind and Execute and reads a result for each, cost ~0.3 ms more a commit on either side). The writer's
+sequence is sent as a guess (the number after its own last commit) that the server checks under the lock; when
+another daemon committed in between, the check fails the transaction before anything is written and the batch runs
+again with the number read under the lock (`SequenceMoved`). A statement of an operation that may refuse (inside a
+savepoint) is confirmed at once, so its failure is its own, as it is on SQLite.
 
 Commit wait (`flush`): by default a write transaction commits with `synchronous_commit = off`: the COMMIT returns
 once the server holds the transaction (visible to every daemon, in its WAL buffers), not after the WAL is flushed to
@@ -159,23 +161,26 @@ def _store_error(exc: psycopg.Error) -> DatabaseError:
 class PostgresConnection:
     """One psycopg connection in autocommit mode; the store opens its transactions with `BEGIN` itself.
 
-    A write transaction that `PostgresEngine.begin_write` opens runs in pipeline mode until it ends (or a statement
-    fails): a statement is sent when a later one needs a result, when it is inside a savepoint (a fallible
-    operation's), or with the COMMIT."""
+    A write transaction that `PostgresEngine.begin_write` opens is batched until it ends: a statement whose result
+    nobody reads yet is held, its parameters bound as literals here, and the held statements go out together as one
+    simple query (one message, one round trip; the server runs them in order and stops at the first that fails)
+    when a later statement needs a result, when one is inside a savepoint (a fallible operation's: it is confirmed
+    at once), or with the COMMIT."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
-        self._pipeline: contextlib.ExitStack | None = None
-        self._syncs: psycopg.Pipeline | None = None
+        self._binder = psycopg.ClientCursor(conn)  # binds a held statement's parameters as literals
+        self._held: list[tuple[str, _HeldCursor | None]] | None = None  # a write transaction's unsent statements
+        self._sent = False  # whether any statement of the open write transaction went out
         self._guarded = False  # inside a savepoint: each statement is confirmed at once
         self._moved: SequenceMoved | None = None  # the batch's guess failed: refused until the next begin
         self.trusted = False  # whether the next batch may send its sequence as a guess (see begin_write)
-        self.begun: _PipelinedCursor | None = None  # reef_begin_write's answer, unread (it comes with the COMMIT)
+        self.begun: _HeldCursor | None = None  # reef_begin_write's answer, unread (it comes with the COMMIT)
         self.preceding = 0  # the highest sequence committed before the open (or last) write transaction
 
     @property
     def in_transaction(self) -> bool:
-        return self._conn.info.transaction_status != TransactionStatus.IDLE
+        return self._held is not None or self._conn.info.transaction_status != TransactionStatus.IDLE
 
     @property
     def raw(self) -> psycopg.Connection[Any]:
@@ -194,45 +199,48 @@ class PostgresConnection:
             return True
         return bool(readable)
 
-    def begin_pipeline(self) -> None:
-        # psycopg prepares a statement it has run 5 times; one whose Parse a failed pipeline skipped would stay
-        # in its cache as prepared, and fail from then on. The writer's statements are planned each time.
-        self._conn.prepare_threshold = None
-        stack = contextlib.ExitStack()
-        try:
-            syncs = stack.enter_context(self._conn.pipeline())
-        except psycopg.Error as exc:
-            raise _store_error(exc) from None
-        self._pipeline, self._syncs, self._guarded, self._moved = stack, syncs, False, None
+    def begin_batch(self) -> None:
+        self._held, self._sent, self._guarded, self._moved = [], False, False, None
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         if self._moved is not None:
             if sql != "ROLLBACK":
                 raise self._moved
             self._moved = None  # rolled back already
-        try:
-            if parameters:
-                cursor = self._conn.execute(translate(sql, True), tuple(parameters))
-            else:
-                cursor = self._conn.execute(translate(sql, False))
-        except psycopg.Error as exc:
-            raise self._failed(exc) from None
-        if self._pipeline is None:
-            return cursor
-        if sql in ("COMMIT", "ROLLBACK"):
-            self.end_pipeline()
-            return cursor
-        if sql.startswith("SAVEPOINT"):
+            return _HeldCursor()
+        if self._held is None:
+            try:
+                if parameters:
+                    return self._conn.execute(translate(sql, True), tuple(parameters))
+                return self._conn.execute(translate(sql, False))
+            except psycopg.Error as exc:
+                raise self._failed(exc) from None
+        if sql == "ROLLBACK":  # what is held belongs to the transaction it undoes: dropped unsent
+            sent, self._held, self._guarded = self._sent, None, False
+            if sent:
+                self._send_alone("ROLLBACK")
+            return _HeldCursor()
+        cursor = _HeldCursor(self)
+        self._held.append((self._bind(sql, parameters), cursor))
+        if sql == "COMMIT":
+            self.send()
+            self._held, self._guarded = None, False
+        elif sql.startswith("SAVEPOINT"):
             self._guarded = True
         elif sql.startswith(("RELEASE", "ROLLBACK TO")):
             self._guarded = False
         elif self._guarded:
-            self.sync()
-        return _PipelinedCursor(self, cursor)
+            self.send()
+        return cursor
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
         if self._moved is not None:
             raise self._moved
+        if self._held is not None:
+            self._held.extend((self._bind(sql, values), None) for values in parameters)
+            if self._guarded:
+                self.send()
+            return _HeldCursor()
         cursor = self._conn.cursor()
         batch = [tuple(values) for values in parameters]
         if batch:
@@ -240,83 +248,96 @@ class PostgresConnection:
                 cursor.executemany(translate(sql, True), batch)
             except psycopg.Error as exc:
                 raise self._failed(exc) from None
-            if self._pipeline is not None and self._guarded:
-                self.sync()
         return cursor
 
-    def sync(self) -> None:
-        """Send what is queued and read its results (a failure among them is raised)."""
-        if self._syncs is None:
-            return
+    def _bind(self, sql: str, parameters: Sequence[Any]) -> str:
+        if not parameters:
+            return translate(sql, False)
         try:
-            self._syncs.sync()
+            return self._binder.mogrify(translate(sql, True), tuple(parameters))
+        except psycopg.Error as exc:  # refused here, before anything of it was sent: what is held stays
+            raise _store_error(exc) from None
+
+    def send(self) -> None:
+        """Send what is held, as one query, and give each statement's cursor its result (a failure is raised)."""
+        held = self._held
+        if not held:
+            return
+        self._held = []
+        self._sent = True
+        cursor = self._conn.cursor()
+        try:
+            cursor.execute("; ".join(text for text, _cursor in held))
+            for _text, result in held:
+                if result is not None:
+                    result.take(cursor)
+                cursor.nextset()
         except psycopg.Error as exc:
             raise self._failed(exc) from None
 
-    def end_pipeline(self) -> None:
-        """Leave pipeline mode, sending (and confirming) what is queued."""
-        stack, self._pipeline, self._syncs, self._guarded = self._pipeline, None, None, False
-        if stack is not None:
-            try:
-                stack.close()
-            except psycopg.Error as exc:
-                raise self._failed(exc) from None
+    def _send_alone(self, sql: str) -> None:
+        try:
+            self._conn.execute(sql)
+        except psycopg.Error as exc:
+            raise self._failed(exc) from None
 
     def _failed(self, exc: psycopg.Error) -> DatabaseError:
-        """What a failed statement raises. In pipeline mode the transaction continues without it (what follows
-        is sent statement by statement, as outside one); a sequence that moved also rolls it back at once, and
-        refuses the rest of the batch, which runs again."""
+        """What a failed statement raises; what was held with it is dropped (the transaction has failed). A sequence
+        that moved also rolls the transaction back at once, and refuses the rest of the batch, which runs again."""
         error = _store_error(exc)
-        stack, self._pipeline, self._syncs, self._guarded = self._pipeline, None, None, False
-        if stack is not None:
-            with contextlib.suppress(psycopg.Error):
-                stack.close()
-        if isinstance(error, SequenceMoved):
+        held, self._held, self._guarded = self._held, None, False
+        if held is not None and isinstance(error, SequenceMoved):
             self.trusted = False
             with contextlib.suppress(psycopg.Error):
                 self._conn.execute("ROLLBACK")
             self._moved = error
+        elif held is not None:
+            self._held = []  # the transaction is open (failed): its ROLLBACK is sent
         return error
 
     def close(self) -> None:
-        with contextlib.suppress(psycopg.Error):
-            self.end_pipeline()
+        self._held = None
         self._conn.close()
 
 
-class _PipelinedCursor:
-    """A cursor of a statement sent in pipeline mode: reading its result sends what is queued first."""
+class _HeldCursor:
+    """The cursor of a statement held in a write transaction: reading its result sends what is held first."""
 
-    def __init__(self, owner: PostgresConnection, cursor: psycopg.Cursor[Any]) -> None:
-        self._owner = owner
-        self._cursor = cursor
+    def __init__(self, owner: PostgresConnection | None = None) -> None:
+        self._owner = owner  # None: a statement with no result (one dropped, a ROLLBACK)
+        self._rows: list[Any] = []
+        self._rowcount = -1
+
+    def take(self, cursor: psycopg.Cursor[Any]) -> None:
+        """This statement's result, from the cursor of the query it was sent in."""
+        self._owner = None
+        self._rowcount = cursor.rowcount
+        if cursor.pgresult is not None and cursor.pgresult.nfields:
+            self._rows = cursor.fetchall()
+
+    def _wait(self) -> None:
+        if self._owner is not None:
+            self._owner.send()
 
     @property
     def rowcount(self) -> int:
-        if self._cursor.pgresult is None:
-            self._owner.sync()
-        return self._cursor.rowcount
+        self._wait()
+        return self._rowcount
 
     def fetchone(self) -> Any:
-        return self._read(self._cursor.fetchone)
+        self._wait()
+        return self._rows.pop(0) if self._rows else None
 
     def fetchall(self) -> list[Any]:
-        rows: list[Any] = self._read(self._cursor.fetchall)
+        self._wait()
+        rows, self._rows = self._rows, []
         return rows
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
 
     def close(self) -> None:
-        self._cursor.close()
-
-    def _read(self, read: Any) -> Any:
-        if self._cursor.pgresult is None:
-            self._owner.sync()
-        try:
-            return read()
-        except psycopg.Error as exc:
-            raise _store_error(exc) from None
+        self._rows = []
 
 
 class PostgresEngine(Engine):
@@ -362,11 +383,11 @@ class PostgresEngine(Engine):
         # this round trip before anything is sent unconfirmed), the number is read under the lock first.
         assert isinstance(conn, PostgresConnection)
         guess = conn.trusted and not conn.idle_news()
-        conn.begin_pipeline()
+        conn.begin_batch()
         conn.execute("BEGIN")
         cursor = conn.execute(_BEGIN_WRITE, (next_sequence if guess else None, self.flush, self.origin))
         if guess:
-            assert isinstance(cursor, _PipelinedCursor)
+            assert isinstance(cursor, _HeldCursor)
             conn.begun = cursor
             return next_sequence
         conn.begun = None
