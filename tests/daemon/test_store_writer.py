@@ -240,3 +240,29 @@ async def test_a_write_whose_waiter_was_cancelled_still_commits(writing: Writing
     assert await writing.writer.submit(insert("next")) == 2
     assert writing.stored() == [(1, "left"), (2, "next")]
     assert writing.announced_ids() == ["left", "next"]
+
+
+async def test_large_and_small_bodies_committed_together_are_stored_as_sent(writing: Writing) -> None:
+    """A batch whose statements go out with their values bound as literals, and one with a body too large for
+    that (PostgreSQL), stores every byte of each."""
+    bodies = {"small": b"\x00'\\%?" * 10, "large": bytes(range(256)) * 400, "text": ("é'%?" * 2000).encode()}
+
+    def store(record_id: str) -> Operation[int]:
+        def write(context: WriteContext) -> int:
+            sequence = context.allocate_sequence()
+            context.conn.execute(
+                "INSERT INTO records (sequence, id, scenario, type, created_at, request) VALUES (?, ?, 'demo',"
+                " 'inference', 0, ?)",
+                (sequence, record_id, bodies[record_id]),
+            )
+            return sequence
+
+        return write
+
+    await in_one_batch(writing.writer, *((store(name), False) for name in bodies))
+    db = writing.engine.connect()
+    try:
+        stored_bodies = {row["id"]: bytes(row["request"]) for row in db.execute("SELECT id, request FROM records")}
+    finally:
+        db.close()
+    assert stored_bodies == bodies
