@@ -58,6 +58,7 @@ class EventFollower:
             conn: Connection | None = None
             try:
                 conn = self._engine.connect()
+                conn.execute("SET application_name = 'reef-follower'")  # postgres.FOLLOWER_NAME: daemons count them
                 conn.execute("LISTEN reef_store")  # postgres.NOTICE_CHANNEL
                 self._catch_up(conn)
                 while not self._stop.is_set():

@@ -60,20 +60,28 @@ LITERAL_BYTES = 4096
 WRITE_LOCK = lock_key("store-write")
 MIGRATE_LOCK = lock_key("store-migrate")
 NOTICE_CHANNEL = "reef_store"  # what follower.py LISTENs on
+FOLLOWER_NAME = "reef-follower"  # the application_name of a follower's connection (follower.py)
+_FOLLOWERS = (
+    "SELECT count(*) AS followers FROM pg_stat_activity WHERE datname = current_database()"  # noqa: S608 - constants
+    f" AND application_name = '{FOLLOWER_NAME}'"
+)
 SEQUENCE_MOVED = "RF001"  # the SQLSTATE reef_begin_write raises when the expected sequence is taken
 
 # Opens a group commit, inside its transaction: every daemon's writer takes the lock (commits, and their
 # sequences, are ordered), the NOTIFY wakes the other daemons' followers once this commits (its payload names the
-# daemon, so its own follower lets it pass), the commit wait is chosen, and the next free sequence is returned:
-# everything committed before this transaction is below it. Given the one the writer expects, a higher one fails the
-# transaction instead, before anything is written. In plpgsql, so its queries' plans are kept.
+# daemon, so its own follower lets it pass; none without an origin, when no other daemon follows), the commit wait
+# is chosen, and the next free sequence is returned: everything committed before this transaction is below it.
+# Given the one the writer expects, a higher one fails the transaction instead, before anything is written. In
+# plpgsql, so its queries' plans are kept.
 _BEGIN_WRITE_FUNCTION = f"""CREATE OR REPLACE FUNCTION reef_begin_write(expected bigint, flush boolean, origin text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     free bigint;
 BEGIN
     PERFORM pg_advisory_xact_lock({WRITE_LOCK});
-    PERFORM pg_notify('{NOTICE_CHANNEL}', origin);
+    IF origin IS NOT NULL THEN
+        PERFORM pg_notify('{NOTICE_CHANNEL}', origin);
+    END IF;
     IF NOT flush THEN
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
@@ -372,6 +380,10 @@ class PostgresEngine(Engine):
         super().__init__(url, flush=flush)  # flush: keep the server's synchronous_commit (the module's docstring)
         self.url = url
         self.origin = secrets.token_hex(8)  # names this daemon's commits in their NOTIFY
+        # Whether another daemon follows the store, as this daemon's follower last saw: with none, a commit sends
+        # no NOTIFY (this daemon's follower would only wake to let it pass). A daemon that starts meanwhile reads
+        # the commits its NOTIFY would have announced within its follower's POLL_S.
+        self.followed = True
 
     def describe(self) -> str:
         try:
@@ -407,7 +419,8 @@ class PostgresEngine(Engine):
         guess = conn.trusted and not conn.idle_news()
         conn.begin_batch()
         conn.execute("BEGIN")
-        cursor = conn.execute(_BEGIN_WRITE, (next_sequence if guess else None, self.flush, self.origin))
+        origin = self.origin if self.followed else None
+        cursor = conn.execute(_BEGIN_WRITE, (next_sequence if guess else None, self.flush, origin))
         if guess:
             assert isinstance(cursor, _HeldCursor)
             conn.begun = cursor
@@ -454,7 +467,9 @@ class PostgresEngine(Engine):
             while (left := deadline - time.monotonic()) > 0:
                 for notice in conn.raw.notifies(timeout=left, stop_after=1):
                     if notice.payload != self.origin:  # this daemon's own commits its writer announced
+                        self.followed = True
                         return True
+            self.followed = int(conn.execute(_FOLLOWERS).fetchone()["followers"]) > 1
         except psycopg.Error as exc:
             raise _store_error(exc) from None
         return False

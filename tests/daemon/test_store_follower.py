@@ -1,6 +1,7 @@
 """Two daemons' stores on one PostgreSQL database, in one process: each announces every commit of both, its own
 (handed over by its writer, never read back) and the other's (read back after that one's NOTIFY), once each and in
-sequence order, however the two daemons' commits interleave."""
+sequence order, however the two daemons' commits interleave; and a daemon alone on the store sends no NOTIFY until
+another daemon follows it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from reef_daemon.contract import CHAT_ROUTE
@@ -15,6 +17,7 @@ from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Event, Store, follower
 from reef_daemon.store.events import EventLog
+from reef_daemon.store.postgres import PostgresEngine
 from tests.support.waiting import eventually
 
 
@@ -75,3 +78,33 @@ async def test_each_daemon_announces_both_daemons_commits_once_and_in_order(
     finally:
         for store in stores.values():
             store.close()
+
+
+async def test_a_lone_daemon_sends_no_notify_until_another_follows(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(follower, "POLL_S", 0.2)
+    heard: list[Event] = []
+    store = Store(tmp_path / "a", heard.extend, score_scale={"min": 0.0, "max": 1.0}, url=postgres_url)
+    store.open(asyncio.get_running_loop())
+    engine = store.engine
+    assert isinstance(engine, PostgresEngine)
+    listener = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        listener.execute("LISTEN reef_store")
+        await eventually(lambda: not engine.followed, 30, "the daemon to find itself alone")
+        await store.scenarios.ensure("demo", "record", "auto")
+        await store.records.append_inference(draft())
+        assert len(heard) == 2  # its own commits are announced all the same
+        assert list(listener.notifies(timeout=0.5)) == []
+        # Another daemon's follower appears: within a poll, this daemon's commits wake it.
+        other = psycopg.connect(postgres_url, autocommit=True, application_name="reef-follower")
+        try:
+            await eventually(lambda: engine.followed, 30, "the daemon to see another follow")
+            await store.records.append_inference(draft())
+            assert [notice.payload for notice in listener.notifies(timeout=5, stop_after=1)] != []
+        finally:
+            other.close()
+    finally:
+        listener.close()
+        store.close()
