@@ -3,10 +3,11 @@
 The database is the event log (records and the `events` table share one sequence, and the daemons' commits are
 ordered by the write lock, so a later number never commits before an earlier one). A daemon's writer hands its own
 commits' events over as they commit, with the highest sequence committed before them (`Engine.preceding`); the
-other daemons' commits are read back here. Each group commit sends a NOTIFY naming its daemon; this thread LISTENs,
-lets its own daemon's pass, and after another daemon's, every POLL_S and every reconnect reads what was committed
-after the last sequence announced. On the loop the two are merged in sequence order: a batch of this daemon's waits
-until every commit before it is announced, and every event is announced once.
+other daemons' commits are read back here. Each group commit sends a NOTIFY naming its daemon (none while no other
+daemon's follower is connected); this thread LISTENs, lets its own daemon's pass, and after another daemon's, every
+POLL_S and every reconnect reads what was committed after the last sequence announced. On the loop the two are
+merged in sequence order: a batch of this daemon's waits until every commit before it is announced, and every
+event is announced once.
 """
 
 from __future__ import annotations
