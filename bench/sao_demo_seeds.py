@@ -51,7 +51,8 @@ def combine(out: Path) -> dict[str, Any]:
             shape = Arm(key, arm["recipe"], arm["batch"], grouped=arm["grouped"])
             for seed in arm["seeds"]:
                 rows = [StepRow(**row) for row in seed["steps"]]
-                run = ArmRun(shape, seed["seed"], rows, seed["before_scores"], seed["after_scores"], seed["seconds"])
+                scores = seed["before_scores"], seed["after_scores"]
+                run = ArmRun(shape, seed["seed"], rows, *scores, seed["seconds"], seed.get("phases", {}))
                 by_arm.setdefault(key, []).append(run)
     settings = {**settings, "seed": min(run.seed for runs in by_arm.values() for run in runs), "seeds": len(files)}
     return result_json(by_arm, [], settings, seconds)

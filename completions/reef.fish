@@ -451,7 +451,7 @@ complete -c reef -n '__reef_at reef/demo/sao' -l seeds -d 'Repeat with seeds --s
 complete -c reef -n '__reef_at reef/demo/sao' -l group-size -d 'Rollouts of each training question (GRPO\'s group).' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l held-out -d 'Samples of each held-out question, before and after training.' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l in-flight -d 'Instead: keep N requests open while steps run (rollouts of older weights train too) and time how long each arm takes to reach --target.' -x
-complete -c reef -n '__reef_at reef/demo/sao' -l target -d 'With --in-flight: the avg10 to reach.' -x
+complete -c reef -n '__reef_at reef/demo/sao' -l target -d 'With --in-flight: the mean training reward over 20 rollouts in a row to reach.' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/demo/sao' -l url -d 'Use a daemon already serving --recipe sao instead of starting one.' -x
 complete -c reef -n '__reef_at reef/demo/sao' -l token -d 'The daemon\'s token.' -x

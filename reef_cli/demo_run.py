@@ -10,10 +10,11 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,11 @@ from reef_daemon.runtimes.model_cache import user_model_cache
 SCENARIO = "toy"
 EVALUATION_SCENARIO = "toy-held-out"  # never scored, so never trained on
 MOVING_WINDOW = 10  # rollouts in the moving average of the reward
+# With --in-flight: the moving average of the reward over TARGET_WINDOW rollouts to reach. The training questions'
+# base rates (task.py) average 0.13; a model that learned nothing would still reach 0.35 over some 20 of its 56
+# rollouts about 7 % of the time (over 10, 0.3: 71 %), so reaching it says something.
+TARGET_WINDOW = 20
+IN_FLIGHT_TARGET = 0.35
 # Held-out questions asked at once: the embedded runtime decodes them in one batch, and a sequence's tokens do not
 # depend on the batch it is in. On two cores 96 answers took 203 s four at a time, 100 s sixteen, 104 s thirty-two.
 EVALUATION_WORKERS = 16
@@ -89,6 +95,9 @@ class ArmRun:
     before: Scores
     after: Scores
     seconds: float = 0.0
+    # Wall seconds of each part of the run: "daemon" (waiting for its daemon to answer), "before" (the held-out
+    # questions, when this arm asked them), "training", "after".
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def before_rate(self) -> float:
@@ -130,6 +139,53 @@ def demo_daemon(arm: Arm, max_staleness: int = 0) -> Iterator[str]:
             yield started.url
         finally:
             stop_daemon(started.pid)
+
+
+class DaemonsAhead:
+    """The daemons of a planned run of arms, in order, each started while the arm before it runs: an arm waits for
+    its daemon (a process start and a model load) only when it is the first, or when the arm before it took less
+    time than a start. One daemon is started ahead at most, so at most two run at once."""
+
+    def __init__(self, plan: list[Arm], start: Callable[[Arm], AbstractContextManager[str]] | None = None) -> None:
+        self._plan = deque(plan)
+        self._start = start or demo_daemon
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="demo-daemon")
+        self._ahead: tuple[Arm, Future[tuple[ExitStack, str]]] | None = None
+
+    def _start_next(self) -> None:
+        if self._ahead is None and self._plan:
+            arm = self._plan.popleft()
+            self._ahead = (arm, self._pool.submit(self._enter, arm))
+
+    def _enter(self, arm: Arm) -> tuple[ExitStack, str]:
+        with ExitStack() as stack:
+            url = stack.enter_context(self._start(arm))
+            return stack.pop_all(), url
+
+    @contextmanager
+    def take(self, arm: Arm) -> Iterator[str]:
+        """The URL of `arm`'s daemon (the next one planned) once it answers; the one after it starts meanwhile.
+        This one stops at the end of the block."""
+        self._start_next()
+        if self._ahead is None or self._ahead[0] != arm:
+            raise ValueError(f"the {arm.label} arm is not the next one planned")
+        stack, url = self._ahead[1].result()
+        self._ahead = None
+        with stack:
+            self._start_next()
+            yield url
+
+    def __enter__(self) -> DaemonsAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop a daemon started ahead for an arm that did not run (the run failed or was interrupted)."""
+        if self._ahead is not None:
+            future = self._ahead[1]
+            self._ahead = None
+            if not future.cancel() and future.exception() is None:
+                future.result()[0].close()
+        self._pool.shutdown()
 
 
 def evaluate(connect: Connect, items: list[task.Rollout], on_answer: Callable[[int], None]) -> Scores:
@@ -209,11 +265,32 @@ class InFlightRun:
     in_flight: int
     target: float
     seconds_to_target: float | None  # None: the moving average never reached the target
+    rollouts_to_target: int | None  # how many rollouts had been scored then
     seconds: float  # until every planned rollout was scored and trained on
     rollouts: int
     steps: int
     ineligible: dict[str, int]  # rollouts the daemon refused to train on (too old, mostly), by reason
     rewards: list[float]  # in the order they were scored
+    scored_at: list[float]  # seconds from the start when each of them was scored
+
+    @property
+    def mean_reward(self) -> float:
+        return sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
+
+    @property
+    def final_average(self) -> float:
+        """The moving average of the reward over the last TARGET_WINDOW rollouts."""
+        window = self.rewards[-TARGET_WINDOW:]
+        return sum(window) / len(window) if window else 0.0
+
+
+def reached(rewards: list[float], target: float, window: int = TARGET_WINDOW) -> int | None:
+    """How many rollouts had been scored when the moving average over the last `window` of them first reached
+    `target` (a full window only); None when it never did."""
+    for done in range(window, len(rewards) + 1):
+        if sum(rewards[done - window : done]) / window >= target:
+            return done
+    return None
 
 
 def run_in_flight(
@@ -226,7 +303,8 @@ def run_in_flight(
     on_rollout: Callable[[int, float], None],
 ) -> InFlightRun:
     """Keep `in_flight` requests open (GRPO: `in_flight` groups) until every planned rollout is scored; the wall
-    time until the moving average of the reward over MOVING_WINDOW rollouts first reaches `target`."""
+    time (and the rollouts) until the moving average of the reward over TARGET_WINDOW rollouts first reaches
+    `target`."""
     units = (
         [planned[start : start + arm.batch] for start in range(0, len(planned), arm.batch)]
         if arm.grouped
@@ -234,7 +312,7 @@ def run_in_flight(
     )
     lock = threading.Lock()
     rewards: list[float] = []
-    reached: list[float] = []
+    scored_at: list[float] = []
     began = time.perf_counter()
     clients = _ThreadClients(connect)
 
@@ -245,27 +323,28 @@ def run_in_flight(
             for receipt, reward in scored:
                 client.report(SCENARIO, [receipt], score=reward)
                 rewards.append(reward)
-                window = rewards[-MOVING_WINDOW:]
-                average = sum(window) / len(window)
-                if not reached and len(window) == MOVING_WINDOW and average >= target:
-                    reached.append(time.perf_counter() - began)
-                on_rollout(len(rewards), average)
+                scored_at.append(round(time.perf_counter() - began, 2))
+                window = rewards[-TARGET_WINDOW:]
+                on_rollout(len(rewards), sum(window) / len(window))
 
     with clients, ThreadPoolExecutor(in_flight) as pool:
         list(pool.map(work, units))
     with connect() as client:
         state = _wait_until_drained(client, len(rewards), arm.batch)
+    done = reached(rewards, target)
     return InFlightRun(
         arm,
         seed,
         in_flight,
         target,
-        reached[0] if reached else None,
+        scored_at[done - 1] if done is not None else None,
+        done,
         time.perf_counter() - began,
         len(rewards),
         int(state.get("steps", 0)),
         dict(state.get("ineligible") or {}),
         rewards,
+        scored_at,
     )
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from typing import Annotated, Any
 
 import typer
@@ -15,10 +14,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from recipes.sao.examples.toy import task
 from reef_cli.daemon_process import StartFailed
 from reef_cli.demo_run import (
+    IN_FLIGHT_TARGET,
     MOVING_WINDOW,
     REQUEST_TIMEOUT_S,
+    TARGET_WINDOW,
     Arm,
     ArmRun,
+    DaemonsAhead,
     InFlightRun,
     Scores,
     StepRow,
@@ -56,11 +58,16 @@ def sao(
         ),
     ] = False,
     steps: Annotated[
-        int,
+        int | None,
         typer.Option(
-            "--steps", min=2, help="Training rollouts per arm (SAO: one a step): --steps / --group-size questions."
+            "--steps",
+            min=2,
+            help=f"Training rollouts per arm (SAO: one a step): --steps / --group-size questions. [default:"
+            f" {task.PROMPTS * task.GROUP}; with --in-flight, every training question's group,"
+            f" {len(task.training_countries()) * task.GROUP}]",
+            show_default=False,
         ),
-    ] = task.PROMPTS * task.GROUP,
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Draws the questions and the sampling seeds.")] = 0,
     seeds: Annotated[
         int, typer.Option("--seeds", min=1, help="Repeat with seeds --seed, --seed+1, ...: intervals over seeds.")
@@ -81,8 +88,14 @@ def sao(
         ),
     ] = 0,
     target: Annotated[
-        float, typer.Option("--target", min=0.0, max=1.0, help=f"With --in-flight: the avg{MOVING_WINDOW} to reach.")
-    ] = 0.5,
+        float,
+        typer.Option(
+            "--target",
+            min=0.0,
+            max=1.0,
+            help=f"With --in-flight: the mean training reward over {TARGET_WINDOW} rollouts in a row to reach.",
+        ),
+    ] = IN_FLIGHT_TARGET,
     json: JsonOption = False,
     url: Annotated[
         str | None,
@@ -103,6 +116,8 @@ def sao(
     """
     if url is not None and (compare or seeds > 1 or in_flight):
         fail("--compare, --seeds and --in-flight start daemons of their own; drop --url", 2)
+    if steps is None:
+        steps = (len(task.training_countries()) if in_flight else task.PROMPTS) * group_size
     if steps % group_size:
         fail(
             f"--steps ({steps}) must be a multiple of --group-size ({group_size}): each question is asked that often", 2
@@ -130,7 +145,10 @@ def sao(
     )
     by_arm: dict[str, list[ArmRun]] = {arm.key: [] for arm in chosen}
     async_runs: list[InFlightRun] = []
-    with progress:
+    with ExitStack() as stack, progress:
+        daemons = None
+        if url is None and not in_flight:  # each arm's daemon loads the model while the arm before it runs
+            daemons = stack.enter_context(DaemonsAhead([arm for _ in range(seed, seed + seeds) for arm in chosen]))
         bars = {
             (arm.key, number): progress.add_task(
                 f"{arm.label} seed {number}", total=steps // arm.batch, info="waiting", start=False
@@ -144,12 +162,14 @@ def sao(
             before: Scores | None = None
             for arm in chosen:
                 bar = bars[arm.key, number]
-                if in_flight:
+                if in_flight:  # timed, so each arm starts its daemon alone: no load of another arm's model beside it
+                    where: AbstractContextManager[str] = demo_daemon(arm, max_staleness=2 * in_flight)
                     async_runs.append(
-                        _run_in_flight(progress, bar, arm, number, plans[arm.grouped], in_flight, target, token)
+                        _run_in_flight(progress, bar, arm, number, plans[arm.grouped], in_flight, target, where, token)
                     )
                     continue
-                run = _run(progress, bar, arm, number, plans[arm.grouped], items, before, url, token, quiet=json)
+                where = daemons.take(arm) if daemons is not None else nullcontext(url or "")
+                run = _run(progress, bar, arm, number, plans[arm.grouped], items, before, where, token, quiet=json)
                 before = run.before  # the weights as first served: one evaluation for every arm of the seed
                 by_arm[arm.key].append(run)
     seconds = time.perf_counter() - began
@@ -180,15 +200,22 @@ def _run(
     planned: list[task.Rollout],
     items: list[task.Rollout],
     before: Scores | None,
-    url: str | None,
+    daemon: AbstractContextManager[str],
     token: str | None,
     *,
     quiet: bool,
 ) -> ArmRun:
-    """One arm for one seed: the held-out questions before (unless another arm of the seed asked them), the training
-    rollouts, the held-out questions after."""
+    """One arm for one seed on `daemon` (its URL): the held-out questions before (unless another arm of the seed
+    asked them), the training rollouts, the held-out questions after; each part timed."""
     total = len(planned) // arm.batch
     began = time.perf_counter()
+    phases: dict[str, float] = {}
+    lap = [began]
+
+    def timed(phase: str) -> None:
+        now = time.perf_counter()
+        phases[phase] = round(now - lap[0], 2)
+        lap[0] = now
 
     def on_step(row: StepRow) -> None:
         progress.update(bar, advance=1, info=f"avg{MOVING_WINDOW} reward {row.moving_average:.2f}")
@@ -199,23 +226,30 @@ def _run(
         return lambda done: progress.update(bar, info=f"held-out {phase} {done}/{len(items)}")
 
     progress.start_task(bar)
-    progress.update(bar, info="starting its daemon" if url is None else "connecting")
+    progress.update(bar, info="waiting for its daemon")
     try:
-        with _daemon(arm, url) as where, ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S) as client:
-            if url is not None and client.status()["recipe"].get("name") != "sao":
-                fail(f"the daemon at {url} does not run the sao recipe; start it with `reef start --recipe sao`")
+        with daemon as where, ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S) as client:
+            timed("daemon")
+            if client.status()["recipe"].get("name") != arm.recipe:
+                fail(
+                    f"the daemon at {where} does not run the {arm.recipe} recipe;"
+                    f" start it with `reef start --recipe {arm.recipe}`"
+                )
 
             def connect() -> ReefClient:
                 return ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S)
 
             if before is None:
                 before = evaluate(connect, items, asked("before"))
+                timed("before")
             progress.update(bar, info="training")
             rows = run_arm(connect, arm, planned, on_step)
+            timed("training")
             after = evaluate(connect, items, asked("after"))
+            timed("after")
     except (ReefClientError, StartFailed) as exc:
         fail(f"the {arm.label} arm failed: {exc}")
-    run = ArmRun(arm, seed, rows, before, after, time.perf_counter() - began)
+    run = ArmRun(arm, seed, rows, before, after, time.perf_counter() - began, phases)
     progress.update(bar, info=f"held-out {run.before_rate:.2f} -> {run.after_rate:.2f}")
     return run
 
@@ -228,29 +262,21 @@ def _run_in_flight(
     planned: list[task.Rollout],
     in_flight: int,
     target: float,
+    daemon: AbstractContextManager[str],
     token: str | None,
 ) -> InFlightRun:
     progress.start_task(bar)
-    progress.update(bar, total=len(planned), info="starting its daemon")
+    progress.update(bar, total=len(planned), info="waiting for its daemon")
     try:
-        with demo_daemon(arm, max_staleness=2 * in_flight) as where:
+        with daemon as where:
 
             def connect() -> ReefClient:
                 return ReefClient(where, token, timeout_s=REQUEST_TIMEOUT_S)
 
             def on_rollout(done: int, average: float) -> None:
-                progress.update(bar, completed=done, info=f"avg{MOVING_WINDOW} reward {average:.2f}")
+                progress.update(bar, completed=done, info=f"avg{TARGET_WINDOW} reward {average:.2f}")
 
             progress.update(bar, info="training")
             return run_in_flight(connect, arm, planned, in_flight, target, seed, on_rollout)
     except (ReefClientError, StartFailed) as exc:
         fail(f"the {arm.label} arm failed: {exc}")
-
-
-@contextmanager
-def _daemon(arm: Arm, url: str | None) -> Iterator[str]:
-    if url is not None:
-        yield url
-        return
-    with demo_daemon(arm) as started:
-        yield started

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from reef_cli.demo_run import MOVING_WINDOW, Arm, ArmRun, InFlightRun, StepRow
+from reef_cli.demo_run import MOVING_WINDOW, TARGET_WINDOW, Arm, ArmRun, InFlightRun, StepRow
 from reef_cli.demo_stats import Estimate, change, difference
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -116,18 +116,31 @@ def in_flight_table(runs: list[InFlightRun]) -> Table:
     """Per arm and seed of the asynchronous variant: wall time to reach the target reward, and what was trained."""
     first = runs[0]
     table = Table(
-        title=f"{first.in_flight} requests in flight: seconds until avg{MOVING_WINDOW} >= {first.target:g}",
+        title=f"{first.in_flight} requests in flight: seconds until avg{TARGET_WINDOW} >= {first.target:g}",
         title_justify="left",
     )
-    for column in ("arm", "seed", "to target s", "total s", "rollouts", "steps", "too old"):
+    columns = (
+        "arm",
+        "seed",
+        "to target s",
+        "at rollout",
+        "total s",
+        "rollouts",
+        "mean reward",
+        f"last {TARGET_WINDOW}",
+    )
+    for column in (*columns, "steps", "too old"):
         table.add_column(column, justify="left" if column == "arm" else "right")
     for run in runs:
         table.add_row(
             run.arm.label,
             str(run.seed),
             "not reached" if run.seconds_to_target is None else f"{run.seconds_to_target:.0f}",
+            "-" if run.rollouts_to_target is None else str(run.rollouts_to_target),
             f"{run.seconds:.0f}",
             str(run.rollouts),
+            f"{run.mean_reward:.2f}",
+            f"{run.final_average:.2f}",
             str(run.steps),
             str(sum(run.ineligible.values())),
         )
@@ -161,6 +174,7 @@ def result_json(
                     "before_scores": run.before,
                     "after_scores": run.after,
                     "seconds": run.seconds,
+                    "phases": run.phases,
                     "steps": [asdict(row) for row in run.rows],
                 }
                 for run in runs
@@ -172,6 +186,9 @@ def result_json(
         "differences": [{"arms": name, **_estimate(estimate)} for name, estimate in differences(by_arm)]
         if len(by_arm) > 1
         else [],
-        "in_flight": [{**asdict(run), "arm": run.arm.key} for run in in_flight],
+        "in_flight": [
+            {**asdict(run), "arm": run.arm.key, "mean_reward": run.mean_reward, "final_average": run.final_average}
+            for run in in_flight
+        ],
         "seconds": seconds,
     }

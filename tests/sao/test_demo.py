@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,9 @@ from typer.testing import CliRunner
 
 from recipes.sao.examples.toy import task
 from reef_cli.app import app
-from reef_cli.demo_run import Arm, ArmRun, StepRow, arms
+from reef_cli.demo_run import TARGET_WINDOW, Arm, ArmRun, DaemonsAhead, InFlightRun, StepRow, arms, reached
 from reef_cli.demo_stats import change, difference, question_changes
-from reef_cli.render.demo import curve_line, sparkline, summary
+from reef_cli.render.demo import curve_line, in_flight_table, result_json, sparkline, summary
 
 
 @pytest.mark.timeout(900)  # three daemons load the model and answer the held-out questions, on shared cores
@@ -76,3 +79,80 @@ def test_intervals_exclude_zero_only_when_the_change_is_consistent() -> None:
     same = difference(steady, steady)
     assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
     json.dumps(change(steady).__dict__)
+
+
+class _Starts:
+    """A stand-in for the arms' daemons that logs when each starts and stops, and how many run at once."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.running = 0
+        self.most = 0
+        self.lock = threading.Lock()
+        self.started: dict[str, threading.Event] = {}
+
+    def event(self, key: str) -> threading.Event:
+        with self.lock:
+            return self.started.setdefault(key, threading.Event())
+
+    @contextmanager
+    def start(self, arm: Arm) -> Iterator[str]:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.log.append(f"start {arm.key}")
+        self.event(arm.key).set()
+        try:
+            yield f"http://{arm.key}"
+        finally:
+            with self.lock:
+                self.running -= 1
+                self.log.append(f"stop {arm.key}")
+
+
+def test_each_arms_daemon_starts_while_the_arm_before_it_runs() -> None:
+    plan = arms(4, compare=True)
+    starts = _Starts()
+    with DaemonsAhead(plan, starts.start) as daemons:
+        for arm, after in itertools.zip_longest(plan, plan[1:]):
+            with daemons.take(arm) as url:
+                assert url == f"http://{arm.key}"
+                starts.log.append(f"run {arm.key}")
+                if after is not None:  # the next arm's daemon starts while this arm runs
+                    assert starts.event(after.key).wait(10)
+    sao, grpo, batch4 = (arm.key for arm in plan)
+    assert starts.log.index(f"start {grpo}") < starts.log.index(f"stop {sao}") < starts.log.index(f"run {grpo}")
+    assert starts.log.index(f"start {batch4}") < starts.log.index(f"stop {grpo}") < starts.log.index(f"run {batch4}")
+    assert starts.most == 2 and starts.running == 0 and len(starts.log) == 9
+
+
+def test_a_daemon_started_ahead_for_an_arm_that_never_runs_is_stopped() -> None:
+    plan = arms(4, compare=True)
+    starts = _Starts()
+    with pytest.raises(RuntimeError), DaemonsAhead(plan, starts.start) as daemons, daemons.take(plan[0]):
+        assert starts.event(plan[1].key).wait(10)
+        raise RuntimeError("the first arm failed")
+    assert starts.running == 0 and f"start {plan[1].key}" in starts.log and f"stop {plan[1].key}" in starts.log
+    with DaemonsAhead(plan, starts.start) as daemons, pytest.raises(ValueError), daemons.take(plan[1]):
+        pass  # not the next arm planned
+
+
+def test_the_asynchronous_variant_reports_when_its_window_of_rewards_reaches_the_target() -> None:
+    rewards = [0.0] * 30 + [1.0] * 7 + [0.0] * 5
+    assert reached(rewards, 0.35) == 37 and reached(rewards, 0.4) is None  # 7 right in the last 20 of 37
+    assert reached([1.0] * (TARGET_WINDOW - 1), 0.1) is None  # never over a part window
+    sao = Arm("sao", "sao", 1, grouped=False)
+    scored_at = [float(n) for n in range(1, len(rewards) + 1)]
+    run = InFlightRun(sao, 0, 4, 0.35, scored_at[36], 37, 50.0, len(rewards), 42, {}, rewards, scored_at)
+    assert (run.mean_reward, run.final_average) == (7 / 42, 0.35)
+    table = in_flight_table([run])
+    assert table.title is not None and "avg20 >= 0.35" in str(table.title)
+    cells = [next(iter(column.cells)) for column in table.columns]
+    assert cells[:5] == ["SAO", "0", "37", "37", "50"] and "0.35" in cells
+    shown = result_json({}, [run], {}, 50.0)["in_flight"][0]
+    assert (shown["arm"], shown["seconds_to_target"], shown["rollouts_to_target"]) == ("sao", 37.0, 37)
+
+
+def test_the_result_carries_where_each_arms_time_went() -> None:
+    run = ArmRun(Arm("sao", "sao", 1, grouped=False), 0, [], [[1.0]], [[0.0]], 9.0, {"daemon": 2.0, "training": 7.0})
+    assert result_json({"sao": [run]}, [], {}, 9.0)["arms"]["sao"]["seeds"][0]["phases"] == run.phases
