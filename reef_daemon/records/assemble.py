@@ -50,6 +50,10 @@ def _events(body: bytes) -> list[dict[str, Any]]:
     # One look for a long integer over the whole stream rather than one per frame: where there is none (nearly
     # always), no frame has one, and each is read by orjson at once.
     exact = may_hold_a_long_integer(body)
+    if not exact:
+        events = _plain_events(body)
+        if events is not None:
+            return events
     events = []
     for frame in split_frames(body):
         data = frame_data(frame)
@@ -59,6 +63,30 @@ def _events(body: bytes) -> list[dict[str, Any]]:
         if payload:
             events.append(payload)
     return events
+
+
+def _plain_events(body: bytes) -> list[dict[str, Any]] | None:
+    """`_events` of the stream nearly every provider sends, read in bulk: one-line `data: ` frames split by blank
+    lines, each a JSON object orjson reads, and `[DONE]` last. None where the stream is any other (the frame by
+    frame reading then gives the same events)."""
+    if b"\r" in body:
+        return None
+    frames = body.split(b"\n\n")
+    # Every newline is in a delimiter (no frame of several lines), and every frame is `data: …` but the empty end.
+    if body.count(b"\n") != 2 * (len(frames) - 1):
+        return None
+    datas = [frame[6:] for frame in frames if frame[:6] == b"data: "]
+    if len(datas) != len(frames) and (len(datas) != len(frames) - 1 or frames[-1]):
+        return None
+    if datas and datas[-1] == b"[DONE]":
+        datas.pop()
+    try:
+        events = [orjson.loads(data) for data in datas]
+    except orjson.JSONDecodeError:
+        return None
+    if all(type(event) is dict and event for event in events):
+        return events
+    return None
 
 
 def _fast_object(raw: bytes) -> dict[str, Any]:
@@ -77,10 +105,12 @@ def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     calls: dict[int, dict[str, Any]] = {}
     finish_reason = None
     for event in events:
-        if event.get("model"):
-            answer["model"] = event["model"]
-        if event.get("usage"):
-            answer["usage"] = event["usage"]
+        model = event.get("model")
+        if model:
+            answer["model"] = model
+        usage = event.get("usage")
+        if usage:
+            answer["usage"] = usage
         choices = event.get("choices")
         if not isinstance(choices, list):
             continue
@@ -94,17 +124,16 @@ def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
             text = delta.get("content")
             if isinstance(text, str):
                 content.append(text)
-            thought = delta.get("reasoning_content", delta.get("reasoning"))
+            if "reasoning_content" in delta:
+                thought = delta["reasoning_content"]
+            elif "reasoning" in delta:
+                thought = delta["reasoning"]
+            else:
+                thought = None
             if isinstance(thought, str):
                 reasoning.append(thought)
-            if "tool_calls" not in delta:
-                continue
-            for call in map(_dict, _list(delta.get("tool_calls"))):
-                slot = calls.setdefault(_index(call), {"id": None, "function": {"name": "", "arguments": ""}})
-                slot["id"] = call.get("id") or slot["id"]
-                function = _dict(call.get("function"))
-                slot["function"]["name"] += str(function.get("name") or "")
-                slot["function"]["arguments"] += str(function.get("arguments") or "")
+            if "tool_calls" in delta:
+                _add_tool_calls(calls, delta["tool_calls"])
     message = {
         "role": "assistant",
         "content": "".join(content),
@@ -113,6 +142,16 @@ def _chat_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
     answer["choices"] = [{"index": 0, "message": message, "finish_reason": finish_reason}]
     return answer
+
+
+def _add_tool_calls(calls: dict[int, dict[str, Any]], deltas: Any) -> None:
+    """A chat stream's tool-call deltas joined into `calls` by index."""
+    for call in map(_dict, _list(deltas)):
+        slot = calls.setdefault(_index(call), {"id": None, "function": {"name": "", "arguments": ""}})
+        slot["id"] = call.get("id") or slot["id"]
+        function = _dict(call.get("function"))
+        slot["function"]["name"] += str(function.get("name") or "")
+        slot["function"]["arguments"] += str(function.get("arguments") or "")
 
 
 def _messages_stream(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from reef_daemon.contract import COUNT_TOKENS_ROUTE, Answer, RecordPreview
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records.assemble import assemble, json_object
@@ -62,4 +64,7 @@ def _stored_stream(draft: InferenceDraft) -> bytes:
     }
     if draft.error:
         stored["error"] = draft.error
-    return dumps_text(stored).encode()
+    try:
+        return orjson.dumps(stored)
+    except TypeError:  # an error text that is not Unicode (a lone surrogate)
+        return dumps_text(stored).encode()

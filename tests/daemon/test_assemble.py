@@ -227,3 +227,23 @@ def test_a_stream_frame_only_the_standard_library_reads_still_counts() -> None:
     body = b'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "x"}}], "score": NaN}\n\n'
     assembled = assemble(CHAT, body, stream=True)
     assert assembled is not None and assembled["parts"] == [{"type": "text", "text": "x"}]
+
+
+@pytest.mark.parametrize(
+    ("tail", "text"),
+    [
+        (b'data: {"model": "m", "choi', "Hello"),  # cut inside a frame
+        (b"data: [DONE]\n\ndata: " + json.dumps(chunk({"content": " again"})).encode() + b"\n\n", "Hello again"),
+        (b'data: ["a list"]\n\ndata: {}\n\n: a comment\n\n', "Hello"),  # frames that are no event
+        (b'data:{"model": "m", "choices": [{"delta": {"content": " tight"}}]}\n\n', "Hello tight"),
+        (b"data: " + json.dumps(chunk({"content": " two"})).encode().replace(b", ", b",\ndata: ", 1) + b"\n\n",
+         "Hello two"),
+        (b"\n\n\ndata: " + json.dumps(chunk({"content": " gap"})).encode() + b"\n\n", "Hello gap"),
+    ],
+    ids=["cut", "done-midway", "not-events", "no-space", "two-lines", "blank-lines"],
+)  # fmt: skip
+def test_a_stream_of_any_framing_keeps_each_frame_that_arrived(tail: bytes, text: str) -> None:
+    """Every frame is read on its own, whatever its neighbours: a broken one is left out, the rest kept."""
+    assembled = assemble(CHAT, sse(chunk({"content": "Hel"}), chunk({"content": "lo"})) + tail, stream=True)
+    assert assembled is not None
+    assert "".join(part["text"] for part in assembled["parts"] if part["type"] == "text") == text
