@@ -5,6 +5,7 @@ reef stored as `train` records."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -113,3 +114,14 @@ async def test_change_requests_an_older_reef_stored_as_train_read_as_requests(
     assert (row["id"], row["type"]) == ("req-old", "request")
     assert await reef.records(type="train") == [row]  # the type's old name still filters
     assert (await reef.record("req-old"))["text"] == "answer briefly"
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])
+async def test_a_streamed_record_read_right_after_its_receipt_holds_its_answer(reef: Reef, path: str) -> None:
+    """A stream's answer and first words are assembled before its receipt goes out: the first read has them."""
+    response = await reef.post(path, {**CHAT, "stream": True})
+    [receipt] = re.findall(r'"agent_record_id":\s*"([0-9a-f]{32})"', await response.text())
+    record = await reef.record(receipt)
+    assert "Paris" in " ".join(part.get("text", "") for part in record["answer"]["parts"])
+    [row] = [row for row in await reef.records() if row["id"] == receipt]
+    assert row["preview"] == record["preview"] and "Paris" in row["preview"]["answered"]
