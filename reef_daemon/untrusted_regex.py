@@ -7,7 +7,7 @@ runs. Compiling can cost more than matching: `regex` writes a repeat of an exact
 ones multiply (`((a{1000}){1000}){1000}` would take gigabytes). So `compiled` first refuses a pattern whose
 written-out size, estimated from its text, passes `UNROLLED_LIMIT`; then, since flags change how the text reads
 (verbose mode's `(?x)(a {3000}) {1000}` is a million items that the estimate cannot see), it compiles the pattern
-once in a child process held to `RegexBounds` (seconds and MiB: the settings harness.regex-compile-s and
+once in a child process held to `RegexBounds` (CPU seconds and MiB: the settings harness.regex-compile-s and
 harness.regex-compile-mb for a task's regex, their defaults elsewhere) and refuses what passes either, before
 compiling it here. `compiled` blocks; the event loop calls `checked`, which runs it in a worker thread.
 """
@@ -38,7 +38,8 @@ _CHILDREN = threading.BoundedSemaphore(COMPILERS)
 # `checked` compiles on threads of its own: a queue of patterns never takes the threads the store's reader uses.
 _COMPILING = ThreadPoolExecutor(COMPILERS, thread_name_prefix="reef-regex-compile")
 # The child reads the pattern from stdin, holds itself to the bounds, compiles, and exits 0 (a pattern that does not
-# compile exits 0 too: compiling it here says why). SIGALRM's default action ends it, even inside C code.
+# compile exits 0 too: compiling it here says why). The clock is the child's CPU time (ITIMER_PROF), so a loaded machine
+# does not make a cheap pattern look slow; SIGPROF's default action ends it, even inside C code.
 _CHILD: Final = """
 import resource, signal, sys, warnings
 pattern = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
@@ -47,7 +48,7 @@ import regex
 size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (size + mib * 1024 * 1024, resource.RLIM_INFINITY))
 warnings.simplefilter("ignore")
-signal.setitimer(signal.ITIMER_REAL, seconds)
+signal.setitimer(signal.ITIMER_PROF, seconds)
 try:
     regex.compile(pattern, cache_pattern=False)
 except MemoryError:
@@ -118,14 +119,14 @@ def _within_bounds(pattern: str, bounds: RegexBounds) -> None:
         raise BadPattern(
             f"needs more than {bounds.mib} MiB to compile (the bound is the setting harness.regex-compile-mb)"
         )
-    if child.returncode != 0:  # ended by its alarm (or killed for memory by the system)
+    if child.returncode != 0:  # ended by its CPU clock (or killed for memory by the system)
         raise BadPattern(_too_slow(bounds))
 
 
 def _too_slow(bounds: RegexBounds) -> str:
     return (
-        f"takes longer than {bounds.seconds:g} s or more than {bounds.mib} MiB to compile (the bounds are the settings "
-        "harness.regex-compile-s and harness.regex-compile-mb)"
+        f"takes more than {bounds.seconds:g} s of CPU or more than {bounds.mib} MiB to compile (the bounds are "
+        "the settings harness.regex-compile-s and harness.regex-compile-mb)"
     )
 
 

@@ -92,7 +92,7 @@ class HarnessSection:
     regex_compile_s: float = setting(
         1.0,
         POSITIVE_NUMBER,
-        help="the most seconds compiling a task's regex may take; a slower one is refused (behaviour checks and "
+        help="the most CPU seconds compiling a task's regex may take; a slower one is refused (behaviour checks and "
         "harness-trial --expect are held to the default)",
     )
     regex_compile_mb: int = setting(
