@@ -8,6 +8,7 @@
 # counters, then counts N (default 300) non-stream and N stream answers at c=8 from bench/count_load.py. Prints
 # the user-space instructions of every thread of the proxy per answer (the kernel's work is not counted).
 # Takes ~5 minutes on 2 cores. Needs valgrind and bench/.venv-bench (run.sh creates it).
+# KEEP=DIR keeps the two dumps (DIR/stream0.cg, DIR/stream1.cg) for callgrind_annotate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/.." && pwd)
 target=${1:?reef or floor}; code=${2:-$root}; n=${N:-300}
@@ -47,4 +48,5 @@ for stream in 0 1; do
   dump=$(ls -t "$work"/cg.out* | head -1)
   total=$(grep -E "^(summary|totals):" "$dump" | head -1 | awk '{print $2}')
   echo "$target stream=$stream answers=$answers instructions/answer=$(( total / answers ))"
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$dump" "$KEEP/stream$stream.cg"; fi
 done

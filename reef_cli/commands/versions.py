@@ -12,7 +12,7 @@ from rich.table import Table
 from reef_cli.commands.request import ScenarioOption
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
-from reef_cli.output import console, error_console, fail, print_json
+from reef_cli.output import console, error_console, fail, print_answer, print_json
 from reef_client import ApiError, ReefClient, ReleaseRow, ShownRelease, VersionScores, mark_installed
 from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_client.render.live_scores import canary_mark, live_table
@@ -71,7 +71,7 @@ def versions(
     if save is not None:
         if version is None:
             fail("--save needs a version: reef versions --scenario S v3 --save DIR", code=2)
-        _save(scenario, version, save, url, token)
+        _save(scenario, version, save, json, url, token)
         return
     with daemon_client(url, token, scenario) as client:
         rows = mark_installed(scenario, client.releases(scenario))
@@ -104,7 +104,7 @@ def versions(
         console().print(live_table(scores, rows))
 
 
-def _save(scenario: str, version: str, folder: Path, url: str | None, token: str | None) -> None:
+def _save(scenario: str, version: str, folder: Path, json: bool, url: str | None, token: str | None) -> None:
     with daemon_client(url, token, scenario) as client:
         target, release_id = _published(client, scenario, version)
         files = client.release_files(scenario, release_id)
@@ -114,7 +114,10 @@ def _save(scenario: str, version: str, folder: Path, url: str | None, token: str
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         (folder / name).write_bytes(content)
-    console().print(f"saved {target['version']} of {scenario} to {folder}: {', '.join(sorted(files))}")
+    names = sorted(files)
+    saved = {"scenario": scenario, "version": target["version"], "release_id": release_id, "folder": str(folder)}
+    line = f"saved {target['version']} of {scenario} to {folder}: {', '.join(names)}"
+    print_answer({**saved, "files": names}, json, line)
 
 
 def _weights_changed(rows: list[ShownRelease]) -> tuple[list[ShownRelease], int]:

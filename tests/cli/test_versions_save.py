@@ -4,6 +4,7 @@ daemon names a file that is not a plain name of that folder (the CLI does not tr
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,11 +48,12 @@ def serve() -> Iterator[list[ModelThread]]:
         thread.stop()
 
 
-def save(serve: list[ModelThread], files: dict[str, bytes], folder: Path) -> tuple[int, str]:
+def save(serve: list[ModelThread], files: dict[str, bytes], folder: Path, *more: str) -> tuple[int, str]:
     thread = ModelThread(stub_daemon(files))
     serve.append(thread)
     url = thread.start()
-    result = CliRunner().invoke(app, ["versions", "--scenario", "toy", "v1", "--save", str(folder), "--url", url])
+    arguments = ["versions", "--scenario", "toy", "v1", "--save", str(folder), "--url", url, *more]
+    result = CliRunner().invoke(app, arguments)
     return result.exit_code, result.output
 
 
@@ -61,6 +63,21 @@ def test_a_versions_files_are_saved_into_the_folder(serve: list[ModelThread], tm
     assert code == 0, output
     assert "saved v1 of toy" in output
     assert {path.name: path.read_bytes() for path in (tmp_path / "adapter").iterdir()} == files
+
+
+def test_with_json_the_save_is_one_line_naming_the_version_folder_and_files(
+    serve: list[ModelThread], tmp_path: Path
+) -> None:
+    files = {"adapter_config.json": b'{"r": 8}', "adapter_model.safetensors": b"tensors"}
+    code, output = save(serve, files, tmp_path / "adapter", "--json")
+    assert code == 0, output
+    assert json.loads(output) == {
+        "scenario": "toy",
+        "version": "v1",
+        "release_id": RELEASE,
+        "folder": str(tmp_path / "adapter"),
+        "files": sorted(files),
+    }
 
 
 def test_a_file_name_that_leaves_the_folder_saves_nothing(serve: list[ModelThread], tmp_path: Path) -> None:
