@@ -309,10 +309,13 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         keeps_releases: the recipe keeps what it makes (harness releases, checkpoints) under the daemon's
             `reef.state-dir`; daemons sharing a store then train each scenario only on the daemon whose state
             directory holds its history, rather than fork it.
+        trains_adapters: the recipe trains LoRA adapters when `training.adapter` is `lora` (a weight recipe), so
+            a runtime that must be told at launch (an SGLang server reef starts) serves them.
     """
 
     name: ClassVar[str] = "recipe"
     keeps_releases: ClassVar[bool] = False
+    trains_adapters: ClassVar[bool] = False
     default_training_mode: ClassVar[str] = "auto"
     consumes: ClassVar[tuple[RecordType, ...]] = ()
     profile: ClassVar[dict[str, Any]] = {}

@@ -65,6 +65,7 @@ class SaoRecipe(Recipe):
     name: ClassVar[str] = "sao"
     consumes: ClassVar[tuple[RecordType, ...]] = ("report",)
     keeps_releases: ClassVar[bool] = True  # checkpoints live under reef.state-dir
+    trains_adapters: ClassVar[bool] = True  # with training.adapter lora
     advantage: ClassVar[str] = "gae"
     # The trainer's ratios are exact for rollouts sampled at temperature 1 with top-p 1, so requests that set no
     # sampling get those instead of the embedded runtime's usual defaults.

@@ -46,6 +46,8 @@ def test_a_weight_recipe_training_adapters_launches_sglang_with_lora(tmp_path: P
     )  # fmt: skip
     for overrides in ({**LORA, "training.adapter": "full"}, {**LORA, "recipe": "record"}):
         assert lora_launch(load_settings(overrides=overrides, environ={})) is None
+    by_class = {**LORA, "recipe": "recipes.sao.recipe:GrpoRecipe"}  # the recipe says so, whatever it is called
+    assert lora_launch(load_settings(overrides=by_class, environ={})) == planned
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import aiohttp
 
 from reef_daemon.contract import ServedAdapters
+from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.runtimes.embedded.adapters import write_peft_folder
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.job import Finished, Job
@@ -73,7 +74,7 @@ def lora_launch(settings: Settings) -> launch.LoraLaunch | None:
     """SGLang's LoRA serving when a weight recipe trains adapters with the torch trainer; None otherwise."""
     if settings.value("training.adapter") != "lora" or settings.value("training.trainer") == "slime":
         return None
-    if str(settings.value("recipe")) not in ("sao", "grpo"):
+    if not resolve_recipe(settings.recipe).trains_adapters:
         return None
     targets = settings.value("training.lora-target-modules")
     return launch.LoraLaunch(int(settings.value("training.lora-rank")), tuple(str(t) for t in targets))
