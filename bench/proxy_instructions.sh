@@ -7,15 +7,12 @@
 # Starts the mock, runs the proxy under `valgrind --tool=callgrind`, sends 200 + 100 warm-up answers, zeroes the
 # counters, then counts N (default 300) non-stream and N stream answers at c=8 from bench/count_load.py. Prints
 # the user-space instructions of every thread of the proxy per answer (the kernel's work is not counted).
-# Takes ~5 minutes on 2 cores. Needs valgrind; creates bench/.venv-bench if missing.
+# Takes ~5 minutes on 2 cores. Needs valgrind; bench_venv.sh makes bench/.venv-bench if missing.
 # KEEP=DIR keeps the two dumps (DIR/stream0.cg, DIR/stream1.cg) for callgrind_annotate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/.." && pwd)
 target=${1:?reef or floor}; code=${2:-$root}; n=${N:-300}
-bv="$here/.venv-bench/bin/python"
-if ! "$bv" -c "import httptools, uvloop" 2>/dev/null; then  # the mock's and the client's venv, as run.sh makes it
-  python3 -m venv "$here/.venv-bench" && "$here/.venv-bench/bin/pip" install -q uvloop httptools
-fi
+bv=$("$here/bench_venv.sh")
 work=$(mktemp -d /tmp/reef-instructions.XXXXXX)
 read -r p_mock p_proxy < <("$bv" -c "
 import socket

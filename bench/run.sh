@@ -37,12 +37,8 @@ reef_py="$root/.venv/bin/python"
 [ -x "$root/.venv/bin/reef" ] || { say "no .venv/bin/reef: install reef first (see README.md)"; exit 1; }
 
 # The client and the mock: uvloop + httptools in their own small venv.
+"$here/bench_venv.sh" >/dev/null
 bench_venv="$here/.venv-bench"
-if ! "$bench_venv/bin/python" -c "import httptools, uvloop" 2>/dev/null; then
-  say "creating $bench_venv"
-  python3 -m venv "$bench_venv"
-  "$bench_venv/bin/pip" install -q uvloop httptools
-fi
 
 litellm_venv="$here/.venv-litellm"
 if [ "$litellm" = 1 ] && ! [ -x "$litellm_venv/bin/litellm" ]; then

@@ -115,9 +115,14 @@ def _save(scenario: str, version: str, folder: Path, json: bool, url: str | None
     for name, content in files.items():
         (folder / name).write_bytes(content)
     names = sorted(files)
-    saved = {"scenario": scenario, "version": target["version"], "release_id": release_id, "folder": str(folder)}
-    line = f"saved {target['version']} of {scenario} to {folder}: {', '.join(names)}"
-    print_answer({**saved, "files": names}, json, line)
+    saved = {
+        "scenario": scenario,
+        "version": target["version"],
+        "release_id": release_id,
+        "folder": str(folder),
+        "files": names,
+    }
+    print_answer(saved, json, f"saved {target['version']} of {scenario} to {folder}: {', '.join(names)}")
 
 
 def _weights_changed(rows: list[ShownRelease]) -> tuple[list[ShownRelease], int]:
