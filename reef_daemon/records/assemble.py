@@ -16,7 +16,8 @@ import orjson
 
 from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Answer, AnswerPart, Usage
 from reef_daemon.jsoncodec import loads_lenient, may_hold_a_long_integer
-from reef_daemon.records.frames import frame_data, split_frames
+from reef_daemon.records.frames import frame_data, plain_events, split_frames
+from reef_daemon.records.text_runs import run_events
 
 _RESPONSES_TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
@@ -29,7 +30,7 @@ def assemble(route: str, body: bytes, *, stream: bool) -> Answer | None:
     if route not in (CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE):
         return None
     if stream:
-        events = _events(body)
+        events = _events(route, body)
         if not events:
             return None
         rebuilt = {CHAT_ROUTE: _chat_stream, MESSAGES_ROUTE: _messages_stream, RESPONSES_ROUTE: _responses_stream}
@@ -45,13 +46,17 @@ def assemble(route: str, body: bytes, *, stream: bool) -> Answer | None:
 # --- streams rebuilt into the non-streaming body -----------------------------------------------------------------
 
 
-def _events(body: bytes) -> list[dict[str, Any]]:
-    """The JSON payloads of a stream's frames, in order; `[DONE]`, comments and broken frames left out."""
+def _events(route: str, body: bytes) -> list[dict[str, Any]]:
+    """The JSON payloads of a stream's frames, in order; `[DONE]`, comments and broken frames left out (a run of
+    frames that differ only in their text is read as one frame holding the run's text)."""
+    events = run_events(route, body)
+    if events is not None:
+        return events
     # One look for a long integer over the whole stream rather than one per frame: where there is none (nearly
     # always), no frame has one, and each is read by orjson at once.
     exact = may_hold_a_long_integer(body)
     if not exact:
-        events = _plain_events(body)
+        events = plain_events(body)
         if events is not None:
             return events
     events = []
@@ -63,30 +68,6 @@ def _events(body: bytes) -> list[dict[str, Any]]:
         if payload:
             events.append(payload)
     return events
-
-
-def _plain_events(body: bytes) -> list[dict[str, Any]] | None:
-    """`_events` of the stream nearly every provider sends, read in bulk: one-line `data: ` frames split by blank
-    lines, each a JSON object orjson reads, and `[DONE]` last. None where the stream is any other (the frame by
-    frame reading then gives the same events)."""
-    if b"\r" in body:
-        return None
-    frames = body.split(b"\n\n")
-    # Every newline is in a delimiter (no frame of several lines), and every frame is `data: …` but the empty end.
-    if body.count(b"\n") != 2 * (len(frames) - 1):
-        return None
-    datas = [frame[6:] for frame in frames if frame[:6] == b"data: "]
-    if len(datas) != len(frames) and (len(datas) != len(frames) - 1 or frames[-1]):
-        return None
-    if datas and datas[-1] == b"[DONE]":
-        datas.pop()
-    try:
-        events = [orjson.loads(data) for data in datas]
-    except orjson.JSONDecodeError:
-        return None
-    if all(type(event) is dict and event for event in events):
-        return events
-    return None
 
 
 def _fast_object(raw: bytes) -> dict[str, Any]:
