@@ -66,7 +66,9 @@ class ReleaseStore:
         self._large = LargeFiles(Path(self._repo.git_dir), large_files) if large_files else None
 
     def close(self) -> None:
-        self._repo.close()
+        """Stop git's helper processes, after the call in flight (if any) has finished with them."""
+        with self._lock:
+            self._repo.close()
 
     def append(
         self, line: str, files: Mapping[str, bytes], manifest: Mapping[str, Any], parent: str | None, message: str

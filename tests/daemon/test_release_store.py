@@ -3,8 +3,12 @@ to git-lfs (the repository keeps a pointer), and a reopened store sees everythin
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +112,38 @@ def test_a_history_on_a_branch_is_adopted_with_its_commit_ids(tmp_path: Path) ->
     assert store.history("toy") == ids and store.base("toy") == ids[0]
     assert store.manifest("toy", ids[1]) == {"step": 1}
     assert store.adopt("toy", "refs/heads/absent") == []
+
+
+def test_closing_while_a_read_is_in_flight_lets_the_read_finish(tmp_path: Path) -> None:
+    # A daemon that stops closes its store while a request's read may still run in a worker thread.
+    store = ReleaseStore(tmp_path / "releases.git")
+    files = {f"file{index}": os.urandom(100_000) for index in range(20)}
+    release_id = store.append("demo", files, {}, None, "first")
+    failures: list[BaseException] = []
+    reading = threading.Event()
+    stop = threading.Event()
+
+    def read_until_stopped() -> None:
+        while not stop.is_set():
+            try:
+                release = store.read("demo", release_id)
+                assert release is not None and release.files == files
+            except BaseException as error:  # collected for the assertion below
+                failures.append(error)
+            reading.set()
+
+    unraisable: list[BaseException | None] = []
+    hook, sys.unraisablehook = sys.unraisablehook, lambda report: unraisable.append(report.exc_value)
+    reader = threading.Thread(target=read_until_stopped)
+    try:
+        reader.start()
+        reading.wait(10)
+        for _ in range(30):
+            time.sleep(0.005)
+            store.close()
+        stop.set()
+        reader.join(10)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert failures == [] and unraisable == []
