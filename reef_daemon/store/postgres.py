@@ -7,10 +7,13 @@ commit. Each group commit takes a transaction-level advisory lock before it allo
 commits are ordered as one sequence and a reader that follows it (events, recipe workers) never sees a later number
 commit before an earlier one.
 
-A group commit is sent as one simple query: the statements whose results nobody reads (an inference record's
-INSERT) are held, their parameters bound as literals, and go out together with the COMMIT, so a batch of them costs
-one round trip to the server and one message each way (psycopg's pipeline mode, which sends each statement's
-Parse, Bind and Execute and reads a result for each, cost ~0.3 ms more a commit on either side). The writer's
+A group commit is sent as one pipeline: the statements whose results nobody reads yet (an inference record's
+INSERT) are held and go out together with the COMMIT, each as a named prepared statement (Parse once per
+connection, then Bind and Execute, the parameters as psycopg dumps them: bytes in binary), and one Sync; so a batch
+costs one round trip to the server, which neither parses nor plans a statement it has seen. This drives libpq
+directly (psycopg's pipeline mode spends ~0.3 ms more a commit in Python, one simple query with the parameters
+bound as literals makes the server parse and plan everything each time). A statement is known to be prepared once
+its Parse is confirmed: a Parse that a failed pipeline skipped is sent again. The writer's
 sequence is sent as a guess (the number after its own last commit) that the server checks under the lock; when
 another daemon committed in between, the check fails the transaction before anything is written and the batch runs
 again with the number read under the lock (`SequenceMoved`). A statement of an operation that may refuse (inside a
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
 import secrets
 import select
@@ -37,8 +41,11 @@ from typing import Any
 
 import psycopg
 import psycopg.errors
+from psycopg import pq
+from psycopg.abc import Transformer as Loader
+from psycopg.adapt import PyFormat, Transformer
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 
 from reef_daemon.store.engine import (
     Connection,
@@ -52,9 +59,9 @@ from reef_daemon.store.engine import (
 )
 
 CONNECT_TIMEOUT_S = 5
-# A held statement whose text and bytes parameters are larger than this keeps them apart, in binary: a literal
-# costs the server ~0.07 ms a KiB more to parse, and a simple query saves ~0.3 ms a commit (1.5 KiB bodies).
-LITERAL_BYTES = 4096
+# The statements a write connection keeps prepared on the server (the writer's are a few dozen); past this many, a
+# new one is sent unnamed (parsed and planned each time).
+PREPARED_MAX = 256
 
 
 WRITE_LOCK = lock_key("store-write")
@@ -128,6 +135,25 @@ def translate(sql: str, with_parameters: bool) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=1024)
+def numbered(sql: str) -> str:
+    """The store's SQL for libpq's extended protocol: `?` becomes `$1`, `$2`, … outside quoted strings."""
+    if sql == "BEGIN IMMEDIATE":
+        return "BEGIN"
+    out: list[str] = []
+    quoted = False
+    count = itertools.count(1)
+    for char in sql:
+        if char == "'":
+            quoted = not quoted
+            out.append(char)
+        elif char == "?" and not quoted:
+            out.append(f"${next(count)}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 class Row(tuple[Any, ...]):
     """A row read by column name or position, as `sqlite3.Row` is."""
 
@@ -143,10 +169,13 @@ class Row(tuple[Any, ...]):
 
 
 def _row_factory(cursor: Any) -> Any:
+    return _row_maker(cursor.pgresult)
+
+
+def _row_maker(result: pq.abc.PGresult | None) -> Any:
     # The column names straight from the result (as psycopg's dict_row reads them): `description` would build a
     # Column object for each, on every query.
-    result = cursor.pgresult
-    names = [result.fname(i).decode() for i in range(result.nfields)] if result is not None else []
+    names = [(result.fname(i) or b"").decode() for i in range(result.nfields)] if result is not None else []
     index = {name: position for position, name in enumerate(names)}
 
     def make(values: Sequence[Any]) -> Row:
@@ -169,20 +198,31 @@ def _store_error(exc: psycopg.Error) -> DatabaseError:
     return DatabaseError(detail)
 
 
+# A held statement: its SQL for libpq ($n placeholders), its parameters as dumped (None: it has none), their types
+# and formats, and the cursor its result goes to (None: nobody reads it).
+_Held = tuple[str, list[Any] | None, tuple[int, ...], list[pq.Format] | None, "_HeldCursor | None"]
+_ACCEPTED = (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK, ExecStatus.EMPTY_QUERY)
+_CHANGED_RESULT = "0A000"  # a prepared statement whose result columns changed (another daemon migrated the table)
+
+
 class PostgresConnection:
     """One psycopg connection in autocommit mode; the store opens its transactions with `BEGIN` itself.
 
     A write transaction that `PostgresEngine.begin_write` opens is batched until it ends: a statement whose result
-    nobody reads yet is held, its parameters bound as literals here, and the held statements go out together as one
-    simple query (one message, one round trip; the server runs them in order and stops at the first that fails)
-    when a later statement needs a result, when one is inside a savepoint (a fallible operation's: it is confirmed
-    at once), or with the COMMIT."""
+    nobody reads yet is held (its parameters dumped at once, so one that cannot be sent is refused before anything
+    is), and the held statements go out together in one pipeline (one round trip; the server runs them in order and
+    skips the rest after one fails) when a later statement needs a result, when one is inside a savepoint (a
+    fallible operation's: it is confirmed at once), or with the COMMIT."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
-        self._binder = psycopg.ClientCursor(conn)  # binds a held statement's parameters as literals
-        # A write transaction's unsent statements: the SQL (parameters bound, or with the large ones apart).
-        self._held: list[tuple[str, tuple[Any, ...] | None, _HeldCursor | None]] | None = None
+        self._dumper = Transformer(conn)  # a held statement's parameters, dumped as psycopg's execute would
+        self._encoding = conn.info.encoding
+        # The statements prepared on the server: (SQL, parameter types) -> name. Names are never reused.
+        self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        self._names = itertools.count(1)
+        self._stale = False  # a prepared statement's result changed: the server's are dropped at the next batch
+        self._held: list[_Held] | None = None  # a write transaction's unsent statements
         self._sent = False  # whether any statement of the open write transaction went out
         self._guarded = False  # inside a savepoint: each statement is confirmed at once
         self._moved: SequenceMoved | None = None  # the batch's guess failed: refused until the next begin
@@ -212,9 +252,14 @@ class PostgresConnection:
         return bool(readable)
 
     def begin_batch(self) -> None:
-        # psycopg prepares a statement it has run 5 times; one whose Parse a failed pipeline skipped would stay
-        # in its cache as prepared, and fail from then on. The writer's statements are planned each time.
+        # The batch's statements are prepared here (see send), not by psycopg: one whose Parse a failed pipeline
+        # skipped would stay in psycopg's cache as prepared, and fail from then on.
         self._conn.prepare_threshold = None
+        if self._stale:
+            self._stale = False
+            self._prepared.clear()
+            with contextlib.suppress(psycopg.Error):
+                self._conn.execute("DEALLOCATE ALL")
         self._held, self._sent, self._guarded, self._moved = [], False, False, None
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
@@ -236,7 +281,7 @@ class PostgresConnection:
                 self._send_alone("ROLLBACK")
             return _HeldCursor()
         cursor = _HeldCursor(self)
-        self._held.append((*self._bind(sql, parameters), cursor))
+        self._held.append(self._hold(sql, parameters, cursor))
         if sql == "COMMIT":
             self.send()
             self._held, self._guarded = None, False
@@ -252,7 +297,7 @@ class PostgresConnection:
         if self._moved is not None:
             raise self._moved
         if self._held is not None:
-            self._held.extend((*self._bind(sql, values), None) for values in parameters)
+            self._held.extend([self._hold(sql, values, None) for values in parameters])
             if self._guarded:
                 self.send()
             return _HeldCursor()
@@ -265,45 +310,104 @@ class PostgresConnection:
                 raise self._failed(exc) from None
         return cursor
 
-    def _bind(self, sql: str, parameters: Sequence[Any]) -> tuple[str, tuple[Any, ...] | None]:
-        """A statement to hold: its parameters bound as literals, or kept apart when they are large (sent in
-        binary: a large literal costs the server more to parse than the one message saves)."""
+    def _hold(self, sql: str, parameters: Sequence[Any], cursor: _HeldCursor | None) -> _Held:
+        """A statement to hold, its parameters dumped now: one psycopg cannot dump is refused here, before anything
+        of it was sent (what is held stays)."""
         if not parameters:
-            return translate(sql, False), None
-        values = tuple(parameters)
-        if sum(len(value) for value in values if isinstance(value, (bytes, str))) > LITERAL_BYTES:
-            return translate(sql, True), values
+            return numbered(sql), None, (), None, cursor
         try:
-            return self._binder.mogrify(translate(sql, True), values), None
-        except psycopg.Error as exc:  # refused here, before anything of it was sent: what is held stays
+            values = self._dumper.dump_sequence(parameters, [PyFormat.AUTO] * len(parameters))
+        except psycopg.Error as exc:
             raise _store_error(exc) from None
+        dumper = self._dumper
+        return numbered(sql), list(values), tuple(dumper.types or ()), list(dumper.formats or ()), cursor
 
     def send(self) -> None:
-        """Send what is held, as one query, and give each statement's cursor its result (a failure is raised)."""
+        """Send what is held, as one pipeline, and give each statement's cursor its result (a failure is raised)."""
         held = self._held
         if not held:
             return
         self._held = []
         self._sent = True
         try:
-            if all(values is None for _text, values, _result in held):
-                cursor = self._conn.cursor()
-                cursor.execute("; ".join(text for text, _values, _result in held))
-                for _text, _values, result in held:
-                    if result is not None:
-                        result.take(cursor)
-                    cursor.nextset()
-                return
-            # With a large parameter, in pipeline mode: each statement on its own, the large values in binary.
-            cursors = []
-            with self._conn.pipeline():
-                for text, values, result in held:
-                    cursors.append((self._conn.execute(text, values), result))
-            for cursor, result in cursors:
-                if result is not None:
-                    result.take(cursor)
+            failure = self._pipeline(held)
         except psycopg.Error as exc:
             raise self._failed(exc) from None
+        if failure is not None:
+            raise self._failed(failure) from None
+
+    def _pipeline(self, held: list[_Held]) -> psycopg.Error | None:
+        """One round trip: each held statement's Bind and Execute (after its Parse, the first time), then a Sync;
+        the results read in order. Returns the first statement's failure (the server skipped the rest)."""
+        pgconn = self._conn.pgconn
+        pending: dict[tuple[str, tuple[int, ...]], bytes] = {}  # prepared in this pipeline, once confirmed
+        expected: list[tuple[str, Any]] = []  # what each result answers: ("parse", key) or ("run", cursor)
+        synced: pq.abc.PGresult | None = None
+        sync_sent = False
+        pgconn.enter_pipeline_mode()
+        try:
+            for sql, values, types, formats, cursor in held:
+                key = (sql, types)
+                name = self._prepared.get(key) or pending.get(key)
+                if name is None and len(self._prepared) + len(pending) < PREPARED_MAX:
+                    name = pending[key] = f"reef_{next(self._names)}".encode()
+                    pgconn.send_prepare(name, sql.encode(self._encoding), types or None)
+                    expected.append(("parse", key))
+                if name is None:
+                    pgconn.send_query_params(sql.encode(self._encoding), values, types or None, formats)
+                else:
+                    pgconn.send_query_prepared(name, values, formats)
+                expected.append(("run", cursor))
+            pgconn.pipeline_sync()
+            sync_sent = True
+            self._flush(pgconn)
+            failure: psycopg.Error | None = None
+            for what, target in expected:
+                while (result := self._result(pgconn)) is not None:
+                    if result.status in _ACCEPTED:
+                        if what == "parse":
+                            self._prepared[target] = pending[target]
+                        elif target is not None:
+                            target.take(result, self._dumper)
+                    elif result.status == ExecStatus.FATAL_ERROR and failure is None:
+                        failure = psycopg.errors.error_from_result(result, self._encoding)
+            synced = self._result(pgconn)
+            if pgconn.status != pq.ConnStatus.OK or synced is None or synced.status != ExecStatus.PIPELINE_SYNC:
+                # The server went away mid-way: whatever it said, this connection is lost.
+                reason = failure or (synced.error_message.decode(self._encoding, "replace") if synced else "")
+                raise psycopg.OperationalError(f"the connection is lost: {reason}".strip())
+        finally:
+            if pgconn.status == pq.ConnStatus.OK:
+                with contextlib.suppress(psycopg.Error):
+                    if not sync_sent:  # cut short before the Sync: what was sent is ended, and read
+                        pgconn.pipeline_sync()
+                        self._flush(pgconn)
+                    while synced is None or synced.status != ExecStatus.PIPELINE_SYNC:
+                        synced = self._result(pgconn)
+                    pgconn.exit_pipeline_mode()
+        return failure
+
+    @staticmethod
+    def _flush(pgconn: pq.abc.PGconn) -> None:
+        """Send libpq's buffer (the connection is nonblocking), reading whatever comes meanwhile."""
+        while pgconn.flush():
+            poll = select.poll()
+            poll.register(pgconn.socket, select.POLLIN | select.POLLOUT)
+            if any(events & select.POLLIN for _fd, events in poll.poll()):
+                pgconn.consume_input()
+
+    @staticmethod
+    def _result(pgconn: pq.abc.PGconn) -> pq.abc.PGresult | None:
+        """The next result, waiting for it without holding the interpreter."""
+        if pgconn.is_busy():
+            poll = select.poll()
+            poll.register(pgconn.socket, select.POLLIN)
+            while True:
+                poll.poll()
+                pgconn.consume_input()
+                if not pgconn.is_busy():
+                    break
+        return pgconn.get_result()
 
     def _send_alone(self, sql: str) -> None:
         try:
@@ -315,6 +419,8 @@ class PostgresConnection:
         """What a failed statement raises; what was held with it is dropped (the transaction has failed). A sequence
         that moved also rolls the transaction back at once, and refuses the rest of the batch, which runs again."""
         error = _store_error(exc)
+        if exc.sqlstate == _CHANGED_RESULT:
+            self._stale = True
         held, self._held, self._guarded = self._held, None, False
         if held is not None and isinstance(error, SequenceMoved):
             self.trusted = False
@@ -338,12 +444,14 @@ class _HeldCursor:
         self._rows: list[Any] = []
         self._rowcount = -1
 
-    def take(self, cursor: psycopg.Cursor[Any]) -> None:
-        """This statement's result, from the cursor of the query it was sent in."""
+    def take(self, result: pq.abc.PGresult, loader: Loader) -> None:
+        """This statement's result, from the pipeline it was sent in."""
         self._owner = None
-        self._rowcount = cursor.rowcount
-        if cursor.pgresult is not None and cursor.pgresult.nfields:
-            self._rows = cursor.fetchall()
+        tuples = result.command_tuples
+        self._rowcount = tuples if tuples is not None else -1
+        if result.nfields and result.ntuples:
+            loader.set_pgresult(result)
+            self._rows = loader.load_rows(0, result.ntuples, _row_maker(result))
 
     def _wait(self) -> None:
         if self._owner is not None:

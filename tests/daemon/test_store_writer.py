@@ -149,6 +149,17 @@ async def test_a_database_error_fails_its_batch_and_the_writer_goes_on(writing: 
     assert writing.announced_ids() == ["b"]
 
 
+async def test_a_statement_a_failed_batch_skipped_runs_in_the_next(writing: Writing) -> None:
+    """On PostgreSQL a batch's statements are prepared in its pipeline; those after the one that failed were
+    skipped, their Parse too, and the next batch that sends them prepares them again."""
+    for attempt in range(2):  # the second time, the statements the first prepared are reused
+        outcomes = await in_one_batch(writing.writer, (broken_sql, False), (insert(f"skipped-{attempt}"), False))
+        assert all(isinstance(outcome, StoreError) for outcome in outcomes), outcomes
+        assert await writing.writer.submit(insert(f"next-{attempt}")) == attempt + 1
+    assert writing.stored() == [(1, "next-0"), (2, "next-1")]
+    assert writing.announced_ids() == ["next-0", "next-1"]
+
+
 async def test_a_write_waits_out_a_lock_another_connection_holds(writing: Writing) -> None:
     with contextlib.closing(writing.engine.connect()) as other:
         writing.engine.begin_write(other, 1)  # the store's write lock, as another daemon's writer would hold it
@@ -243,8 +254,8 @@ async def test_a_write_whose_waiter_was_cancelled_still_commits(writing: Writing
 
 
 async def test_large_and_small_bodies_committed_together_are_stored_as_sent(writing: Writing) -> None:
-    """A batch whose statements go out with their values bound as literals, and one with a body too large for
-    that (PostgreSQL), stores every byte of each."""
+    """Bodies of every size, with quotes, backslashes, `%` and `?` in them, committed in one batch (on PostgreSQL
+    one pipeline, the bytes sent in binary), are stored byte for byte."""
     bodies = {"small": b"\x00'\\%?" * 10, "large": bytes(range(256)) * 400, "text": ("é'%?" * 2000).encode()}
 
     def store(record_id: str) -> Operation[int]:
