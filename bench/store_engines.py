@@ -3,13 +3,15 @@ then `reef store copy` throughput, SQLite to PostgreSQL.
 
 Starts the mock upstream (bench/mock_upstream.py), a throwaway PostgreSQL server (initdb in a temporary folder,
 as tests/support/postgres.py does; fsync on, the server's defaults otherwise) and `reef serve` processes, all on
-127.0.0.1, with the default commit wait (`--flush`: every daemon with `--store.flush on`). Latency: c=1,
+127.0.0.1 (one PostgreSQL daemon also through the server's Unix-domain socket, `postgresql://user@/db?host=DIR`:
+"socket"), with the default commit wait (`--flush`: every daemon with `--store.flush on`). Latency: c=1,
 non-streaming, interleaved blocks per target; "added" is a target's percentile minus the same percentile of the
 mock called directly in the same run. Throughput: c=32 closed loop for a fixed window (the
 two-daemon target splits its clients over both). Every receipt is checked to be listed afterwards.
 
     .venv/bin/python bench/store_engines.py [--requests 400] [--window-s 10] [--copy-records 20000] [--flush]
         [--baseline DIR]   # also PostgreSQL daemons of another checkout (git archive REV | tar -x -C DIR)
+        [--no-two] [--no-socket] [--server-setting NAME=VALUE ...]   # a server setting: measure it both ways
 """
 
 from __future__ import annotations
@@ -165,6 +167,11 @@ async def main() -> None:
         "--baseline", type=Path, help="a checkout of another revision: its PostgreSQL daemons too, interleaved"
     )
     parser.add_argument("--no-two", action="store_true", help="without the two-daemon targets")
+    parser.add_argument("--no-socket", action="store_true", help="without the target on the Unix-domain socket")
+    parser.add_argument(
+        "--server-setting", action="append", default=[], metavar="NAME=VALUE",
+        help="a postgresql.conf line for the throwaway server (repeatable), e.g. wal_writer_flush_after=0",
+    )  # fmt: skip
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="reef-bench-store-"))
     processes: list[subprocess.Popen[bytes]] = []
@@ -174,7 +181,7 @@ async def main() -> None:
             subprocess.Popen([sys.executable, str(ROOT / "bench" / "mock_upstream.py"), "--port", str(mock_port)])
         )
         upstream = f"http://127.0.0.1:{mock_port}"
-        with running_server(fsync=not args.no_fsync) as server:
+        with running_server(fsync=not args.no_fsync, settings=args.server_setting) as server:
             flush = args.flush
             started = {"sqlite": [serve(work / "sqlite", upstream, None, work / "sqlite.log", flush)]}
             checkouts = {"": ROOT} | ({", baseline": args.baseline.resolve()} if args.baseline else {})
@@ -183,6 +190,11 @@ async def main() -> None:
                 started[f"postgres, 1 daemon{label}"] = [
                     serve(work / f"pg1{tag}", upstream, one_url, work / f"pg1{tag}.log", flush, checkout)
                 ]
+                if not args.no_socket:  # the same, through the server's Unix-domain socket
+                    socket_url = server.socket_url(server.database())
+                    started[f"postgres, 1 daemon, socket{label}"] = [
+                        serve(work / f"pgs{tag}", upstream, socket_url, work / f"pgs{tag}.log", flush, checkout)
+                    ]
                 if not args.no_two:
                     started[f"postgres, 2 daemons{label}"] = [
                         serve(work / f"pg2{tag}-{n}", upstream, two_url, work / f"pg2{tag}-{n}.log", flush, checkout)

@@ -499,9 +499,13 @@ class PostgresEngine(Engine):
         except psycopg.Error:
             return "postgresql://(unparsable URL)"
         user = f"{parts['user']}@" if parts.get("user") else ""
-        host = parts.get("host") or "localhost"
-        port = f":{parts['port']}" if parts.get("port") else ""
-        return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
+        host, port, database = (str(parts.get(key) or "") for key in ("host", "port", "dbname"))
+        if host.startswith(("/", "@")) or (not host and not parts.get("hostaddr")):
+            # A Unix-domain socket's folder (libpq's default one when no host is given), as a URL names it.
+            query = "&".join(f"{key}={value}" for key, value in (("host", host), ("port", port)) if value)
+            return f"postgresql://{user}/{database}" + (f"?{query}" if query else "")
+        port = f":{port}" if port.strip(",") else ""
+        return f"postgresql://{user}{host}{port}/{database}"
 
     def connect(self, *, readonly: bool = False) -> Connection:
         options = "-c default_transaction_read_only=on" if readonly else ""

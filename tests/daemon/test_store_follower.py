@@ -18,6 +18,7 @@ from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Event, Store, follower
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.postgres import PostgresEngine
+from tests.support.postgres import PostgresServer
 from tests.support.waiting import eventually
 
 
@@ -108,3 +109,42 @@ async def test_a_lone_daemon_sends_no_notify_until_another_follows(
     finally:
         listener.close()
         store.close()
+
+
+async def test_a_store_reached_through_the_servers_unix_socket_writes_reads_and_is_named_so(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    url = postgres_server.socket_url(postgres_server.database())  # postgresql://user@/db?host=/folder&port=N
+    store = Store(tmp_path / "s", lambda events: None, score_scale={"min": 0.0, "max": 1.0}, url=url)
+    store.open(asyncio.get_running_loop())
+    try:
+        await store.scenarios.ensure("demo", "record", "auto")
+        row = await store.records.append_inference(draft())
+        assert store.engine.describe() == url
+        conn = store.engine.connect(readonly=True)
+        try:
+            listed = conn.execute("SELECT id FROM records").fetchall()
+            # over the socket indeed: a Unix-domain connection has no client address
+            address = conn.execute("SELECT inet_client_addr() AS address").fetchone()["address"]
+        finally:
+            conn.close()
+        assert [entry["id"] for entry in listed] == [row["id"]] and address is None
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "described"),
+    [
+        ("postgresql:///reef?host=/run/postgresql", "postgresql:///reef?host=/run/postgresql"),
+        ("postgresql://alice@/db?host=/tmp/pg&port=5433", "postgresql://alice@/db?host=/tmp/pg&port=5433"),
+        ("postgresql://%2Frun%2Fpostgresql/reef", "postgresql:///reef?host=/run/postgresql"),
+        ("postgresql:///reef", "postgresql:///reef"),  # libpq's default socket folder
+        ("postgresql://alice:secret@db.example:5432/reef", "postgresql://alice@db.example:5432/reef"),
+        ("postgresql://db.example/reef", "postgresql://db.example/reef"),
+    ],
+)
+def test_a_store_url_is_described_without_its_password_and_a_socket_folder_as_a_host_parameter(
+    url: str, described: str
+) -> None:
+    assert PostgresEngine(url).describe() == described

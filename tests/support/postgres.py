@@ -17,7 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +61,10 @@ class PostgresServer:
     def url(self, database: str) -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
 
+    def socket_url(self, url: str) -> str:
+        """The same database (a URL of `url` or `database`) through the server's Unix-domain socket."""
+        return f"postgresql://{self.user}@/{url.rsplit('/', 1)[-1]}?host={self.folder}&port={self.port}"
+
     def database(self) -> str:
         name = f"reef_test_{os.getpid()}_{next(self._numbers)}"
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
@@ -81,9 +85,9 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def running_server(*, fsync: bool = False) -> Iterator[PostgresServer]:
+def running_server(*, fsync: bool = False, settings: Sequence[str] = ()) -> Iterator[PostgresServer]:
     """Start a server for as long as the block runs; without `fsync` (the tests) it trades crash safety of its
-    throwaway data for speed."""
+    throwaway data for speed. `settings`: more postgresql.conf lines (`name = value`)."""
     binaries = server_binaries()
     run_as = "postgres" if os.geteuid() == 0 else None
     user = run_as or pwd.getpwuid(os.geteuid()).pw_name
@@ -103,6 +107,8 @@ def running_server(*, fsync: bool = False) -> Iterator[PostgresServer]:
             conf.write("max_connections = 200\n")  # enough for several daemons
             if not fsync:
                 conf.write("fsync = off\nfull_page_writes = off\n")
+            for setting in settings:
+                conf.write(f"{setting}\n")
         server.start()
         yield server
     finally:
