@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +25,30 @@ from tests.support.waiting import eventually
 RECIPE = "tests.support.counting_recipe:CountingRecipe"
 
 
-def two_daemons(tmp_path: Path, upstream: str, url: str, recipe: str = "record") -> tuple[DaemonProcess, ...]:
-    daemons = []
-    for name in ("a", "b"):
-        config = tmp_path / f"{name}.yaml"
-        config.write_text(
-            f"recipe: {recipe}\nreef:\n  state-dir: {tmp_path / name}\ninference:\n  upstream-url: {upstream}\n"
-            f"store:\n  url: {url}\n"
-        )
-        daemons.append(DaemonProcess(config, tmp_path / f"{name}.log"))
-    return tuple(daemons)
+TwoDaemons = Callable[..., tuple[DaemonProcess, DaemonProcess]]
+
+
+@pytest.fixture
+def two_daemons(tmp_path: Path, upstream: str) -> Iterator[TwoDaemons]:
+    """Starts two `reef serve` processes on one store URL; stops every one started when the test ends, however."""
+    started: list[DaemonProcess] = []
+
+    def start(url: str, recipe: str = "record") -> tuple[DaemonProcess, DaemonProcess]:
+        for name in ("a", "b"):
+            config = tmp_path / f"{name}.yaml"
+            config.write_text(
+                f"recipe: {recipe}\nreef:\n  state-dir: {tmp_path / name}\ninference:\n  upstream-url: {upstream}\n"
+                f"store:\n  url: {url}\n"
+            )
+            started.append(DaemonProcess(config, tmp_path / f"{name}.log"))
+        return started[-2], started[-1]
+
+    yield start
+    for daemon in started:
+        try:
+            daemon.stop()
+        except subprocess.TimeoutExpired:
+            daemon.stop(signal.SIGKILL)
 
 
 async def receipt(session: aiohttp.ClientSession, daemon: DaemonProcess) -> str:
@@ -76,8 +92,8 @@ def shared_url(postgres_server: PostgresServer) -> str:
     return postgres_server.database()
 
 
-async def test_two_daemons_serve_one_deployment(tmp_path: Path, upstream: str, shared_url: str) -> None:
-    first, second = two_daemons(tmp_path, upstream, shared_url, RECIPE)
+async def test_two_daemons_serve_one_deployment(two_daemons: TwoDaemons, shared_url: str) -> None:
+    first, second = two_daemons(shared_url, RECIPE)
     async with aiohttp.ClientSession() as session:
         await first.ready(session)
         await second.ready(session)
@@ -117,8 +133,7 @@ async def test_two_daemons_serve_one_deployment(tmp_path: Path, upstream: str, s
 
             # kill -9 the worker's daemon: the other takes the worker over and trains the next unit exactly once.
             reports.append(await report(session, other, receipts[2]))  # waits for a partner unit
-            held.process.kill()
-            held.stop()
+            held.stop(signal.SIGKILL)
             await eventually(
                 lambda: training(session, other), 30, "the worker to move", satisfied=lambda s: s.get("runs_here")
             )
@@ -130,16 +145,14 @@ async def test_two_daemons_serve_one_deployment(tmp_path: Path, upstream: str, s
             for task in followers:
                 task.cancel()
             await asyncio.gather(*followers, return_exceptions=True)
-    for daemon in (first, second):
-        daemon.stop()
 
 
 async def test_a_recipe_that_keeps_releases_does_not_fork_their_history(
-    tmp_path: Path, upstream: str, shared_url: str
+    tmp_path: Path, two_daemons: TwoDaemons, shared_url: str
 ) -> None:
     """Its releases are under the state directory of the daemon that trained first: the other daemon, with a
     state directory of its own, does not take the scenario over when that daemon dies, and says why."""
-    first, second = two_daemons(tmp_path, upstream, shared_url, "tests.support.counting_recipe:ReleasingRecipe")
+    first, second = two_daemons(shared_url, "tests.support.counting_recipe:ReleasingRecipe")
     async with aiohttp.ClientSession() as session:
         await first.ready(session)
         await second.ready(session)
@@ -157,8 +170,7 @@ async def test_a_recipe_that_keeps_releases_does_not_fork_their_history(
         held = await eventually(holder, 30, "a first step", satisfied=lambda d: d is not None)
         assert held is not None
         other = second if held is first else first
-        held.process.kill()
-        held.stop()
+        held.stop(signal.SIGKILL)
         state = await eventually(
             lambda: training(session, other), 30, "the refusal", satisfied=lambda s: s.get("error") is not None
         )
@@ -167,13 +179,10 @@ async def test_a_recipe_that_keeps_releases_does_not_fork_their_history(
             and str(tmp_path / ("a" if held is first else "b")) in state["error"]
         )
         assert not state["runs_here"] and state["steps"] == 1
-    other.stop()
 
 
-async def test_kill_9_under_load_across_two_daemons_loses_no_receipt(
-    tmp_path: Path, upstream: str, shared_url: str
-) -> None:
-    daemons = two_daemons(tmp_path, upstream, shared_url)
+async def test_kill_9_under_load_across_two_daemons_loses_no_receipt(two_daemons: TwoDaemons, shared_url: str) -> None:
+    daemons = two_daemons(shared_url)
     receipts: list[str] = []
     stop = asyncio.Event()
 
@@ -195,14 +204,12 @@ async def test_kill_9_under_load_across_two_daemons_loses_no_receipt(
             await daemon.ready(session)
         clients = [asyncio.create_task(client(session, n)) for n in range(16)]
         await eventually(lambda: len(receipts) >= 300, 120, "300 receipts under load")
-        daemons[0].process.kill()  # kill -9 one daemon while its requests are in flight; the other serves on
-        daemons[0].stop()
+        daemons[0].stop(signal.SIGKILL)  # kill -9 one daemon while its requests are in flight; the other serves on
         count = len(receipts)
         await eventually(lambda: len(receipts) >= count + 50, 60, "the surviving daemon to go on")
         stop.set()
         await asyncio.gather(*clients)
         stored = await listed_all(session, daemons[1])
-    daemons[1].stop()
     missing = [r for r in receipts if r not in stored]
     assert missing == [], f"{len(missing)} of {len(receipts)} acknowledged records were lost"
 
