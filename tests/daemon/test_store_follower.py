@@ -16,6 +16,7 @@ from reef_daemon.contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Event, Store, follower
+from reef_daemon.store.engine import Connection
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.postgres import PostgresEngine
 from tests.support.postgres import PostgresServer
@@ -35,6 +36,14 @@ async def test_each_daemon_announces_both_daemons_commits_once_and_in_order(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(follower, "POLL_S", 5.0)  # a follower reads back only after the other daemon's NOTIFY
+    caught_up: list[follower.EventFollower] = []  # each follower reads what is committed once it is connected
+    catch_up = follower.EventFollower._catch_up
+
+    def counted_catch_up(self: follower.EventFollower, conn: Connection) -> None:
+        catch_up(self, conn)
+        caught_up.append(self)
+
+    monkeypatch.setattr(follower.EventFollower, "_catch_up", counted_catch_up)
     heard: dict[str, list[Event]] = {"a": [], "b": []}
     stores = {
         name: Store(tmp_path / name, heard[name].extend, score_scale={"min": 0.0, "max": 1.0}, url=postgres_url)
@@ -54,6 +63,8 @@ async def test_each_daemon_announces_both_daemons_commits_once_and_in_order(
 
         following._read_back = counted  # type: ignore[method-assign]
     try:
+        # Commits made while a follower connects are read back once, at its start: start from connected followers.
+        await eventually(lambda: len(set(map(id, caught_up))) == 2, 30, "both followers connected")
         await stores["a"].scenarios.ensure("demo", "record", "auto")
         for _ in range(3):  # one daemon's commits alone, then the other's, then both at once
             await stores["a"].records.append_inference(draft())
