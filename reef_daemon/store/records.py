@@ -21,12 +21,16 @@ from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
-from reef_daemon.store.schema import SOURCE_RANK
+from reef_daemon.store.schema import SOURCE_RANK, of_types
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 MAX_PAGE = 500
 _ADD_SCORE = "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
 # A derived source scores a record once; a person's later report replaces their earlier score.
+_COUNTS = (
+    "SELECT scenario, NULL AS type, count(*) AS total FROM records GROUP BY scenario UNION ALL"
+    " SELECT scenario, type, count(*) AS total FROM records WHERE type != 'inference' GROUP BY scenario, type"
+)
 _KEEP_FIRST_SCORE = f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO NOTHING"
 _KEEP_LATEST_SCORE = (
     f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO UPDATE SET score = excluded.score,"
@@ -181,8 +185,9 @@ class RecordStore:
                 clauses.append(f"scenario NOT IN ({', '.join('?' for _ in INTERNAL_SCENARIOS)})")
                 params.extend(INTERNAL_SCENARIOS)
         elif query.type is not None:
-            clauses.append("type = ?")
-            params.append(query.type)
+            clause, types = of_types((query.type,))
+            clauses.append(clause)
+            params.extend(types)
         ascending = query.after is not None
         if query.after is not None:
             clauses.append("sequence > ?")
@@ -228,8 +233,18 @@ class RecordStore:
     @staticmethod
     def _counts(conn: Connection) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
-        for row in conn.execute("SELECT scenario, type, count(*) AS total FROM records GROUP BY scenario, type"):
-            counts.setdefault(row["scenario"], {})[row["type"]] = row["total"]
+        # One statement (one snapshot) that reads indexes alone: every record per scenario, and the client records
+        # (migration 15) per type; the rest are inference records.
+        for row in conn.execute(_COUNTS):
+            of_scenario = counts.setdefault(row["scenario"], {"inference": 0})
+            if row["type"] is None:
+                of_scenario["inference"] += row["total"]
+            else:
+                of_scenario[row["type"]] = row["total"]
+                of_scenario["inference"] -= row["total"]
+        for of_scenario in counts.values():
+            if not of_scenario["inference"]:
+                del of_scenario["inference"]
         for row in conn.execute(
             "SELECT scenario, count(*) AS total FROM records WHERE type = 'inference' AND score IS NULL"
             " AND (route IS NULL OR route != ?) GROUP BY scenario",  # both engines read this SQL

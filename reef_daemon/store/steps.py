@@ -18,6 +18,7 @@ from reef_daemon.store.canaries import end_canary
 from reef_daemon.store.engine import INTEGRITY_ERRORS, Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
+from reef_daemon.store.schema import of_types
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 STEP_COLUMNS = (
@@ -136,12 +137,12 @@ class StepStore:
         """Full rows of the given types after `after`, in order, that no step consumed and none judged ineligible."""
 
         def read(conn: Connection) -> list[StoredRecord]:
-            marks = ",".join("?" * len(types))
+            of_type, type_values = of_types(types)
             rows = conn.execute(
-                f"SELECT {DETAIL_COLUMNS} FROM records WHERE scenario = ? AND type IN ({marks}) AND sequence > ?"  # noqa: S608
+                f"SELECT {DETAIL_COLUMNS} FROM records WHERE scenario = ? AND {of_type} AND sequence > ?"  # noqa: S608
                 " AND id NOT IN (SELECT record_id FROM consumed_records)"
                 " AND id NOT IN (SELECT record_id FROM ineligible_records) ORDER BY sequence LIMIT ?",
-                (scenario, *types, after, limit),
+                (scenario, *type_values, after, limit),
             ).fetchall()
             return [detail_row(row) for row in rows]
 
