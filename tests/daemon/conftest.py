@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,8 @@ import aiohttp
 import pytest
 
 from reef_daemon.settings import load_settings
+from reef_daemon.store.engine import Connection, Engine, open_engine
+from reef_daemon.store.schema import migrate
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.reef_testing import Reef, StartReef
@@ -48,3 +51,28 @@ def start_reef(tmp_path: Path, app_servers: AppServers, request: pytest.FixtureR
 @pytest.fixture
 async def reef(start_reef: StartReef) -> Reef:
     return await start_reef()
+
+
+@pytest.fixture
+def store_engine(tmp_path: Path, store_url: str | None) -> Engine:
+    """The store's engine, SQLite and (where the tests run it) PostgreSQL."""
+    return open_engine(store_url, tmp_path)
+
+
+@pytest.fixture
+def migrated_conn(store_engine: Engine) -> Iterator[Connection]:
+    """A connection to an empty store of the current schema, on either engine."""
+    conn = store_engine.connect()
+    migrate(conn, store_engine)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def migrated_sqlite_conn(tmp_path: Path) -> Iterator[Connection]:
+    """The same on SQLite alone, for tests that read its query plans."""
+    engine = open_engine(None, tmp_path)
+    conn = engine.connect()
+    migrate(conn, engine)
+    yield conn
+    conn.close()
