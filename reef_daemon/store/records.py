@@ -27,14 +27,15 @@ from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 MAX_PAGE = 500
 _ADD_SCORE = "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
 # A derived source scores a record once; a person's later report replaces their earlier score.
-_COUNTS = (
-    "SELECT scenario, NULL AS type, count(*) AS total FROM records GROUP BY scenario UNION ALL"
-    " SELECT scenario, type, count(*) AS total FROM records WHERE type != 'inference' GROUP BY scenario, type"
-)
 _KEEP_FIRST_SCORE = f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO NOTHING"
 _KEEP_LATEST_SCORE = (
     f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO UPDATE SET score = excluded.score,"
     " report_id = excluded.report_id, created_at = excluded.created_at"
+)
+# Records per scenario, and client records (migration 15's indexes) per scenario and type: indexes alone.
+_COUNTS = (
+    "SELECT scenario, NULL AS type, count(*) AS total FROM records GROUP BY scenario UNION ALL"
+    " SELECT scenario, type, count(*) AS total FROM records WHERE type != 'inference' GROUP BY scenario, type"
 )
 # A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
 WithReports = tuple[StoredRecord, list[StoredRecord]]
