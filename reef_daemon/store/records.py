@@ -18,7 +18,7 @@ from reef_daemon.contract import (
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
-from reef_daemon.store.engine import Connection
+from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
 from reef_daemon.store.schema import SOURCE_RANK, of_types
@@ -37,6 +37,17 @@ _COUNTS = (
     "SELECT scenario, NULL AS type, count(*) AS total FROM records GROUP BY scenario UNION ALL"
     " SELECT scenario, type, count(*) AS total FROM records WHERE type != 'inference' GROUP BY scenario, type"
 )
+# An exchange that awaits a score (contract.awaits_score), as the per-scenario unscored index reads it.
+_UNSCORED = "type = 'inference' AND score IS NULL AND (route IS NULL OR route != ?)"
+# The scenarios with an unscored exchange, one index probe each, and the newest sequence as of that snapshot.
+_UNSCORED_SCENARIOS = (
+    "WITH RECURSIVE pending (scenario) AS ("
+    " SELECT min(scenario) FROM records WHERE type = 'inference' AND score IS NULL"
+    " UNION ALL SELECT (SELECT min(scenario) FROM records WHERE type = 'inference' AND score IS NULL"
+    " AND scenario > pending.scenario) FROM pending WHERE pending.scenario IS NOT NULL)"
+    " SELECT scenario, (SELECT max(sequence) FROM records) AS newest FROM pending WHERE scenario IS NOT NULL"
+)
+_SCENARIOS_A_STATEMENT = 100  # SQLite allows 500 terms in a compound SELECT
 # A record and the reports that reference it (RecordStore.list shadows `list` in the class body).
 WithReports = tuple[StoredRecord, list[StoredRecord]]
 
@@ -176,15 +187,9 @@ class RecordStore:
     def _list(conn: Connection, query: RecordQuery) -> RecordPage:
         clauses: list[str] = []
         params: list[str | int] = []
-        if query.scenario is not None:
-            clauses.append("scenario = ?")
-            params.append(query.scenario)
         if query.unscored:  # contract.awaits_score, in SQL
-            clauses.append("type = 'inference' AND score IS NULL AND (route IS NULL OR route != ?)")
+            clauses.append(_UNSCORED)
             params.append(COUNT_TOKENS_ROUTE)
-            if query.scenario is None:
-                clauses.append(f"scenario NOT IN ({', '.join('?' for _ in INTERNAL_SCENARIOS)})")
-                params.extend(INTERNAL_SCENARIOS)
         elif query.type is not None:
             clause, types = of_types((query.type,))
             clauses.append(clause)
@@ -196,12 +201,18 @@ class RecordStore:
         elif query.before is not None:
             clauses.append("sequence < ?")
             params.append(query.before)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "ASC" if ascending else "DESC"
-        rows = conn.execute(
-            f"SELECT {SUMMARY_COLUMNS} FROM records {where} ORDER BY sequence {order} LIMIT ?",  # noqa: S608 - fixed clauses
-            (*params, query.limit + 1),
-        ).fetchall()
+        if query.unscored and query.scenario is None:
+            rows = _unscored_everywhere(conn, clauses, params, order, query.limit + 1)
+        else:
+            if query.scenario is not None:
+                clauses.insert(0, "scenario = ?")
+                params.insert(0, query.scenario)
+            where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+            rows = conn.execute(
+                f"SELECT {SUMMARY_COLUMNS} FROM records {where} ORDER BY sequence {order} LIMIT ?",  # noqa: S608 - fixed clauses
+                (*params, query.limit + 1),
+            ).fetchall()
         more = len(rows) > query.limit
         records = [summary_row(r) for r in rows[: query.limit]]
         if not records:
@@ -247,12 +258,34 @@ class RecordStore:
             if not of_scenario["inference"]:
                 del of_scenario["inference"]
         for row in conn.execute(
-            "SELECT scenario, count(*) AS total FROM records WHERE type = 'inference' AND score IS NULL"
-            " AND (route IS NULL OR route != ?) GROUP BY scenario",  # both engines read this SQL
+            f"SELECT scenario, count(*) AS total FROM records WHERE {_UNSCORED} GROUP BY scenario",  # noqa: S608
             (COUNT_TOKENS_ROUTE,),
         ):
             counts.setdefault(row["scenario"], {})["unscored"] = row["total"]
         return counts
+
+
+def _unscored_everywhere(
+    conn: Connection, clauses: list[str], params: list[str | int], order: str, limit: int
+) -> list[Columns]:
+    """The unscored exchanges of every scenario but the internal ones, in `order` of sequence, at most `limit`: each
+    scenario's own from its unscored index (no index holds every scenario's: an exchange's commit writes one
+    fewer, migration 16), merged. Every read stops at the newest sequence of the snapshot that named the
+    scenarios, so a page holds no record newer than one it leaves out (`next_after` skips nothing)."""
+    found = conn.execute(_UNSCORED_SCENARIOS).fetchall()
+    scenarios = [row["scenario"] for row in found if row["scenario"] not in INTERNAL_SCENARIOS]
+    if not scenarios:
+        return []
+    bounded = " AND ".join(["scenario = ?", *clauses, "sequence <= ?"])
+    one = f"SELECT * FROM (SELECT {SUMMARY_COLUMNS} FROM records WHERE {bounded} ORDER BY sequence {order} LIMIT ?)"  # noqa: S608 - fixed clauses
+    rows: list[Columns] = []
+    for start in range(0, len(scenarios), _SCENARIOS_A_STATEMENT):
+        chunk = scenarios[start : start + _SCENARIOS_A_STATEMENT]
+        statement = " UNION ALL ".join(f"{one} AS s{n}" for n in range(len(chunk)))
+        values = [v for scenario in chunk for v in (scenario, *params, found[0]["newest"], limit)]
+        rows.extend(conn.execute(f"{statement} ORDER BY sequence {order} LIMIT ?", (*values, limit)).fetchall())
+    rows.sort(key=lambda row: row["sequence"], reverse=order == "DESC")
+    return rows[:limit]
 
 
 def _derived_report(conn: Connection, references: list[str], source: str) -> RecordRow | None:

@@ -308,6 +308,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     CREATE INDEX client_records_by_type ON records (type, sequence) WHERE type != 'inference';
     CREATE INDEX client_records_by_scenario_type ON records (scenario, type, sequence) WHERE type != 'inference';
     """,
+    # 16: the unscored exchanges of every scenario are read from each scenario's own (`records_unscored_by_scenario`,
+    # merged in records._unscored_everywhere), so no index holds them all: an exchange's commit writes one fewer.
+    "DROP INDEX records_unscored;",
 )
 
 
