@@ -54,6 +54,8 @@ class SseRelay:
             return b""
         buffer = self._pending + data if self._pending else data
         self._carriage_returns = self._carriage_returns or b"\r" in data
+        if self.route == CHAT_ROUTE and not self._carriage_returns and b"\n\n\n" not in buffer:
+            return self._feed_chat(buffer)
         start = 0
         while True:
             bounds = self._next_delimiter(buffer, start)
@@ -70,6 +72,47 @@ class SseRelay:
             start = next_start
         self._pending = buffer[start:]
         return buffer[:start]
+
+    def _feed_chat(self, buffer: bytes) -> bytes:
+        """`feed` for a chat stream of plain `\n\n` delimiters with no run of three newlines, so that each frame
+        starts right after the last pair before any of its bytes. The frames that matter are found by their words
+        instead of walking every frame: the first chunk's identity, and each `[DONE]` until one is the terminal."""
+        complete = buffer.rfind(b"\n\n") + 2  # the end of the last whole frame
+        if complete < 2:
+            self._pending = buffer
+            return b""
+        terminal = self._chat_terminal(buffer, complete)
+        forwarded = complete if terminal is None else terminal[0]
+        if self._identity is None:
+            self._find_identity(buffer, forwarded)
+        if terminal is None:
+            self._pending = buffer[complete:]
+            return buffer[:complete]
+        start, end = terminal
+        self._terminal = buffer[start : end + 2]
+        if end + 2 < len(buffer):
+            self._after_terminal.append(buffer[end + 2 :])
+        self._pending = b""
+        return buffer[:start]
+
+    @staticmethod
+    def _chat_terminal(buffer: bytes, complete: int) -> tuple[int, int] | None:
+        """The bounds of the first whole frame before `complete` whose data is `[DONE]`."""
+        found = buffer.find(b"[DONE]", 0, complete)
+        while found >= 0:
+            start, end = _frame_around(buffer, found)
+            if parse_frame(buffer[start:end])[1].strip() == "[DONE]":
+                return start, end
+            found = buffer.find(b"[DONE]", end, complete)
+        return None
+
+    def _find_identity(self, buffer: bytes, before: int) -> None:
+        """Remembers the identity of the first parseable chunk among the whole frames before `before`."""
+        found = buffer.find(b"chat.completion.chunk", 0, before)
+        while found >= 0 and self._identity is None:
+            start, end = _frame_around(buffer, found)
+            self._remember_identity(buffer[start:end])
+            found = buffer.find(b"chat.completion.chunk", end, before)
 
     def _next_delimiter(self, buffer: bytes, start: int) -> tuple[int, int] | None:
         """(end of the frame, start of the next) for the first frame delimiter at or after `start`."""
@@ -125,6 +168,14 @@ class SseRelay:
         payload = _json_object(parse_frame(frame)[1])
         if payload is not None:
             self._identity = {key: payload[key] for key in _CHAT_IDENTITY_KEYS if key in payload}
+
+
+def _frame_around(buffer: bytes, position: int) -> tuple[int, int]:
+    """The start of the `\n\n`-delimited frame that holds `position`, and its end (its delimiter's first byte);
+    a delimiter follows `position`."""
+    start = buffer.rfind(b"\n\n", 0, position)
+    start = 0 if start < 0 else start + 2
+    return start, buffer.find(b"\n\n", position)
 
 
 def error_frame(route: str, type_: str, message: str) -> bytes:
