@@ -5,13 +5,13 @@
 #   bench/proxy_instructions.sh floor             # floor-b
 #
 # Starts the mock, runs the proxy under `valgrind --tool=callgrind`, sends 200 + 100 warm-up answers, zeroes the
-# counters, then counts N (default 300) non-stream and N stream answers at c=8 from bench/count_load.py. Prints
+# counters, then counts N (default 300) non-stream and N stream answers at c=C (default 8) from bench/count_load.py. Prints
 # the user-space instructions of every thread of the proxy per answer (the kernel's work is not counted).
 # Takes ~5 minutes on 2 cores. Needs valgrind; bench_venv.sh makes bench/.venv-bench if missing.
 # KEEP=DIR keeps the two dumps (DIR/stream0.cg, DIR/stream1.cg) for callgrind_annotate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/.." && pwd)
-target=${1:?reef or floor}; code=${2:-$root}; n=${N:-300}
+target=${1:?reef or floor}; code=${2:-$root}; n=${N:-300}; c=${C:-8}
 bv=$("$here/bench_venv.sh")
 work=$(mktemp -d /tmp/reef-instructions.XXXXXX)
 read -r p_mock p_proxy < <("$bv" -c "
@@ -38,11 +38,11 @@ for _ in $(seq 1 600); do
   fi
   sleep 1
 done
-"$bv" "$here/count_load.py" "$p_proxy" 200 0 8 >/dev/null
-"$bv" "$here/count_load.py" "$p_proxy" 100 1 8 >/dev/null
+"$bv" "$here/count_load.py" "$p_proxy" 200 0 "$c" >/dev/null
+"$bv" "$here/count_load.py" "$p_proxy" 100 1 "$c" >/dev/null
 for stream in 0 1; do
   callgrind_control -z "$pid_proxy" >/dev/null 2>&1
-  answers=$("$bv" "$here/count_load.py" "$p_proxy" "$n" "$stream" 8)
+  answers=$("$bv" "$here/count_load.py" "$p_proxy" "$n" "$stream" "$c")
   callgrind_control -d "$pid_proxy" >/dev/null 2>&1
   sleep 1
   dump=$(ls -t "$work"/cg.out* | head -1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from dataclasses import dataclass
 
@@ -37,6 +38,22 @@ _COUNTS = (
     "SELECT scenario, NULL AS type, count(*) AS total FROM records GROUP BY scenario UNION ALL"
     " SELECT scenario, type, count(*) AS total FROM records WHERE type != 'inference' GROUP BY scenario, type"
 )
+_INFERENCE_COLUMNS = (
+    "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms, input_tokens,"
+    " output_tokens, score, source, release, asked, answered, ttft_ms, overhead_ms, request, response, error, tags,"
+    " tokens, answer"
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _inference_insert(nulls: tuple[bool, ...]) -> str:
+    """The INSERT of an exchange with each None value written into the statement as NULL, not bound: sqlite3 binds
+    None only after looking for an adapter (two failed attribute look-ups, each raising), which cost more than
+    the row's own insert. An exchange's values come in a few shapes, each one cached statement."""
+    marks = ",".join("NULL" if null else "?" for null in nulls)
+    return f"INSERT INTO records ({_INFERENCE_COLUMNS}) VALUES ({marks})"  # noqa: S608 - constants only
+
+
 # An exchange that awaits a score (contract.awaits_score), as the per-scenario unscored index reads it.
 _UNSCORED = "type = 'inference' AND score IS NULL AND (route IS NULL OR route != ?)"
 # The scenarios with an unscored exchange, one index probe each, and the newest sequence as of that snapshot.
@@ -90,18 +107,14 @@ class RecordStore:
             draft.status, int(draft.complete), draft.duration_ms, summary.input_tokens, summary.output_tokens,
             None, None, draft.release, words["asked"], words["answered"],
         )  # fmt: skip
-        ctx.conn.execute(
-            "INSERT INTO records (sequence, id, scenario, type, created_at, route, model, status, complete,"
-            " duration_ms, input_tokens, output_tokens, score, source, release, asked, answered, ttft_ms,"
-            " overhead_ms, request, response, error, tags, tokens, answer)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
-                dumps_text(draft.tags) if draft.tags else None,
-                dumps_text(draft.tokens) if draft.tokens is not None else None,
-                dumps_text(summary.answer) if summary.answer is not None else None,
-            ),
+        stored = (
+            *values, draft.ttft_ms, draft.overhead_ms, draft.request, summary.response, draft.error,
+            dumps_text(draft.tags) if draft.tags else None,
+            dumps_text(draft.tokens) if draft.tokens is not None else None,
+            dumps_text(summary.answer) if summary.answer is not None else None,
         )  # fmt: skip
+        nulls = tuple([value is None for value in stored])
+        ctx.conn.execute(_inference_insert(nulls), [value for value in stored if value is not None])
         row = record_row(*values)
         ctx.announce(record_event(row, {}))
         return row
