@@ -21,7 +21,9 @@ def parse_frame(frame: bytes) -> tuple[str | None, str]:
     """(event name, data) of one SSE frame; data lines joined by newlines."""
     event: str | None = None
     data_lines: list[str] = []
-    for line in _LINE_BREAK.split(frame.decode("utf-8", errors="replace")):
+    text = frame.decode("utf-8", errors="replace")
+    # A frame of one line (nearly every frame) is not split: the regex costs more than the rest of the reading.
+    for line in _LINE_BREAK.split(text) if "\n" in text or "\r" in text else (text,):
         if line.startswith("data:"):
             data_lines.append(line[5:].removeprefix(" "))
         elif line.startswith("event:"):
@@ -48,12 +50,20 @@ def plain_events(body: bytes) -> list[dict[str, Any]] | None:
     """The JSON payloads of the stream nearly every provider sends, read in bulk: one-line `data: ` frames split by
     blank lines, each a JSON object orjson reads, and `[DONE]` last. None where the stream is any other (the frame by
     frame reading then gives the same events)."""
+    frames = plain_frames(body)
+    return None if frames is None else plain_frame_events(frames)
+
+
+def plain_frames(body: bytes) -> list[bytes] | None:
+    """A body split at its blank lines where every newline is in a delimiter (no frame of several lines, no `\r`)."""
     if b"\r" in body:
         return None
     frames = body.split(b"\n\n")
-    # Every newline is in a delimiter (no frame of several lines), and every frame is `data: …` but the empty end.
-    if body.count(b"\n") != 2 * (len(frames) - 1):
-        return None
+    return frames if body.count(b"\n") == 2 * (len(frames) - 1) else None
+
+
+def plain_frame_events(frames: list[bytes]) -> list[dict[str, Any]] | None:
+    """`plain_events` of a body's `plain_frames` (or of frames made of their pieces); changes the list."""
     if not frames[-1]:
         frames.pop()
     if not all(map(_IS_DATA, frames)):

@@ -20,7 +20,7 @@ import orjson
 
 from reef_daemon.contract import CHAT_ROUTE
 from reef_daemon.jsoncodec import may_hold_a_long_integer
-from reef_daemon.records.frames import plain_events
+from reef_daemon.records.frames import plain_frame_events, plain_frames
 
 MIN_MERGED = 3  # frames a run must have to be read as one
 _DELIMITER = b"\n\n"
@@ -48,9 +48,9 @@ def run_events(route: str, body: bytes) -> list[dict[str, Any]] | None:
     """The events of a plain chat stream (`frames.plain_events`) with the run of frames around its middle that are
     the same but for their text read as one; None where there is no such run, or where a frame might hold an
     integer orjson does not read exactly."""
-    if route != CHAT_ROUTE or b"\r" in body:
+    frames = plain_frames(body) if route == CHAT_ROUTE else None
+    if frames is None:
         return None
-    frames = body.split(_DELIMITER)
     middle = len(frames) // 2
     matches = [*_CONTENT.finditer(frames[middle])]
     if len(matches) != 1:
@@ -76,7 +76,7 @@ def run_events(route: str, body: bytes) -> list[dict[str, Any]] | None:
     before, after = frames[:first], frames[last:]
     if may_hold_a_long_integer(_DELIMITER.join((*before, head, tail, *after))):  # (digits in a text are text)
         return None
-    events = plain_events(_DELIMITER.join((*before, head + b"".join(texts) + tail, *after)))
+    events = plain_frame_events([*before, head + b"".join(texts) + tail, *after])
     # Read frame for frame, the events are the frames' (the run's one where its first frame was).
     if events is None or len(events) <= first or _chat_text(events[first]) != text:
         return None
