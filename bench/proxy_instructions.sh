@@ -5,8 +5,9 @@
 #   bench/proxy_instructions.sh floor             # floor-b
 #
 # Starts the mock, runs the proxy under `valgrind --tool=callgrind`, sends 200 + 100 warm-up answers, zeroes the
-# counters, then counts N (default 300) non-stream and N stream answers at c=C (default 8) from bench/count_load.py. Prints
-# the user-space instructions of every thread of the proxy per answer (the kernel's work is not counted).
+# counters, then counts N (default 300) non-stream and N stream answers at c=C (default 8) from
+# bench/count_load.py. Prints the user-space instructions of every thread of the proxy per answer (the kernel's
+# work is not counted).
 # Takes ~5 minutes on 2 cores. Needs valgrind; bench_venv.sh makes bench/.venv-bench if missing.
 # KEEP=DIR keeps the two dumps (DIR/stream0.cg, DIR/stream1.cg) for callgrind_annotate.
 set -euo pipefail

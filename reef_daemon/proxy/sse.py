@@ -101,7 +101,7 @@ class SseRelay:
         found = buffer.find(b"[DONE]", 0, complete)
         while found >= 0:
             start, end = _frame_around(buffer, found)
-            if parse_frame(buffer[start:end])[1].strip() == "[DONE]":
+            if _is_done(buffer[start:end]):
                 return start, end
             found = buffer.find(b"[DONE]", end, complete)
         return None
@@ -148,7 +148,7 @@ class SseRelay:
         if self.route == CHAT_ROUTE:
             if self._identity is None and b"chat.completion.chunk" in frame:
                 self._remember_identity(frame)
-            return b"[DONE]" in frame and parse_frame(frame)[1].strip() == "[DONE]"
+            return b"[DONE]" in frame and _is_done(frame)
         if self.route == MESSAGES_ROUTE:
             wanted: tuple[str, ...] = ("message_stop",)
         elif self.route == RESPONSES_ROUTE:
@@ -168,6 +168,11 @@ class SseRelay:
         payload = _json_object(parse_frame(frame)[1])
         if payload is not None:
             self._identity = {key: payload[key] for key in _CHAT_IDENTITY_KEYS if key in payload}
+
+
+def _is_done(frame: bytes) -> bool:
+    """Whether a chat stream's frame is its terminal one: its data is `[DONE]`."""
+    return parse_frame(frame)[1].strip() == "[DONE]"
 
 
 def _frame_around(buffer: bytes, position: int) -> tuple[int, int]:
