@@ -1,7 +1,8 @@
 """What a record keeps besides the request: the model, token usage, the assembled answer, the first words of the
 exchange, and the response as stored.
 
-Runs on the store's writer thread, never on the event loop, so the proxy's hot path stays a byte relay.
+Derived inside the exchange's commit (on the store's writer thread, or on the loop for a brief one: writer.py),
+never while its bytes are relayed, so the proxy's relay stays a byte relay.
 """
 
 from __future__ import annotations

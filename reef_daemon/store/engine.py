@@ -114,6 +114,12 @@ class Engine:
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND_PAGES}")
         return conn
 
+    def commits_without_waiting(self) -> bool:
+        """Whether a commit returns without waiting on anything but this process: a file at `synchronous = NORMAL`
+        (the OS takes the WAL's pages; nothing is synced, and no other process writes it). Not with `flush`
+        (each commit syncs) nor for a server (a round trip)."""
+        return not self.flush
+
     def begin_write(self, conn: Connection, next_sequence: int) -> int:
         """Open a write transaction; returns the next free sequence. One writer per file: the writer's count holds."""
         conn.execute("BEGIN IMMEDIATE")

@@ -543,6 +543,9 @@ class PostgresEngine(Engine):
         conn.trusted = free <= next_sequence  # no other daemon committed since this one's last commit
         return free
 
+    def commits_without_waiting(self) -> bool:
+        return False  # every commit is a round trip to the server
+
     def preceding(self, conn: Connection) -> int | None:
         assert isinstance(conn, PostgresConnection)
         begun, conn.begun = conn.begun, None

@@ -26,6 +26,10 @@ from reef_daemon.store.schema import SOURCE_RANK, of_types
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 MAX_PAGE = 500
+# An exchange up to this size (request and response) is brief (writer.py): its commit on the loop pauses the loop
+# well under a millisecond on this kind of machine (bench/README.md), while handing it to the writer's thread
+# would be a large share of its commit. Larger ones are committed on the thread.
+BRIEF_EXCHANGE_BYTES = 64 * 1024
 _ADD_SCORE = "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
 # A derived source scores a record once; a person's later report replaces their earlier score.
 _KEEP_FIRST_SCORE = f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO NOTHING"
@@ -91,7 +95,8 @@ class RecordStore:
     def enqueue_inference(self, draft: InferenceDraft) -> asyncio.Future[RecordRow]:
         """Queue an exchange for the next commit; the future gives its row once committed. The record is written
         whether or not the future is awaited or cancelled (a client that leaves cannot stop it)."""
-        return self._writer.enqueue(lambda ctx: self._insert_inference(ctx, draft), fallible=False)
+        brief = len(draft.request) + len(draft.response) <= BRIEF_EXCHANGE_BYTES
+        return self._writer.enqueue(lambda ctx: self._insert_inference(ctx, draft), fallible=False, brief=brief)
 
     def insert_inference(self, ctx: WriteContext, draft: InferenceDraft) -> RecordRow:
         """Store an exchange inside a write already under way (an import batch writes many in one)."""

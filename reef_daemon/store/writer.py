@@ -1,5 +1,12 @@
-"""The single writer: one thread owns the write connection and commits whatever arrived together in one
-transaction (group commit). A caller's future resolves only after its transaction has committed.
+"""The single writer: one connection commits whatever arrived together in one transaction (group commit), on a
+thread of its own. A caller's future resolves only after its transaction has committed.
+
+A brief write (one exchange of the proxy's) that finds the thread idle is committed by the event loop itself
+when the database's commit waits on nothing but this process (a file at `synchronous = NORMAL`): handing it
+to the thread and its outcome back costs more than the commit (two wake-ups, two switches of the
+interpreter's lock), and a request waits for both. Writes of any size, and every write to a store whose commit
+waits (a sync to disk, a server's round trip), go to the thread; so does each one while the thread holds a
+batch, which keeps the commits in the order they were queued.
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ class _Job(Generic[T]):
     operation: Operation[T]
     future: asyncio.Future[T]
     fallible: bool  # may refuse (bad reference, conflict): runs inside a savepoint so it fails alone
+    brief: bool  # small and quick: the loop may commit it itself (the module's docstring)
 
 
 class _Unguarded(Exception):
@@ -103,6 +111,8 @@ class GroupCommitWriter:
         self._on_commit = on_commit
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
         self._waiting: list[_Job[Any]] = []  # queued on the loop in this turn, not yet handed to the thread
+        self._loop_commits = engine.commits_without_waiting()  # brief writes may be committed on the loop
+        self._with_thread = 0  # batches handed to the thread whose outcomes have not come back to the loop yet
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: Connection | None = None
@@ -132,23 +142,37 @@ class GroupCommitWriter:
         """
         return await self.enqueue(operation, fallible=fallible)
 
-    def enqueue(self, operation: Operation[T], *, fallible: bool = True) -> asyncio.Future[T]:
+    def enqueue(self, operation: Operation[T], *, fallible: bool = True, brief: bool = False) -> asyncio.Future[T]:
         """`submit` without the coroutine: the operation is queued now and runs even if nobody awaits the future
-        (cancelling the future stops only the waiting, never the write). Call it on the event loop."""
+        (cancelling the future stops only the waiting, never the write). Call it on the event loop.
+
+        `brief=True` marks an operation that writes one small row and reads nothing of size (the proxy's
+        exchange, bounded in bytes): the loop may run it itself (the module's docstring)."""
         if self._loop is None or self._thread is None:
             raise RuntimeError("the store writer is not running")
         future: asyncio.Future[T] = self._loop.create_future()
-        self._waiting.append(_Job(operation, future, fallible))
+        self._waiting.append(_Job(operation, future, fallible, brief))
         if len(self._waiting) == 1:
-            # The operations queued in one turn of the loop wake the writer once, together, when the turn ends
-            # (it could not take the interpreter from the loop sooner): one hand-off per turn, not per operation.
+            # The operations queued in one turn of the loop are committed together when the turn ends (the writer
+            # could not take the interpreter from the loop sooner): one hand-off per turn, not per operation.
             self._loop.call_soon(self._hand_over)
         return future
 
     def _hand_over(self) -> None:
-        if self._waiting:
-            jobs, self._waiting = self._waiting, []
-            self._queue.put(jobs)
+        if not self._waiting:
+            return
+        jobs, self._waiting = self._waiting, []
+        if self._loop_commits and not self._with_thread and all(job.brief for job in jobs):
+            resolve = self._commit(jobs)  # the thread holds nothing: no batch queued before these is left
+            if self._loop is not None and not self._loop.is_closed():  # closed: nobody waits; the data is on disk
+                resolve()
+            return
+        self._with_thread += 1
+        self._queue.put(jobs)
+
+    def _came_back(self, batches: int, resolve: Callable[[], None]) -> None:
+        self._with_thread -= batches
+        resolve()
 
     def stop(self) -> None:
         """Finish every queued operation, then close the connection."""
@@ -166,18 +190,25 @@ class GroupCommitWriter:
         stopping = False
         while not stopping:
             jobs: list[_Job[Any]] = []
+            batches = 0
             item = self._queue.get()
             while True:
                 if item is _STOP:
                     stopping = True
                 else:
                     jobs.extend(item)
+                    batches += 1
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
             if jobs:
-                self._commit(jobs)
+                resolve = self._commit(jobs)
+                loop = self._loop
+                # If the loop closed while we committed, nobody is waiting; the data is safe on disk.
+                if loop is not None and not loop.is_closed():
+                    with contextlib.suppress(RuntimeError):
+                        loop.call_soon_threadsafe(self._came_back, batches, resolve)
 
     def _connection(self) -> Connection:
         """The write connection; one the database dropped (a restarted server) is opened again."""
@@ -190,7 +221,8 @@ class GroupCommitWriter:
             log.warning("store: reconnected to %s", self._engine.describe())
         return self._conn
 
-    def _commit(self, jobs: list[_Job[Any]]) -> None:
+    def _commit(self, jobs: list[_Job[Any]]) -> Callable[[], None]:
+        """Run a batch in one transaction; returns what hands its outcomes to their callers, on the loop."""
         try:
             try:
                 context, outcomes = self._run_batch(jobs)
@@ -203,12 +235,11 @@ class GroupCommitWriter:
                 context, outcomes = self._run_batch(jobs)
         except DB_ERRORS as exc:
             log.error("store commit failed: %s", exc)
-            self._deliver([(job, False, self._failure(exc)) for job in jobs], [], None)
-            return
+            return self._resolver([(job, False, self._failure(exc)) for job in jobs], [], None)
         self._next_sequence = context.next_sequence
         self.batches += 1
         self.operations += len(jobs)
-        self._deliver(outcomes, context.events, context.preceding)
+        return self._resolver(outcomes, context.events, context.preceding)
 
     def _run_batch(self, jobs: list[_Job[Any]]) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
         self._committing = False
@@ -264,11 +295,9 @@ class GroupCommitWriter:
             conn.execute("RELEASE operation")
         return context, outcomes
 
-    def _deliver(self, outcomes: list[tuple[_Job[Any], bool, Any]], events: list[Event], preceding: int | None) -> None:
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-
+    def _resolver(
+        self, outcomes: list[tuple[_Job[Any], bool, Any]], events: list[Event], preceding: int | None
+    ) -> Callable[[], None]:
         def resolve() -> None:
             for job, ok, value in outcomes:
                 if job.future.done():
@@ -282,9 +311,7 @@ class GroupCommitWriter:
             elif events:
                 self._on_events(events)
 
-        # If the loop closed while we committed, nobody is waiting; the data is safe on disk.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(resolve)
+        return resolve
 
 
 def _as_refusal(exc: Exception) -> Exception:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +18,13 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.contract import CHAT_ROUTE
 from reef_daemon.errors import StoreError
+from reef_daemon.ids import new_record_id
+from reef_daemon.records import InferenceDraft
+from reef_daemon.store import Store
 from reef_daemon.store.engine import Engine, open_engine
+from reef_daemon.store.records import BRIEF_EXCHANGE_BYTES, RecordStore
 from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 from tests.support.waiting import eventually
 
@@ -277,3 +284,95 @@ async def test_large_and_small_bodies_committed_together_are_stored_as_sent(writ
     finally:
         db.close()
     assert stored_bodies == bodies
+
+
+def on_thread(record_id: str, threads: dict[str, str]) -> Operation[int]:
+    """`insert`, noting the name of the thread that ran it."""
+    write = insert(record_id)
+
+    def noting(context: WriteContext) -> int:
+        threads[record_id] = threading.current_thread().name
+        return write(context)
+
+    return noting
+
+
+@pytest.mark.parametrize("flush", [False, True])
+async def test_a_brief_write_is_committed_by_the_loop_only_where_a_commit_waits_for_nothing(
+    tmp_path: Path, store_url: str | None, flush: bool
+) -> None:
+    """A file at synchronous=NORMAL commits into the OS's cache: the loop commits a brief write itself rather than
+    wait for two hand-offs. A commit that syncs (store.flush) or crosses to a server would stall every
+    connection the loop serves, so those, and every write not marked brief, run on the writer's thread."""
+    writing = Writing(open_engine(store_url, tmp_path, flush=flush))
+    writing.writer = GroupCommitWriter(writing.engine, writing.on_events)
+    writing.writer.start(asyncio.get_running_loop())
+    threads: dict[str, str] = {}
+    try:
+        assert await writing.writer.enqueue(on_thread("brief", threads), brief=True) == 1
+        assert writing.stored() == [(1, "brief")]  # on disk, for every other connection, once acknowledged
+        assert writing.on_disk_when_announced == [[(1, "brief")]]
+        assert await writing.writer.enqueue(on_thread("plain", threads)) == 2
+    finally:
+        writing.writer.stop()
+    here = threading.current_thread().name
+    by_loop = writing.engine.name == "sqlite" and not flush
+    assert threads == {"brief": here if by_loop else "reef-store-writer", "plain": "reef-store-writer"}
+
+
+async def test_a_brief_write_queued_while_the_thread_holds_a_batch_commits_after_it(writing: Writing) -> None:
+    """Commits keep the order their writes were queued in: a brief write does not overtake a batch the writer's
+    thread holds (nor a batch queued behind it); the loop goes on serving while they wait."""
+    holding, release = threading.Event(), threading.Event()
+    threads: dict[str, str] = {}
+
+    def held(context: WriteContext) -> int:
+        holding.set()
+        release.wait(60)
+        return insert("held")(context)
+
+    first = writing.writer.enqueue(held)
+    await eventually(holding.is_set, 60, "the writer's thread to hold a batch")
+    queued = writing.writer.enqueue(insert("queued"))
+    await asyncio.sleep(0)  # its turn of the loop ends: handed to the thread, behind the held batch
+    brief = writing.writer.enqueue(on_thread("brief", threads), brief=True)
+    await asyncio.sleep(0.05)  # the loop turns while both wait
+    assert not brief.done() and not queued.done()
+    release.set()
+    assert await asyncio.gather(first, queued, brief) == [1, 2, 3]
+    assert writing.stored() == [(1, "held"), (2, "queued"), (3, "brief")]
+    assert writing.announced_ids() == ["held", "queued", "brief"]
+    assert threads == {"brief": "reef-store-writer"}
+
+
+async def test_only_an_exchange_of_a_bounded_size_is_committed_by_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deriving and storing a large exchange takes milliseconds, which on the loop would hold up every stream it
+    relays; such a one is committed on the writer's thread, a small one by the loop."""
+    threads: dict[str, str] = {}
+    insert_inference = RecordStore._insert_inference
+
+    def noting(self: RecordStore, context: WriteContext, draft: InferenceDraft) -> Any:
+        threads[draft.id] = threading.current_thread().name
+        return insert_inference(self, context, draft)
+
+    monkeypatch.setattr(RecordStore, "_insert_inference", noting)
+    store = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0})
+    store.open(asyncio.get_running_loop())
+    try:
+        await store.scenarios.ensure("demo", "counting", "auto")
+        ids = {}
+        for size in (1000, BRIEF_EXCHANGE_BYTES):
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * size}]}).encode()
+            ids[size] = new_record_id()
+            draft = InferenceDraft(
+                id=ids[size], scenario="demo", route=CHAT_ROUTE, created_at=time.time(), model="m", request=body,
+                status=200, response=b"{}", stream=False, complete=True, error=None, ttft_ms=None, duration_ms=1.0,
+                overhead_ms=None,
+            )  # fmt: skip
+            await store.records.append_inference(draft)
+            assert (await store.records.get(ids[size]))["request"] is not None  # stored, once acknowledged
+    finally:
+        store.close()
+    assert threads == {ids[1000]: threading.current_thread().name, ids[BRIEF_EXCHANGE_BYTES]: "reef-store-writer"}
