@@ -102,8 +102,12 @@ base_arg=()
 if [ -n "$baseline" ]; then
   base_commit=$(git -C "$root" rev-parse --short "$baseline^{commit}") || { say "--baseline $baseline: not a commit"; exit 2; }
   git -C "$root" worktree add -q --detach "$work/base" "$base_commit"
-  # The worktree's packages come first on the path, ahead of the editable install of this checkout.
-  PYTHONPATH="$work/base" $proxy_cpu "$reef_py" -c 'import sys; from reef_cli.app import main; sys.argv[0] = "reef"; main()' \
+  # The worktree's packages come first on the path, ahead of the editable install of this checkout; -P keeps
+  # the working directory (this checkout) off the front of the path, where `python -c` would put it.
+  base_py=(env PYTHONPATH="$work/base" "$reef_py" -P)
+  "${base_py[@]}" -c 'import sys, reef_daemon; sys.exit(not reef_daemon.__file__.startswith(sys.argv[1]))' "$work/base/" \
+    || { say "--baseline: the worktree's reef_daemon is not the one imported"; exit 1; }
+  $proxy_cpu "${base_py[@]}" -c 'import sys; from reef_cli.app import main; sys.argv[0] = "reef"; main()' \
     serve --inference.upstream-url "http://127.0.0.1:$p_mock" --reef.port "$p_base" --reef.state-dir "$work/reef-base" \
     >"$work/base.log" 2>&1 &
   pid_base=$!; pids+=("$pid_base")
