@@ -279,7 +279,7 @@ class Settings:
 
     @classmethod
     def full(cls) -> Settings:
-        return cls(300, 25, 100, 15, 100, 2, 2.0, 20.0, 32, 300.0, 16, 2)
+        return cls(300, 25, 100, 15, 100, 4, 2.0, 10.0, 32, 300.0, 16, 2)
 
     @classmethod
     def quick(cls) -> Settings:
