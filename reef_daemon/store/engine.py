@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 DATABASE_NAME = "reef.sqlite3"
 WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
+LOCK_WAIT_S = 10.0  # how long a statement waits for another connection's lock before the database says busy
 
 
 class DatabaseError(Exception):
@@ -35,6 +36,11 @@ class Disconnected(DatabaseError):
 class SequenceMoved(DatabaseError):
     """Another daemon committed since this writer's last commit, so the sequence it expected is taken: the
     transaction failed before anything was written, and the writer runs the batch again (PostgreSQL)."""
+
+
+class WriteLockBusy(Exception):
+    """Another connection (another process: a `sqlite3` shell mid-transaction) holds the file's write lock, and
+    the write asked not to wait for it; nothing was written."""
 
 
 class StoreUnavailable(RuntimeError):
@@ -101,7 +107,7 @@ class Engine:
         else:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_S * 1000)}")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             # WAL + NORMAL: a commit survives a crash of this process (the OS holds the bytes); only power loss
@@ -114,15 +120,24 @@ class Engine:
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND_PAGES}")
         return conn
 
+    def connect_writer(self) -> Connection:
+        """The store writer's connection. It never waits inside SQLite for another connection's lock: its one wait,
+        for the write lock, is `begin_write`'s, which a commit on the event loop asks to refuse at once."""
+        conn = self.connect()
+        conn.execute("PRAGMA busy_timeout = 0")
+        return conn
+
     def commits_without_waiting(self) -> bool:
         """Whether a commit returns without waiting on anything but this process: a file at `synchronous = NORMAL`
         (the OS takes the WAL's pages; nothing is synced, and no other process writes it). Not with `flush`
         (each commit syncs) nor for a server (a round trip)."""
         return not self.flush
 
-    def begin_write(self, conn: Connection, next_sequence: int) -> int:
-        """Open a write transaction; returns the next free sequence. One writer per file: the writer's count holds."""
-        conn.execute("BEGIN IMMEDIATE")
+    def begin_write(self, conn: Connection, next_sequence: int, *, wait: bool = True) -> int:
+        """Open a write transaction; returns the next free sequence. One writer per file: the writer's count holds.
+        A write lock another process holds is waited for up to LOCK_WAIT_S (then the database's busy error);
+        with `wait=False`, WriteLockBusy at once."""
+        _begin_immediate(conn, LOCK_WAIT_S if wait else 0.0)
         return next_sequence
 
     def preceding(self, conn: Connection) -> int | None:
@@ -133,7 +148,7 @@ class Engine:
 
     def begin_migration(self, conn: Connection) -> None:
         """Open the transaction the migrations run in (one daemon at a time)."""
-        conn.execute("BEGIN IMMEDIATE")
+        _begin_immediate(conn, LOCK_WAIT_S)
 
     def schema_version(self, conn: Connection) -> int:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -189,3 +204,23 @@ def open_engine(url: str | None, state_dir: Path, *, flush: bool = False) -> Eng
         path.parent.mkdir(parents=True, exist_ok=True)
         return Engine(str(path), flush=flush)
     raise ValueError("expected a postgresql://… URL or sqlite:PATH")
+
+
+def _begin_immediate(conn: Connection, wait_s: float) -> None:
+    """BEGIN IMMEDIATE, retried while another connection holds the write lock, for up to `wait_s` (pausing 1 ms,
+    doubling to 50 ms, as SQLite's own busy handler does); with no wait, WriteLockBusy at the first refusal."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            if wait_s <= 0:
+                raise WriteLockBusy(str(exc)) from exc
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)

@@ -522,7 +522,11 @@ class PostgresEngine(Engine):
             raise Disconnected(f"cannot reach {self.describe()}: {_store_error(exc)}") from None
         return PostgresConnection(conn)
 
-    def begin_write(self, conn: Connection, next_sequence: int) -> int:
+    def connect_writer(self) -> Connection:
+        return self.connect()
+
+    def begin_write(self, conn: Connection, next_sequence: int, *, wait: bool = True) -> int:
+        # `wait` is a file's: a server's commits always wait (commits_without_waiting), so nothing asks otherwise.
         # The writer's own count is sent as a guess when its last batch found it right: then nothing waits for the
         # answer, which comes back with the COMMIT (a wrong guess fails the batch early, with SequenceMoved, and
         # it runs again). Otherwise, or when the idle connection has news (a stopped server's goodbye, found by

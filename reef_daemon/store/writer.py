@@ -6,7 +6,8 @@ when the database's commit waits on nothing but this process (a file at `synchro
 to the thread and its outcome back costs more than the commit (two wake-ups, two switches of the
 interpreter's lock), and a request waits for both. Writes of any size, and every write to a store whose commit
 waits (a sync to disk, a server's round trip), go to the thread; so does each one while the thread holds a
-batch, which keeps the commits in the order they were queued.
+batch, which keeps the commits in the order they were queued, and one that finds the file's write lock held by
+another process (the thread waits for it; the loop, serving every other request, does not).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from typing import Any, Generic, TypeVar
 
 from reef_daemon.contract import EventData, EventName
 from reef_daemon.errors import StoreError
-from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine, SequenceMoved, max_sequence
+from reef_daemon.store.engine import (
+    DB_ERRORS,
+    Connection,
+    Disconnected,
+    Engine,
+    SequenceMoved,
+    WriteLockBusy,
+    max_sequence,
+)
 from reef_daemon.store.schema import migrate
 
 log = logging.getLogger("reef.store")
@@ -123,7 +132,7 @@ class GroupCommitWriter:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._conn = self._engine.connect()
+        self._conn = self._engine.connect_writer()
         try:
             migrate(self._conn, self._engine)
             self._next_sequence = max_sequence(self._conn) + 1
@@ -163,10 +172,14 @@ class GroupCommitWriter:
             return
         jobs, self._waiting = self._waiting, []
         if self._loop_commits and not self._with_thread and all(job.brief for job in jobs):
-            resolve = self._commit(jobs)  # the thread holds nothing: no batch queued before these is left
-            if self._loop is not None and not self._loop.is_closed():  # closed: nobody waits; the data is on disk
-                resolve()
-            return
+            try:  # the thread holds nothing: no batch queued before these is left
+                resolve = self._commit(jobs, wait=False)
+            except WriteLockBusy:
+                pass  # another process holds the write lock: the thread waits for it, not the loop
+            else:
+                if self._loop is not None and not self._loop.is_closed():  # closed: nobody waits; it is on disk
+                    resolve()
+                return
         self._with_thread += 1
         self._queue.put(jobs)
 
@@ -214,25 +227,26 @@ class GroupCommitWriter:
         """The write connection; one the database dropped (a restarted server) is opened again."""
         assert self._conn is not None
         if self._engine.lost(self._conn):
-            fresh = self._engine.connect()
+            fresh = self._engine.connect_writer()
             with contextlib.suppress(*DB_ERRORS):
                 self._conn.close()
             self._conn = fresh
             log.warning("store: reconnected to %s", self._engine.describe())
         return self._conn
 
-    def _commit(self, jobs: list[_Job[Any]]) -> Callable[[], None]:
-        """Run a batch in one transaction; returns what hands its outcomes to their callers, on the loop."""
+    def _commit(self, jobs: list[_Job[Any]], *, wait: bool = True) -> Callable[[], None]:
+        """Run a batch in one transaction; returns what hands its outcomes to their callers, on the loop.
+        `wait=False`: WriteLockBusy, with nothing written, where another connection holds the write lock."""
         try:
             try:
-                context, outcomes = self._run_batch(jobs)
+                context, outcomes = self._run_batch(jobs, wait)
             except Disconnected:
                 if self._committing:
                     raise  # the COMMIT itself was cut: whether it landed is unknown, so nothing is run twice
                 # The server restarted since this connection last wrote; nothing was committed: run it again.
-                context, outcomes = self._run_batch(jobs)
+                context, outcomes = self._run_batch(jobs, wait)
             except SequenceMoved:  # another daemon committed first; nothing of this batch was written
-                context, outcomes = self._run_batch(jobs)
+                context, outcomes = self._run_batch(jobs, wait)
         except DB_ERRORS as exc:
             log.error("store commit failed: %s", exc)
             return self._resolver([(job, False, self._failure(exc)) for job in jobs], [], None)
@@ -241,13 +255,13 @@ class GroupCommitWriter:
         self.operations += len(jobs)
         return self._resolver(outcomes, context.events, context.preceding)
 
-    def _run_batch(self, jobs: list[_Job[Any]]) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
+    def _run_batch(self, jobs: list[_Job[Any]], wait: bool) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
         self._committing = False
         conn = self._connection()
         try:
-            context, outcomes = self._apply(conn, jobs, guard_all=False)
+            context, outcomes = self._apply(conn, jobs, guard_all=False, wait=wait)
         except _Unguarded:
-            context, outcomes = self._apply(conn, jobs, guard_all=True)
+            context, outcomes = self._apply(conn, jobs, guard_all=True, wait=wait)
         self._committing = True
         conn.execute("COMMIT")
         context.preceding = self._engine.preceding(conn)
@@ -266,10 +280,10 @@ class GroupCommitWriter:
         return StoreError(FAILED_MESSAGE)
 
     def _apply(
-        self, conn: Connection, jobs: list[_Job[Any]], *, guard_all: bool
+        self, conn: Connection, jobs: list[_Job[Any]], *, guard_all: bool, wait: bool
     ) -> tuple[WriteContext, list[tuple[_Job[Any], bool, Any]]]:
         """Run every job in one open transaction; a guarded job that raises is rolled back alone."""
-        context = WriteContext(conn, self._engine.begin_write(conn, self._next_sequence))
+        context = WriteContext(conn, self._engine.begin_write(conn, self._next_sequence, wait=wait))
         outcomes: list[tuple[_Job[Any], bool, Any]] = []
         for job in jobs:
             if not (guard_all or job.fallible):

@@ -345,6 +345,33 @@ async def test_a_brief_write_queued_while_the_thread_holds_a_batch_commits_after
     assert threads == {"brief": "reef-store-writer"}
 
 
+async def test_a_brief_write_that_meets_another_process_s_write_lock_waits_on_the_thread_not_the_loop(
+    tmp_path: Path,
+) -> None:
+    """A write lock held from outside reef (a `sqlite3` shell mid-transaction) must not stall the loop, and with
+    it every request it serves, for the lock's whole wait: the brief write goes to the writer's thread, which
+    waits for the lock and commits once it is let go; the loop turns meanwhile."""
+    writing = Writing(open_engine(None, tmp_path))
+    writing.writer = GroupCommitWriter(writing.engine, writing.on_events)
+    writing.writer.start(asyncio.get_running_loop())
+    threads: dict[str, str] = {}
+    try:
+        with contextlib.closing(writing.engine.connect()) as other:
+            writing.engine.begin_write(other, 1)  # the file's write lock, held by another connection
+            brief = writing.writer.enqueue(on_thread("brief", threads), brief=True)
+            for _ in range(10):
+                await asyncio.sleep(0.01)  # the loop goes on turning while the write waits
+            assert not brief.done()
+            other.execute("ROLLBACK")
+            assert await brief == 1
+        assert writing.stored() == [(1, "brief")]
+        assert writing.announced_ids() == ["brief"]
+        assert await writing.writer.enqueue(on_thread("after", threads), brief=True) == 2
+    finally:
+        writing.writer.stop()
+    assert threads == {"brief": "reef-store-writer", "after": threading.current_thread().name}
+
+
 async def test_only_an_exchange_of_a_bounded_size_is_committed_by_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
