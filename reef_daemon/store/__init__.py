@@ -84,7 +84,7 @@ class Store:
         # Which scenarios' recipe workers run on this daemon (all of them, unless daemons share the store).
         self.leases: Leases = AdvisoryLeases(self.engine) if self.engine.shared else Leases()
         # SQLite's WAL is moved into the file off the writer's thread; PostgreSQL checkpoints by itself.
-        self._checkpointer = None if self.engine.shared else Checkpointer(self.engine)
+        self._checkpointer = None if self.engine.shared else Checkpointer(self.engine, self.writer)
         self._reader: Reader | None = None
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
         self._budget = budget or Budget()

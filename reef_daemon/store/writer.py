@@ -7,7 +7,8 @@ to the thread and its outcome back costs more than the commit (two wake-ups, two
 interpreter's lock), and a request waits for both. Writes of any size, and every write to a store whose commit
 waits (a sync to disk, a server's round trip), go to the thread; so does each one while the thread holds a
 batch, which keeps the commits in the order they were queued, and one that finds the file's write lock held by
-another process (the thread waits for it; the loop, serving every other request, does not).
+another process or a checkpoint under way (the thread waits for those; the loop, serving every other request,
+does not).
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ class GroupCommitWriter:
         self._waiting: list[_Job[Any]] = []  # queued on the loop in this turn, not yet handed to the thread
         self._loop_commits = engine.commits_without_waiting()  # brief writes may be committed on the loop
         self._with_thread = 0  # batches handed to the thread whose outcomes have not come back to the loop yet
+        # Set by the Checkpointer while it copies the WAL into the file, when a commit waits on the file system:
+        # the loop then leaves its commits to the thread.
+        self.checkpointing = False
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: Connection | None = None
@@ -171,7 +175,7 @@ class GroupCommitWriter:
         if not self._waiting:
             return
         jobs, self._waiting = self._waiting, []
-        if self._loop_commits and not self._with_thread and all(job.brief for job in jobs):
+        if self._loop_commits and not self._with_thread and not self.checkpointing and all(job.brief for job in jobs):
             try:  # the thread holds nothing: no batch queued before these is left
                 resolve = self._commit(jobs, wait=False)
             except WriteLockBusy:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
+import pytest
+
+from reef_daemon.store import checkpointer
+from reef_daemon.store.engine import open_engine
+from reef_daemon.store.writer import GroupCommitWriter
+from tests.daemon.test_store_writer import insert, on_thread
 from tests.support.reef_testing import CHAT, StartReef
 
 
@@ -18,3 +26,52 @@ async def test_clean_shutdown_leaves_no_write_ahead_log(start_reef: StartReef) -
     assert not wal.exists() or wal.stat().st_size == 0
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         assert db.execute("SELECT count(*) FROM records").fetchone() == (20,)
+
+
+async def wal_pages_after_steady_writes(directory: Path, writes: int) -> int:
+    """How many pages the WAL's file reached while a writer committed `writes` records back to back on the loop,
+    the Checkpointer running beside it."""
+    engine = open_engine(None, directory)
+    writer = GroupCommitWriter(engine, lambda _events: None)
+    writer.start(asyncio.get_running_loop())
+    copier = checkpointer.Checkpointer(engine, writer)
+    copier.start()
+    try:
+        for n in range(writes):
+            await writer.enqueue(insert(f"r{n}"), brief=True)
+    finally:
+        writer.stop()
+        pages = Path(engine.path + "-wal").stat().st_size // 4096
+        copier.stop()
+    return pages
+
+
+async def test_under_steady_writes_the_wal_starts_over_instead_of_growing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PASSIVE checkpoint racing a writer that never pauses never ends with the WAL wholly copied, so the WAL
+    would grow until a commit checkpointed it itself (on the event loop, for a brief write). The Checkpointer
+    copies the rest while it holds the write lock, and the WAL starts over: its file stays a fraction of what
+    the same writes make it with PASSIVE checkpoints alone."""
+    monkeypatch.setattr(checkpointer, "INTERVAL_S", 0.01)
+    monkeypatch.setattr(checkpointer, "RESTART_PAGES", 10**9)
+    passive_only = await wal_pages_after_steady_writes(tmp_path / "passive", 600)
+    monkeypatch.setattr(checkpointer, "RESTART_PAGES", 16)
+    restarting = await wal_pages_after_steady_writes(tmp_path / "restarting", 600)
+    assert restarting <= passive_only // 2
+
+
+async def test_the_loop_leaves_its_commits_to_the_writer_s_thread_while_a_checkpoint_copies(tmp_path: Path) -> None:
+    """While the WAL is copied into the file, a commit waits on the file system; the loop, which serves every
+    connection, hands its brief writes to the thread meanwhile, and commits them itself again after."""
+    writer = GroupCommitWriter(open_engine(None, tmp_path), lambda _events: None)
+    writer.start(asyncio.get_running_loop())
+    threads: dict[str, str] = {}
+    try:
+        writer.checkpointing = True
+        assert await writer.enqueue(on_thread("during", threads), brief=True) == 1
+        writer.checkpointing = False
+        assert await writer.enqueue(on_thread("after", threads), brief=True) == 2
+    finally:
+        writer.stop()
+    assert threads == {"during": "reef-store-writer", "after": threading.current_thread().name}
