@@ -114,9 +114,9 @@ class Engine:
             # before the next checkpoint can take the newest commits. FULL (`store.flush`) syncs the WAL at
             # each commit: power loss takes nothing acknowledged either.
             conn.execute(f"PRAGMA synchronous = {'FULL' if self.flush else 'NORMAL'}")
-            # Checkpoints run on the Checkpointer's thread, not inside a commit a request is waiting for. Its
-            # PASSIVE checkpoints can lose the race with a busy writer, and then the WAL never restarts; past this
-            # many pages the writer checkpoints itself (cheaply: most pages are copied already) to bound it.
+            # Checkpoints run on the Checkpointer's thread, not inside a commit a request is waiting for; it starts
+            # the WAL over long before this many pages. Past them (a Checkpointer refused for long), the writer
+            # checkpoints itself, cheaply (most pages are copied already), to bound the WAL.
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BOUND_PAGES}")
         return conn
 
