@@ -408,8 +408,15 @@ class ReportsSection:
     sources: tuple[str, ...] = setting(
         REPORT_SOURCES,
         SOURCES,
-        help="the reports recipes, live scores, replays and the gate's tasks count: all, or some of person, next-turn, "
-        "judge, outcome, import (a person's report always wins over a derived one for the same record)",
+        help="the reports recipes, live scores, replays and the gate's tasks count: all, or some of person, words, "
+        "next-turn, judge, outcome, import (a person's report always wins over a derived one for the same record)",
+    )
+    words: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low or high by rules on the user's next message (no, still fails, revert; thanks, "
+        "works), before any judge model and with no model call; what the rules cannot tell is left to the judge",
     )
     next_turn: str = setting(
         "off",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
+from reef_daemon.contract import SOURCE_PRECEDENCE
 from reef_daemon.records import preview, stored_answer
 from reef_daemon.store.engine import Connection, Engine, StoreUnavailable
 
@@ -62,7 +63,9 @@ def _keep_previews(conn: Connection) -> None:
 
 # The rank of each report source in SQL: the lowest present is the one a record's score comes from (person first).
 SOURCE_RANK = (
-    "CASE source WHEN 'person' THEN 0 WHEN 'import' THEN 1 WHEN 'outcome' THEN 2 WHEN 'judge' THEN 3 ELSE 4 END"
+    "CASE source "
+    + " ".join(f"WHEN '{source}' THEN {rank}" for rank, source in enumerate(SOURCE_PRECEDENCE))
+    + f" ELSE {len(SOURCE_PRECEDENCE)} END"
 )
 
 
