@@ -141,7 +141,20 @@ _SENTENCE_ENDS = frozenset(".!?;")
 _CLAUSE_ENDS = frozenset(',:()[]{}"\u201c\u201d\u2014\u2013\u2026*')
 _WORD_JOINERS = frozenset(".-/@")  # inside a word when a letter or digit follows: main.py, re-run, src/api
 _EMOJI = frozenset("👍👎🎉🙏✅")
-_LOG_OPENINGS = ("traceback", 'file "', "at ", "failed ", "error ", "error:", "error[", "e   ", "npm err", ">>>", "$ ")
+# How the lines of a log, a traceback or a shell session open (as written: "Failed again" is prose, "FAILED " is not).
+_LOG_OPENINGS = (
+    "Traceback (",
+    'File "',
+    "FAILED ",
+    "ERROR ",
+    "ERROR:",
+    "error:",
+    "error[",
+    "E   ",
+    "npm ERR!",
+    ">>> ",
+    "$ ",
+)
 _LONGEST = max(len(phrase.text.split()) for phrase in PHRASES)
 
 
@@ -252,9 +265,9 @@ def _prose(text: str) -> list[str]:
 
 
 def _looks_like_output(line: str) -> bool:
-    """A line of a log, a traceback or a shell session: `KeyError: 'x'`, `FAILED tests/…`, `at Foo.bar(…)`."""
-    lowered = line.lower()
-    if lowered.startswith(_LOG_OPENINGS) or line.startswith(("<", "/")):
+    """A line of a log, a traceback or a shell session (`KeyError: 'x'`, `FAILED tests/…`), an agent's markup
+    (`<system-reminder>`) or a slash command."""
+    if line.startswith(_LOG_OPENINGS) or line.startswith(("<", "/")):
         return True
     first = line.split(" ", 1)[0]
     return first.endswith(("Error:", "Exception:", "Warning:")) and first[:1].isupper()

@@ -50,6 +50,9 @@ def test_the_rules_are_precise_on_the_messages_they_label() -> None:
         ("dosent work", "low", "does not work"),
         ("NOOO", "low", "no"),
         ("revert that, you broke the login flow", "low", "revert that"),
+        ("error is gone now, thanks", "high", "error is gone"),  # prose that opens like a log line
+        ("at least it compiles now", "high", "it compiles"),
+        ("Failed again. Same error", "low", "same error"),
     ],
 )
 def test_negation_contrast_and_spelling_decide_as_a_person_reads_them(message: str, score: str, phrase: str) -> None:
