@@ -166,6 +166,7 @@ def _table() -> dict[tuple[str, ...], list[_Phrase]]:
 
 
 _TABLE = _table()
+_FIRST_WORDS = frozenset(words[0] for words in _TABLE)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,8 @@ def _matches(clause: list[str], start: int) -> Iterator[tuple[int, _Phrase]]:
 
 
 def _phrase_at(clause: list[str], index: int, start: int) -> _Phrase | None:
+    if clause[index] not in _FIRST_WORDS:
+        return None
     for size in range(min(_LONGEST, len(clause) - index), 0, -1):
         end = index + size
         for phrase in _TABLE.get(tuple(clause[index:end]), ()):
