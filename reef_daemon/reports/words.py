@@ -14,8 +14,8 @@ How it reads, in one pass over at most MAX_CHARS characters (no regular expressi
   "never" counts for nothing ("not bad" and "nothing wrong" are phrases of their own), and an approval followed by
   "on", "for", "in", "with", "only" … is limited to something else and counts for nothing.
 - In a question only the complaints that stay complaints as questions count ("why does it still fail?"), and none
-  in one that asks whether ("is it still broken?"); after
-  "if", "make sure", "should", "maybe" and the like the rest of the sentence is hypothetical and counts for nothing.
+  in one that asks whether ("is it still broken?"); after "if", "make sure", "should", "maybe" and the like the
+  rest of the sentence is hypothetical and counts for nothing.
 - Thanks and "great" are only politeness next to a complaint: "thanks, but it still fails" is low. A real approval
   ("works", "fixed", "perfect") next to a complaint is low only when a "but" (however, though …) puts the
   complaint last ("works, but the other test fails now"); otherwise the message is mixed and None.
