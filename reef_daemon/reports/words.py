@@ -11,8 +11,8 @@ How it reads, in one pass over at most MAX_CHARS characters (no regular expressi
   words, with contractions written out ("doesn't" → "does not") and a few common typos read as meant.
 - Each clause is matched against PHRASES, leftmost and longest first. Some phrases count only as a clause's first
   words ("revert …", "great, …") or as the whole clause ("no", "works"); a phrase right after "not", "no" or
-  "never" counts for nothing ("not bad" and "nothing wrong" are phrases of their own), and an approval followed by
-  "on", "for", "in", "with", "only" … is limited to something else and counts for nothing.
+  "never" counts for nothing ("not bad" and "nothing wrong" are phrases of their own), and an approval with
+  "on", "for", "in", "with", "only" … after it in its clause is limited to something else and counts for nothing.
 - In a question only the complaints that stay complaints as questions count ("why does it still fail?"), and none
   in one that asks whether ("is it still broken?"); after "if", "make sure", "should", "maybe" and the like the
   rest of the sentence is hypothetical and counts for nothing.
@@ -77,6 +77,7 @@ PHRASES: tuple[_Phrase, ...] = (
         "|is broken|are broken|broken again|broke|made it worse|even worse|worse now|is worse"
         "|it crashes|it crashed|crashes now|now crashes|it fails|it failed|fails now|now fails|now failing"
         "|failing now|tests fail|test fails|tests are failing|tests failing|does not exist|thanks for trying"
+        "|thanks for nothing|nice try"
         "|thanks anyway|undo that|undo it|undo this|undo everything|undo all|undo your|undo the last|revert that"
         "|revert it|revert this|revert everything|revert all|revert your|revert the change|revert the changes"
         "|revert those|roll it back|roll that back|put it back|change it back|go back to the previous"
@@ -90,7 +91,8 @@ PHRASES: tuple[_Phrase, ...] = (
     *_phrases("approval", "perfect|awesome|excellent|brilliant|beautiful|amazing|exactly|lgtm|fixed|solved", "opening"),
     *_phrases(
         "approval",
-        "it works|that works|this works|works now|it works for me|works for me|works great|works perfectly"
+        "it works|that works|this works|works now|it works for me|works for me|works great|works perfectly|works fine"
+        "|working fine"
         "|works like a charm|it is working|working now|all working|everything works|that worked|it worked"
         "|fixed it|did the trick|that did it|nailed it|problem solved|that solved it|spot on|love it|ship it"
         "|looks good|looks great|looks perfect|good job|great job|nice job|nice work|well done|nice one"
@@ -132,7 +134,8 @@ _HYPOTHETICAL = _word_set(
     "if whether unless until ensure sure check checks verify verifies confirm should hopefully maybe might could "
     "would perhaps assert asserts expect"
 )
-# After an approval, a word that limits it to something else: "it works on linux", "works for the happy path".
+# After an approval in its clause, a word that limits it to something else: "it works fine on linux", "works for the
+# happy path".
 _LIMITERS = _word_set("on in for with when if only locally except partially sometimes mostly but")
 # A question that opens with one of these asks whether ("is it still broken?"): no complaint counts in it.
 _YES_NO_OPENINGS = _word_set("is are was were does do did can could will would has have should")
@@ -245,7 +248,7 @@ def _phrase_at(clause: list[str], index: int, start: int) -> _Phrase | None:
                 continue
             if phrase.place == "alone" and (index != start or end != len(clause)):
                 continue
-            if phrase.kind == "approval" and end < len(clause) and clause[end] in _LIMITERS:
+            if phrase.kind == "approval" and any(word in _LIMITERS for word in clause[end:]):
                 continue
             return phrase
     return None

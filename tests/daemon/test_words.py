@@ -53,6 +53,9 @@ def test_the_rules_are_precise_on_the_messages_they_label() -> None:
         ("error is gone now, thanks", "high", "error is gone"),  # prose that opens like a log line
         ("at least it compiles now", "high", "it compiles"),
         ("Failed again. Same error", "low", "same error"),
+        ("thanks for nothing", "low", "thanks for nothing"),
+        ("nice try but no", "low", "nice try"),
+        ("works fine", "high", "works fine"),
     ],
 )
 def test_negation_contrast_and_spelling_decide_as_a_person_reads_them(message: str, score: str, phrase: str) -> None:
@@ -64,6 +67,7 @@ def test_negation_contrast_and_spelling_decide_as_a_person_reads_them(message: s
     "message",
     [
         "it works on linux, fails on mac",  # about two things, one each way
+        "it works fine on linux but not on mac",
         "perfect, it fixed the crash. the other test fails",  # both, and no "but" says which counts
         "does it work now?",
         "is it still broken or did you fix it?",  # a question that is not a complaint
