@@ -233,6 +233,17 @@ def majority(judgments: list[Judgment | None]) -> Judgment | None:
     return next(judgment for judgment in judgments if judgment is not None and judgment.verdict == verdict)
 
 
+def next_turn_refusal(reports: ReportsSection, trains_served_model: bool) -> str | None:
+    """Why the next-turn judge cannot start with these settings, or None."""
+    if reports.judge_votes > reports.judge_calls_per_minute:
+        return (
+            f"reports.judge-votes = {reports.judge_votes} asks more calls for one turn than"
+            f" reports.judge-calls-per-minute = {reports.judge_calls_per_minute} allows, so no turn would be judged:"
+            " lower the votes or raise the calls per minute"
+        )
+    return self_judging(reports, trains_served_model)
+
+
 def self_judging(reports: ReportsSection, trains_served_model: bool) -> str | None:
     """Why the judge may not be the served model here, or None: a deployment whose steps change the served
     weights would have its policy grade itself."""

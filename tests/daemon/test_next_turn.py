@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from reef_cli.render.status import status_view
@@ -17,6 +18,7 @@ from reef_daemon.contract import JUDGE_SCENARIO
 from reef_daemon.reports.evidence import without_code
 from reef_daemon.reports.judge import next_turn_question, parse_judgment
 from reef_daemon.reports.turns import Turn, continuation, request_turns
+from reef_daemon.settings import SettingsError
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_judge import FakeJudge
 from tests.support.reef_testing import Reef, StartReef
@@ -218,6 +220,8 @@ async def test_several_votes_take_their_majority_and_a_tie_gives_no_report(
         assert len(judge.received) == votes
         assert all(r["payload"]["temperature"] > 0 for r in judge.received)  # samples, not one answer repeated
     assert reports == [] and reef.daemon.next_turn is not None and reef.daemon.next_turn.counts.no_judgment == 1
+    with pytest.raises(SettingsError, match=r"judge-votes = 3 asks more calls .*judge-calls-per-minute = 2"):
+        await judged_reef(start_reef, app_servers, judge, reports__judge_votes="3", reports__judge_calls_per_minute="2")
 
 
 async def test_clients_cannot_write_into_the_judges_scenario(start_reef: StartReef) -> None:
