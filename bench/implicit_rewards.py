@@ -105,7 +105,7 @@ async def cost(
             await embedded_conversation(reef, f"cost-{n}")
     traffic_s = time.perf_counter() - started
     expected = 2 * conversations
-    while judge.counts.judged + judge.counts.no_judgment + judge.counts.over_bounds < expected:
+    while judge.counts.judged + judge.counts.neutral + judge.counts.no_judgment + judge.counts.over_bounds < expected:
         await asyncio.sleep(0.05)
     wall_s = time.perf_counter() - started
     calls = await _all_records(reef, JUDGE_SCENARIO)

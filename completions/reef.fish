@@ -83,6 +83,7 @@ complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-votes -d 'how many times the next-turn judge is asked about one turn (sampled, not greedy, when more than 1); the verdict more than half give counts, a tie gives no report; each vote is a call of judge-calls-per-minute (default: 1)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-max-tokens -d 'the most tokens one judge answer may have (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-max-prompt-chars -d 'the most characters of a conversation one judge call is shown (its end is kept) (default: 6000)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-timeout-s -d 'how long one judge call may take (default: 60.0)' -x
@@ -184,6 +185,7 @@ complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s
 complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-votes -d 'how many times the next-turn judge is asked about one turn (sampled, not greedy, when more than 1); the verdict more than half give counts, a tie gives no report; each vote is a call of judge-calls-per-minute (default: 1)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-max-tokens -d 'the most tokens one judge answer may have (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-max-prompt-chars -d 'the most characters of a conversation one judge call is shown (its end is kept) (default: 6000)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-timeout-s -d 'how long one judge call may take (default: 60.0)' -x

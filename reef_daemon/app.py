@@ -23,7 +23,7 @@ from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.recipe_worker import RecipeWorkers, consumed_types
 from reef_daemon.records import InferenceDraft
 from reef_daemon.reports import ReportValidator
-from reef_daemon.reports.judge import JudgeModel
+from reef_daemon.reports.judge import JudgeModel, next_turn_refusal
 from reef_daemon.reports.next_turn import NextTurnJudge
 from reef_daemon.routes import (
     events,
@@ -41,7 +41,7 @@ from reef_daemon.routes import (
 )
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
-from reef_daemon.settings import Settings
+from reef_daemon.settings import Settings, SettingsError
 from reef_daemon.store import Budget, Protected, Store
 
 log = logging.getLogger("reef")
@@ -56,6 +56,10 @@ STREAM_DRAIN_S = 5.0
 def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Application:
     """The daemon as an aiohttp application. Its parts open on start-up and close, writes finished, on cleanup."""
     recipe_class = resolve_recipe(settings.recipe)
+    if settings.reports.next_turn == "on":
+        refused = next_turn_refusal(settings.reports, recipe_class.trains_served_model(settings))
+        if refused is not None:
+            raise SettingsError(refused)
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
     budget = Budget(settings.store.max_bytes, settings.store.max_age)
@@ -132,7 +136,8 @@ def judge_model(daemon: Daemon) -> JudgeModel:
         await daemon.store.records.append_inference(draft)
 
     settings = daemon.settings
-    return JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model)
+    trains_served = type(daemon.recipe).trains_served_model(settings)
+    return JudgeModel(settings.reports, daemon.runtime, record, settings.inference.upstream_model, trains_served)
 
 
 def _caution_on_the_judge(daemon: Daemon) -> None:

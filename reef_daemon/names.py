@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from reef_daemon.contract import SCENARIO_HEADER
+from reef_daemon.contract import JUDGE_SCENARIO, SCENARIO_HEADER
 from reef_daemon.errors import BadRequest
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -34,7 +34,15 @@ def check_scenario_filter(name: str) -> str:
 
 
 def scenario_from_header(value: str | None) -> str:
+    """The scenario a client's request writes into: never the judge's own, which holds only reef's judge calls (a
+    record a client wrote there would be taken for the judge's)."""
     name = (value or "").strip()
     if not name:
         raise BadRequest(f"send the {SCENARIO_HEADER} header naming the workload", type="missing_scenario")
+    if name == JUDGE_SCENARIO:
+        raise BadRequest(
+            f"{JUDGE_SCENARIO} holds reef's own judge calls and takes nothing from clients; name another scenario in"
+            f" {SCENARIO_HEADER}",
+            type="reserved_scenario",
+        )
     return check_scenario_name(name)

@@ -345,6 +345,17 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         """
         return {}
 
+    @classmethod
+    def trains_served_model(cls, settings: Settings) -> bool:
+        """Whether a step changes the weights the runtime serves every request (full weights, a Slime run), so the
+        served model is the very policy the recipe trains and may not be its judge. False by default: the recipe
+        trains no weights, or an adapter per scenario on a frozen base.
+
+        Args:
+            settings: the daemon's settings, the recipe's profile applied.
+        """
+        return False
+
     @property
     def trains(self) -> bool:
         """Whether the recipe learns at all (it consumes some record type)."""

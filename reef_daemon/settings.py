@@ -434,6 +434,12 @@ class ReportsSection:
     judge_calls_per_minute: int = setting(
         20, POSITIVE_INT, help="the most judge calls a minute; turns beyond it are not judged"
     )
+    judge_votes: int = setting(
+        1,
+        POSITIVE_INT,
+        help="how many times the next-turn judge is asked about one turn (sampled, not greedy, when more than 1); the "
+        "verdict more than half give counts, a tie gives no report; each vote is a call of judge-calls-per-minute",
+    )
     judge_max_tokens: int = setting(200, POSITIVE_INT, help="the most tokens one judge answer may have")
     judge_max_prompt_chars: int = setting(
         6000, POSITIVE_INT, help="the most characters of a conversation one judge call is shown (its end is kept)"

@@ -105,6 +105,12 @@ class SaoRecipe(Recipe):
             if getattr(used, name) != getattr(declared, name)
         }
 
+    @classmethod
+    def trains_served_model(cls, settings: Settings) -> bool:
+        """Full weights and a Slime run train the served model itself; a LoRA adapter leaves the base as it is."""
+        training = settings.of(TrainingSection)
+        return training.adapter == "full" or training.trainer == "slime"
+
     async def start(self, context: RecipeContext) -> None:
         runtime = context.runtime
         if not isinstance(runtime, WeightSwappable):

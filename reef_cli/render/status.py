@@ -127,8 +127,10 @@ def _next_turn(counts: NextTurnStatus) -> str:
     passed = [
         f"{number} {what}"
         for number, what in (
+            (counts["neutral"], "neutral (no report)"),
             (counts["no_judgment"], "without a verdict"),
             (counts["over_bounds"], "passed over for its bounds"),
+            (counts["scores_ignored"], "judge scores ignored for disagreeing with their verdict"),
         )
         if number
     ]

@@ -7,7 +7,8 @@ from typing import Final, TypedDict
 # Where the harness trials' model calls are recorded. Not work for a person: lists of unscored records leave them
 # out unless this scenario is asked for by name.
 TRIAL_SCENARIO: Final = "reef-trials"
-# Where the next-turn judge's model calls are recorded, so what judging costs is visible.
+# Where the judge's model calls are recorded, so what judging costs is visible. Only reef writes there: a client
+# request naming it is refused.
 JUDGE_SCENARIO: Final = "reef-judge"
 # Scenarios of reef's own model calls: lists of records awaiting a score leave them out.
 INTERNAL_SCENARIOS: Final = (TRIAL_SCENARIO, JUDGE_SCENARIO)

@@ -137,15 +137,19 @@ class StoreStatus(TypedDict):
 
 class NextTurnStatus(TypedDict):
     """What the next-turn judge (reports.next-turn) did since the daemon started: the assistant turns a user answered
-    (`turns`), those it scored (`judged`), those it could not (`no_judgment`: the judge failed, timed out or answered
-    off its format), those passed over for its bounds (calls per minute, waiting turns), the follow-ups that were not
-    the user's (tool results, the agent's own), and the tokens its calls cost."""
+    (`turns`), those it scored (`judged`), those it found neutral (`neutral`: no report), those it could not
+    (`no_judgment`: the judge failed, timed out, answered off its format, or its votes had no majority), those passed
+    over for its bounds (calls per minute, waiting turns), the follow-ups that were not the user's (tool results, the
+    agent's own), the judge's answers whose own score disagreed with their verdict (`scores_ignored`: the verdict
+    counts), and the tokens its calls cost."""
 
     turns: int
     judged: int
+    neutral: int
     no_judgment: int
     over_bounds: int
     not_the_user: int
+    scores_ignored: int
     input_tokens: int
     output_tokens: int
 

@@ -1,6 +1,7 @@
 """The next-turn judge: when a session's later request continues an earlier record, the judge reads what the user
-said next and the earlier answer gets a `next-turn` report (accepted, corrected, complained or neutral, its reason,
-a score on the deployment's scale).
+said next and the earlier answer gets a `next-turn` report: accepted scores the deployment's best, corrected and
+complained its worst, with the judge's reason; a neutral verdict gives no report. With `reports.judge-votes` N the
+judge is asked N times (sampled) and the verdict more than half of them give counts; without one, no report.
 
 It runs beside the proxy, never in it: it reads the `record` events the store publishes after a commit, so a proxied
 answer is never delayed or changed. It shares the daemon's process, so it also yields to traffic: it reads and judges
@@ -31,8 +32,17 @@ from reef_daemon.contract import (
 from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.reports.derived import derived_report
-from reef_daemon.reports.judge import NEXT_TURN_PROMPT, JudgeModel, next_turn_question, on_scale, parse_judgment
-from reef_daemon.reports.turns import answer_text, continuation, request_turns, without_code
+from reef_daemon.reports.evidence import without_code
+from reef_daemon.reports.judge import (
+    NEXT_TURN_PROMPT,
+    VOTE_TEMPERATURE,
+    JudgeModel,
+    majority,
+    next_turn_question,
+    parse_judgment,
+    verdict_score,
+)
+from reef_daemon.reports.turns import answer_text, continuation, request_turns
 from reef_daemon.settings import ReportsSection
 from reef_daemon.store import Store
 
@@ -82,17 +92,20 @@ class JudgeCounts:
 
     turns: int = 0
     judged: int = 0
+    neutral: int = 0
     no_judgment: int = 0
     not_the_user: int = 0
     over_bounds: int = 0
+    scores_ignored: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
 
     def status(self) -> NextTurnStatus:
         """The counts as `GET /reef/status` answers them (`next_turn`)."""
         return {
-            "turns": self.turns, "judged": self.judged, "no_judgment": self.no_judgment,
+            "turns": self.turns, "judged": self.judged, "neutral": self.neutral, "no_judgment": self.no_judgment,
             "over_bounds": self.over_bounds, "not_the_user": self.not_the_user,
+            "scores_ignored": self.scores_ignored,
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
         }  # fmt: skip
 
@@ -214,31 +227,45 @@ class NextTurnJudge:
             await asyncio.sleep(min(pause, MAX_DEFER_S - (now - since)))
 
     def _within_rate(self) -> bool:
+        """Whether a turn's calls (one per vote) fit in the minute's bound; if so they are counted in it."""
         now = time.monotonic()
         while self._calls and now - self._calls[0] >= 60.0:
             self._calls.popleft()
-        if len(self._calls) >= self._settings.judge_calls_per_minute:
+        votes = self._settings.judge_votes
+        if len(self._calls) + votes > self._settings.judge_calls_per_minute:
             return False
-        self._calls.append(now)
+        self._calls.extend([now] * votes)
         return True
 
     async def _judge_one(self, job: _Job) -> None:
         question = next_turn_question(job.earlier.answer, job.next_message, self._settings.judge_max_prompt_chars)
         tags = {"judged": job.earlier.record_id, "judge": SOURCE}
-        call = await self._judge.ask(NEXT_TURN_PROMPT, question, model=job.earlier.model, tags=tags)
-        self.counts.input_tokens += call.input_tokens
-        self.counts.output_tokens += call.output_tokens
-        judgment = parse_judgment(call.text)
+        votes = self._settings.judge_votes
+        temperature = VOTE_TEMPERATURE if votes > 1 else 0.0
+        asked = [
+            self._judge.ask(NEXT_TURN_PROMPT, question, model=job.earlier.model, tags=tags, temperature=temperature)
+            for _ in range(votes)
+        ]
+        calls = await asyncio.gather(*asked)
+        judgments = [parse_judgment(call.text) for call in calls]
+        self.counts.input_tokens += sum(call.input_tokens for call in calls)
+        self.counts.output_tokens += sum(call.output_tokens for call in calls)
+        self.counts.scores_ignored += sum(1 for found in judgments if found is not None and found.score_ignored)
+        judgment = majority(judgments)
         if judgment is None:
             self.counts.no_judgment += 1
             return
-        score = on_scale(judgment.place, self._settings.score_min, self._settings.score_max)
+        score = verdict_score(judgment.verdict, self._settings.score_min, self._settings.score_max)
+        if score is None:
+            self.counts.neutral += 1
+            return
         evidence = {
             "verdict": judgment.verdict,
+            "votes": dict(collections.Counter(j.verdict if j else "none" for j in judgments)),
             "next_record": job.next_record_id,
             "next_message": without_code(job.next_message),
             "judge_model": self._judge.model or job.earlier.model,
-            "judge_record": call.record_id,
+            "judge_record": calls[judgments.index(judgment)].record_id,
         }
         draft = derived_report(job.scenario, job.earlier.record_id, SOURCE, score, judgment.reason, evidence)
         try:

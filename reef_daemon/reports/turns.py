@@ -22,8 +22,6 @@ from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
 Role = Literal["system", "user", "assistant", "tool"]
 # Whole blocks of an agent's own markup: a tag, its content, its closing tag.
 _AGENT_MARKUP = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^>]*)?>.*?</\1>", re.DOTALL)
-_FENCED_CODE = re.compile(r"```.*?(```|$)", re.DOTALL)
-_INDENTED_CODE = re.compile(r"^(?: {4}|\t).*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -92,14 +90,6 @@ def continuation(earlier: Sequence[str], later: list[Turn]) -> NextTurn | None:
     if not said:
         return NextTurn("agent")
     return NextTurn("user", "\n".join(said))
-
-
-def without_code(text: str, limit: int = 200) -> str:
-    """Text with its code taken out (fenced and indented blocks), on one line, at most `limit` characters: what a
-    derived report may keep of what a user wrote."""
-    prose = _INDENTED_CODE.sub("", _FENCED_CODE.sub(" [code] ", text))
-    line = " ".join(prose.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _message_turn(message: dict[str, Any]) -> Turn:

@@ -7,7 +7,7 @@ from aiohttp import web
 
 from reef_daemon.context import DAEMON
 from reef_daemon.contract import JUDGE_GROUP_ROUTE, MAX_GROUP, SCENARIO_HEADER, GroupAnswer, GroupScore, StoredRecord
-from reef_daemon.errors import BadRequest
+from reef_daemon.errors import BadRequest, Conflict
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import scenario_from_header
 from reef_daemon.reports.derived import derived_report
@@ -20,7 +20,8 @@ routes = web.RouteTableDef()
 @routes.post(JUDGE_GROUP_ROUTE)
 async def judge_group(request: web.Request) -> web.Response:
     """Rank 2 to 8 answers to the same prompt against each other with the deployment's judge; each gets a `judge`
-    report (one per record: a record judged before keeps its report). A judge with no usable ranking stores none."""
+    report (one per record: a record judged before keeps its report). A judge with no usable ranking stores none; a
+    409 when the judge would be the served model and that model is the policy the deployment trains."""
     daemon = request.app[DAEMON]
     scenario = daemon.store.scenarios.require(scenario_from_header(request.headers.get(SCENARIO_HEADER))).name
     body = await read_json_object(request)
@@ -40,6 +41,8 @@ async def judge_group(request: web.Request) -> web.Response:
     if daemon.judge is None:
         raise RuntimeError("the judge is not started")
     judge, settings = daemon.judge, daemon.settings.reports
+    if judge.refused is not None:
+        raise Conflict(judge.refused, type="self_judging")
     calls: list[str] = []
 
     async def ask(system: str, user: str) -> str | None:

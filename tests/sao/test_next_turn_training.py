@@ -3,7 +3,12 @@ answer, the next-turn judge (the scripted judge endpoint) reports it, and SAO ta
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from reef_daemon.contract import JUDGE_SCENARIO
 from tests.support.app_servers import AppServers, url_of
@@ -31,7 +36,7 @@ async def test_sao_trains_on_a_next_turn_report(start_weight_reef: StartWeightRe
     state = await eventually(
         reef.training, 180, "a step on the next-turn report", satisfied=lambda s: s.get("steps", 0) >= 1
     )
-    assert state["last_step"]["metrics"]["mean_reward"] == 0.2  # corrected, on the 0..1 scale
+    assert state["last_step"]["metrics"]["mean_reward"] == 0.0  # corrected: the bottom of the 0..1 scale
     record = await reef.record(receipt)
     (report,) = record["reports"]
     assert report["source"] == "next-turn" and report["consumed_by_step"] == 1
@@ -63,3 +68,12 @@ async def test_the_embedded_model_judges_when_no_judge_endpoint_is_set(start_wei
 
 async def _settled(count: int) -> bool:
     return count >= 1
+
+
+@pytest.mark.parametrize("trains", [("--training.adapter", "full"), ("--training.trainer", "slime")])
+def test_reef_serve_refuses_a_policy_that_would_judge_itself(tmp_path: Path, trains: tuple[str, str]) -> None:
+    command = [sys.executable, "-m", "reef_cli", "serve", "--reef.port", "0", "--reef.state-dir", str(tmp_path / "s")]
+    args = ["--recipe", "sao", *trains, "--reports.next-turn", "on"]
+    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "the very policy this deployment trains" in result.stderr and "--reports.judge-url" in result.stderr

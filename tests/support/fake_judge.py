@@ -1,10 +1,12 @@
 """A fake judge for tests: a chat-completions server whose verdicts follow a script, the way a judge model would
-read the user's next message; or one that fails as a real judge can (slow, garbage, a score off the scale).
+read the user's next message (the question is the JSON object reef sends); or one that fails as a real judge can
+(slow, garbage, a score off the scale).
 
 `mode` chooses: `scripted` (a next message that thanks or moves on is accepted, one that starts with "No" is a
 correction, one that says "useless" a complaint, anything else neutral; a group of attempts is scored by whether
 each cites a file path), `slow` (answers after `slow_s`), `garbage` (prose, no JSON), `out-of-scale` (a verdict
-with a score of 7). Every request is kept in `received`.
+with a score of 7), `lying` (the scripted verdict with the opposite end of the scale as its score), `undecided`
+(the scripted verdict on every other call, neutral on the others). Every request is kept in `received`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ from typing import Any
 
 from aiohttp import web
 
-NEXT = re.compile(r"<user_next_message>\n(.*?)\n</user_next_message>", re.DOTALL)
-ATTEMPT = re.compile(r'<attempt id="(\d+)">\n(.*?)\n</attempt>', re.DOTALL)
 FILE_PATH = re.compile(r"\b[\w-]+(?:/[\w.-]+)+\.\w+\b")
 
 
@@ -48,22 +48,26 @@ class FakeJudge:
         payload = await request.json()
         self.received.append({"payload": payload, "authorization": request.headers.get("authorization")})
         question = payload["messages"][-1]["content"]
+        asked: dict[str, Any] = json.loads(question)
         if self.mode == "slow":
             await asyncio.sleep(self.slow_s)
         if self.mode == "garbage":
             text = "I think the user was fairly happy, overall, more or less."
         elif self.mode == "out-of-scale":
             text = json.dumps({"verdict": "accepted", "reason": "great", "score": 7})
-        elif "<attempt" in question:
-            attempts = ATTEMPT.findall(question)
+        elif "attempts" in asked:
             scores = [
-                {"id": int(n), "score": 1.0 if FILE_PATH.search(text) else 0.1, "reason": "cites a path or not"}
-                for n, text in attempts
+                {"id": attempt["id"], "score": 1.0 if FILE_PATH.search(attempt["text"]) else 0.1, "reason": "cites"}
+                for attempt in asked["attempts"]
             ]
             text = json.dumps({"scores": scores})
         else:
-            found = NEXT.search(question)
-            text = "Thinking it over. " + json.dumps(scripted_verdict(found.group(1) if found else ""))
+            verdict = scripted_verdict(asked["user_next_message"])
+            if self.mode == "lying":
+                verdict["score"] = 1.0 if verdict["verdict"] in ("corrected", "complained") else 0.0
+            elif self.mode == "undecided" and len(self.received) % 2 == 0:
+                verdict = {"verdict": "neutral", "reason": "not sure"}
+            text = "Thinking it over. " + json.dumps(verdict)
         words = len(text.split())
         return web.json_response(
             {
