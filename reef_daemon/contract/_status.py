@@ -51,11 +51,15 @@ class RecipeStatus(TypedDict):
 
 
 class SamplingDefaults(TypedDict):
-    """What the embedded model samples with when a request sets nothing."""
+    """What the embedded model samples with when a request sets nothing, and the bounds of every answer: at most
+    `max_answer_tokens` whatever a request asks, and cut once its last `repeat_stop_tokens` tokens repeat one span (0:
+    never)."""
 
     temperature: float
     top_p: float
     max_tokens: int
+    max_answer_tokens: int
+    repeat_stop_tokens: int
 
 
 class ServedAdapters(TypedDict):

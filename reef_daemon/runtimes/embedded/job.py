@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reef_daemon.runtimes.embedded.repetition import RepetitionWatch
 from reef_daemon.runtimes.embedded.sampling import SamplingParams, new_generator
 from reef_daemon.runtimes.embedded.text import TextAssembler
 
@@ -25,11 +26,13 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class Finished:
-    """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error."""
+    """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error; `cut`
+    says why a `length` came before the length limit (the answer looped)."""
 
     reason: str
     stop_sequence: str | None = None
     error: str | None = None
+    cut: str | None = None
 
 
 Event = TextDelta | Finished
@@ -59,6 +62,7 @@ class Job:
 
     def __post_init__(self) -> None:
         self.generator = new_generator(self.params.seed)
+        self.repeats = RepetitionWatch(self.params.repeat_stop_tokens)
 
     def record(self, token: int, logprob: float, version: str, adapter: str | None = None) -> None:
         self.output_ids.append(token)
@@ -85,6 +89,7 @@ class Job:
             "versions": list(self.versions),
             "adapters": list(self.adapters),
             "sampling": self.params.used(),
+            **({"cut": self.finished.cut} if self.finished is not None and self.finished.cut else {}),
         }
 
     @property

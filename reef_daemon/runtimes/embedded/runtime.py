@@ -87,6 +87,8 @@ class EmbeddedRuntime(WeightSwappable):
             "temperature": self._defaults.temperature,
             "top_p": self._defaults.top_p,
             "max_tokens": self._defaults.max_tokens,
+            "max_answer_tokens": self._defaults.max_answer_tokens,
+            "repeat_stop_tokens": self._defaults.repeat_stop_tokens,
         }
         if self._started:
             info.update({"weight_version": self._engine.version, **self._engine.describe()})
@@ -185,6 +187,8 @@ def _sampling_defaults(settings: Settings) -> SamplingDefaults:
         inference.temperature,
         inference.top_p,
         inference.max_tokens,
+        max_answer_tokens=inference.max_answer_tokens,
+        repeat_stop_tokens=inference.repeat_stop_tokens,
         max_stop_sequences=inference.max_stop_sequences,
         max_stop_chars=inference.max_stop_chars,
     )

@@ -1,4 +1,5 @@
-"""When an answer ends, the same for every engine: an end-of-turn id, a stop sequence, or the length limit.
+"""When an answer ends, the same for every engine: an end-of-turn id, a stop sequence, the length limit, or a loop
+(the answer repeating one span, `repetition.py`).
 
 Each generated token is handed to `take` after it is recorded; it sends the token's text and finishes the job when
 the token ends the answer.
@@ -21,7 +22,7 @@ class StopRules:
     context_length: int
 
     def take(self, job: Job, token: int) -> bool:
-        """Send the token's text; finish the job at an end-of-turn id, a stop sequence or the length limit.
+        """Send the token's text; finish the job at an end-of-turn id, a stop sequence, the length limit or a loop.
         False once the job is finished."""
         if token in self.end_ids:
             send_text(job, job.text.finish())
@@ -35,6 +36,11 @@ class StopRules:
         if len(job.output_ids) >= job.params.max_tokens or used >= self.context_length:
             send_text(job, job.text.finish())
             job.post(Finished("length"))
+            return False
+        period = job.repeats.add(job.output_ids)
+        if period is not None:
+            send_text(job, job.text.finish())
+            job.post(Finished("length", cut=job.repeats.explain(period)))
             return False
         return True
 
