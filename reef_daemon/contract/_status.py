@@ -174,7 +174,11 @@ class Status(DaemonState):
 
 
 class Health(TypedDict):
+    """GET /healthz: ok, or (503) why the daemon cannot answer model requests (the embedded model's generation
+    thread stopped)."""
+
     ok: bool
+    error: NotRequired[str]
 
 
 SMALL_MODEL_PARAMETERS: Final = 1_000_000_000

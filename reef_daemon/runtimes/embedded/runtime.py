@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from reef_daemon.contract import CHAT_ROUTE, COUNT_TOKENS_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, RuntimeStatus
-from reef_daemon.errors import BadRequest
+from reef_daemon.errors import BadRequest, UpstreamFailed
 from reef_daemon.runtimes.base import RuntimeResponse, WeightSwappable
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
 from reef_daemon.runtimes.embedded.apis.base import GenerationRequest, Renderer
@@ -80,6 +80,9 @@ class EmbeddedRuntime(WeightSwappable):
     def reconfigure(self, settings: Settings) -> None:
         if settings.inference.upstream_url:
             log.warning("an upstream URL was configured; restart reef to serve it instead of the embedded model")
+
+    def failure(self) -> str | None:
+        return self._engine.failure if self._started else None
 
     def describe(self) -> RuntimeStatus:
         info: dict[str, Any] = {"kind": self.kind, "engine": self._engine.name, **self._engine.identity()}
@@ -158,7 +161,10 @@ class EmbeddedRuntime(WeightSwappable):
             admitted_version=engine.adapter_version(scenario) if scenario is not None else engine.version,
             scenario=scenario,
         )
-        engine.submit(job)
+        try:
+            engine.submit(job)
+        except RuntimeError as exc:
+            raise UpstreamFailed(f"the embedded model cannot answer: {exc}", type="runtime_failed") from None
         return GenerationAnswer(
             job, api.renderer(engine.model_name, payload, request.params, len(prompt_ids)), request.stream
         )
