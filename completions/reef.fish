@@ -72,6 +72,7 @@ complete -c reef -n '__reef_at reef/serve' -l inference.temperature -d 'embedded
 complete -c reef -n '__reef_at reef/serve' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-tokens -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-tokens -d 'embedded runtime: the most tokens any answer gets; a request asking for more (Claude Code asks for 32000) is held to it (default: 1024)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-s -d 'embedded runtime: the most seconds any answer may take, its prompt\'s reading included; a longer one ends there (finish reason length) (default: 120.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.repeat-stop-tokens -d 'embedded runtime: end an answer (finish reason length) once its last this many tokens repeat one span of at most 64 tokens back to back (a small model looping); 0: never (default: 128)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-prompt-chars -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'embedded runtime: the most stop sequences one request may send (default: 16)' -x
@@ -175,6 +176,7 @@ complete -c reef -n '__reef_at reef/start' -l inference.temperature -d 'embedded
 complete -c reef -n '__reef_at reef/start' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-tokens -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-answer-tokens -d 'embedded runtime: the most tokens any answer gets; a request asking for more (Claude Code asks for 32000) is held to it (default: 1024)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-answer-s -d 'embedded runtime: the most seconds any answer may take, its prompt\'s reading included; a longer one ends there (finish reason length) (default: 120.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.repeat-stop-tokens -d 'embedded runtime: end an answer (finish reason length) once its last this many tokens repeat one span of at most 64 tokens back to back (a small model looping); 0: never (default: 128)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-prompt-chars -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'embedded runtime: the most stop sequences one request may send (default: 16)' -x

@@ -371,6 +371,12 @@ class InferenceSection:
         help="embedded runtime: the most tokens any answer gets; a request asking for more (Claude Code asks for "
         "32000) is held to it",
     )
+    max_answer_s: float = setting(
+        120.0,
+        POSITIVE_NUMBER,
+        help="embedded runtime: the most seconds any answer may take, its prompt's reading included; a longer one "
+        "ends there (finish reason length)",
+    )
     repeat_stop_tokens: int = setting(
         128,
         COUNT,

@@ -78,7 +78,10 @@ def _sampling(defaults: SamplingDefaults, recipe_note: str | None) -> str:
 
 def _answer_bounds(defaults: SamplingDefaults) -> str:
     """The embedded runtime's bounds on every answer, whatever its request asks."""
-    cap = f"at most {defaults['max_answer_tokens']} tokens whatever a request asks (inference.max-answer-tokens)"
+    cap = (
+        f"at most {defaults['max_answer_tokens']} tokens and {defaults['max_answer_s']:g} s whatever a request asks "
+        "(inference.max-answer-tokens, .max-answer-s)"
+    )
     repeats = defaults["repeat_stop_tokens"]
     if not repeats:
         return f"{cap}; a looping answer runs on (inference.repeat-stop-tokens 0)"

@@ -164,7 +164,7 @@ class TokenData(TypedDict):
     logprobs: list[float]
     versions: list[str]
     adapters: NotRequired[list[str | None]]  # the scenario whose LoRA adapter served each token; None: the base
-    cut: NotRequired[str]  # why the answer ended before its length limit: it repeated one span (a loop)
+    cut: NotRequired[str]  # why the answer ended before its length limit: it looped over one span, or ran out of time
 
 
 class RecordContent(TypedDict, total=False):

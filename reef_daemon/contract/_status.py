@@ -52,13 +52,14 @@ class RecipeStatus(TypedDict):
 
 class SamplingDefaults(TypedDict):
     """What the embedded model samples with when a request sets nothing, and the bounds of every answer: at most
-    `max_answer_tokens` whatever a request asks, and cut once its last `repeat_stop_tokens` tokens repeat one span (0:
-    never)."""
+    `max_answer_tokens` tokens and `max_answer_s` seconds whatever a request asks, and cut once its last
+    `repeat_stop_tokens` tokens repeat one span (0: never)."""
 
     temperature: float
     top_p: float
     max_tokens: int
     max_answer_tokens: int
+    max_answer_s: float
     repeat_stop_tokens: int
 
 

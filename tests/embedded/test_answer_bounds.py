@@ -1,5 +1,6 @@
 """Every answer of the embedded runtime is bounded whatever its request asks: at most inference.max-answer-tokens
-tokens, and cut once it loops over one span (inference.repeat-stop-tokens); `reef status` says both. The engine here
+tokens and inference.max-answer-s seconds, and cut once it loops over one span (inference.repeat-stop-tokens);
+`reef status` says so. The engine here
 is a fake small model that repeats itself for ever, the way SmolLM2-135M answers Claude Code's long prompts."""
 
 from __future__ import annotations
@@ -130,6 +131,14 @@ async def test_with_the_stop_off_a_loop_runs_to_the_cap(start_runtime: Start) ->
     assert len(tokens["output_ids"]) == 500 and "cut" not in tokens
 
 
+async def test_an_answer_that_runs_out_of_time_ends_there_and_says_why(start_runtime: Start) -> None:
+    never_looping = list(range(1, 1_000_000))
+    runtime = await start_runtime(never_looping, **{"max-answer-s": "0.2", "max-answer-tokens": "1000000"})
+    body, tokens = await ask(runtime, 1_000_000)
+    assert body["stop_reason"] == "max_tokens" and 0 < len(tokens["output_ids"]) < 1_000_000
+    assert tokens["cut"] == "the answer took 0.2 s, the most one may (inference.max-answer-s)"
+
+
 def test_only_a_span_repeated_back_to_back_counts_as_a_loop() -> None:
     watch = RepetitionWatch(8)
     said: list[int] = []
@@ -142,11 +151,13 @@ def test_only_a_span_repeated_back_to_back_counts_as_a_loop() -> None:
 
 
 async def test_status_states_the_bounds_of_every_answer(start_runtime: Start) -> None:
-    runtime = await start_runtime(LOOP, **{"max-answer-tokens": "700", "repeat-stop-tokens": "90"})
+    runtime = await start_runtime(
+        LOOP, **{"max-answer-tokens": "700", "max-answer-s": "45", "repeat-stop-tokens": "90"}
+    )
     sampling = runtime.describe()["sampling"]
-    assert sampling["max_answer_tokens"] == 700 and sampling["repeat_stop_tokens"] == 90
+    assert (sampling["max_answer_tokens"], sampling["max_answer_s"], sampling["repeat_stop_tokens"]) == (700, 45, 90)
     console = Console(record=True, width=250)
     console.print(status_view({"runtime": runtime.describe()}, "http://reef"))  # type: ignore[typeddict-item]
     line = next(line for line in console.export_text().splitlines() if line.startswith("answers"))
-    assert "at most 700 tokens whatever a request asks" in line
+    assert "at most 700 tokens and 45 s whatever a request asks" in line
     assert "cut once its last 90 tokens repeat one span" in line

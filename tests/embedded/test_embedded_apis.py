@@ -222,7 +222,8 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
     defaults = reef.runtime.sampling_defaults
     assert runtime["sampling"] == {
         "temperature": defaults.temperature, "top_p": defaults.top_p, "max_tokens": defaults.max_tokens,
-        "max_answer_tokens": defaults.max_answer_tokens, "repeat_stop_tokens": defaults.repeat_stop_tokens,
+        "max_answer_tokens": defaults.max_answer_tokens, "max_answer_s": defaults.max_answer_s,
+        "repeat_stop_tokens": defaults.repeat_stop_tokens,
     }  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ class TextDelta:
 @dataclass(frozen=True)
 class Finished:
     """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error; `cut`
-    says why a `length` came before the length limit (the answer looped)."""
+    says why a `length` came before the length limit (the answer looped, or ran out of time)."""
 
     reason: str
     stop_sequence: str | None = None
@@ -63,6 +64,7 @@ class Job:
     def __post_init__(self) -> None:
         self.generator = new_generator(self.params.seed)
         self.repeats = RepetitionWatch(self.params.repeat_stop_tokens)
+        self.deadline = time.monotonic() + self.params.max_answer_s  # the answer ends here, whatever its length
 
     def record(self, token: int, logprob: float, version: str, adapter: str | None = None) -> None:
         self.output_ids.append(token)

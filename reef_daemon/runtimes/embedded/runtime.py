@@ -91,6 +91,7 @@ class EmbeddedRuntime(WeightSwappable):
             "top_p": self._defaults.top_p,
             "max_tokens": self._defaults.max_tokens,
             "max_answer_tokens": self._defaults.max_answer_tokens,
+            "max_answer_s": self._defaults.max_answer_s,
             "repeat_stop_tokens": self._defaults.repeat_stop_tokens,
         }
         if self._started:
@@ -194,6 +195,7 @@ def _sampling_defaults(settings: Settings) -> SamplingDefaults:
         inference.top_p,
         inference.max_tokens,
         max_answer_tokens=inference.max_answer_tokens,
+        max_answer_s=inference.max_answer_s,
         repeat_stop_tokens=inference.repeat_stop_tokens,
         max_stop_sequences=inference.max_stop_sequences,
         max_stop_chars=inference.max_stop_chars,

@@ -6,6 +6,7 @@ compares against. Temperature 0 means greedy decoding; its log-prob is then the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,8 @@ SEED_MAX = 2**63 - 1
 @dataclass(frozen=True)
 class SamplingDefaults:
     """What decoding uses where a request sets nothing (`inference.temperature`, `.top-p`, `.max-tokens`); the bounds
-    of every answer, whatever its request asks (`inference.max-answer-tokens`, `.repeat-stop-tokens`); and the most
+    of every answer, whatever its request asks (`inference.max-answer-tokens`, `.max-answer-s`, `.repeat-stop-tokens`);
+    and the most
     stop sequences a request may send, and their length (`inference.max-stop-sequences`, `.max-stop-chars`): every
     generated token is compared with each of them."""
 
@@ -28,6 +30,7 @@ class SamplingDefaults:
     top_p: float
     max_tokens: int
     max_answer_tokens: int = 1024
+    max_answer_s: float = 120.0
     repeat_stop_tokens: int = 128
     max_stop_sequences: int = 16
     max_stop_chars: int = 500
@@ -36,8 +39,8 @@ class SamplingDefaults:
 @dataclass(frozen=True)
 class SamplingParams:
     """What a request asks of decoding; `defaulted` names the fields it left to the defaults. `max_tokens` is held
-    to the runtime's cap (`asked_max_tokens`: what the request asked, where the cap lowered it); an answer that loops
-    over one span for `repeat_stop_tokens` tokens ends there (0: never)."""
+    to the runtime's cap (`asked_max_tokens`: what the request asked, where the cap lowered it); an answer ends once
+    it has taken `max_answer_s` seconds, or looped over one span for `repeat_stop_tokens` tokens (0: never)."""
 
     max_tokens: int
     temperature: float = 1.0
@@ -46,6 +49,7 @@ class SamplingParams:
     seed: int | None = None
     defaulted: tuple[str, ...] = ()
     asked_max_tokens: int | None = None
+    max_answer_s: float = math.inf
     repeat_stop_tokens: int = 0
 
     @classmethod
@@ -70,6 +74,7 @@ class SamplingParams:
             seed=seed,
             defaulted=tuple(name for name, value in given.items() if value is None),
             asked_max_tokens=asked if asked > defaults.max_answer_tokens else None,
+            max_answer_s=defaults.max_answer_s,
             repeat_stop_tokens=defaults.repeat_stop_tokens,
         )
 

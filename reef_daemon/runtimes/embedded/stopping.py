@@ -1,5 +1,5 @@
-"""When an answer ends, the same for every engine: an end-of-turn id, a stop sequence, the length limit, or a loop
-(the answer repeating one span, `repetition.py`).
+"""When an answer ends, the same for every engine: an end-of-turn id, a stop sequence, the length limit, its time
+limit, or a loop (the answer repeating one span, `repetition.py`).
 
 Each generated token is handed to `take` after it is recorded; it sends the token's text and finishes the job when
 the token ends the answer.
@@ -7,6 +7,7 @@ the token ends the answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +23,8 @@ class StopRules:
     context_length: int
 
     def take(self, job: Job, token: int) -> bool:
-        """Send the token's text; finish the job at an end-of-turn id, a stop sequence, the length limit or a loop.
-        False once the job is finished."""
+        """Send the token's text; finish the job at an end-of-turn id, a stop sequence, the length or time limit or
+        a loop. False once the job is finished."""
         if token in self.end_ids:
             send_text(job, job.text.finish())
             job.post(Finished("stop"))
@@ -38,9 +39,12 @@ class StopRules:
             job.post(Finished("length"))
             return False
         period = job.repeats.add(job.output_ids)
-        if period is not None:
+        cut = job.repeats.explain(period) if period is not None else None
+        if cut is None and time.monotonic() >= job.deadline:
+            cut = f"the answer took {job.params.max_answer_s:g} s, the most one may (inference.max-answer-s)"
+        if cut is not None:
             send_text(job, job.text.finish())
-            job.post(Finished("length", cut=job.repeats.explain(period)))
+            job.post(Finished("length", cut=cut))
             return False
         return True
 
