@@ -108,17 +108,23 @@ async def ask(runtime: EmbeddedRuntime, max_tokens: int) -> tuple[dict[str, Any]
 async def test_a_request_for_32000_tokens_gets_at_most_the_cap(start_runtime: Start) -> None:
     runtime = await start_runtime(list(range(1, 30_000)), **{"max-answer-tokens": "300"})
     body, tokens = await ask(runtime, 32_000)
-    assert body["stop_reason"] == "max_tokens" and body["usage"]["output_tokens"] == 300
+    # It ends as finished: an agent told max_tokens asks the model to go on (Claude Code three times, then fails).
+    assert body["stop_reason"] == "end_turn" and body["usage"]["output_tokens"] == 300
     assert len(tokens["output_ids"]) == 300
     assert tokens["sampling"]["max_tokens"] == 300 and tokens["sampling"]["asked_max_tokens"] == 32_000
-    _body, fewer = await ask(runtime, 20)  # a request asking for fewer keeps its own limit
-    assert len(fewer["output_ids"]) == 20 and "asked_max_tokens" not in fewer["sampling"]
+    assert tokens["cut"] == (
+        "the answer reached 300 tokens, the most one may have (inference.max-answer-tokens); its request asked for "
+        "32000"
+    )
+    fewer_body, fewer = await ask(runtime, 20)  # a request asking for fewer keeps its own limit
+    assert fewer_body["stop_reason"] == "max_tokens" and len(fewer["output_ids"]) == 20
+    assert "asked_max_tokens" not in fewer["sampling"] and "cut" not in fewer
 
 
 async def test_an_answer_that_loops_is_cut_and_says_why(start_runtime: Start) -> None:
     runtime = await start_runtime(LOOP, **{"repeat-stop-tokens": "100"})
     body, tokens = await ask(runtime, 32_000)
-    assert body["stop_reason"] == "max_tokens"
+    assert body["stop_reason"] == "end_turn"
     # The span repeated back to back for 100 tokens after its first showing, and not one token more.
     assert len(tokens["output_ids"]) == len(LOOP) + 100
     assert tokens["cut"].startswith(f"the answer repeated a span of {len(LOOP)} token(s)")
@@ -128,14 +134,14 @@ async def test_an_answer_that_loops_is_cut_and_says_why(start_runtime: Start) ->
 async def test_with_the_stop_off_a_loop_runs_to_the_cap(start_runtime: Start) -> None:
     runtime = await start_runtime(LOOP, **{"repeat-stop-tokens": "0", "max-answer-tokens": "500"})
     _body, tokens = await ask(runtime, 32_000)
-    assert len(tokens["output_ids"]) == 500 and "cut" not in tokens
+    assert len(tokens["output_ids"]) == 500 and "repeated a span" not in tokens["cut"]
 
 
 async def test_an_answer_that_runs_out_of_time_ends_there_and_says_why(start_runtime: Start) -> None:
     never_looping = list(range(1, 1_000_000))
     runtime = await start_runtime(never_looping, **{"max-answer-s": "0.2", "max-answer-tokens": "1000000"})
     body, tokens = await ask(runtime, 1_000_000)
-    assert body["stop_reason"] == "max_tokens" and 0 < len(tokens["output_ids"]) < 1_000_000
+    assert body["stop_reason"] == "end_turn" and 0 < len(tokens["output_ids"]) < 1_000_000
     assert tokens["cut"] == "the answer took 0.2 s, the most one may (inference.max-answer-s)"
 
 

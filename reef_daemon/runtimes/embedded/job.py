@@ -28,7 +28,8 @@ class TextDelta:
 @dataclass(frozen=True)
 class Finished:
     """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error; `cut`
-    says why a `length` came before the length limit (the answer looped, or ran out of time)."""
+    says which of reef's own bounds ended an answer the model had not ended (a `stop`): the answer cap, the time
+    limit, a loop."""
 
     reason: str
     stop_sequence: str | None = None
