@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,17 @@ from typing import Any
 import pytest
 import torch
 
+from reef_daemon.errors import UpstreamFailed
 from reef_daemon.runtimes.embedded import adapters as adapters_module
+from reef_daemon.runtimes.embedded import runtime as runtime_module
 from reef_daemon.runtimes.embedded.adapters import PEFT_PREFIX, AdapterUnavailable, LoraAdapter, lora_layers
 from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel
+from reef_daemon.runtimes.embedded.runtime import EmbeddedRuntime
 from reef_daemon.runtimes.embedded.sampling import SamplingParams
 from reef_daemon.runtimes.embedded.text import TextAssembler
 from reef_daemon.runtimes.embedded.worker import GenerationWorker
+from reef_daemon.settings import load_settings
 
 LAYER = "model.layers.0.self_attn.q_proj"
 WAIT_S = 300  # a guard against a hang, never reached by a passing test
@@ -128,3 +133,44 @@ async def test_a_stopped_generation_thread_says_why_and_takes_no_more_requests(
     assert worker.failure is not None and "a fault nobody foresaw" in worker.failure
     with pytest.raises(RuntimeError, match="generation thread stopped"):
         await answer(worker, None)
+
+
+class ThreeTokenPrompts:
+    def apply_chat_template(self, messages: list[dict[str, str]], **_options: Any) -> list[int]:
+        return [1, 2, 3]
+
+
+class StoppedEngine:
+    """An engine whose generation thread has stopped: it refuses every job, saying why."""
+
+    name = "stopped"
+    model_name = "stopped"
+    context_length = 1000
+    version = "test:0"
+    failure = "the embedded model's generation thread stopped (RuntimeError: boom); restart reef"
+    tokenizer = ThreeTokenPrompts()
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    def submit(self, job: Job) -> None:
+        raise RuntimeError(self.failure)
+
+
+async def test_a_request_the_stopped_engine_cannot_take_is_refused_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime_module, "build_engine", lambda _settings: StoppedEngine())
+    runtime = EmbeddedRuntime(load_settings(overrides={"reef.state-dir": str(tmp_path)}, environ={}))
+    await runtime.start()
+    try:
+        assert runtime.failure() == StoppedEngine.failure
+        payload = {"messages": [{"role": "user", "content": "hi"}]}
+        with pytest.raises(UpstreamFailed, match="generation thread stopped") as refused:
+            await runtime.send("/v1/chat/completions", json.dumps(payload).encode(), payload, {})
+        assert refused.value.status == 502
+    finally:
+        await runtime.close()
