@@ -71,12 +71,17 @@ complete -c reef -n '__reef_at reef/serve' -l inference.model-path -d 'a local m
 complete -c reef -n '__reef_at reef/serve' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-tokens -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-tokens -d 'embedded runtime: the most tokens any answer gets; a request asking for more (Claude Code asks for 32000) is held to it, and its answer ends there as finished (finish reason stop) (default: 1024)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-s -d 'embedded runtime: the most seconds any answer may take, its prompt\'s reading included; a longer one ends there as finished (finish reason stop) (default: 120.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.repeat-stop-tokens -d 'embedded runtime: end an answer as finished (finish reason stop) once its last this many tokens repeat one span of at most 64 tokens back to back (a small model looping); 0: never (default: 128)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-prompt-chars -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'embedded runtime: the most stop sequences one request may send (default: 16)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.words -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
@@ -173,12 +178,17 @@ complete -c reef -n '__reef_at reef/start' -l inference.model-path -d 'a local m
 complete -c reef -n '__reef_at reef/start' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-tokens -d 'embedded runtime: the most tokens an answer gets when its request sets no limit (default: 512)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-answer-tokens -d 'embedded runtime: the most tokens any answer gets; a request asking for more (Claude Code asks for 32000) is held to it, and its answer ends there as finished (finish reason stop) (default: 1024)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-answer-s -d 'embedded runtime: the most seconds any answer may take, its prompt\'s reading included; a longer one ends there as finished (finish reason stop) (default: 120.0)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.repeat-stop-tokens -d 'embedded runtime: end an answer as finished (finish reason stop) once its last this many tokens repeat one span of at most 64 tokens back to back (a small model looping); 0: never (default: 128)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-prompt-chars -d 'embedded runtime: the most characters a prompt may have; a longer one is refused before it is tokenized (default: 1000000)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'embedded runtime: the most stop sequences one request may send (default: 16)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.words -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x

@@ -41,6 +41,7 @@ from reef_client._requests import (
     request_outcome,
     request_status,
     small_model_caution,
+    wait_again,
     wait_bound,
 )
 from reef_client._scenarios import UnknownScenario, require_scenario
@@ -128,6 +129,7 @@ __all__ = [
     "session_start",
     "small_model_caution",
     "unwritable",
+    "wait_again",
     "wait_bound",
     "whole_file",
 ]

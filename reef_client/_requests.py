@@ -3,8 +3,10 @@ wrappers' `request` alike: the polling, the words for the outcome and the exit s
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from reef_client._client import ReefClient
 from reef_daemon.contract import Activity, RequestProgress, RuntimeStatus, small_embedded_model
@@ -88,6 +90,18 @@ def follow_request(
         time.sleep(POLL_S)
 
 
+def wait_again(request_id: str, url: str | None = None, token_file: Path | None = None) -> str:
+    """The command that follows the request again, as it runs where it is printed: with `--url` where the daemon is
+    not the one `reef` finds by itself (the first command was given its URL, or a wrapper's install names it), and
+    the token read from `token_file` where the first command's came from there."""
+    command = f"reef requests {request_id} --wait"
+    if url:
+        command += f" --url {shlex.quote(url)}"
+    if token_file is not None:
+        command = f'REEF_TOKEN="$(cat {shlex.quote(str(token_file))})" {command}'
+    return command
+
+
 def request_status(progress: RequestProgress) -> int:
     """The exit status of a command that followed the request: 0 published, 1 rejected or skipped, 2 still
     running."""
@@ -96,13 +110,13 @@ def request_status(progress: RequestProgress) -> int:
     return 0 if progress.get("result") in PUBLISHED else 1
 
 
-def request_outcome(progress: RequestProgress) -> list[str]:
-    """Where the request stands, in lines for a person: still running (and how to wait for it), or its result,
-    version, why, and how to use what it published."""
+def request_outcome(progress: RequestProgress, again: str | None = None) -> list[str]:
+    """Where the request stands, in lines for a person: still running (and how to wait for it: `again`, else
+    `wait_again` of its id), or its result, version, why, and how to use what it published."""
     if progress["state"] != "settled":
         return [
-            f"request {progress['id']} is still {progress['state']}; wait for it with: reef requests {progress['id']}"
-            " --wait (filing it again would make a second request)"
+            f"request {progress['id']} is still {progress['state']}; wait for it with: "
+            f"{again or wait_again(progress['id'])} (filing it again would make a second request)"
         ]
     result = progress["result"]
     release_id = progress.get("release")

@@ -78,7 +78,7 @@ class Daemon:
             "runtime": self.runtime.describe(),
             "auth": self.gate.enabled,
             "state_dir": str(self.settings.reef.state_dir),
-            "errors": self.workers.errors(),
+            "errors": [*filter(None, [self.runtime.failure()]), *self.workers.errors()],
         }
 
 

@@ -365,6 +365,24 @@ class InferenceSection:
     max_tokens: int = setting(
         512, POSITIVE_INT, help="embedded runtime: the most tokens an answer gets when its request sets no limit"
     )
+    max_answer_tokens: int = setting(
+        1024,
+        POSITIVE_INT,
+        help="embedded runtime: the most tokens any answer gets; a request asking for more (Claude Code asks for "
+        "32000) is held to it, and its answer ends there as finished (finish reason stop)",
+    )
+    max_answer_s: float = setting(
+        120.0,
+        POSITIVE_NUMBER,
+        help="embedded runtime: the most seconds any answer may take, its prompt's reading included; a longer one "
+        "ends there as finished (finish reason stop)",
+    )
+    repeat_stop_tokens: int = setting(
+        128,
+        COUNT,
+        help="embedded runtime: end an answer as finished (finish reason stop) once its last this many tokens repeat "
+        "one span of at most 64 tokens back to back (a small model looping); 0: never",
+    )
     max_prompt_chars: int = setting(
         1_000_000,
         POSITIVE_INT,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import canary_line
-from adapters.wrapper.installed import Installed
+from adapters.wrapper.installed import TOKEN_FILE, Installed
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_client import (
     Activity,
@@ -23,6 +24,7 @@ from reef_client import (
     request_outcome,
     request_status,
     small_model_caution,
+    wait_again,
     wait_bound,
 )
 from reef_client.render.versions import HEADERS, request_text, version_cells
@@ -68,8 +70,10 @@ def request(installed: Installed, text: str, wait: bool, timeout: float | None) 
             print(f"request {request_id} queued; its progress: {filed['progress_path']}")
             return 0
         bound = wait_bound(timeout, runtime)
+        again = wait_again(request_id, binding.url, _token_file(installed))
         print(
-            f"request {request_id} queued; watching it for at most {bound / 60:g} min (--timeout to change)",
+            f"request {request_id} queued; watching it for at most {bound / 60:g} min (--timeout to change; it keeps "
+            f"running after that: {again})",
             file=sys.stderr,
             flush=True,
         )
@@ -80,11 +84,17 @@ def request(installed: Installed, text: str, wait: bool, timeout: float | None) 
                 print(line, file=sys.stderr, flush=True)
 
         progress = follow_request(client, request_id, bound, show)
-    print("\n".join(request_outcome(progress)))
+    print("\n".join(request_outcome(progress, again)))
     status = request_status(progress)
     if status == 0:
         print(f"install the served version with: {installed.wrapper} update")
     return status
+
+
+def _token_file(installed: Installed) -> Path | None:
+    """The install's saved token file where the install's token comes from it (else it is REEF_TOKEN, or none)."""
+    saved = installed.root / TOKEN_FILE
+    return saved if installed.token and saved.is_file() else None
 
 
 def versions(installed: Installed, wanted: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from reef_client import (
     request_outcome,
     request_status,
     small_model_caution,
+    wait_again,
     wait_bound,
 )
 
@@ -55,25 +56,27 @@ def request(
                 console().print(f"request {request_id} queued; its progress: {filed['progress_path']}", soft_wrap=True)
             return
         bound = wait_bound(timeout, runtime)
+        again = wait_again(request_id, url)
         if not json:
             error_console().print(
                 f"request {request_id} queued; watching it for at most {bound / 60:g} min (--timeout to change; "
-                f"it keeps running after that: reef requests {request_id} --wait)",
+                f"it keeps running after that: {again})",
                 soft_wrap=True,
                 markup=False,
             )
         progress = watch(client, request_id, bound, quiet=json)
-    settle(progress, json=json)
+    settle(progress, json=json, again=again)
 
 
-def settle(progress: RequestProgress, *, json: bool) -> None:
-    """Print where the request stands and exit: 0 published, 1 rejected or skipped, 2 still running."""
+def settle(progress: RequestProgress, *, json: bool, again: str) -> None:
+    """Print where the request stands and exit: 0 published, 1 rejected or skipped, 2 still running (with `again`,
+    the command that waits for it as it runs here)."""
     if json:
         print_json(progress)
     else:
         out = console()
-        for line in request_outcome(progress):
-            out.print(line, soft_wrap=True)
+        for line in request_outcome(progress, again):
+            out.print(line, soft_wrap=True, markup=False)
     status = request_status(progress)
     if status:
         raise typer.Exit(status)

@@ -13,7 +13,7 @@ from reef_cli.commands.request import settle, watch
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TimeoutOption, TokenOption, UrlOption, WaitOption
 from reef_cli.output import console, error_console, print_json
-from reef_client import ReefClient, RequestProgress, wait_bound
+from reef_client import ReefClient, RequestProgress, wait_again, wait_bound
 
 EXAMPLE = "Example: reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait   (or reef requests: the recent ones)"
 LISTED = 20  # requests `reef requests` lists, the newest
@@ -44,7 +44,7 @@ def requests(
             progress = watch(client, request_id, wait_bound(timeout, client.status()["runtime"]), quiet=json)
         else:
             progress = client.request_progress(request_id)
-    settle(progress, json=json)
+    settle(progress, json=json, again=wait_again(request_id, url))
 
 
 def _list(client: ReefClient, scenario: str | None, *, json: bool) -> None:

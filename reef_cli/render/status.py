@@ -33,6 +33,7 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("decoding", str(runtime["decoding"]))
     if runtime.get("sampling"):
         facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
+        facts.add_row("answers", _answer_bounds(runtime["sampling"]))
     facts.add_row("training", _training(training))
     if recipe.get("critic"):
         facts.add_row("critic", critic_line(recipe["critic"]))
@@ -73,6 +74,18 @@ def _sampling(defaults: SamplingDefaults, recipe_note: str | None) -> str:
     temperature, top_p, max_tokens = defaults["temperature"], defaults["top_p"], defaults["max_tokens"]
     line = f"temperature {temperature:g}, top-p {top_p:g}, at most {max_tokens} tokens when a request sets none"
     return f"{line} ({recipe_note})" if recipe_note else line
+
+
+def _answer_bounds(defaults: SamplingDefaults) -> str:
+    """The embedded runtime's bounds on every answer, whatever its request asks."""
+    cap = (
+        f"at most {defaults['max_answer_tokens']} tokens and {defaults['max_answer_s']:g} s whatever a request asks "
+        "(inference.max-answer-tokens, .max-answer-s)"
+    )
+    repeats = defaults["repeat_stop_tokens"]
+    if not repeats:
+        return f"{cap}; a looping answer runs on (inference.repeat-stop-tokens 0)"
+    return f"{cap}; cut once its last {repeats} tokens repeat one span (inference.repeat-stop-tokens)"
 
 
 def _training(training: Training) -> str:

@@ -165,6 +165,7 @@ class TokenData(TypedDict):
     logprobs: list[float]
     versions: list[str]
     adapters: NotRequired[list[str | None]]  # the scenario whose LoRA adapter served each token; None: the base
+    cut: NotRequired[str]  # which of reef's bounds ended an answer the model had not ended (cap, time, loop)
 
 
 class RecordContent(TypedDict, total=False):

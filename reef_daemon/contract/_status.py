@@ -51,11 +51,16 @@ class RecipeStatus(TypedDict):
 
 
 class SamplingDefaults(TypedDict):
-    """What the embedded model samples with when a request sets nothing."""
+    """What the embedded model samples with when a request sets nothing, and the bounds of every answer: at most
+    `max_answer_tokens` tokens and `max_answer_s` seconds whatever a request asks, and cut once its last
+    `repeat_stop_tokens` tokens repeat one span (0: never)."""
 
     temperature: float
     top_p: float
     max_tokens: int
+    max_answer_tokens: int
+    max_answer_s: float
+    repeat_stop_tokens: int
 
 
 class ServedAdapters(TypedDict):
@@ -174,7 +179,11 @@ class Status(DaemonState):
 
 
 class Health(TypedDict):
+    """GET /healthz: ok, or (503) why the daemon cannot answer model requests (the embedded model's generation
+    thread stopped)."""
+
     ok: bool
+    error: NotRequired[str]
 
 
 SMALL_MODEL_PARAMETERS: Final = 1_000_000_000

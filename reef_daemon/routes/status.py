@@ -14,6 +14,10 @@ routes = web.RouteTableDef()
 
 @routes.get(HEALTH_ROUTE)
 async def healthz(request: web.Request) -> web.Response:
+    failure = request.app[DAEMON].runtime.failure()
+    if failure is not None:
+        down: Health = {"ok": False, "error": failure}
+        return json_response(down, status=503)
     health: Health = {"ok": True}
     return json_response(health)
 

@@ -77,6 +77,11 @@ class Runtime(ABC):
     def describe(self) -> RuntimeStatus:
         """kind, model and whatever else `/reef/status` should show."""
 
+    def failure(self) -> str | None:
+        """Why the started runtime can answer no request (the embedded model's generation thread stopped), for
+        /healthz and `reef status`; None while it can."""
+        return None
+
     def reconfigure(self, settings: Settings) -> None:  # noqa: B027 - optional for runtimes with live settings
         """Apply changed settings without a restart (upstream URL, model, key, timeout)."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,6 +168,15 @@ def test_request_wait_on_a_skipped_request_exits_1_without_a_traceback(reefine: 
     assert "skipped" in skipped.stdout.splitlines()  # a skipped request makes no version
     assert "Traceback" not in skipped.stderr and "Exit" not in skipped.stderr
     assert re.match(r"request [0-9a-f]{32} queued; watching it for at most 30 min", skipped.stderr), skipped.stderr
+    # The command it prints to keep waiting runs as printed, from a folder no daemon runs from.
+    hint = re.search(r"it keeps running after that: (.+)\)$", skipped.stderr.splitlines()[0])
+    assert hint is not None and f"--url {reefine.url}" in hint[1], skipped.stderr
+    elsewhere = reefine.home / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    again = subprocess.run(
+        hint[1], shell=True, cwd=elsewhere, env=reefine.env, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 1 and "skipped" in again.stdout.splitlines(), again.stdout + again.stderr
 
 
 def test_the_wrapper_finds_the_agent_scripts_setup_installed_when_path_lacks_it(reefine: Reefine) -> None:

@@ -1,15 +1,25 @@
 """The adapter bank on a small linear model: per-row deltas, refused misfits, and the resident cap with
-least-recently-used adapters spilled to disk and read back on demand with their version."""
+least-recently-used adapters spilled to disk and read back on demand with their version; a spill that cannot be
+written, or read back, fails that adapter alone with the reason."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
-from reef_daemon.runtimes.embedded.adapters import PEFT_PREFIX, AdapterBank, LoraAdapter, lora_layers
+from reef_daemon.runtimes.embedded import adapters as adapters_module
+from reef_daemon.runtimes.embedded.adapters import (
+    PEFT_PREFIX,
+    AdapterBank,
+    AdapterUnavailable,
+    LoraAdapter,
+    lora_layers,
+)
 
 
 class Tiny(nn.Module):
@@ -84,3 +94,55 @@ def test_past_the_cap_the_least_recently_used_spills_and_comes_back(model: Tiny,
     assert torch.equal(back.layers["q_proj"][1], adapter("two", 2).layers["q_proj"][1])
     assert bank.resident == ["three", "two"]  # "one" was the least recently used this time
     assert bank.get("none") is None
+
+
+def test_a_full_spill_folder_fails_the_new_adapter_and_keeps_the_others(
+    model: Tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bank = AdapterBank(model, 2, tmp_path / "spilled")
+    one, two = adapter("one", 1), adapter("two", 2)
+    bank.install(one)
+    bank.install(two)
+
+    def disk_full(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(adapters_module, "save_file", disk_full)
+    with pytest.raises(AdapterUnavailable, match=r"could not be written to .*spilled/one\.safetensors \(No space left"):
+        bank.install(adapter("three", 3))
+    assert bank.resident == ["one", "two"] and bank.scenarios == ["one", "two"]
+    assert bank.get("one") is one and bank.get("two") is two  # both still served, from memory
+    monkeypatch.undo()
+    bank.install(adapter("three", 3))  # once there is room on disk, it swaps in
+    assert bank.scenarios == ["one", "three", "two"]
+
+
+def test_an_unwritable_spill_folder_says_so(model: Tiny, tmp_path: Path) -> None:
+    blocked = tmp_path / "spilled"
+    blocked.write_text("a file where the folder should be")
+    bank = AdapterBank(model, 1, blocked)
+    bank.install(adapter("one", 1))
+    with pytest.raises(AdapterUnavailable, match=r"of one\) could not be written to"):
+        bank.install(adapter("two", 2))
+    assert bank.resident == ["one"]
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "missing"])
+def test_a_spilled_adapter_that_cannot_be_read_back_fails_its_scenario_alone(
+    model: Tiny, tmp_path: Path, damage: str
+) -> None:
+    bank = AdapterBank(model, 1, tmp_path)
+    bank.install(adapter("one", 1))
+    bank.install(adapter("two", 2))  # "one" spills
+    spilled = tmp_path / "one.safetensors"
+    if damage == "corrupt":
+        spilled.write_bytes(b"not a safetensors file")
+    else:
+        spilled.unlink()
+    with pytest.raises(AdapterUnavailable, match=r"adapter of one \(version v:1\) could not be read back from .*one"):
+        bank.get("one")
+    two = bank.get("two")
+    assert two is not None and two.version == "v:2"  # the other scenario is still served
+    bank.install(adapter("one", 11, "v:11"))  # a new adapter of the scenario serves it again
+    again = bank.get("one")
+    assert again is not None and again.version == "v:11"

@@ -221,7 +221,9 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
     assert runtime["tokens_per_second"] > 0
     defaults = reef.runtime.sampling_defaults
     assert runtime["sampling"] == {
-        "temperature": defaults.temperature, "top_p": defaults.top_p, "max_tokens": defaults.max_tokens
+        "temperature": defaults.temperature, "top_p": defaults.top_p, "max_tokens": defaults.max_tokens,
+        "max_answer_tokens": defaults.max_answer_tokens, "max_answer_s": defaults.max_answer_s,
+        "repeat_stop_tokens": defaults.repeat_stop_tokens,
     }  # fmt: skip
 
 

@@ -65,7 +65,13 @@ def test_chat_request_reads_roles_tools_and_sampling() -> None:
         ChatTurn("user", "[tool result] sunny"),
     ]
     assert request.params == SamplingParams(
-        max_tokens=5, temperature=0.0, top_p=0.8, stop=("\n",), defaulted=("top_p",)
+        max_tokens=5,
+        temperature=0.0,
+        top_p=0.8,
+        stop=("\n",),
+        defaulted=("top_p",),
+        max_answer_s=120.0,
+        repeat_stop_tokens=128,
     )
     with pytest.raises(BadRequest, match="n must be 1"):
         chat.parse({"messages": [{"role": "user", "content": "x"}], "n": 2}, DEFAULTS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,27 @@ async def test_request_waits_and_says_how_to_use(reefine: Reefine) -> None:
     request_id = json.loads((await reef(reefine, "requests", "--json"))[1].splitlines()[0])["id"]
     assert first == (
         f"request {request_id} queued; watching it for at most 30 min (--timeout to change; it keeps running after "
-        f"that: reef requests {request_id} --wait)"
+        f"that: reef requests {request_id} --wait --url {reefine.url})"
     )
+
+
+async def test_the_hint_to_keep_waiting_runs_as_printed_from_elsewhere(
+    reefine: Reefine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first command was given the daemon's URL; the command it prints to wait again names it too, so it runs
+    from a folder where no daemon would be found."""
+    monkeypatch.delenv("REEF_URL", raising=False)
+    reefine.model.script("answer", "no", "no", "no")
+    code, output = await reef(reefine, "request", "something vague", "--scenario", "harness", "--wait")
+    assert code == 1, output
+    hint = output.splitlines()[0].split("it keeps running after that: ", 1)[1].removesuffix(")")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    command = shlex.split(hint)
+    assert command[0] == "reef"
+    result = await asyncio.to_thread(CliRunner().invoke, app, command[1:])
+    assert result.exit_code == 1 and "skipped" in result.output.splitlines(), result.output
 
 
 async def test_on_the_small_embedded_model_a_request_says_so_first_and_waits_less(
@@ -102,9 +122,11 @@ def test_a_wait_that_times_out_says_how_to_keep_waiting_without_filing_again(
         "created_at": 0.0, "state": "proposing", "activity": [], "design": None,
     }  # fmt: skip
     with pytest.raises(typer.Exit) as stopped:
-        settle(progress, json=False)
+        settle(progress, json=False, again="reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait --url http://reef")
     assert stopped.value.exit_code == 2
-    assert "reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait" in capsys.readouterr().out
+    assert "wait for it with: reef requests 0b5e7c2a9d4f4e1c8a3b6d2f7e9c1a40 --wait --url http://reef" in (
+        capsys.readouterr().out
+    )
 
 
 async def test_versions_promote_and_rollback(reefine: Reefine, home: Path) -> None:

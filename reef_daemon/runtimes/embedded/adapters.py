@@ -9,6 +9,8 @@ adapter each row of the batch uses (`serving`); a forward hook on every targeted
 A row's delta is computed on that row alone, so its tokens do not depend on the rows beside it, as for the base
 layers. At most `capacity` adapters stay resident; the least recently used one beyond that is written to a
 safetensors file of its own (`spill_dir`) and read back when a request of its scenario comes (its version is kept).
+An adapter that cannot be spilled (the folder full or unwritable) or read back (its file corrupt or gone) is an
+`AdapterUnavailable` for that swap or that scenario's request alone; the bank stays as it was and serves the others.
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 PEFT_PREFIX = "base_model.model."
 _A, _B = ".lora_A.weight", ".lora_B.weight"
+
+
+class AdapterUnavailable(RuntimeError):
+    """An adapter could not be spilled to disk or read back from it; the message names the scenario, the file and
+    why."""
 
 
 @dataclass(frozen=True)
@@ -126,8 +134,11 @@ class AdapterBank:
                 )
 
     def install(self, adapter: LoraAdapter) -> None:
-        """Serve `adapter` for its scenario from the next forward pass; the least recently used spills if needed."""
+        """Serve `adapter` for its scenario from the next forward pass; the least recently used spills if needed.
+        AdapterUnavailable, the bank unchanged, when that one cannot be spilled."""
         self.check(adapter.layers)
+        if adapter.scenario not in self._resident:
+            self._make_room()
         for path in adapter.layers:
             if path not in self._hooked:
                 self._modules[path].register_forward_hook(self._hook(path))
@@ -135,20 +146,16 @@ class AdapterBank:
         self._spilled.pop(adapter.scenario, None)
         self._resident[adapter.scenario] = adapter
         self._resident.move_to_end(adapter.scenario)
-        while len(self._resident) > self._capacity:
-            _, evicted = self._resident.popitem(last=False)
-            self._spill(evicted)
 
     def get(self, scenario: str) -> LoraAdapter | None:
-        """The scenario's adapter (read back from disk if it was spilled), or None: the base serves it."""
+        """The scenario's adapter (read back from disk if it was spilled), or None: the base serves it.
+        AdapterUnavailable when a spilled one cannot be read back, or another cannot be spilled to make room."""
         adapter = self._resident.get(scenario)
         if adapter is not None:
             self._resident.move_to_end(scenario)
             return adapter
         if scenario in self._spilled:
-            version, scale = self._spilled[scenario]
-            state = load_file(str(self._spill_path(scenario)))
-            self.install(LoraAdapter(scenario, version, scale, lora_layers(state)))
+            self.install(self._read_back(scenario))
             return self._resident[scenario]
         return None
 
@@ -198,10 +205,45 @@ class AdapterBank:
 
         return add_delta
 
+    def _make_room(self) -> None:
+        """Spill the least recently used adapters until one more fits; each leaves memory only once it is on disk."""
+        while len(self._resident) >= self._capacity:
+            scenario, oldest = next(iter(self._resident.items()))
+            self._spill(oldest)
+            del self._resident[scenario]
+
     def _spill(self, adapter: LoraAdapter) -> None:
-        self._spill_dir.mkdir(parents=True, exist_ok=True)
-        save_file(peft_tensors(adapter.layers), str(self._spill_path(adapter.scenario)))
+        path = self._spill_path(adapter.scenario)
+        try:
+            self._spill_dir.mkdir(parents=True, exist_ok=True)
+            save_file(peft_tensors(adapter.layers), str(path))
+        except (OSError, SafetensorError) as exc:
+            raise AdapterUnavailable(
+                f"no room for another LoRA adapter: {self._capacity} stay in memory, and the least recently used "
+                f"one (of {adapter.scenario}) could not be written to {path} ({_reason(exc)}); free space there"
+            ) from exc
         self._spilled[adapter.scenario] = (adapter.version, adapter.scale)
+
+    def _read_back(self, scenario: str) -> LoraAdapter:
+        """The spilled adapter of `scenario`, read from its file."""
+        version, scale = self._spilled[scenario]
+        path = self._spill_path(scenario)
+        try:
+            layers = lora_layers(load_file(str(path)))
+            self.check(layers)
+        except (OSError, SafetensorError, ValueError) as exc:
+            raise AdapterUnavailable(
+                f"the LoRA adapter of {scenario} (version {version}) could not be read back from {path} "
+                f"({_reason(exc)}); its requests fail until a new adapter of {scenario} is swapped in"
+            ) from exc
+        return LoraAdapter(scenario, version, scale, layers)
 
     def _spill_path(self, scenario: str) -> Path:
         return self._spill_dir / f"{scenario}.safetensors"
+
+
+def _reason(exc: Exception) -> str:
+    """An OS error's own words (`No space left on device`), else the exception's message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -65,6 +65,11 @@ class Engine(ABC):
         why (KeyError, ValueError or RuntimeError, as `WeightSwappable.swap_weights`)."""
 
     @property
+    def failure(self) -> str | None:
+        """Why the started engine can generate no more (its generation thread stopped); None while it can."""
+        return None
+
+    @property
     def serves_adapters(self) -> bool:
         """Whether `swap_adapter` works here."""
         return False

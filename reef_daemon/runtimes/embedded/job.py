@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reef_daemon.runtimes.embedded.repetition import RepetitionWatch
 from reef_daemon.runtimes.embedded.sampling import SamplingParams, new_generator
 from reef_daemon.runtimes.embedded.text import TextAssembler
 
@@ -25,11 +27,14 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class Finished:
-    """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error."""
+    """The end of generation. `reason`: stop (end of turn or a stop sequence), length, cancelled or error; `cut`
+    says which of reef's own bounds ended an answer the model had not ended (a `stop`): the answer cap, the time
+    limit, a loop."""
 
     reason: str
     stop_sequence: str | None = None
     error: str | None = None
+    cut: str | None = None
 
 
 Event = TextDelta | Finished
@@ -59,6 +64,8 @@ class Job:
 
     def __post_init__(self) -> None:
         self.generator = new_generator(self.params.seed)
+        self.repeats = RepetitionWatch(self.params.repeat_stop_tokens)
+        self.deadline = time.monotonic() + self.params.max_answer_s  # the answer ends here, whatever its length
 
     def record(self, token: int, logprob: float, version: str, adapter: str | None = None) -> None:
         self.output_ids.append(token)
@@ -85,6 +92,7 @@ class Job:
             "versions": list(self.versions),
             "adapters": list(self.adapters),
             "sampling": self.params.used(),
+            **({"cut": self.finished.cut} if self.finished is not None and self.finished.cut else {}),
         }
 
     @property

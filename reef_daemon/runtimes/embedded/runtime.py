@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from reef_daemon.contract import CHAT_ROUTE, COUNT_TOKENS_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, RuntimeStatus
-from reef_daemon.errors import BadRequest
+from reef_daemon.errors import BadRequest, UpstreamFailed
 from reef_daemon.runtimes.base import RuntimeResponse, WeightSwappable
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses
 from reef_daemon.runtimes.embedded.apis.base import GenerationRequest, Renderer
@@ -81,12 +81,18 @@ class EmbeddedRuntime(WeightSwappable):
         if settings.inference.upstream_url:
             log.warning("an upstream URL was configured; restart reef to serve it instead of the embedded model")
 
+    def failure(self) -> str | None:
+        return self._engine.failure if self._started else None
+
     def describe(self) -> RuntimeStatus:
         info: dict[str, Any] = {"kind": self.kind, "engine": self._engine.name, **self._engine.identity()}
         info["sampling"] = {
             "temperature": self._defaults.temperature,
             "top_p": self._defaults.top_p,
             "max_tokens": self._defaults.max_tokens,
+            "max_answer_tokens": self._defaults.max_answer_tokens,
+            "max_answer_s": self._defaults.max_answer_s,
+            "repeat_stop_tokens": self._defaults.repeat_stop_tokens,
         }
         if self._started:
             info.update({"weight_version": self._engine.version, **self._engine.describe()})
@@ -156,7 +162,10 @@ class EmbeddedRuntime(WeightSwappable):
             admitted_version=engine.adapter_version(scenario) if scenario is not None else engine.version,
             scenario=scenario,
         )
-        engine.submit(job)
+        try:
+            engine.submit(job)
+        except RuntimeError as exc:
+            raise UpstreamFailed(f"the embedded model cannot answer: {exc}", type="runtime_failed") from None
         return GenerationAnswer(
             job, api.renderer(engine.model_name, payload, request.params, len(prompt_ids)), request.stream
         )
@@ -185,6 +194,9 @@ def _sampling_defaults(settings: Settings) -> SamplingDefaults:
         inference.temperature,
         inference.top_p,
         inference.max_tokens,
+        max_answer_tokens=inference.max_answer_tokens,
+        max_answer_s=inference.max_answer_s,
+        repeat_stop_tokens=inference.repeat_stop_tokens,
         max_stop_sequences=inference.max_stop_sequences,
         max_stop_chars=inference.max_stop_chars,
     )

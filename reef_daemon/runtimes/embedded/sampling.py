@@ -6,6 +6,7 @@ compares against. Temperature 0 means greedy decoding; its log-prob is then the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,20 +20,27 @@ SEED_MAX = 2**63 - 1
 
 @dataclass(frozen=True)
 class SamplingDefaults:
-    """What decoding uses where a request sets nothing (`inference.temperature`, `.top-p`, `.max-tokens`), and the
-    most stop sequences a request may send, and their length (`inference.max-stop-sequences`, `.max-stop-chars`):
-    every generated token is compared with each of them."""
+    """What decoding uses where a request sets nothing (`inference.temperature`, `.top-p`, `.max-tokens`); the bounds
+    of every answer, whatever its request asks (`inference.max-answer-tokens`, `.max-answer-s`, `.repeat-stop-tokens`);
+    and the most
+    stop sequences a request may send, and their length (`inference.max-stop-sequences`, `.max-stop-chars`): every
+    generated token is compared with each of them."""
 
     temperature: float
     top_p: float
     max_tokens: int
+    max_answer_tokens: int = 1024
+    max_answer_s: float = 120.0
+    repeat_stop_tokens: int = 128
     max_stop_sequences: int = 16
     max_stop_chars: int = 500
 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """What a request asks of decoding; `defaulted` names the fields it left to the defaults."""
+    """What a request asks of decoding; `defaulted` names the fields it left to the defaults. `max_tokens` is held
+    to the runtime's cap (`asked_max_tokens`: what the request asked, where the cap lowered it); an answer ends once
+    it has taken `max_answer_s` seconds, or looped over one span for `repeat_stop_tokens` tokens (0: never)."""
 
     max_tokens: int
     temperature: float = 1.0
@@ -40,6 +48,9 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     defaulted: tuple[str, ...] = ()
+    asked_max_tokens: int | None = None
+    max_answer_s: float = math.inf
+    repeat_stop_tokens: int = 0
 
     @classmethod
     def resolve(
@@ -52,15 +63,19 @@ class SamplingParams:
         stop: tuple[str, ...] = (),
         seed: int | None = None,
     ) -> SamplingParams:
-        """The request's own values where it set them, the defaults elsewhere."""
+        """The request's own values where it set them, the defaults elsewhere; the length limit at most the cap."""
         given = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        asked = defaults.max_tokens if max_tokens is None else max_tokens
         return cls(
-            max_tokens=defaults.max_tokens if max_tokens is None else max_tokens,
+            max_tokens=min(asked, defaults.max_answer_tokens),
             temperature=defaults.temperature if temperature is None else temperature,
             top_p=defaults.top_p if top_p is None else top_p,
             stop=stop,
             seed=seed,
             defaulted=tuple(name for name, value in given.items() if value is None),
+            asked_max_tokens=asked if asked > defaults.max_answer_tokens else None,
+            max_answer_s=defaults.max_answer_s,
+            repeat_stop_tokens=defaults.repeat_stop_tokens,
         )
 
     def used(self) -> dict[str, Any]:
@@ -71,6 +86,7 @@ class SamplingParams:
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "defaulted": list(self.defaulted),
+            **({"asked_max_tokens": self.asked_max_tokens} if self.asked_max_tokens is not None else {}),
         }
 
     def __post_init__(self) -> None:

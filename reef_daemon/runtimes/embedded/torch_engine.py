@@ -73,6 +73,10 @@ class TorchEngine(Engine):
         """The fp32 Hugging Face folder the serving weights were loaded from (the safetensors cache for a GGUF)."""
         return self._running()[0].weights_dir
 
+    @property
+    def failure(self) -> str | None:
+        return self._worker.failure if self._worker is not None else None
+
     def submit(self, job: Job) -> None:
         self._running()[1].submit(job)
 

@@ -9,7 +9,9 @@ next token. A prompt that starts like the last long one read starts from its cac
 
 A scenario with a LoRA adapter (`adapters.py`) is served by the base plus its adapter, row by row within the same
 batched step. A new adapter of one scenario swaps in between steps too, and only that scenario's sequences re-read
-their context; the others keep decoding.
+their context; the others keep decoding. An adapter that cannot be spilled or read back fails that swap or that
+scenario's request, with the reason, and nothing else. Should the thread stop all the same, `failure` says why, every
+waiting request and swap gets that error, and no new one is taken.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from reef_daemon.runtimes.embedded.adapters import AdapterBank, LoraAdapter
+from reef_daemon.runtimes.embedded.adapters import AdapterBank, AdapterUnavailable, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
@@ -58,6 +60,7 @@ class GenerationWorker:
         self._lock = threading.Condition()
         self._incoming: deque[Job] = deque()
         self._swaps: deque[_Swap] = deque()
+        self._applying: list[_Swap] = []  # the swaps the generation thread took, until each is applied
         self._closed = False
         self._steps: deque[tuple[float, int]] = deque(maxlen=SPEED_WINDOW)  # (seconds, tokens) of decoding steps
         self._prefix = PrefixCache()
@@ -67,6 +70,7 @@ class GenerationWorker:
         self._decoding: list[Job] = []
         self._batch = BatchCache()
         self.peak_batch = 0  # the most sequences one decoding step has advanced
+        self.failure: str | None = None  # why the generation thread stopped before it was closed
         self._thread = threading.Thread(target=self._run, name="reef-generation", daemon=True)
 
     def start(self) -> None:
@@ -81,7 +85,7 @@ class GenerationWorker:
     def submit(self, job: Job) -> None:
         with self._lock:
             if self._closed:
-                raise RuntimeError("the generation worker is closed")
+                raise RuntimeError(self.failure or "the generation worker is closed")
             self._incoming.append(job)
             self._lock.notify()
 
@@ -91,7 +95,7 @@ class GenerationWorker:
         future: concurrent.futures.Future[str] = concurrent.futures.Future()
         with self._lock:
             if self._closed:
-                raise RuntimeError("the generation worker is closed")
+                raise RuntimeError(self.failure or "the generation worker is closed")
             self._swaps.append((state, future))
             self._lock.notify()
         return future
@@ -108,30 +112,48 @@ class GenerationWorker:
         return sum(tokens for _, tokens in steps) / busy if steps and busy > 0 else None
 
     def _run(self) -> None:
-        with torch.inference_mode():
-            while True:
-                with self._lock:
-                    while not (self._closed or self._incoming or self._swaps or self._reading or self._decoding):
-                        self._lock.wait()
-                    if self._closed:
-                        break
-                    self._reading.extend(self._incoming)
-                    self._incoming.clear()
-                    swaps = list(self._swaps)
-                    self._swaps.clear()
-                for state, future in swaps:
-                    self._apply_swap(state, future)
-                with delivered_together():
-                    self._drop_cancelled()
-                    if self._reading:
-                        self._read_turn()
-                if self._decoding:
-                    with delivered_together():  # a token for every sequence of the batch, in one wake-up
-                        self._decode_step()
-        for job in [*self._reading, *self._decoding, *self._incoming]:
-            job.post(Finished("error", error="the embedded runtime is shutting down"))
-        for _state, future in self._swaps:
-            future.set_exception(RuntimeError("the embedded runtime is shutting down"))
+        reason = "the embedded runtime is shutting down"
+        try:
+            with torch.inference_mode():
+                self._serve()
+        except Exception as exc:
+            log.exception("the generation thread stopped")
+            reason = f"the embedded model's generation thread stopped ({type(exc).__name__}: {exc}); restart reef"
+            with self._lock:
+                self.failure, self._closed = reason, True
+        with self._lock:
+            waiting, swaps = [*self._reading, *self._decoding, *self._incoming], [*self._applying, *self._swaps]
+            self._incoming.clear()
+            self._swaps.clear()
+        for job in waiting:
+            if job.finished is None:
+                job.post(Finished("error", error=reason))
+        for _state, future in swaps:
+            if not future.done():
+                future.set_exception(RuntimeError(reason))
+
+    def _serve(self) -> None:
+        """Read prompts, decode and apply swaps until the worker is closed."""
+        while True:
+            with self._lock:
+                while not (self._closed or self._incoming or self._swaps or self._reading or self._decoding):
+                    self._lock.wait()
+                if self._closed:
+                    break
+                self._reading.extend(self._incoming)
+                self._incoming.clear()
+                self._applying = list(self._swaps)
+                self._swaps.clear()
+            for state, future in self._applying:
+                self._apply_swap(state, future)
+            self._applying = []
+            with delivered_together():
+                self._drop_cancelled()
+                if self._reading:
+                    self._read_turn()
+            if self._decoding:
+                with delivered_together():  # a token for every sequence of the batch, in one wake-up
+                    self._decode_step()
 
     def _apply_swap(
         self, state: Mapping[str, torch.Tensor] | LoraAdapter, future: concurrent.futures.Future[str]
@@ -155,11 +177,17 @@ class GenerationWorker:
     def _apply_adapter(self, adapter: LoraAdapter, future: concurrent.futures.Future[str]) -> None:
         try:
             self.adapters.check(adapter.layers)
+            version = self._numbers.bump()
+            self.adapters.install(LoraAdapter(adapter.scenario, version, adapter.scale, adapter.layers))
         except ValueError as exc:
             future.set_exception(exc)
             return
-        version = self._numbers.bump()
-        self.adapters.install(LoraAdapter(adapter.scenario, version, adapter.scale, adapter.layers))
+        except AdapterUnavailable as exc:
+            log.error("the LoRA adapter of %s was not swapped in: %s", adapter.scenario, exc)
+            future.set_exception(
+                AdapterUnavailable(f"the LoRA adapter of {adapter.scenario} was not swapped in: {exc}")
+            )
+            return
         # Only this scenario's contexts were read by its old adapter; the other sequences decode on.
         self._reread(lambda job: job.scenario == adapter.scenario)
         log.info("adapter of %s swapped in: version %s", adapter.scenario, version)
@@ -196,6 +224,10 @@ class GenerationWorker:
         try:
             token = self._read(job)
             going = token is None or self._take(job, token)
+        except AdapterUnavailable as exc:
+            log.error("a request of %s failed: %s", job.scenario, exc)
+            job.post(Finished("error", error=str(exc)))
+            job.cache, going, token = None, False, None
         except Exception as exc:
             log.exception("generation failed")
             job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
