@@ -11,7 +11,7 @@ from __future__ import annotations
 from reef_daemon.contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.derived import derived_report
-from reef_daemon.reports.turns import without_code
+from reef_daemon.reports.evidence import without_code
 from reef_daemon.reports.words import MAX_CHARS, read_words
 from reef_daemon.settings import ReportsSection
 
