@@ -66,6 +66,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         url=settings.store.url,
         budget=budget,
         flush=settings.store.flush == "on",
+        answer_wait_s=settings.store.timeout_s,
     )
     recipe = recipe_class(settings)
     runtime = runtime if runtime is not None else build_runtime(settings)

@@ -462,6 +462,12 @@ class StoreSection:
         help="acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server's "
         "synchronous_commit); off: once the database holds it, which no crash of a daemon loses",
     )
+    timeout_s: float = setting(
+        10.0,
+        POSITIVE_NUMBER,
+        help="how long to wait for the PostgreSQL server to answer (a connection, a statement) before a request "
+        "fails with 503; a server that stopped answering is tried again at the next request",
+    )
 
 
 # The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see

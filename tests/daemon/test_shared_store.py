@@ -254,6 +254,39 @@ async def test_a_stopped_database_gives_clear_503s_and_recovery(
     assert set(acknowledged) <= stored
 
 
+async def test_a_database_server_that_stops_answering_gives_503s_and_recovery(
+    start_reef: StartReef, postgres_server: PostgresServer
+) -> None:
+    """kill -STOP on the server: its connections stay open and nothing answers on them. Requests wait no longer than
+    store.timeout-s, then fail with a 503 that says so; once the server goes on, so do they."""
+    reef = await start_reef(store__url=postgres_server.database(), store__timeout_s="2")
+    acknowledged = [(await reef.post("/v1/chat/completions", CHAT)).headers["x-reef-agent-record-id"]]
+    bounded = aiohttp.ClientTimeout(total=120)  # far beyond store.timeout-s: only a request that hangs reaches it
+    postgres_server.signal(signal.SIGSTOP)
+    try:
+        headers = {"x-reef-scenario": "demo"}
+        async with reef.session.post(
+            reef.url + "/v1/chat/completions", json=CHAT, headers=headers, timeout=bounded
+        ) as down:
+            error = (await down.json())["error"]
+            assert down.status == 503 and error["type"] == "store_failed", error
+            assert "did not answer within 2 s (store.timeout-s)" in error["message"], error
+        async with reef.session.get(reef.url + "/reef/records", timeout=bounded) as listing:
+            assert listing.status == 503 and "store.timeout-s" in (await listing.json())["error"]["message"]
+    finally:
+        postgres_server.signal(signal.SIGCONT)
+
+    async def answered() -> int:
+        response = await reef.post("/v1/chat/completions", CHAT)
+        if response.status == 200:
+            acknowledged.append(response.headers["x-reef-agent-record-id"])
+        return response.status
+
+    await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
+    stored = {row["id"] for row in await reef.records(limit="500")}
+    assert set(acknowledged) <= stored
+
+
 @pytest.fixture
 async def upstream() -> AsyncIterator[str]:
     from aiohttp.test_utils import TestServer
