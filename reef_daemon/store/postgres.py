@@ -37,7 +37,7 @@ import re
 import secrets
 import select
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -190,23 +190,49 @@ def _row_maker(result: pq.abc.PGresult | None) -> Any:
 
 
 class _NoAnswer(psycopg.OperationalError):
-    """The server took longer than `answer_wait_s` to answer (stopped, or cut off without a word)."""
+    """The server did not answer within `answer_wait_s`, nor let a new connection in (stopped, or cut off)."""
 
 
 class _AnswerWaitingConnection(psycopg.Connection[Any]):
-    """A psycopg connection that waits at most `answer_wait_s` for each answer of the server: a server that stopped
-    (SIGSTOP, a hung machine) keeps its connections open, so without a bound a statement would wait for ever."""
+    """A psycopg connection that gives up on a server that stopped answering: a stopped server (SIGSTOP, a hung
+    machine) keeps its connections open, so a statement would wait for ever. Each `answer_wait_s` without an answer
+    the server is asked, on a new connection, whether it is there (`server_answers`): one working on a long
+    statement is waited for again; one that does not let a new connection in either is given up on."""
 
     answer_wait_s: float = ANSWER_WAIT_S
+    server_answers: Callable[[], bool] | None = None  # None: give up at the first wait past answer_wait_s
 
     def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
         if timeout is not None:  # a wait with a bound of its own (LISTEN's notices)
             return super().wait(gen, interval, timeout)
+        statement = _Resumable(gen)
+        while True:
+            try:
+                return super().wait(statement.steps(), interval, self.answer_wait_s)
+            except psycopg.errors._WaitTimeout:  # psycopg's error for the bound given above
+                if self.server_answers is not None and self.server_answers():
+                    continue
+                self.close()  # mid-statement: nothing more can be said on it
+                raise _NoAnswer(_no_answer(self.answer_wait_s)) from None
+
+
+class _Resumable:
+    """A statement's psycopg generator, which a wait that timed out hands on to the next one: each `steps()` starts
+    from what the statement waits for now."""
+
+    def __init__(self, gen: Generator[Any, Any, Any]) -> None:
+        self._gen = gen
+        self._waits_for: Any = None
+
+    def steps(self) -> Generator[Any, Any, Any]:
         try:
-            return super().wait(gen, interval, self.answer_wait_s)
-        except psycopg.errors._WaitTimeout:  # psycopg's error for the bound given above
-            self.close()  # mid-statement: nothing more can be said on it
-            raise _NoAnswer(_no_answer(self.answer_wait_s)) from None
+            if self._waits_for is None:
+                self._waits_for = next(self._gen)
+            while True:
+                ready = yield self._waits_for
+                self._waits_for = self._gen.send(ready)
+        except StopIteration as done:
+            return done.value
 
 
 def _no_answer(seconds: float) -> str:
@@ -440,11 +466,14 @@ class PostgresConnection:
         return pgconn.get_result()
 
     def _poll(self, poll: select.poll, deadline: float) -> list[tuple[int, int]]:
-        """Wait for the socket until `deadline`; past it the server is taken for gone (the connection closed)."""
-        ready = poll.poll(max(0.0, deadline - time.monotonic()) * 1000)
-        if not ready:
-            self._conn.close()
-            raise _NoAnswer(_no_answer(self._answer_wait_s))
+        """Wait for the socket until `deadline`, and on while the server says it is there (as psycopg's waits do);
+        a server that does not is taken for gone (the connection closed)."""
+        while not (ready := poll.poll(max(0.0, deadline - time.monotonic()) * 1000)):
+            answers = self._conn.server_answers if isinstance(self._conn, _AnswerWaitingConnection) else None
+            if answers is None or not answers():
+                self._conn.close()
+                raise _NoAnswer(_no_answer(self._answer_wait_s))
+            deadline = time.monotonic() + self._answer_wait_s
         return ready
 
     def _send_alone(self, sql: str) -> None:
@@ -547,7 +576,20 @@ class PostgresEngine(Engine):
         return f"postgresql://{user}{host}{port}/{database}"
 
     def connect(self, *, readonly: bool = False) -> Connection:
-        options = "-c default_transaction_read_only=on" if readonly else ""
+        conn = self._connect("-c default_transaction_read_only=on" if readonly else "")
+        conn.server_answers = self._answers
+        return PostgresConnection(conn)
+
+    def _answers(self) -> bool:
+        """Whether the server lets a new connection in and answers on it, each within answer_wait_s."""
+        try:
+            with self._connect("") as probe:
+                probe.execute("SELECT 1")
+        except (psycopg.Error, DatabaseError):
+            return False
+        return True
+
+    def _connect(self, options: str) -> _AnswerWaitingConnection:
         try:
             conn = _AnswerWaitingConnection.connect(
                 self.url,
@@ -563,7 +605,7 @@ class PostgresEngine(Engine):
         except psycopg.Error as exc:
             raise Disconnected(f"cannot reach {self.describe()}: {_store_error(exc)}") from None
         conn.answer_wait_s = self.answer_wait_s
-        return PostgresConnection(conn)
+        return conn
 
     def connect_writer(self) -> Connection:
         return self.connect()

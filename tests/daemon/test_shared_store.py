@@ -17,6 +17,8 @@ import aiohttp
 import psycopg
 import pytest
 
+from reef_daemon.store import Store
+from reef_daemon.store.writer import WriteContext
 from tests.support.daemon_process import DaemonProcess
 from tests.support.postgres import PostgresServer
 from tests.support.reef_testing import CHAT, StartReef
@@ -285,6 +287,26 @@ async def test_a_database_server_that_stops_answering_gives_503s_and_recovery(
     await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
     stored = {row["id"] for row in await reef.records(limit="500")}
     assert set(acknowledged) <= stored
+
+
+async def test_a_statement_longer_than_the_timeout_is_waited_for_while_the_server_answers(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """store.timeout-s gives up on a server that stopped answering, not on one working on a long statement (a
+    migration's index, a count over every record): it lets a new connection in, so the statement is waited for."""
+    store = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0}, url=postgres_server.database(),
+                  answer_wait_s=1.0)  # fmt: skip
+    store.open(asyncio.get_running_loop())
+    try:
+        slept = await store.reader.run(lambda conn: conn.execute("SELECT 1 AS slept FROM pg_sleep(3)").fetchone())
+        assert slept["slept"]
+
+        def write(ctx: WriteContext) -> bool:
+            return bool(ctx.conn.execute("SELECT 1 AS slept FROM pg_sleep(3)").fetchone()["slept"])
+
+        assert await store.writer.submit(write)
+    finally:
+        await asyncio.to_thread(store.close)
 
 
 @pytest.fixture
