@@ -1,6 +1,7 @@
 """`reef store copy`: move a deployment's store between SQLite and PostgreSQL (either way), resumably.
 
-It works on the databases themselves, not through a daemon: stop the daemons of both stores first."""
+It works on the databases themselves, not through a daemon: a PostgreSQL destination's daemons may keep recording
+meanwhile; a SQLite destination's daemon is stopped first (the copy refuses otherwise)."""
 
 from __future__ import annotations
 

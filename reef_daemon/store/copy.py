@@ -13,15 +13,17 @@ values (a scenario trained in both stores) refuses the copy before anything is w
 
 At the end every source row is looked up at the destination by what identifies it (a record's id, a score's record
 and source, a step's scenario and number …): one missing is an error. A SQLite destination is written by one
-daemon's writer, which counts its own sequence: stop that daemon while a copy runs (a PostgreSQL one's daemons may
-run).
+daemon's writer, which counts its own sequence: one open in another process (that daemon) refuses the copy (a
+PostgreSQL one's daemons may run).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +61,7 @@ _IDENTITIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("recipe_cursors", "recipe_cursors", ("scenario",)),
     *((table, table, key) for table, key in KEYED_TABLES),
 )
+_SHM_DMS_BYTE = 128  # SQLite's unix VFS: the byte of the WAL index every open connection holds a shared lock on
 _BINARY = {("records", "request"), ("records", "response")}  # BLOB/BYTEA: SQLite may hold text there
 _MERGE_SCORE = (
     "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
@@ -97,6 +100,11 @@ def copy_store(source_url: str, destination_url: str, progress: Progress | None 
         raise CopyFailed(f"there is no store at {source.path}")
     if source.describe() == destination.describe():
         raise CopyFailed("--from and --to name the same store")
+    if not destination.shared and _open_elsewhere(Path(destination.path)):
+        raise CopyFailed(
+            f"{destination.path} is open in another process (its daemon?): stop that first; its writer counts the"
+            " sequence numbers a copy would take (a PostgreSQL store's daemons may keep running)"
+        )
     with _connected(source) as reading, _connected(destination) as writing:
         migrate(reading, source)
         migrate(writing, destination)
@@ -115,6 +123,26 @@ def copy_store(source_url: str, destination_url: str, progress: Progress | None 
             " meanwhile adds rows)"
         )
     return outcomes
+
+
+def _open_elsewhere(path: Path) -> bool:
+    """Whether another process has the SQLite file open: each connection holds a shared lock on the "DMS" byte of
+    its WAL index (`-shm`, byte 128 in SQLite's unix VFS) for as long as it is open, which a write lock conflicts
+    with. Run in a process that has not opened the file itself (closing this descriptor would drop its locks)."""
+    index = path.with_name(path.name + "-shm")
+    try:
+        descriptor = os.open(index, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_BYTE)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(descriptor, fcntl.LOCK_UN, 1, _SHM_DMS_BYTE)
+        return False
+    finally:
+        os.close(descriptor)
 
 
 def _engine(url: str) -> Engine:

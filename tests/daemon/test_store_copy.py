@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,28 @@ async def test_a_scenario_trained_in_both_stores_refuses_the_copy(tmp_path: Path
         assert len((await team.records.list(RecordQuery(limit=500)))["records"]) == 4  # nothing was written
     finally:
         await asyncio.to_thread(team.close)
+
+
+async def test_a_sqlite_store_its_daemon_has_open_refuses_the_copy(tmp_path: Path, postgres_url: str) -> None:
+    """Its writer counts the sequence itself: a copy run meanwhile (`reef store copy`, a process of its own) would
+    take the numbers the daemon writes next."""
+    source = Store(tmp_path / "pg", lambda _events: None, score_scale=SCALE, url=postgres_url)  # type: ignore[arg-type]
+    source.open(asyncio.get_running_loop())
+    await converse(source, 2)
+    await asyncio.to_thread(source.close)
+    daemon = Store(tmp_path / "b", lambda _events: None, score_scale=SCALE)  # type: ignore[arg-type]
+    daemon.open(asyncio.get_running_loop())
+    try:
+        await converse(daemon, 1)
+        command = [sys.executable, "-m", "reef_cli", "store", "copy", "--from", postgres_url, "--to"]
+        refused = await asyncio.to_thread(
+            subprocess.run, [*command, f"sqlite:{tmp_path / 'b' / 'reef.sqlite3'}"], capture_output=True, text=True
+        )
+        assert refused.returncode == 1 and "is open in another process (its daemon?)" in refused.stderr
+        assert len((await daemon.records.list(RecordQuery(limit=500)))["records"]) == 2  # nothing was written
+    finally:
+        await asyncio.to_thread(daemon.close)
+    stopped = await asyncio.to_thread(
+        subprocess.run, [*command, f"sqlite:{tmp_path / 'b' / 'reef.sqlite3'}"], capture_output=True, text=True
+    )
+    assert stopped.returncode == 0, stopped.stderr
