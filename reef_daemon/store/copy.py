@@ -109,10 +109,11 @@ def copy_store(source_url: str, destination_url: str, progress: Progress | None 
         migrate(reading, source)
         migrate(writing, destination)
         _refuse_differing(reading, writing)
+        had = {row["name"] for row in writing.execute("SELECT name FROM scenarios")}
         copied = _copy_sequence(reading, writing, destination, progress)
         for table, key in KEYED_TABLES:
             copied[table] = _copy_keyed(reading, writing, table, key, progress)
-        copied["recipe_cursors"] = _copy_cursors(reading, writing)
+        copied["recipe_cursors"] = _copy_cursors(reading, writing, had)
         copied["record_scores"] = _merge_scores(reading, writing)
         outcomes = [_checked(reading, writing, table, copied.get(table, 0)) for table in _checked_tables()]
     short = [o for o in outcomes if not o.complete]
@@ -334,9 +335,11 @@ def _event_prints(conn: Connection) -> set[bytes]:
     return {_event_print(row) for rows in _pages(conn, "events", ("sequence",)) for row in rows}
 
 
-def _copy_cursors(reading: Connection, writing: Connection) -> int:
+def _copy_cursors(reading: Connection, writing: Connection, had: set[str]) -> int:
     """A scenario's read position, for a scenario the destination has none for: at the new number of the last
-    record the source's position had passed (records keep their order, so what was after it stays after it)."""
+    record the source's position had passed (records keep their order, so what was after it stays after it); for a
+    scenario the destination had before, at its start, so that its own records, numbered below, are read too (what
+    a step consumed or judged ineligible, in either store, is not read again)."""
     copied = 0
     for row in (row for rows in _pages(reading, "recipe_cursors", ("scenario",)) for row in rows):
         passed = reading.execute(
@@ -344,7 +347,7 @@ def _copy_cursors(reading: Connection, writing: Connection) -> int:
         ).fetchone()
         moved = (
             writing.execute("SELECT sequence FROM records WHERE id = ?", (passed["id"],)).fetchone()
-            if passed is not None
+            if passed is not None and row["scenario"] not in had
             else None
         )
         writing.execute("BEGIN")

@@ -129,7 +129,7 @@ async def test_a_copy_into_a_store_in_use_keeps_every_record_with_its_scores(tmp
     team.open(asyncio.get_running_loop())
     try:
         await converse(team, 10)
-        ours = [row["id"] for row in (await team.records.list(RecordQuery(limit=500)))["records"]]
+        ours = (await team.records.list(RecordQuery(limit=500)))["records"]
         copying = asyncio.create_task(
             asyncio.to_thread(
                 CliRunner().invoke, app, ["store", "copy", "--from", f"sqlite:{sqlite}", "--to", postgres_url, "--json"]
@@ -146,8 +146,11 @@ async def test_a_copy_into_a_store_in_use_keeps_every_record_with_its_scores(tmp
         for record in before["records"]:  # every receipt, its score and who gave it
             copied = await team.records.get(record["id"])
             assert {**copied, "sequence": None} == {**record, "sequence": None}
-        for record_id in ours:
-            await team.records.get(record_id)  # the team's own stay
+        for row in ours:
+            await team.records.get(row["id"])  # the team's own stay
+        # Its reports, numbered below the copied ones, still wait for a recipe: the read position is not past them.
+        waiting = await team.steps.pending("demo", await team.steps.cursor("demo"), ("report",), limit=500)
+        assert {row["id"] for row in ours if row["type"] == "report"} <= {row["id"] for row in waiting}
 
         # A person scored this exchange 0: a judge's later report does not replace that.
         zero = next(r for r in before["records"] if r["type"] == "inference" and r["score"] == 0)
