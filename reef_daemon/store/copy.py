@@ -110,12 +110,12 @@ def copy_store(source_url: str, destination_url: str, progress: Progress | None 
         migrate(writing, destination)
         _refuse_differing(reading, writing)
         had = {row["name"] for row in writing.execute("SELECT name FROM scenarios")}
-        copied = _copy_sequence(reading, writing, destination, progress)
+        copied = _copy_sequence(reading, writing, destination, had, progress)
         for table, key in KEYED_TABLES:
             copied[table] = _copy_keyed(reading, writing, table, key, progress)
         copied["recipe_cursors"] = _copy_cursors(reading, writing, had)
         copied["record_scores"] = _merge_scores(reading, writing)
-        outcomes = [_checked(reading, writing, table, copied.get(table, 0)) for table in _checked_tables()]
+        outcomes = [_checked(reading, writing, table, copied.get(table, 0), had) for table in _checked_tables()]
     short = [o for o in outcomes if not o.complete]
     if short:
         detail = ", ".join(f"{o.table} {o.present} of {o.source}" for o in short)
@@ -237,9 +237,10 @@ def _copy_keyed(
 
 
 def _copy_sequence(
-    reading: Connection, writing: Connection, destination: Engine, progress: Progress | None
+    reading: Connection, writing: Connection, destination: Engine, had: set[str], progress: Progress | None
 ) -> dict[str, int]:
-    """Records, their reports' references and events, in source order, into the destination's next free numbers."""
+    """Records, their reports' references and events, in source order, into the destination's next free numbers
+    (but the changes of a scenario the destination `had`: its row, and so its history, is the destination's)."""
     totals = {"records": _count(reading, "records"), "events": _count(reading, "events")}
     done = {"records": 0, "events": 0}
     copied = {"records": 0, "events": 0, "report_references": 0}
@@ -259,7 +260,7 @@ def _copy_sequence(
             free = max(destination.begin_write(writing, 0), max_sequence(writing) + 1)
             there = _present_ids(writing, [row["id"] for row in records]) if records else set()
             new_records = [row for row in records if row["id"] not in there]
-            new_events = [row for row in events if _event_print(row) not in known_events]
+            new_events = [row for row in events if not _merged(row, had) and _event_print(row) not in known_events]
             firsts = [rows[0]["sequence"] for rows in (new_records, new_events) if rows]
             if firsts:
                 offset = max(offset, free - min(firsts))
@@ -331,6 +332,11 @@ def _event_print(row: Any) -> bytes:
     return hashlib.sha256(known.encode()).digest()
 
 
+def _merged(event: Any, had: set[str]) -> bool:
+    """Whether an event is a change of a scenario the destination had, whose row (and history) it keeps."""
+    return bool(event["type"] == "scenario" and event["scenario"] in had)
+
+
 def _event_prints(conn: Connection) -> set[bytes]:
     return {_event_print(row) for rows in _pages(conn, "events", ("sequence",)) for row in rows}
 
@@ -378,10 +384,15 @@ def _checked_tables() -> list[str]:
     return ["events", *(table for table, _view, _key in _IDENTITIES)]
 
 
-def _checked(reading: Connection, writing: Connection, table: str, copied: int) -> TableCopy:
+def _checked(reading: Connection, writing: Connection, table: str, copied: int, had: set[str]) -> TableCopy:
     """How many of the source's rows of `table` the destination holds, each looked up by what identifies it."""
     if table == "events":
-        prints = [_event_print(row) for rows in _pages(reading, "events", ("sequence",)) for row in rows]
+        prints = [
+            _event_print(row)
+            for rows in _pages(reading, "events", ("sequence",))
+            for row in rows
+            if not _merged(row, had)
+        ]
         held = _event_prints(writing)
         return TableCopy(table, len(prints), copied, sum(1 for one in prints if one in held))
     view, key = next((view, key) for name, view, key in _IDENTITIES if name == table)

@@ -20,9 +20,10 @@ from reef_cli.app import app
 from reef_daemon.contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
-from reef_daemon.store import RecordQuery, StepCommit, Store, TaskDraft
+from reef_daemon.store import Event, RecordQuery, StepCommit, Store, TaskDraft
 from reef_daemon.store import copy as store_copy
 from reef_daemon.store.copy import copy_store
+from tests.support.waiting import eventually
 
 SCALE = {"min": 0.0, "max": 1.0}
 
@@ -51,6 +52,11 @@ async def converse(store: Store, conversations: int) -> None:
             new_record_id(), "demo", "report", time.time(), content, hashlib.sha256(record_id.encode()).hexdigest()
         )
         await store.records.append_client_record(report)
+
+
+def heard_of(event: Event, record_id: str) -> bool:
+    record = dict(event.data).get("record")
+    return isinstance(record, dict) and record.get("id") == record_id
 
 
 async def snapshot(state: Path, url: str | None) -> dict[str, Any]:
@@ -125,10 +131,12 @@ async def test_a_copy_into_a_store_in_use_keeps_every_record_with_its_scores(tmp
     taken there, and they go on recording while the copy runs."""
     sqlite = await made(tmp_path / "a", conversations=26)
     before = await snapshot(tmp_path / "a", None)
-    team = Store(tmp_path / "team", lambda _events: None, score_scale=SCALE, url=postgres_url)  # type: ignore[arg-type]
+    heard: list[Event] = []
+    team = Store(tmp_path / "team", heard.extend, score_scale=SCALE, url=postgres_url)  # type: ignore[arg-type]
     team.open(asyncio.get_running_loop())
     try:
         await converse(team, 10)
+        scenario = team.scenarios.get("demo")
         ours = (await team.records.list(RecordQuery(limit=500)))["records"]
         copying = asyncio.create_task(
             asyncio.to_thread(
@@ -142,6 +150,10 @@ async def test_a_copy_into_a_store_in_use_keeps_every_record_with_its_scores(tmp
         tables = {t["table"]: t for t in json.loads(result.stdout)["tables"]}
         assert tables["records"]["present"] == tables["records"]["source"] == 52
         assert tables["record_scores"]["present"] == tables["record_scores"]["source"] == 26
+
+        last = max(before["records"], key=lambda r: r["sequence"])["id"]  # heard of last: the copy's news is in
+        await eventually(lambda: any(heard_of(e, last) for e in heard), 30, "the copy's news")
+        assert team.scenarios.get("demo") == scenario  # "demo" is the team's, as it was: not the source's
 
         for record in before["records"]:  # every receipt, its score and who gave it
             copied = await team.records.get(record["id"])
