@@ -465,9 +465,8 @@ class StoreSection:
     timeout_s: float = setting(
         10.0,
         POSITIVE_NUMBER,
-        help="how long to wait for the PostgreSQL server's answer before checking, on a new connection, that it is "
-        "there: a server that does not answer that either fails the request with 503 (one working on a long "
-        "statement is waited for); it is tried again at the next request",
+        help="how long to wait for the PostgreSQL server's answer; past it, a server that does not let a new "
+        "connection in either fails the request with 503 (a long statement is waited for)",
     )
 
 
