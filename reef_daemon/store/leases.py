@@ -58,7 +58,7 @@ class AdvisoryLeases(Leases):
         self._engine = engine
         self._conn: Connection | None = None
         self._connected_before = False
-        self._reconnected_at = -TAKEOVER_GRACE_S  # monotonic time of the last reconnect (none yet: long ago)
+        self._reconnected_at = float("-inf")  # monotonic time of the last reconnect (none yet)
         # The leases this daemon holds, or held when its connection was lost (taken back once it is up again).
         self._held: set[str] = set()
         self._lock = threading.Lock()  # one connection, used from worker threads one at a time
