@@ -104,6 +104,7 @@ complete -c reef -n '__reef_at reef/serve' -l store.max-bytes -d 'keep at most t
 complete -c reef -n '__reef_at reef/serve' -l store.max-age -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay' -x
 complete -c reef -n '__reef_at reef/serve' -l store.flush -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l store.flush -d 'acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server\'s synchronous_commit); off: once the database holds it, which no crash of a daemon loses (default: off)'
+complete -c reef -n '__reef_at reef/serve' -l store.timeout-s -d 'how long to wait for the PostgreSQL server\'s answer; past it, a server that does not let a new connection in either fails the request with 503 (a long statement is waited for) (default: 10.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode'
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
@@ -211,6 +212,7 @@ complete -c reef -n '__reef_at reef/start' -l store.max-bytes -d 'keep at most t
 complete -c reef -n '__reef_at reef/start' -l store.max-age -d 'trim the bodies of records older than this (30d, 12h, or seconds); rows and scores stay' -x
 complete -c reef -n '__reef_at reef/start' -l store.flush -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l store.flush -d 'acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server\'s synchronous_commit); off: once the database holds it, which no crash of a daemon loses (default: off)'
+complete -c reef -n '__reef_at reef/start' -l store.timeout-s -d 'how long to wait for the PostgreSQL server\'s answer; past it, a server that does not let a new connection in either fails the request with 503 (a long statement is waited for) (default: 10.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode'
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
@@ -429,7 +431,7 @@ complete -c reef -n '__reef_at reef/tasks/dismiss' -l json -d 'Print JSON for sc
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l url -d 'Daemon URL.' -x
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/tasks/dismiss' -l help -d 'Show this message and exit.'
-complete -c reef -n '__reef_at reef/store' -a copy -d 'Copy every table; rows already there are kept, so running it again resumes (or adds nothing).'
+complete -c reef -n '__reef_at reef/store' -a copy -d 'Copy every table, into an empty store or one in use (its daemons may record meanwhile): records and events take the destination\'s next free numbers, rows already there are kept, so running it again resumes (or adds nothing).'
 complete -c reef -n '__reef_at reef/store' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/store/copy' -l from -d 'The store to read: sqlite:PATH or postgresql://…' -x
 complete -c reef -n '__reef_at reef/store/copy' -l to -d 'The store to fill: sqlite:PATH or postgresql://…' -x

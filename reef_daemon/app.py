@@ -12,15 +12,15 @@ from aiohttp import web
 import reef_daemon.routes.records_io as records_io
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, ScoreScale, small_embedded_model
+from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, RecordType, ScoreScale, small_embedded_model
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import handle_inference
 from reef_daemon.recipe_api import RecipeContext
-from reef_daemon.recipe_host import resolve_recipe
-from reef_daemon.recipe_worker import RecipeWorkers, consumed_types
+from reef_daemon.recipe_host import consumed_types, resolve_recipe, units_of
+from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.records import InferenceDraft
 from reef_daemon.reports import ReportValidator
 from reef_daemon.reports.judge import JudgeModel, next_turn_refusal
@@ -70,6 +70,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         url=settings.store.url,
         budget=budget,
         flush=settings.store.flush == "on",
+        answer_wait_s=settings.store.timeout_s,
     )
     recipe = recipe_class(settings)
     runtime = runtime if runtime is not None else build_runtime(settings)
@@ -120,12 +121,25 @@ async def _end_streams(app: web.Application) -> None:
 
 
 def _in_training(daemon: Daemon) -> Protected:
-    """What the retention budget must keep: the bodies the recipe may still train on."""
+    """What the retention budget must keep: the bodies a recipe may still train on. On a store of its own only this
+    daemon's recipe trains; on a shared one each scenario's recipe may train on another daemon, whatever this one
+    runs (one this reef cannot load keeps everything of its scenarios)."""
     recipe = daemon.recipe
-    if not recipe.trains:
-        return Protected()
-    scenarios = [s.name for s in daemon.store.scenarios.all() if s.recipe == recipe.name]
-    return Protected(scenarios, "inference" in consumed_types(recipe))
+    shared = daemon.store.engine.shared
+    trained: list[str] = []
+    on_inference: list[str] = []
+    for scenario in daemon.store.scenarios.all():
+        if scenario.recipe == recipe.name:
+            units: tuple[RecordType, ...] | None = consumed_types(recipe)
+        elif shared:
+            units = units_of(scenario.recipe)
+        else:
+            continue
+        if units is None or units:
+            trained.append(scenario.name)
+        if units is None or "inference" in units:
+            on_inference.append(scenario.name)
+    return Protected(trained, on_inference)
 
 
 def judge_model(daemon: Daemon) -> JudgeModel:

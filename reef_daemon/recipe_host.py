@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from reef_daemon.contract import did_you_mean
+from reef_daemon.contract import RecordType, did_you_mean, record_type
 from reef_daemon.recipe_api import Recipe
 from reef_daemon.settings import Settings, SettingsError, load_settings, read_config_table
 
@@ -84,6 +84,21 @@ def resolve_recipe(reference: str) -> type[Recipe]:
     if not (isinstance(found, type) and issubclass(found, Recipe)):
         raise SettingsError(f"'{target}' is not a recipe class (a subclass of reef_daemon.recipe_api.Recipe)")
     return found
+
+
+def consumed_types(recipe: Recipe | type[Recipe]) -> tuple[RecordType, ...]:
+    """The record types a recipe consumes; one named by its old name (`train`) counts as the type it is now."""
+    return tuple(known for name in recipe.consumes if (known := record_type(name)) is not None)
+
+
+@functools.cache
+def units_of(recipe: str) -> tuple[RecordType, ...] | None:
+    """The record types the recipe a scenario is bound to (by its name) trains on; () for one that never trains,
+    None for one this reef cannot load (a recipe of another daemon's, outside reef)."""
+    try:
+        return consumed_types(resolve_recipe(recipe))
+    except SettingsError:
+        return None
 
 
 def _recipe_module(reference: str) -> tuple[ModuleType, str, str]:

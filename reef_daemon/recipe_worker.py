@@ -22,14 +22,13 @@ from reef_daemon.contract import (
     EVENT_RECORD_TYPES,
     PERSON_SOURCE,
     RECORD_EVENTS,
-    RecordType,
     ScenarioTraining,
     StepRow,
-    record_type,
 )
 from reef_daemon.errors import Conflict
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
+from reef_daemon.recipe_host import consumed_types
 from reef_daemon.store import Scenario, StepCommit, Store
 from reef_daemon.store.leases import LEASE_RETRY_S
 
@@ -38,11 +37,6 @@ log = logging.getLogger("reef.recipe")
 
 class LeaseLost(Exception):
     """Another daemon may run this scenario's worker now (this one lost its connection to the store)."""
-
-
-def consumed_types(recipe: Recipe) -> tuple[RecordType, ...]:
-    """The record types a recipe consumes; one named by its old name (`train`) counts as the type it is now."""
-    return tuple(known for name in recipe.consumes if (known := record_type(name)) is not None)
 
 
 class ScenarioWorker:

@@ -493,6 +493,12 @@ class StoreSection:
         help="acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server's "
         "synchronous_commit); off: once the database holds it, which no crash of a daemon loses",
     )
+    timeout_s: float = setting(
+        10.0,
+        POSITIVE_NUMBER,
+        help="how long to wait for the PostgreSQL server's answer; past it, a server that does not let a new "
+        "connection in either fails the request with 503 (a long statement is waited for)",
+    )
 
 
 # The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see

@@ -1,6 +1,7 @@
 """`reef store copy`: move a deployment's store between SQLite and PostgreSQL (either way), resumably.
 
-It works on the databases themselves, not through a daemon: stop the daemons of both stores first."""
+It works on the databases themselves, not through a daemon: a PostgreSQL destination's daemons may keep recording
+meanwhile; a SQLite destination's daemon is stopped first (the copy refuses otherwise)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def copy(
     destination: Annotated[str, typer.Option("--to", help="The store to fill: sqlite:PATH or postgresql://…")],
     json: JsonOption = False,
 ) -> None:
-    """Copy every table; rows already there are kept, so running it again resumes (or adds nothing). Counts are
-    checked at the end."""
+    """Copy every table, into an empty store or one in use (its daemons may record meanwhile): records and events
+    take the destination's next free numbers, rows already there are kept, so running it again resumes (or adds
+    nothing). At the end every source row is looked up at the destination."""
     from reef_daemon.store.copy import CopyFailed, copy_store
 
     started = time.monotonic()
@@ -62,5 +64,5 @@ def copy(
         return
     copied = sum(o.copied for o in outcomes)
     for o in outcomes:
-        console().print(f"{o.table}: {o.copied} copied, {o.destination} at the destination, {o.source} in the source")
-    console().print(f"copied {copied} rows in {seconds:.1f} s; every table's count checked")
+        console().print(f"{o.table}: {o.copied} copied, {o.present} of the source's {o.source} at the destination")
+    console().print(f"copied {copied} rows in {seconds:.1f} s; every source row found at the destination")

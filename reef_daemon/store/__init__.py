@@ -11,7 +11,7 @@ from pathlib import Path
 from reef_daemon.contract import ScoreScale
 from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
-from reef_daemon.store.engine import DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable, open_engine
+from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable, open_engine
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.follower import EventFollower, last_sequence
@@ -71,8 +71,9 @@ class Store:
         url: str | None = None,
         budget: Budget | None = None,
         flush: bool = False,
+        answer_wait_s: float = ANSWER_WAIT_S,
     ) -> None:
-        self.engine = open_engine(url, state_dir, flush=flush)
+        self.engine = open_engine(url, state_dir, flush=flush, answer_wait_s=answer_wait_s)
         # Where this daemon keeps releases, as daemons sharing the store tell each other (see recipe_worker.py).
         self.home = f"{socket.gethostname()}:{state_dir.resolve()}"
         self._on_events = on_events

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 DATABASE_NAME = "reef.sqlite3"
 WAL_BOUND_PAGES = 8000  # ~32 MiB of 4 KiB pages
 LOCK_WAIT_S = 10.0  # how long a statement waits for another connection's lock before the database says busy
+ANSWER_WAIT_S = 10.0  # how long a statement waits for a database server's answer (store.timeout-s)
 
 
 class DatabaseError(Exception):
@@ -31,6 +32,11 @@ class IntegrityViolation(DatabaseError):
 
 class Disconnected(DatabaseError):
     """The connection to PostgreSQL is gone (the server stopped, the network broke)."""
+
+
+class Unanswered(Disconnected):
+    """The server did not answer in time (stopped, or cut off without a word): the connection is given up, and the
+    operation is not run again on a new one (it would wait as long again)."""
 
 
 class SequenceMoved(DatabaseError):
@@ -188,9 +194,12 @@ def max_sequence(conn: Connection) -> int:
     return max(int(row["records"]), int(row["events"]))
 
 
-def open_engine(url: str | None, state_dir: Path, *, flush: bool = False) -> Engine:
+def open_engine(
+    url: str | None, state_dir: Path, *, flush: bool = False, answer_wait_s: float = ANSWER_WAIT_S
+) -> Engine:
     """The engine for `store.url`: PostgreSQL for a `postgresql://` URL, `sqlite:PATH` for that file, and no URL
-    for the SQLite file under the state directory. `flush` (`store.flush`): a commit returns once it is on disk."""
+    for the SQLite file under the state directory. `flush` (`store.flush`): a commit returns once it is on disk.
+    `answer_wait_s` (`store.timeout-s`): how long a server's answer is waited for."""
     if url is None or not url.strip():
         state_dir.mkdir(parents=True, exist_ok=True)
         return Engine(str(state_dir / DATABASE_NAME), flush=flush)
@@ -198,7 +207,7 @@ def open_engine(url: str | None, state_dir: Path, *, flush: bool = False) -> Eng
     if url.startswith(("postgresql://", "postgres://")):
         from reef_daemon.store.postgres import PostgresEngine
 
-        return PostgresEngine(url, flush=flush)
+        return PostgresEngine(url, flush=flush, answer_wait_s=answer_wait_s)
     if url.startswith("sqlite:"):
         path = Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,11 +32,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import re
 import secrets
 import select
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -48,6 +49,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import ExecStatus, TransactionStatus
 
 from reef_daemon.store.engine import (
+    ANSWER_WAIT_S,
     Connection,
     Cursor,
     DatabaseError,
@@ -55,10 +57,11 @@ from reef_daemon.store.engine import (
     Engine,
     IntegrityViolation,
     SequenceMoved,
+    Unanswered,
     lock_key,
 )
 
-CONNECT_TIMEOUT_S = 5
+CONNECT_TIMEOUT_S = 5  # the most a connection waits to be let in (less when `answer_wait_s` is shorter)
 # The statements a write connection keeps prepared on the server (the writer's are a few dozen); past this many, a
 # new one is sent unnamed (parsed and planned each time).
 PREPARED_MAX = 256
@@ -186,8 +189,60 @@ def _row_maker(result: pq.abc.PGresult | None) -> Any:
     return make
 
 
+class _NoAnswer(psycopg.OperationalError):
+    """The server did not answer within `answer_wait_s`, nor let a new connection in (stopped, or cut off)."""
+
+
+class _AnswerWaitingConnection(psycopg.Connection[Any]):
+    """A psycopg connection that gives up on a server that stopped answering: a stopped server (SIGSTOP, a hung
+    machine) keeps its connections open, so a statement would wait for ever. Each `answer_wait_s` without an answer
+    the server is asked, on a new connection, whether it is there (`server_answers`): one working on a long
+    statement is waited for again; one that does not let a new connection in either is given up on."""
+
+    answer_wait_s: float = ANSWER_WAIT_S
+    server_answers: Callable[[], bool] | None = None  # None: give up at the first wait past answer_wait_s
+
+    def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        if timeout is not None:  # a wait with a bound of its own (LISTEN's notices)
+            return super().wait(gen, interval, timeout)
+        statement = _Resumable(gen)
+        while True:
+            try:
+                return super().wait(statement.steps(), interval, self.answer_wait_s)
+            except psycopg.errors._WaitTimeout:  # psycopg's error for the bound given above
+                if self.server_answers is not None and self.server_answers():
+                    continue
+                self.close()  # mid-statement: nothing more can be said on it
+                raise _NoAnswer(_no_answer(self.answer_wait_s)) from None
+
+
+class _Resumable:
+    """A statement's psycopg generator, which a wait that timed out hands on to the next one: each `steps()` starts
+    from what the statement waits for now."""
+
+    def __init__(self, gen: Generator[Any, Any, Any]) -> None:
+        self._gen = gen
+        self._waits_for: Any = None
+
+    def steps(self) -> Generator[Any, Any, Any]:
+        try:
+            if self._waits_for is None:
+                self._waits_for = next(self._gen)
+            while True:
+                ready = yield self._waits_for
+                self._waits_for = self._gen.send(ready)
+        except StopIteration as done:
+            return done.value
+
+
+def _no_answer(seconds: float) -> str:
+    return f"the server did not answer within {seconds:g} s (store.timeout-s)"
+
+
 def _store_error(exc: psycopg.Error) -> DatabaseError:
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, _NoAnswer):
+        return Unanswered(detail)
     if exc.sqlstate == SEQUENCE_MOVED:
         return SequenceMoved(detail)
     if isinstance(exc, psycopg.errors.IntegrityError):
@@ -216,6 +271,7 @@ class PostgresConnection:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
+        self._answer_wait_s = conn.answer_wait_s if isinstance(conn, _AnswerWaitingConnection) else ANSWER_WAIT_S
         self._dumper = Transformer(conn)  # a held statement's parameters, dumped as psycopg's execute would
         self._encoding = conn.info.encoding
         # The statements prepared on the server: (SQL, parameter types) -> name. Names are never reused.
@@ -387,27 +443,38 @@ class PostgresConnection:
                     pgconn.exit_pipeline_mode()
         return failure
 
-    @staticmethod
-    def _flush(pgconn: pq.abc.PGconn) -> None:
+    def _flush(self, pgconn: pq.abc.PGconn) -> None:
         """Send libpq's buffer (the connection is nonblocking), reading whatever comes meanwhile."""
+        deadline = time.monotonic() + self._answer_wait_s
         while pgconn.flush():
             poll = select.poll()
             poll.register(pgconn.socket, select.POLLIN | select.POLLOUT)
-            if any(events & select.POLLIN for _fd, events in poll.poll()):
+            if any(events & select.POLLIN for _fd, events in self._poll(poll, deadline)):
                 pgconn.consume_input()
 
-    @staticmethod
-    def _result(pgconn: pq.abc.PGconn) -> pq.abc.PGresult | None:
+    def _result(self, pgconn: pq.abc.PGconn) -> pq.abc.PGresult | None:
         """The next result, waiting for it without holding the interpreter."""
         if pgconn.is_busy():
+            deadline = time.monotonic() + self._answer_wait_s
             poll = select.poll()
             poll.register(pgconn.socket, select.POLLIN)
             while True:
-                poll.poll()
+                self._poll(poll, deadline)
                 pgconn.consume_input()
                 if not pgconn.is_busy():
                     break
         return pgconn.get_result()
+
+    def _poll(self, poll: select.poll, deadline: float) -> list[tuple[int, int]]:
+        """Wait for the socket until `deadline`, and on while the server says it is there (as psycopg's waits do);
+        a server that does not is taken for gone (the connection closed)."""
+        while not (ready := poll.poll(max(0.0, deadline - time.monotonic()) * 1000)):
+            answers = self._conn.server_answers if isinstance(self._conn, _AnswerWaitingConnection) else None
+            if answers is None or not answers():
+                self._conn.close()
+                raise _NoAnswer(_no_answer(self._answer_wait_s))
+            deadline = time.monotonic() + self._answer_wait_s
+        return ready
 
     def _send_alone(self, sql: str) -> None:
         try:
@@ -484,9 +551,10 @@ class PostgresEngine(Engine):
     name = "postgresql"
     shared = True
 
-    def __init__(self, url: str, *, flush: bool = False) -> None:
+    def __init__(self, url: str, *, flush: bool = False, answer_wait_s: float = ANSWER_WAIT_S) -> None:
         super().__init__(url, flush=flush)  # flush: keep the server's synchronous_commit (the module's docstring)
         self.url = url
+        self.answer_wait_s = answer_wait_s  # the longest wait for the server's answer (store.timeout-s)
         self.origin = secrets.token_hex(8)  # names this daemon's commits in their NOTIFY
         # Whether another daemon follows the store, as this daemon's follower last saw: with none, a commit sends
         # no NOTIFY (this daemon's follower would only wake to let it pass). A daemon that starts meanwhile reads
@@ -508,19 +576,36 @@ class PostgresEngine(Engine):
         return f"postgresql://{user}{host}{port}/{database}"
 
     def connect(self, *, readonly: bool = False) -> Connection:
-        options = "-c default_transaction_read_only=on" if readonly else ""
+        conn = self._connect("-c default_transaction_read_only=on" if readonly else "")
+        conn.server_answers = self._answers
+        return PostgresConnection(conn)
+
+    def _answers(self) -> bool:
+        """Whether the server lets a new connection in and answers on it, each within answer_wait_s."""
         try:
-            conn = psycopg.connect(
+            with self._connect("") as probe:
+                probe.execute("SELECT 1")
+        except (psycopg.Error, DatabaseError):
+            return False
+        return True
+
+    def _connect(self, options: str) -> _AnswerWaitingConnection:
+        try:
+            conn = _AnswerWaitingConnection.connect(
                 self.url,
                 autocommit=True,
                 row_factory=_row_factory,
-                connect_timeout=CONNECT_TIMEOUT_S,
+                # libpq waits at least 2 s, in whole seconds
+                connect_timeout=max(2, math.ceil(min(CONNECT_TIMEOUT_S, self.answer_wait_s))),
                 application_name="reef",
                 options=options,
             )
+        except psycopg.errors.ConnectionTimeout:
+            raise Unanswered(f"cannot reach {self.describe()}: {_no_answer(self.answer_wait_s)}") from None
         except psycopg.Error as exc:
             raise Disconnected(f"cannot reach {self.describe()}: {_store_error(exc)}") from None
-        return PostgresConnection(conn)
+        conn.answer_wait_s = self.answer_wait_s
+        return conn
 
     def connect_writer(self) -> Connection:
         return self.connect()

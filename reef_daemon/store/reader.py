@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from reef_daemon.errors import StoreError
-from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine
+from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine, Unanswered
 
 T = TypeVar("T")
 
@@ -44,6 +44,8 @@ class Reader:
                 if self._engine.lost(conn):
                     conn = self._reopened(conn)
                 return query(conn)
+            except Unanswered:
+                raise  # a server that does not answer would be waited for as long again
             except Disconnected:
                 # The server restarted since this connection last ran: a read can run again, on a new one.
                 conn = self._reopened(conn)

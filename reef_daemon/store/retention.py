@@ -50,11 +50,11 @@ class Usage:
 
 @dataclass(frozen=True)
 class Protected:
-    """What the daemon's recipe may still train on: the scenarios it trains, and whether its units are inference
-    records themselves (else they are reports, whose referenced records are kept)."""
+    """What a recipe may still train on: the scenarios a recipe trains (the records their unsettled reports
+    reference are kept), and of those, the ones whose units are inference records themselves (kept until settled)."""
 
     scenarios: Collection[str] = ()
-    inference_units: bool = False
+    inference_scenarios: Collection[str] = ()
 
 
 class RetentionStore:
@@ -120,9 +120,11 @@ def _trim_batch(ctx: WriteContext, *, over: int, cutoff: float | None, protected
             f" WHERE reports.scenario IN ({marks}) AND reports.id NOT IN {_UNSETTLED})"
         )
         params += scenarios
-        if protected.inference_units:
-            clauses.append(f"NOT (scenario IN ({marks}) AND id NOT IN {_UNSETTLED})")
-            params += scenarios
+    on_inference = sorted(protected.inference_scenarios)
+    if on_inference:
+        marks = ",".join("?" * len(on_inference))
+        clauses.append(f"NOT (scenario IN ({marks}) AND id NOT IN {_UNSETTLED})")
+        params += on_inference
     rows = ctx.conn.execute(
         f"SELECT sequence, created_at, {_SIZE} AS size FROM records WHERE {' AND '.join(clauses)}"  # noqa: S608
         " ORDER BY sequence LIMIT ?",

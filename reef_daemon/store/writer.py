@@ -32,6 +32,7 @@ from reef_daemon.store.engine import (
     Disconnected,
     Engine,
     SequenceMoved,
+    Unanswered,
     WriteLockBusy,
     max_sequence,
 )
@@ -244,9 +245,11 @@ class GroupCommitWriter:
         try:
             try:
                 context, outcomes = self._run_batch(jobs, wait)
-            except Disconnected:
+            except Disconnected as exc:
                 if self._committing:
                     raise  # the COMMIT itself was cut: whether it landed is unknown, so nothing is run twice
+                if isinstance(exc, Unanswered):
+                    raise  # a server that does not answer would be waited for as long again
                 # The server restarted since this connection last wrote; nothing was committed: run it again.
                 context, outcomes = self._run_batch(jobs, wait)
             except SequenceMoved:  # another daemon committed first; nothing of this batch was written

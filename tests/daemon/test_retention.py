@@ -15,6 +15,7 @@ from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.store import Budget, Protected, StepCommit, Store
 from tests.support.reef_testing import CHAT, StartReef
+from tests.support.waiting import eventually
 
 BODY = 1000  # bytes of request per record, about
 
@@ -26,12 +27,12 @@ async def started(tmp_path: Path, url: str | None, budget: Budget) -> Store:
     return store
 
 
-async def exchange(store: Store, created_at: float) -> str:
+async def exchange(store: Store, created_at: float, scenario: str = "demo") -> str:
     record_id = new_record_id()
     body = {"model": "m", "messages": [{"role": "user", "content": "x" * BODY}]}
     await store.records.append_inference(
         InferenceDraft(
-            id=record_id, scenario="demo", route=CHAT_ROUTE, created_at=created_at, model="m",
+            id=record_id, scenario=scenario, route=CHAT_ROUTE, created_at=created_at, model="m",
             request=json.dumps(body).encode(), status=200, response=b"{}", stream=False, complete=True,
             error=None, ttft_ms=None, duration_ms=1.0, overhead_ms=None,
         )
@@ -96,3 +97,28 @@ async def test_status_shows_the_use_against_the_budget(start_reef: StartReef) ->
     store = (await (await reef.get("/reef/status")).json())["store"]
     assert store["max_bytes"] == 2048 and store["max_age_s"] == 30 * 86400
     assert 0 < store["body_bytes"] <= 2048 and store["trimmed"] >= 1
+
+
+async def test_on_a_shared_store_a_body_another_daemons_recipe_waits_for_is_kept(
+    tmp_path: Path, postgres_url: str, start_reef: StartReef
+) -> None:
+    """A daemon that records (its recipe trains nothing) and bounds the bodies shares the store with one whose recipe
+    trains "demo": the record a report of "demo" references waits for that recipe's step, so it stays."""
+    other = Store(tmp_path / "other", lambda _events: None, score_scale={"min": 0.0, "max": 1.0}, url=postgres_url)
+    other.open(asyncio.get_running_loop())
+    try:
+        await other.scenarios.ensure("demo", "sao", "auto")  # the other daemon runs sao
+        waiting = await exchange(other, time.time())
+        await reported(other, waiting)  # no step consumed it yet
+        await other.scenarios.ensure("chat", "record", "auto")
+        chatted = await exchange(other, time.time(), "chat")
+    finally:
+        await asyncio.to_thread(other.close)
+
+    reef = await start_reef(store__url=postgres_url, store__max_bytes="1K")  # its first pass runs at start
+
+    async def trimmed() -> bool:
+        return (await reef.record(chatted))["request"] is None
+
+    await eventually(trimmed, 30, "the retention pass to trim what no recipe needs")
+    assert (await reef.record(waiting))["request"] is not None

@@ -17,6 +17,8 @@ import aiohttp
 import psycopg
 import pytest
 
+from reef_daemon.store import Store
+from reef_daemon.store.writer import WriteContext
 from tests.support.daemon_process import DaemonProcess
 from tests.support.postgres import PostgresServer
 from tests.support.reef_testing import CHAT, StartReef
@@ -252,6 +254,59 @@ async def test_a_stopped_database_gives_clear_503s_and_recovery(
     await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
     stored = {row["id"] for row in await reef.records(limit="500")}
     assert set(acknowledged) <= stored
+
+
+async def test_a_database_server_that_stops_answering_gives_503s_and_recovery(
+    start_reef: StartReef, postgres_server: PostgresServer
+) -> None:
+    """kill -STOP on the server: its connections stay open and nothing answers on them. Requests wait no longer than
+    store.timeout-s, then fail with a 503 that says so; once the server goes on, so do they."""
+    reef = await start_reef(store__url=postgres_server.database(), store__timeout_s="2")
+    acknowledged = [(await reef.post("/v1/chat/completions", CHAT)).headers["x-reef-agent-record-id"]]
+    bounded = aiohttp.ClientTimeout(total=120)  # far beyond store.timeout-s: only a request that hangs reaches it
+    postgres_server.signal(signal.SIGSTOP)
+    try:
+        headers = {"x-reef-scenario": "demo"}
+        async with reef.session.post(
+            reef.url + "/v1/chat/completions", json=CHAT, headers=headers, timeout=bounded
+        ) as down:
+            error = (await down.json())["error"]
+            assert down.status == 503 and error["type"] == "store_failed", error
+            assert "did not answer within 2 s (store.timeout-s)" in error["message"], error
+        async with reef.session.get(reef.url + "/reef/records", timeout=bounded) as listing:
+            assert listing.status == 503 and "store.timeout-s" in (await listing.json())["error"]["message"]
+    finally:
+        postgres_server.signal(signal.SIGCONT)
+
+    async def answered() -> int:
+        response = await reef.post("/v1/chat/completions", CHAT)
+        if response.status == 200:
+            acknowledged.append(response.headers["x-reef-agent-record-id"])
+        return response.status
+
+    await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
+    stored = {row["id"] for row in await reef.records(limit="500")}
+    assert set(acknowledged) <= stored
+
+
+async def test_a_statement_longer_than_the_timeout_is_waited_for_while_the_server_answers(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """store.timeout-s gives up on a server that stopped answering, not on one working on a long statement (a
+    migration's index, a count over every record): it lets a new connection in, so the statement is waited for."""
+    store = Store(tmp_path, lambda _events: None, score_scale={"min": 0.0, "max": 1.0}, url=postgres_server.database(),
+                  answer_wait_s=1.0)  # fmt: skip
+    store.open(asyncio.get_running_loop())
+    try:
+        slept = await store.reader.run(lambda conn: conn.execute("SELECT 1 AS slept FROM pg_sleep(3)").fetchone())
+        assert slept["slept"]
+
+        def write(ctx: WriteContext) -> bool:
+            return bool(ctx.conn.execute("SELECT 1 AS slept FROM pg_sleep(3)").fetchone()["slept"])
+
+        assert await store.writer.submit(write)
+    finally:
+        await asyncio.to_thread(store.close)
 
 
 @pytest.fixture

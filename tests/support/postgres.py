@@ -14,6 +14,7 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -80,8 +81,26 @@ class PostgresServer:
     def stop(self) -> None:
         self.pg_ctl("stop", "-m", "fast")
 
+    def signal(self, number: signal.Signals) -> None:
+        """Send a signal to every process of the server, the postmaster and each backend it forked (each in a
+        session of its own): SIGSTOP makes it stop answering, its connections left open; SIGCONT lets it go on."""
+        postmaster = int((self.folder / "data" / "postmaster.pid").read_text().split()[0])
+        for pid in [postmaster, *_children(postmaster)]:
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended meanwhile
+                os.kill(pid, number)
+
     def start(self) -> None:
         self.pg_ctl("start", "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1")
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # pid (comm) state ppid …: the command may hold spaces and parentheses, so read after its last ")"
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(stat.parent.name))
+    return found
 
 
 @contextlib.contextmanager
