@@ -1,5 +1,6 @@
 """A record's score as told by some report sources only (`reports.sources`): the score of the first of those sources
-in precedence that scored it (`record_scores`), or the record's own `score` column when every source counts."""
+in precedence that scored it (`record_scores`) and that its scenario trusts (store/source_trust.py), or the record's
+own `score` column when every source counts (it holds the first trusted source's already)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Collection
 
 from reef_daemon.contract import REPORT_SOURCES
 from reef_daemon.store.schema import SOURCE_RANK
+from reef_daemon.store.source_trust import DISTRUSTED_HERE
 
 
 def score_of(sources: Collection[str], record: str = "records") -> str:
@@ -15,7 +17,8 @@ def score_of(sources: Collection[str], record: str = "records") -> str:
     if set(REPORT_SOURCES) <= set(sources):
         return f"{record}.score"
     chosen = ", ".join(f"'{source}'" for source in REPORT_SOURCES if source in sources) or "NULL"
+    distrusted = DISTRUSTED_HERE.replace("records.scenario", f"{record}.scenario")
     return (
         f"(SELECT score FROM record_scores WHERE record_id = {record}.id AND source IN ({chosen})"  # noqa: S608
-        f" ORDER BY {SOURCE_RANK} LIMIT 1)"
+        f" AND source NOT IN ({distrusted}) ORDER BY {SOURCE_RANK} LIMIT 1)"
     )
