@@ -10,7 +10,7 @@ import typer
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, print_json
-from reef_cli.render.source_trust import agreement_text, sources_table
+from reef_client.render.source_trust import agreement_text, sources_table
 
 LIST_EXAMPLE = "Example: reef sources --json"
 ENABLE_EXAMPLE = "Example: reef sources enable judge --scenario demo"

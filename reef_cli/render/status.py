@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from reef_cli.render.source_trust import sources_table
 from reef_client import ScenarioRow, Status
 from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
+from reef_client.render.source_trust import sources_table
 from reef_daemon.contract import NextTurnStatus, SamplingDefaults, StoreStatus, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 

@@ -15,6 +15,7 @@ from textual.widgets import Static
 from reef_client import ReleaseRow, Status
 from reef_client.render import formats
 from reef_client.render.critic import critic_line
+from reef_client.render.source_trust import source_line
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine
@@ -64,6 +65,8 @@ def facts_table(status: Status, scenario: str) -> Table:
     grid.add_row("ineligible", str(sum(ineligible.values())) if ineligible else "0")
     for reason, count in sorted(ineligible.items(), key=lambda item: -item[1]):
         grid.add_row("", f"{count}: {reason}")
+    for source, agreement in sorted((status.get("sources") or {}).get(scenario, {}).items()):
+        grid.add_row(f"source {source}", Text.from_markup(source_line(agreement)))
     return grid
 
 

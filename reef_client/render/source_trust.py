@@ -1,4 +1,5 @@
-"""Derived sources' agreement with people's scores, per scenario: a table for `reef status` and `reef sources`."""
+"""Derived sources' agreement with people's scores, per scenario: a table for `reef status` and `reef sources`, a
+line per source for the TUI."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def agreement_text(agreement: SourceAgreement) -> str:
 
 def _kappa(agreement: SourceAgreement) -> str:
     return MISSING if agreement["kappa"] is None else f"{agreement['kappa']:.2f}"
+
+
+def source_line(agreement: SourceAgreement) -> str:
+    """κ and its records, then whether the source counts: "κ 0.62 on 40 shared records, counts"."""
+    return f"{agreement_text(agreement)}, counts {_counts(agreement)}"
 
 
 def _counts(agreement: SourceAgreement) -> str:
