@@ -5,9 +5,16 @@ back on."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from tests.daemon.test_report_sources import derived, receipt, report
+import pytest
+
+from reef_daemon.store.engine import open_engine
+from reef_daemon.store.live_scores import LiveScoreReader
+from reef_daemon.store.reader import Reader
+from reef_daemon.store.schema import migrate
+from tests.daemon.test_report_sources import add_record, add_score, derived, receipt, report
 from tests.support import counting_recipe
 from tests.support.reef_testing import Reef, StartReef
 from tests.support.waiting import eventually
@@ -109,3 +116,21 @@ async def test_enabling_names_a_derived_source(start_reef: StartReef) -> None:
         refused = await reef.post(f"/reef/scenarios/demo/sources/{source}/enable", {})
         assert refused.status == 400
         assert "name one of next-turn, judge, outcome, import" in (await refused.json())["error"]["message"]
+
+
+async def test_live_scores_of_chosen_sources_leave_out_a_distrusted_one(tmp_path: Path, store_url: str | None) -> None:
+    engine = open_engine(store_url, tmp_path)
+    conn = engine.connect()
+    migrate(conn, engine)
+    add_record(conn, 1, "a", 0.3, "judge")
+    add_score(conn, 1, "judge", 0.3)
+    add_score(conn, 1, "next-turn", 0.9)
+    conn.execute(
+        "INSERT INTO source_trust (scenario, source, distrusted, reason, changed_at) VALUES (?,?,?,?,?)",
+        ("demo", "judge", 1, "its agreement with people's scores fell", 1.0),
+    )
+    reader = Reader(engine)
+    (derived_only,) = await LiveScoreReader(reader).tallies("demo", ["a"], 0.5, 2, ("judge", "next-turn"))
+    reader.close()
+    conn.close()
+    assert (derived_only.scored, derived_only.total) == pytest.approx((1, 0.9))
