@@ -34,6 +34,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("replay_decisions", ("record_id",)),
     ("canaries", ("scenario",)),
     ("release_homes", ("scenario",)),
+    ("source_trust", ("scenario", "source")),
 )
 _BINARY = {("records", "request"), ("records", "response")}  # BLOB/BYTEA: SQLite may hold text there
 
