@@ -25,11 +25,11 @@ from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 DISTRUSTED_HERE = "SELECT source FROM source_trust WHERE scenario = records.scenario AND distrusted = 1"
 
 # Each shared record of a scenario: the person's score and one derived source's (over the person scores' index).
+# The scenario is a scalar subquery, not a join, so that no plan reads every record of the scenario instead.
 _SHARED = (
     "SELECT other.source AS source, person.score AS person, other.score AS other FROM record_scores AS person"
-    " JOIN records ON records.id = person.record_id"
     " JOIN record_scores AS other ON other.record_id = person.record_id AND other.source != 'person'"
-    " WHERE person.source = 'person' AND records.scenario = ?"
+    " WHERE person.source = 'person' AND (SELECT scenario FROM records WHERE id = person.record_id) = ?"
 )
 # The best score of a record from the sources its scenario trusts.
 _BEST_TRUSTED = (
@@ -144,9 +144,8 @@ class SourceTrust:
         scenarios = {
             str(row["scenario"])
             for row in conn.execute(
-                "SELECT DISTINCT records.scenario AS scenario FROM record_scores"
-                " JOIN records ON records.id = record_scores.record_id WHERE record_scores.source = 'person'"
-                " UNION SELECT scenario FROM source_trust"
+                "SELECT DISTINCT (SELECT scenario FROM records WHERE id = record_scores.record_id) AS scenario"
+                " FROM record_scores WHERE source = 'person' UNION SELECT scenario FROM source_trust"
             ).fetchall()
         }
         return {scenario: found for scenario in sorted(scenarios) if (found := self._read_scenario(conn, scenario))}
