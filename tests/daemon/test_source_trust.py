@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.reports.agreement import kappa
 from reef_daemon.store.engine import open_engine
 from reef_daemon.store.live_scores import LiveScoreReader
 from reef_daemon.store.reader import Reader
@@ -134,3 +135,12 @@ async def test_live_scores_of_chosen_sources_leave_out_a_distrusted_one(tmp_path
     reader.close()
     conn.close()
     assert (derived_only.scored, derived_only.total) == pytest.approx((1, 0.9))
+
+
+def test_agreement_is_corrected_for_chance() -> None:
+    people = [True] * 16 + [False] * 4
+    always_high = kappa([(person, True) for person in people])
+    assert always_high == (20, 0.0)  # right 80 % of the time, as calling everything high would be by chance
+    assert kappa([(person, person) for person in people]) == (20, 1.0)
+    assert kappa([(person, not person) for person in people]).kappa == pytest.approx(-0.4706, abs=1e-4)
+    assert kappa([(True, True)] * 5) == (5, None) and kappa([]) == (0, None)  # undefined: nothing to tell apart
