@@ -8,7 +8,7 @@ from collections.abc import Collection
 
 from reef_daemon.contract import REPORT_SOURCES
 from reef_daemon.store.schema import SOURCE_RANK
-from reef_daemon.store.source_trust import DISTRUSTED_HERE
+from reef_daemon.store.source_trust import distrusted_in
 
 
 def score_of(sources: Collection[str], record: str = "records") -> str:
@@ -17,8 +17,7 @@ def score_of(sources: Collection[str], record: str = "records") -> str:
     if set(REPORT_SOURCES) <= set(sources):
         return f"{record}.score"
     chosen = ", ".join(f"'{source}'" for source in REPORT_SOURCES if source in sources) or "NULL"
-    distrusted = DISTRUSTED_HERE.replace("records.scenario", f"{record}.scenario")
     return (
         f"(SELECT score FROM record_scores WHERE record_id = {record}.id AND source IN ({chosen})"  # noqa: S608
-        f" AND source NOT IN ({distrusted}) ORDER BY {SOURCE_RANK} LIMIT 1)"
+        f" AND source NOT IN ({distrusted_in(f'{record}.scenario')}) ORDER BY {SOURCE_RANK} LIMIT 1)"
     )

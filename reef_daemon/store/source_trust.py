@@ -21,8 +21,12 @@ from reef_daemon.store.reader import Reader
 from reef_daemon.store.schema import SOURCE_RANK
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
-# The sources distrusted in the scenario of the record row `records`: SQL that `source NOT IN (…)` takes.
-DISTRUSTED_HERE = "SELECT source FROM source_trust WHERE scenario = records.scenario AND distrusted = 1"
+
+def distrusted_in(scenario: str) -> str:
+    """SQL for the sources distrusted in the scenario that the SQL expression `scenario` names, for `source NOT IN
+    (…)`."""
+    return f"SELECT source FROM source_trust WHERE scenario = {scenario} AND distrusted = 1"  # noqa: S608
+
 
 # Each shared record of a scenario: the person's score and one derived source's (over the person scores' index).
 # The scenario is a scalar subquery, not a join, so that no plan reads every record of the scenario instead.
@@ -34,7 +38,7 @@ _SHARED = (
 # The best score of a record from the sources its scenario trusts.
 _BEST_TRUSTED = (
     "SELECT score, source FROM record_scores WHERE record_id = ?"  # noqa: S608 - constants
-    f" AND source NOT IN ({DISTRUSTED_HERE.replace('records.scenario', '(SELECT scenario FROM records WHERE id = ?)')})"
+    f" AND source NOT IN ({distrusted_in('(SELECT scenario FROM records WHERE id = ?)')})"
     f" ORDER BY {SOURCE_RANK} LIMIT 1"
 )
 
