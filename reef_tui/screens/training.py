@@ -12,10 +12,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from reef_client import ReleaseRow, Status
+from reef_client import Event, ReleaseRow, Status
 from reef_client.render import formats
 from reef_client.render.critic import critic_line
 from reef_client.render.source_trust import source_line
+from reef_daemon.contract import SOURCE_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine
@@ -83,6 +84,11 @@ class TrainingScreen(ScenarioScreen[Loaded]):
             for title, _name in METRICS:
                 yield MetricLine(title)
             yield Static(id="training-facts")
+
+    def _on_event(self, event: Event) -> None:
+        super()._on_event(event)
+        if event.scenario == self.scenario and event.type == SOURCE_EVENT:  # a source stopped counting, or counts
+            self.reload()
 
     def fetch(self, scenario: str) -> Loaded:
         return self.reef.client.status(), self.reef.client.releases(scenario)
