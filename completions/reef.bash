@@ -19,7 +19,7 @@ _reef() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "$cmd/$word" in
-            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/request|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/store|reef/store/copy|reef/outcomes|reef/outcomes/scan|reef/outcomes/report|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
+            reef/serve|reef/start|reef/stop|reef/status|reef/records|reef/show|reef/import|reef/export|reef/score|reef/request|reef/requests|reef/versions|reef/promote|reef/rollback|reef/install|reef/tui|reef/completion|reef/scenarios|reef/scenarios/create|reef/scenarios/move|reef/scenarios/archive|reef/tasks|reef/tasks/add|reef/tasks/list|reef/tasks/remove|reef/tasks/promote|reef/tasks/dismiss|reef/store|reef/store/copy|reef/outcomes|reef/outcomes/scan|reef/outcomes/report|reef/sources|reef/sources/enable|reef/demo|reef/demo/sao) cmd="$cmd/$word" ;;
         esac
     done
     COMPREPLY=()
@@ -28,7 +28,7 @@ _reef() {
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--version -V --help" -- "$cur"))
             else
-                COMPREPLY=($(compgen -W "serve start stop status records show import export score request requests versions promote rollback install tui completion scenarios tasks store outcomes demo" -- "$cur"))
+                COMPREPLY=($(compgen -W "serve start stop status records show import export score request requests versions promote rollback install tui completion scenarios tasks store outcomes sources demo" -- "$cur"))
             fi
             ;;
         reef/serve)
@@ -59,6 +59,8 @@ _reef() {
                 --reports.score-max) return 0 ;;
                 --reports.sources) return 0 ;;
                 --reports.words) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.min-agreement) return 0 ;;
+                --reports.min-agreement-records) return 0 ;;
                 --reports.next-turn) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
                 --reports.judge-url) return 0 ;;
                 --reports.judge-model) return 0 ;;
@@ -130,7 +132,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -161,6 +163,8 @@ _reef() {
                 --reports.score-max) return 0 ;;
                 --reports.sources) return 0 ;;
                 --reports.words) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.min-agreement) return 0 ;;
+                --reports.min-agreement-records) return 0 ;;
                 --reports.next-turn) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
                 --reports.judge-url) return 0 ;;
                 --reports.judge-model) return 0 ;;
@@ -232,7 +236,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)
@@ -538,6 +542,27 @@ _reef() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "--commit --ci --repo --notes --json --url --token --help" -- "$cur"))
+            fi
+            ;;
+        reef/sources)
+            case "$prev" in
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--json --url --token --help" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "enable" -- "$cur"))
+            fi
+            ;;
+        reef/sources/enable)
+            case "$prev" in
+                --scenario|-s) COMPREPLY=($(compgen -W "$(__reef_scenarios)" -- "$cur")); return 0 ;;
+                --url) return 0 ;;
+                --token) return 0 ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "--scenario -s --json --url --token --help" -- "$cur"))
             fi
             ;;
         reef/demo)

@@ -6,7 +6,7 @@ function __reef_command
     set -l cmd reef
     for word in $tokens[2..-1]
         switch "$cmd/$word"
-            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/store reef/store/copy reef/outcomes reef/outcomes/scan reef/outcomes/report reef/demo reef/demo/sao
+            case reef/serve reef/start reef/stop reef/status reef/records reef/show reef/import reef/export reef/score reef/request reef/requests reef/versions reef/promote reef/rollback reef/install reef/tui reef/completion reef/scenarios reef/scenarios/create reef/scenarios/move reef/scenarios/archive reef/tasks reef/tasks/add reef/tasks/list reef/tasks/remove reef/tasks/promote reef/tasks/dismiss reef/store reef/store/copy reef/outcomes reef/outcomes/scan reef/outcomes/report reef/sources reef/sources/enable reef/demo reef/demo/sao
                 set cmd "$cmd/$word"
         end
     end
@@ -51,6 +51,7 @@ complete -c reef -n '__reef_at reef' -a scenarios -d 'List the scenarios with th
 complete -c reef -n '__reef_at reef' -a tasks -d 'A scenario\'s evaluation tasks, and replays of its low-scored conversations: add, list, remove, promote, dismiss.'
 complete -c reef -n '__reef_at reef' -a store -d 'The store\'s database: copy a deployment\'s records, reports, steps and events between engines.'
 complete -c reef -n '__reef_at reef' -a outcomes -d 'Score sessions by what became of their code: committed and kept, reverted, CI passing on it.'
+complete -c reef -n '__reef_at reef' -a sources -d 'How each derived source agrees with people\'s scores, per scenario; turn one back on.'
 complete -c reef -n '__reef_at reef' -a demo -d 'Demonstrations on the embedded model.'
 complete -c reef -n '__reef_at reef' -l version -s V -d 'Print the version.'
 complete -c reef -n '__reef_at reef' -l help -d 'Show this message and exit.'
@@ -82,6 +83,8 @@ complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best sco
 complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
@@ -190,6 +193,8 @@ complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best sco
 complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/start' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
@@ -456,6 +461,17 @@ complete -c reef -n '__reef_at reef/outcomes/report' -l json -d 'Print JSON for 
 complete -c reef -n '__reef_at reef/outcomes/report' -l url -d 'Daemon URL.' -x
 complete -c reef -n '__reef_at reef/outcomes/report' -l token -d 'The daemon\'s token.' -x
 complete -c reef -n '__reef_at reef/outcomes/report' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/sources' -a enable -d 'Count a source\'s scores in a scenario again (training, live scores, canaries, the gate\'s tasks) after its agreement with people\'s scores switched it off there; it is never switched off again by itself there.'
+complete -c reef -n '__reef_at reef/sources' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/sources' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/sources' -l token -d 'The daemon\'s token.' -x
+complete -c reef -n '__reef_at reef/sources' -l help -d 'Show this message and exit.'
+complete -c reef -n '__reef_at reef/sources/enable' -l scenario -s s -x -a '(__reef_scenarios)'
+complete -c reef -n '__reef_at reef/sources/enable' -l scenario -s s -d 'The scenario.'
+complete -c reef -n '__reef_at reef/sources/enable' -l json -d 'Print JSON for scripts instead of tables.'
+complete -c reef -n '__reef_at reef/sources/enable' -l url -d 'Daemon URL.' -x
+complete -c reef -n '__reef_at reef/sources/enable' -l token -d 'The daemon\'s token.' -x
+complete -c reef -n '__reef_at reef/sources/enable' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo' -a sao -d 'Train the embedded model to name capitals: each answer is scored by a rule and drives a training step.'
 complete -c reef -n '__reef_at reef/demo' -l help -d 'Show this message and exit.'
 complete -c reef -n '__reef_at reef/demo/sao' -l compare -d 'Also run GRPO, and SAO with as many steps as GRPO, on the same questions and seeds.'

@@ -19,6 +19,7 @@ from reef_cli.commands import (
     scenarios,
     score,
     show,
+    sources,
     store,
     tasks,
     tui,
@@ -73,6 +74,7 @@ app.command("rollback", epilog=versions.ROLLBACK_EXAMPLE)(versions.rollback)
 app.add_typer(tasks.app)
 app.add_typer(store.app)
 app.add_typer(outcomes.app)
+app.add_typer(sources.app)
 app.command("install", epilog=install.EXAMPLE)(install.install)
 app.command("tui", epilog=tui.EXAMPLE)(tui.tui)
 app.add_typer(demo.app)

@@ -25,8 +25,9 @@ from reef_cli.state import DaemonFiles
 from reef_client import ApiError, ReefClient
 from reef_daemon.runtimes.model_cache import user_model_cache
 
+# The scenario every rollout and held-out question is asked in: a weight recipe serves its LoRA adapter only in the
+# scenario it trains, so the held-out questions are asked there too (never scored, so never trained on).
 SCENARIO = "toy"
-EVALUATION_SCENARIO = "toy-held-out"  # never scored, so never trained on
 MOVING_WINDOW = 10  # rollouts in the moving average of the reward
 # With --in-flight: the moving average of the reward over TARGET_WINDOW rollouts to reach. The training questions'
 # base rates (task.py) average 0.13; a model that learned nothing would still reach 0.35 over some 20 of its 56
@@ -189,15 +190,16 @@ class DaemonsAhead:
 
 
 def evaluate(connect: Connect, items: list[task.Rollout], on_answer: Callable[[int], None]) -> Scores:
-    """The current weights' scores on the held-out `items` (sampled with their seeds, never scored), per question
-    in `task.HELD_OUT` order, samples in the items' order. `on_answer(done)` after each answer."""
+    """The served weights' scores on the held-out `items` in the trained scenario (sampled with their seeds, never
+    scored, so never trained on), per question in `task.HELD_OUT` order, samples in the items' order.
+    `on_answer(done)` after each answer."""
     done = [0]
     lock = threading.Lock()
 
     with _ThreadClients(connect) as clients, ThreadPoolExecutor(EVALUATION_WORKERS) as pool:
 
         def ask(item: task.Rollout) -> float:
-            reward = _ask_and_score(clients.mine(), item, EVALUATION_SCENARIO)[1]
+            reward = _ask_and_score(clients.mine(), item)[1]
             with lock:
                 done[0] += 1
                 on_answer(done[0])
@@ -373,9 +375,9 @@ class _ThreadClients:
             client.close()
 
 
-def _ask_and_score(client: ReefClient, rollout: task.Rollout, scenario: str = SCENARIO) -> tuple[str, float]:
+def _ask_and_score(client: ReefClient, rollout: task.Rollout) -> tuple[str, float]:
     messages = [{"role": "user", "content": rollout.prompt.text}]
-    reply = client.chat(scenario, messages, temperature=1.0, seed=rollout.seed, max_tokens=task.MAX_TOKENS)
+    reply = client.chat(SCENARIO, messages, temperature=1.0, seed=rollout.seed, max_tokens=task.MAX_TOKENS)
     if not reply.receipt:
         raise ApiError(200, "invalid_response", "the daemon sent no receipt (x-reef-agent-record-id)")
     return reply.receipt, task.score(rollout.prompt, reply.text)

@@ -43,6 +43,7 @@ from reef_daemon.contract import (
     SCENARIO_ROUTE,
     SCENARIO_UPDATE_ROUTE,
     SCENARIOS_ROUTE,
+    SOURCE_ENABLE_ROUTE,
     STATUS_ROUTE,
     TASK_DISMISS_ROUTE,
     TASK_PROMOTE_ROUTE,
@@ -73,6 +74,7 @@ from reef_daemon.contract import (
     ScenarioInfo,
     ScenarioList,
     ScenarioRow,
+    SourceEnabled,
     Status,
     TaskList,
     VersionScores,
@@ -369,6 +371,12 @@ class ReefClient:
         """End the scenario's canary: every new session runs the served release again."""
         ended: CanaryEnded = self._call("DELETE", CANARY_ROUTE.format(scenario=_segment(scenario)))
         return ended
+
+    def enable_source(self, scenario: str, source: str) -> SourceEnabled:
+        """Count a derived source's scores in the scenario again after its agreement with people switched it off."""
+        path = SOURCE_ENABLE_ROUTE.format(scenario=_segment(scenario), source=_segment(source))
+        enabled: SourceEnabled = self._call("POST", path)
+        return enabled
 
     # --- records in and out --------------------------------------------------------------------------------
 

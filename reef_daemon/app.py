@@ -36,13 +36,14 @@ from reef_daemon.routes import (
     reports,
     requests,
     scenarios,
+    sources,
     status,
     tasks,
 )
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings, SettingsError
-from reef_daemon.store import Budget, Protected, Store
+from reef_daemon.store import Budget, Protected, Store, TrustPolicy
 
 log = logging.getLogger("reef")
 
@@ -69,6 +70,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         score_scale=scale,
         url=settings.store.url,
         budget=budget,
+        trust=TrustPolicy(settings.reports.min_agreement, settings.reports.min_agreement_records),
         flush=settings.store.flush == "on",
         answer_wait_s=settings.store.timeout_s,
     )
@@ -97,6 +99,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         app.router.add_post(route, handle_inference)
     for module in (reports, judging, scenarios, records, releases, events, status, requests, harness, install, live):
         app.router.add_routes(module.routes)
+    app.router.add_routes(sources.routes)
     app.router.add_routes(records_io.routes)
     app.router.add_routes(tasks.routes)
     app.on_response_prepare.append(remember_started)

@@ -98,10 +98,11 @@ class ScenarioWorker:
             if scenario is None:  # archived meanwhile
                 return seen
             refused: list[tuple[str, str]] = []
+            distrusted = await self._store.trust.distrusted(self.scenario)
             for row in rows:
                 referenced = await self._referenced(row.get("references", [])) if row["type"] == "report" else ()
                 unit = Unit(row, referenced)
-                verdict = self._not_counted(unit) or self._recipe.judge(scenario, unit)
+                verdict = self._not_counted(unit, distrusted) or self._recipe.judge(scenario, unit)
                 if isinstance(verdict, Ineligible):
                     refused.append((unit.id, verdict.reason))
                 else:
@@ -112,15 +113,18 @@ class ScenarioWorker:
             while len(self.buffered) >= self._recipe.batch_size:
                 await self._step(scenario, seen)
 
-    def _not_counted(self, unit: Unit) -> Ineligible | None:
-        """Why a report does not reach the recipe at all: its source is switched off (`reports.sources`), or it is
-        derived and a person scored the same exchange (a person's report always wins)."""
+    def _not_counted(self, unit: Unit, distrusted: dict[str, str]) -> Ineligible | None:
+        """Why a report does not reach the recipe at all: its source is switched off (`reports.sources`) or
+        distrusted in the scenario (its agreement with people fell too low), or it is derived and a person scored
+        the same exchange (a person's report always wins)."""
         if unit.record["type"] != "report":
             return None
         sources = self._recipe.settings.reports.sources
         source = unit.record.get("source") or PERSON_SOURCE
         if source not in sources:
             return Ineligible(f"reports from {source} are switched off (reports.sources)")
+        if source in distrusted:
+            return Ineligible(f"reports from {source} no longer count in this scenario: {distrusted[source]}")
         person = any(record.get("source") == PERSON_SOURCE for record in unit.referenced)
         if source != PERSON_SOURCE and PERSON_SOURCE in sources and person:
             return Ineligible(f"a person scored this exchange; their report counts, not this {source} one")

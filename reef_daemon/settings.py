@@ -127,6 +127,13 @@ def _parse_fraction(value: Any) -> float:
     return number
 
 
+def _parse_kappa(value: Any) -> float:
+    number = _parse_number(value)
+    if not -1 <= number <= 1:
+        raise ValueError("expected a Cohen's kappa, from -1 (always opposite) to 1 (always the same)")
+    return number
+
+
 def _parse_temperature(value: Any) -> float:
     number = _parse_number(value)
     if not 0 <= number <= 2:
@@ -266,6 +273,7 @@ COUNT = Kind("INTEGER", _parse_count)
 NUMBER = Kind("NUMBER", _parse_number)
 POSITIVE_NUMBER = Kind("NUMBER", _parse_positive_float)
 FRACTION = Kind("NUMBER", _parse_fraction)
+KAPPA = Kind("NUMBER", _parse_kappa)
 TEMPERATURE = Kind("NUMBER", _parse_temperature)
 TOP_P = Kind("NUMBER", _parse_top_p)
 TOKENS = Kind("TOKENS", _parse_tokens)
@@ -435,6 +443,15 @@ class ReportsSection:
         live=True,
         help="score an answer low or high by rules on the user's next message (no, still fails, revert; thanks, "
         "works), before any judge model and with no model call; what the rules cannot tell is left to the judge",
+    )
+    min_agreement: float = setting(
+        0.2,
+        KAPPA,
+        help="a derived source whose agreement with people's scores in a scenario (Cohen's kappa on low/high) falls "
+        "below this stops counting there; `reef sources enable` turns it back on",
+    )
+    min_agreement_records: int = setting(
+        20, POSITIVE_INT, help="the records a source must share with people's scores before its agreement can stop it"
     )
     next_turn: str = setting(
         "off",

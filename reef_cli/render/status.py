@@ -8,6 +8,7 @@ from rich.table import Table
 from reef_client import ScenarioRow, Status
 from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
+from reef_client.render.source_trust import sources_table
 from reef_daemon.contract import NextTurnStatus, SamplingDefaults, StoreStatus, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 
@@ -66,7 +67,8 @@ def status_view(status: Status, url: str) -> RenderableType:
         )  # fmt: skip
     if not status.get("scenarios"):
         return Group(facts, "", "no scenarios yet: send a request with the x-reef-scenario header")
-    return Group(facts, "", scenarios)
+    trusted = sources_table(status.get("sources") or {})
+    return Group(facts, "", scenarios) if trusted is None else Group(facts, "", scenarios, "", trusted)
 
 
 def _sampling(defaults: SamplingDefaults, recipe_note: str | None) -> str:

@@ -15,8 +15,9 @@ from reef_daemon.contract._records import RecordRow, RecordType
 from reef_daemon.contract._releases import StepRow
 from reef_daemon.contract._requests import RequestState
 from reef_daemon.contract._scenarios import ScenarioInfo
+from reef_daemon.contract._status import SourceAgreement
 
-EventName = Literal["record", "report", "request", "scenario", "step", "release", "canary"]
+EventName = Literal["record", "report", "request", "scenario", "step", "release", "canary", "source"]
 EVENT_NAMES: Final[tuple[EventName, ...]] = get_args(EventName)
 # The event a stored record of each type publishes (and is replayed as).
 RECORD_EVENTS: Final[Mapping[RecordType, EventName]] = {"inference": "record", "report": "report", "request": "request"}
@@ -24,6 +25,8 @@ RECORD_EVENTS: Final[Mapping[RecordType, EventName]] = {"inference": "record", "
 EVENT_RECORD_TYPES: Final[Mapping[EventName, RecordType]] = {event: type_ for type_, event in RECORD_EVENTS.items()}
 # The kind of the event that says a canary started or ended (and why).
 CANARY_EVENT: Final[EventName] = "canary"
+# The kind of the event that says a derived source stopped counting in a scenario (and why), or counts again.
+SOURCE_EVENT: Final[EventName] = "source"
 
 
 class RecordEvent(TypedDict):
@@ -81,4 +84,16 @@ class CanaryEvent(TypedDict):
     reason: str
 
 
-EventData = RecordEvent | ReportEvent | RequestEvent | ScenarioEvent | StepEvent | ReleaseEvent | CanaryEvent
+class SourceEvent(TypedDict):
+    """`source`: a derived source stopped counting in the scenario (`distrusted`: its agreement with people fell
+    below reports.min-agreement) or a person turned it back on (`enabled`); `agreement` as it stood then."""
+
+    action: Literal["distrusted", "enabled"]
+    source: str
+    agreement: SourceAgreement
+    reason: str
+
+
+EventData = (
+    RecordEvent | ReportEvent | RequestEvent | ScenarioEvent | StepEvent | ReleaseEvent | CanaryEvent | SourceEvent
+)

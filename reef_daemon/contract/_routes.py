@@ -60,6 +60,8 @@ TASK_DISMISS_ROUTE: Final = "/reef/scenarios/{scenario}/tasks/{task}/dismiss"
 # Live evidence: per-version scores of real sessions, and canaries.
 VERSION_SCORES_ROUTE: Final = "/reef/scenarios/{scenario}/versions/scores"
 CANARY_ROUTE: Final = "/reef/scenarios/{scenario}/canary"
+# Count a derived source's scores in a scenario again after its agreement with people switched it off.
+SOURCE_ENABLE_ROUTE: Final = "/reef/scenarios/{scenario}/sources/{source}/enable"
 
 # Change requests: POST files one, GET follows one. TRAIN_ROUTE is where filing was first, and still answers.
 REQUESTS_ROUTE: Final = "/reef/requests"

@@ -166,6 +166,26 @@ class ScoreScale(TypedDict):
     max: float
 
 
+class SourceAgreement(TypedDict):
+    """How a derived source agrees with people in one scenario, on the records both scored (`shared`): Cohen's κ
+    on low/high (a score below the middle of the scale is low), None while undefined (nothing shared, or either side
+    all low or all high). `counts`: whether its scores count toward training, live scores, canaries and the gate's
+    tasks; `reason`: why not (its κ fell below reports.min-agreement), or that a person turned it back on."""
+
+    shared: int
+    kappa: float | None
+    counts: bool
+    reason: str | None
+
+
+class SourceEnabled(TypedDict):
+    """`POST /reef/scenarios/{s}/sources/{source}/enable`: the source counts in the scenario again, for good."""
+
+    scenario: str
+    source: str
+    agreement: SourceAgreement
+
+
 class Status(DaemonState):
     """`GET /reef/status`: version, the daemon's state, per-scenario counts, training, the store and the score
     scale."""
@@ -176,6 +196,8 @@ class Status(DaemonState):
     store: StoreStatus
     score_scale: ScoreScale
     next_turn: NextTurnStatus | None  # None while reports.next-turn is off
+    # Per scenario, per derived source that shares records with people (or was switched off or on): its agreement.
+    sources: dict[str, dict[str, SourceAgreement]]
 
 
 class Health(TypedDict):

@@ -56,5 +56,6 @@ async def status(request: web.Request) -> web.Response:
         },
         "score_scale": {"min": daemon.reports.score_scale[0], "max": daemon.reports.score_scale[1]},
         "next_turn": daemon.next_turn.counts.status() if daemon.next_turn is not None else None,
+        "sources": await daemon.store.trust.agreements(),
     }
     return json_response(body)

@@ -22,6 +22,7 @@ from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RecordQuery, RecordStore
 from reef_daemon.store.retention import Budget, Protected, RetentionStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
+from reef_daemon.store.source_trust import SourceTrust, TrustPolicy
 from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
@@ -46,6 +47,7 @@ __all__ = [
     "ReleaseTally",
     "Scenario",
     "ScenarioStore",
+    "SourceTrust",
     "StepCommit",
     "StepStore",
     "Store",
@@ -54,6 +56,7 @@ __all__ = [
     "TaskLimits",
     "TaskPage",
     "TaskStore",
+    "TrustPolicy",
     "gate_tasks",
 ]
 
@@ -70,6 +73,7 @@ class Store:
         score_scale: ScoreScale,
         url: str | None = None,
         budget: Budget | None = None,
+        trust: TrustPolicy | None = None,
         flush: bool = False,
         answer_wait_s: float = ANSWER_WAIT_S,
     ) -> None:
@@ -89,6 +93,7 @@ class Store:
         self._reader: Reader | None = None
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
         self._budget = budget or Budget()
+        self._trust_policy = trust or TrustPolicy()  # when a derived source stops counting in a scenario
         self.scenarios = ScenarioStore(self.writer)
 
     @property
@@ -105,7 +110,8 @@ class Store:
         if self._checkpointer is not None:
             self._checkpointer.start()
         self._reader = Reader(self.engine, size=4 if self.engine.shared else 2)
-        self.records = RecordStore(self.writer, self._reader)
+        self.trust = SourceTrust(self.writer, self._reader, self._trust_policy, self.score_scale)
+        self.records = RecordStore(self.writer, self._reader, self.trust)
         self.imports = ImportStore(self.writer, self.records)
         self.exports = ExportReader(self._reader)
         self.events = EventLog(self._reader)

@@ -45,6 +45,7 @@ KEYED_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("replay_decisions", ("record_id",)),
     ("canaries", ("scenario",)),
     ("release_homes", ("scenario",)),
+    ("source_trust", ("scenario", "source")),
 )
 # A scenario of the same name in both stores is one scenario (the destination's row stays); any other keyed row
 # that differs is history of its own, which a copy would lose.

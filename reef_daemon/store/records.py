@@ -22,7 +22,8 @@ from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
 from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
-from reef_daemon.store.schema import SOURCE_RANK, of_types
+from reef_daemon.store.schema import of_types
+from reef_daemon.store.source_trust import SourceTrust, rescore
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 MAX_PAGE = 500
@@ -84,9 +85,10 @@ class RecordQuery:
 
 
 class RecordStore:
-    def __init__(self, writer: GroupCommitWriter, reader: Reader) -> None:
+    def __init__(self, writer: GroupCommitWriter, reader: Reader, trust: SourceTrust) -> None:
         self._writer = writer
         self._reader = reader
+        self._trust = trust
 
     async def append_inference(self, draft: InferenceDraft) -> RecordRow:
         """Store an exchange; returns its row once committed (the receipt may go out then)."""
@@ -133,9 +135,9 @@ class RecordStore:
         transaction: a report that creates its scenario, an import batch).
 
         A report's score becomes each referenced record's score from its source (a person's latest replaces their
-        earlier one); the record's own score is then the one of the first source in SOURCE_PRECEDENCE it has. A
-        derived report (any source but a person) scores one record, and only once: another from the same source
-        for the same record returns the stored report, not created."""
+        earlier one); the record's own score is then the one of the first source in SOURCE_PRECEDENCE it has that
+        its scenario trusts (store/source_trust.py). A derived report (any source but a person) scores one record,
+        and only once: another from the same source for the same record returns the stored report, not created."""
         conn = ctx.conn
         references: list[str] = draft.content.get("references", [])
         source = draft.source if draft.type == "report" else None
@@ -179,7 +181,8 @@ class RecordStore:
                 [(ref, source, score, draft.id, draft.created_at) for ref in references],
             )
             for ref in references:
-                _rescore(conn, ref)
+                rescore(conn, ref)
+            self._trust.review(ctx, draft.scenario, references)
         row = record_row(*values)
         ctx.announce(record_event(row, draft.content))
         return row, True
@@ -317,19 +320,6 @@ def _derived_report(conn: Connection, references: list[str], source: str) -> Rec
         if found is not None:
             return summary_row(found)
     return None
-
-
-def _rescore(conn: Connection, record_id: str) -> None:
-    """Give a record the score of the first source in precedence that scored it."""
-    best = conn.execute(
-        f"SELECT score, source FROM record_scores WHERE record_id = ? ORDER BY {SOURCE_RANK} LIMIT 1",  # noqa: S608
-        (record_id,),
-    ).fetchone()
-    if best is not None:
-        conn.execute(
-            "UPDATE records SET score = ?, source = ? WHERE id = ? AND type = 'inference'",
-            (best["score"], best["source"], record_id),
-        )
 
 
 def _reports_on(conn: Connection, record_id: str) -> list[StoredRecord]:

@@ -314,6 +314,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     # 16: the unscored exchanges of every scenario are read from each scenario's own (`records_unscored_by_scenario`,
     # merged in records._unscored_everywhere), so no index holds them all: an exchange's commit writes one fewer.
     "DROP INDEX records_unscored;",
+    # 17: the derived sources a scenario stopped counting (their agreement with people fell too low: distrusted 1),
+    # or that a person turned back on (0, never distrusted again by itself); people's scores indexed on their own,
+    # so that agreement reads them without reading every derived one.
+    """
+    CREATE TABLE source_trust (
+        scenario TEXT NOT NULL,
+        source TEXT NOT NULL,
+        distrusted INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        changed_at REAL NOT NULL,
+        PRIMARY KEY (scenario, source)
+    );
+    CREATE INDEX record_scores_of_people ON record_scores (record_id) WHERE source = 'person';
+    """,
 )
 
 

@@ -1,5 +1,6 @@
 """A record's score as told by some report sources only (`reports.sources`): the score of the first of those sources
-in precedence that scored it (`record_scores`), or the record's own `score` column when every source counts."""
+in precedence that scored it (`record_scores`) and that its scenario trusts (store/source_trust.py), or the record's
+own `score` column when every source counts (it holds the first trusted source's already)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Collection
 
 from reef_daemon.contract import REPORT_SOURCES
 from reef_daemon.store.schema import SOURCE_RANK
+from reef_daemon.store.source_trust import distrusted_in
 
 
 def score_of(sources: Collection[str], record: str = "records") -> str:
@@ -17,5 +19,5 @@ def score_of(sources: Collection[str], record: str = "records") -> str:
     chosen = ", ".join(f"'{source}'" for source in REPORT_SOURCES if source in sources) or "NULL"
     return (
         f"(SELECT score FROM record_scores WHERE record_id = {record}.id AND source IN ({chosen})"  # noqa: S608
-        f" ORDER BY {SOURCE_RANK} LIMIT 1)"
+        f" AND source NOT IN ({distrusted_in(f'{record}.scenario')}) ORDER BY {SOURCE_RANK} LIMIT 1)"
     )

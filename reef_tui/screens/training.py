@@ -12,9 +12,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from reef_client import ReleaseRow, Status
+from reef_client import Event, ReleaseRow, Status
 from reef_client.render import formats
 from reef_client.render.critic import critic_line
+from reef_client.render.source_trust import source_line
+from reef_daemon.contract import SOURCE_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine
@@ -64,6 +66,8 @@ def facts_table(status: Status, scenario: str) -> Table:
     grid.add_row("ineligible", str(sum(ineligible.values())) if ineligible else "0")
     for reason, count in sorted(ineligible.items(), key=lambda item: -item[1]):
         grid.add_row("", f"{count}: {reason}")
+    for source, agreement in sorted((status.get("sources") or {}).get(scenario, {}).items()):
+        grid.add_row(f"source {source}", Text.from_markup(source_line(agreement)))
     return grid
 
 
@@ -80,6 +84,11 @@ class TrainingScreen(ScenarioScreen[Loaded]):
             for title, _name in METRICS:
                 yield MetricLine(title)
             yield Static(id="training-facts")
+
+    def _on_event(self, event: Event) -> None:
+        super()._on_event(event)
+        if event.scenario == self.scenario and event.type == SOURCE_EVENT:  # a source stopped counting, or counts
+            self.reload()
 
     def fetch(self, scenario: str) -> Loaded:
         return self.reef.client.status(), self.reef.client.releases(scenario)

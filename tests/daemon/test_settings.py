@@ -117,6 +117,7 @@ def test_help_lists_every_setting_with_its_help(command: str) -> None:
         (["--recipe", "os:path"], "is not a recipe class"),
         (["--recipe", "no_such_pkg.mod:Cls"], "cannot import recipe module"),
         (["--bogus.key", "1"], "unknown setting"),
+        (["--reports.min-agreement", "1.5"], "expected a Cohen's kappa, from -1 (always opposite) to 1"),
     ],
 )
 def test_serve_refuses_bad_settings_with_one_line_and_exit_2(args: list[str], words: str) -> None:

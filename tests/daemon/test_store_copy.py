@@ -32,6 +32,7 @@ async def fill(store: Store, conversations: int) -> None:
     await converse(store, conversations)
     await store.steps.commit(StepCommit("demo", 1, "training", "selected", release_id="w1", cursor=3))
     await store.tasks.add(TaskDraft("demo", "a task", {"a.py": "x = 1\n"}, protected=True))
+    await store.trust.enable("demo", "judge")
 
 
 async def converse(store: Store, conversations: int) -> None:
@@ -71,6 +72,7 @@ async def snapshot(state: Path, url: str | None) -> dict[str, Any]:
             "tasks": await store.tasks.list("demo"),
             "events": [(e.type, e.sequence) for e in await store.events.after(0, None)],
             "scenarios": [s.to_json() for s in store.scenarios.all()],
+            "sources": await store.trust.agreements(),
         }
     finally:
         await asyncio.to_thread(store.close)

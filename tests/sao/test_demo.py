@@ -16,9 +16,21 @@ from typer.testing import CliRunner
 
 from recipes.sao.examples.toy import task
 from reef_cli.app import app
-from reef_cli.demo_run import TARGET_WINDOW, Arm, ArmRun, DaemonsAhead, InFlightRun, StepRow, arms, reached
+from reef_cli.demo_run import (
+    TARGET_WINDOW,
+    Arm,
+    ArmRun,
+    DaemonsAhead,
+    InFlightRun,
+    StepRow,
+    arms,
+    evaluate,
+    reached,
+    run_arm,
+)
 from reef_cli.demo_stats import change, difference, question_changes
 from reef_cli.render.demo import curve_line, in_flight_table, result_json, sparkline, summary
+from reef_client import ChatReply
 
 
 @pytest.mark.timeout(900)  # three daemons load the model and answer the held-out questions, on shared cores
@@ -156,3 +168,58 @@ def test_the_asynchronous_variant_reports_when_its_window_of_rewards_reaches_the
 def test_the_result_carries_where_each_arms_time_went() -> None:
     run = ArmRun(Arm("sao", "sao", 1, grouped=False), 0, [], [[1.0]], [[0.0]], 9.0, {"daemon": 2.0, "training": 7.0})
     assert result_json({"sao": [run]}, [], {}, 9.0)["arms"]["sao"]["seeds"][0]["phases"] == run.phases
+
+
+class _LoraDaemon:
+    """A stand-in for a weight recipe's daemon: each scored report is a training step of the adapter of the scenario
+    it was sent in, and an adapter is served only in its own scenario, where it names every capital."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def connect(self) -> _LoraClient:
+        return _LoraClient(self)
+
+
+class _LoraClient:
+    def __init__(self, daemon: _LoraDaemon) -> None:
+        self.daemon = daemon
+
+    def __enter__(self) -> _LoraClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+    def chat(self, scenario: str, messages: list[dict[str, str]], **params: object) -> ChatReply:
+        asked = messages[-1]["content"]
+        capital = next(c for country, c in task.CAPITALS.items() if task.QUESTION.format(country=country) == asked)
+        trained = self.daemon.steps.get(scenario, 0) > 0
+        return ChatReply(f"record-{scenario}-{params['seed']}", capital if trained else "I do not know.")
+
+    def report(self, scenario: str, references: list[str], *, score: float) -> None:
+        with self.daemon.lock:
+            self.daemon.steps[scenario] = self.daemon.steps.get(scenario, 0) + 1
+
+    def status(self) -> dict[str, object]:
+        scenarios = {
+            name: {"ineligible": {}, "error": None, "steps": steps, "running_since": None, "last_step": None}
+            for name, steps in self.daemon.steps.items()
+        }
+        return {"training": {"scenarios": scenarios}}
+
+
+def test_a_trained_adapter_shows_its_change_in_the_demos_evaluation() -> None:
+    daemon = _LoraDaemon()
+    items = task.evaluation(0, samples=1)
+    before = evaluate(daemon.connect, items, lambda done: None)
+    rows = run_arm(daemon.connect, Arm("sao", "sao", 1, grouped=False), task.rollouts(0, 2, 1, grouped=False),
+                   lambda row: None)  # fmt: skip
+    after = evaluate(daemon.connect, items, lambda done: None)
+    run = ArmRun(Arm("sao", "sao", 1, grouped=False), 0, rows, before, after)
+    assert len(rows) == 2 and (run.before_rate, run.after_rate) == (0.0, 1.0)
+    assert change([run.changes]).low > 0

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+from textual.widgets import Static
+
 from reef_client import Event
 from reef_tui import ReefApp
 from reef_tui.live import DaemonEvent
@@ -52,3 +55,43 @@ async def test_the_header_follows_the_weight_version_after_a_step() -> None:
         step = {"step": {"step": 13, "version": "v13", "result": "selected", "created_at": 0.0, "metrics": {}}}
         app.post_message(DaemonEvent(Event("step", 40, "demo", step)))
         await eventually(lambda: "weights 13" in str(bar.content), 60, "weights 13", pause=pilot.pause)
+
+
+class DistrustingClient(FixedClient):
+    """A daemon whose judge stops counting in `demo` once `distrusted` is set."""
+
+    def __init__(self) -> None:
+        super().__init__("sao")
+        self.distrusted = False
+
+    def status(self) -> dict[str, Any]:
+        reason = "its agreement with people's scores is κ -1.00 on 20 shared records" if self.distrusted else None
+        judge = {
+            "shared": 20 if self.distrusted else 19,
+            "kappa": -1.0,
+            "counts": not self.distrusted,
+            "reason": reason,
+        }
+        return {**super().status(), "sources": {"demo": {"judge": judge}}}
+
+
+async def test_the_training_screen_follows_a_source_that_stops_counting() -> None:
+    client = DistrustingClient()
+    app = ReefApp("http://127.0.0.1:8900", scenario="demo", client=client, follow=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await eventually(lambda: app.connected, 60, "the status", pause=pilot.pause)
+        await pilot.press("t")
+        facts = app.screen.query_one("#training-facts", Static)
+
+        def shown() -> str:
+            console = Console(width=200, record=True)
+            console.print(facts.content)
+            return console.export_text()
+
+        counting = "19 shared records, counts yes"
+        await eventually(shown, 60, "the judge counting", satisfied=lambda text: counting in text, pause=pilot.pause)
+        client.distrusted = True
+        source = {"action": "distrusted", "source": "judge", "agreement": client.status()["sources"]["demo"]["judge"]}
+        app.post_message(DaemonEvent(Event("source", 41, "demo", {**source, "reason": "κ -1.00"})))
+        stopped = "20 shared records, counts no: its agreement"
+        await eventually(shown, 60, "the judge not counting", satisfied=lambda text: stopped in text, pause=pilot.pause)
