@@ -79,6 +79,8 @@ complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best sco
 complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
+complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
@@ -180,6 +182,8 @@ complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best sco
 complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
+complete -c reef -n '__reef_at reef/start' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x

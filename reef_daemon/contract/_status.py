@@ -139,13 +139,19 @@ class NextTurnStatus(TypedDict):
     """What the next-turn judge (reports.next-turn) did since the daemon started: the assistant turns a user answered
     (`turns`), those it scored (`judged`), those it could not (`no_judgment`: the judge failed, timed out or answered
     off its format), those passed over for its bounds (calls per minute, waiting turns), the follow-ups that were not
-    the user's (tool results, the agent's own), and the tokens its calls cost."""
+    the user's (tool results, the agent's own), and the tokens its calls cost. Matching a request to the answer it
+    continues: the requests that continue no answer the judge keeps (`unmatched`: let go, never recorded here, or
+    not what the model answered), the answers let go unjudged for reports.next-turn-memory (`forgotten`), and the
+    bytes the kept answers hold now (`kept_bytes`)."""
 
     turns: int
     judged: int
     no_judgment: int
     over_bounds: int
     not_the_user: int
+    unmatched: int
+    forgotten: int
+    kept_bytes: int
     input_tokens: int
     output_tokens: int
 
