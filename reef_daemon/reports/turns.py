@@ -26,7 +26,9 @@ from reef_daemon.reports.agent_markup import without_agent_markup
 Role = Literal["system", "user", "assistant", "tool"]
 _FENCED_CODE = re.compile(r"```.*?(```|$)", re.DOTALL)
 _INDENTED_CODE = re.compile(r"^(?: {4}|\t).*$", re.MULTILINE)
+_SPACE = re.compile(r"\s")
 KEY_BYTES = 16
+WORDS_PIECE = 65536  # characters of text respaced at a time: a long text never holds the interpreter long
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,17 @@ class Turn:
 
     @property
     def fingerprint(self) -> bytes:
-        """The turn's role, text (its spacing aside) and tool calls (their ids aside), hashed."""
-        calls = [[call.name, call.arguments] for call in self.calls]
-        said = json.dumps([self.role, " ".join(self.text.split()), calls], ensure_ascii=False)
-        return hashlib.blake2b(said.encode(), digest_size=KEY_BYTES).digest()
+        """The turn's role, text and tool calls (their ids aside), hashed. An assistant's text is compared word by
+        word, its spacing aside: a client may trim the answer it sends back."""
+        text = hashlib.blake2b(digest_size=KEY_BYTES)
+        for piece in _words(self.text) if self.role == "assistant" else (self.text,):
+            text.update(piece.encode())
+        fields = [self.role.encode(), text.digest()]
+        fields += [part.encode() for call in self.calls for part in (call.name, call.arguments)]
+        turn = hashlib.blake2b(digest_size=KEY_BYTES)
+        for data in fields:  # each field after its length: no two turns hash the same fields
+            turn.update(len(data).to_bytes(8, "big") + data)
+        return turn.digest()
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,17 @@ def without_code(text: str, limit: int = 200) -> str:
     prose = _INDENTED_CODE.sub("", _FENCED_CODE.sub(" [code] ", text))
     line = " ".join(prose.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _words(text: str) -> Iterable[str]:
+    """`text` with its spacing made one space each, in pieces of about WORDS_PIECE characters cut between words."""
+    start = 0
+    while start < len(text):
+        space = _SPACE.search(text, start + WORDS_PIECE)
+        end = space.start() if space is not None else len(text)
+        if words := text[start:end].split():
+            yield " ".join(words) + " "
+        start = end
 
 
 def _message_turn(message: dict[str, Any]) -> Turn:

@@ -243,5 +243,15 @@ def test_a_later_request_is_keyed_by_the_answer_it_carries_whatever_the_api() ->
     assert elsewhere.continued[0][0] != first.key
 
 
+def test_a_long_answer_sent_back_with_other_spacing_is_the_same_answer() -> None:
+    words = [f"word{number}" for number in range(40_000)]  # several pieces of respacing
+    answer = {"parts": [{"type": "text", "text": " ".join(words) + "\n"}]}
+    first = read_request("demo\n", "/v1/chat/completions", {"messages": [user("go")]}, answer)
+    for spaced in ("\n".join(words), "  ".join(words).strip(), " ".join(words[:-1]) + "  "):
+        messages = [user("go"), assistant(spaced), user("ok")]
+        later = read_request("demo\n", "/v1/chat/completions", {"messages": messages}, None)
+        assert (later.continued[0][0] == first.key) is (spaced.split() == words)
+
+
 async def _kept_bytes(reef: Reef) -> int:
     return counts_of(reef).kept_bytes
