@@ -129,8 +129,8 @@ def _next_turn(counts: NextTurnStatus) -> str:
         for number, what in (
             (counts["no_judgment"], "without a verdict"),
             (counts["over_bounds"], "passed over for its bounds"),
-            (counts["forgotten"], "let go unjudged for reports.next-turn-memory"),
-            (counts["unmatched"], "next turns that continue no kept answer"),
+            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
+            (counts["unmatched"], "next turns that matched no kept answer"),
         )
         if number
     ]

@@ -161,8 +161,8 @@ async def test_the_memory_of_answers_is_bounded_in_bytes_and_what_it_lets_go_is_
     console = Console(record=True, width=300)
     console.print(status_view(await (await reef.get("/reef/status")).json(), "http://reef"))
     line = next(line for line in console.export_text().splitlines() if line.startswith("next turn"))
-    assert f"{shown['forgotten']} let go unjudged for reports.next-turn-memory" in line
-    assert f"{shown['unmatched']} next turns that continue no kept answer" in line
+    assert f"{shown['forgotten']} answers let go for reports.next-turn-memory" in line
+    assert f"{shown['unmatched']} next turns that matched no kept answer" in line
 
 
 async def test_a_next_message_is_read_off_the_event_loop(
