@@ -213,7 +213,7 @@ def _calls_of(message: dict[str, Any]) -> list[ToolCall]:
             calls.append(_tool_call(function.get("name"), function.get("arguments")))
     content = message.get("content")
     for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
+        if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
             calls.append(_tool_call(block.get("name"), block.get("input")))
     return calls
 

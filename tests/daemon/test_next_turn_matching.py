@@ -238,6 +238,11 @@ def test_a_later_request_is_keyed_by_the_answer_it_carries_whatever_the_api() ->
     other_call = {**said_back, "content": [*said_back["content"][:2], {**said_back["content"][2], "input": {}}]}
     changed = read_request("demo\n", "/v1/messages", {"messages": [user("fix it"), other_call, result]}, None)
     assert changed.continued[0][0] != first.key
+    searched = {"parts": [{"type": "tool_call", "id": "s1", "name": "web_search", "arguments": '{"query": "x"}'}]}
+    search = read_request("demo\n", "/v1/messages", {"messages": [user("look it up")]}, searched)
+    server_call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}}
+    sent_back = [user("look it up"), {"role": "assistant", "content": [server_call]}, user("thanks")]
+    assert read_request("demo\n", "/v1/messages", {"messages": sent_back}, None).continued == [(search.key, 1)]
     carried = {"messages": [user("fix it"), said_back, result]}
     elsewhere = read_request("demo\nother-session", "/v1/messages", carried, None)
     assert elsewhere.continued[0][0] != first.key
