@@ -87,6 +87,8 @@ complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement -d 'a derive
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
+complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
@@ -197,6 +199,8 @@ complete -c reef -n '__reef_at reef/start' -l reports.min-agreement -d 'a derive
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
+complete -c reef -n '__reef_at reef/start' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x

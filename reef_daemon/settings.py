@@ -231,6 +231,13 @@ def _parse_optional_size(value: Any) -> int | None:
     return int(size)
 
 
+def _parse_size(value: Any) -> int:
+    size = _parse_optional_size(value)
+    if size is None:
+        raise ValueError("expected a size such as 16M or 1G")
+    return size
+
+
 def _parse_optional_age(value: Any) -> float | None:
     text = _parse_optional_str(value)
     if text is None:
@@ -283,6 +290,7 @@ PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
 STORE_URL = Kind("URL", _parse_store_url)
 SIZE = Kind("SIZE", _parse_optional_size)
+BYTES = Kind("SIZE", _parse_size)
 AGE = Kind("AGE", _parse_optional_age)
 
 
@@ -458,6 +466,15 @@ class ReportsSection:
         SWITCH,
         help="judge each assistant turn from the user's next message (accepted, corrected, complained, neutral), "
         "off the request path; the judge's calls are recorded under the scenario reef-judge",
+    )
+    next_turn_memory: int = setting(
+        16 * 1024**2,
+        BYTES,
+        help="the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are "
+        "let go unjudged, counted in reef status",
+    )
+    next_turn_max_chars: int = setting(
+        65536, POSITIVE_INT, help="the most characters of a user's next message the judge reads (its start)"
     )
     judge_url: str | None = setting(
         None, URL, live=True, help="the judge's chat-completions endpoint; unset: the served model judges"

@@ -146,6 +146,8 @@ def _next_turn(counts: NextTurnStatus) -> str:
             (counts["no_judgment"], "without a verdict"),
             (counts["over_bounds"], "passed over for its bounds"),
             (counts["scores_ignored"], "judge scores ignored for disagreeing with their verdict"),
+            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
+            (counts["unmatched"], "next turns that matched no kept answer"),
         )
         if number
     ]

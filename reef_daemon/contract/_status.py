@@ -146,7 +146,10 @@ class NextTurnStatus(TypedDict):
     (`no_judgment`: the judge failed, timed out, answered off its format, or its votes had no majority), those passed
     over for its bounds (calls per minute, waiting turns), the follow-ups that were not the user's (tool results, the
     agent's own), the judge's answers whose own score disagreed with their verdict (`scores_ignored`: the verdict
-    counts), and the tokens its calls cost."""
+    counts), and the tokens its calls cost. Matching a request to the answer it continues: the requests that continue
+    no answer the judge keeps (`unmatched`: let go, never recorded here, or not what the model answered), the answers
+    let go unjudged for reports.next-turn-memory (`forgotten`), and the bytes the kept answers hold now
+    (`kept_bytes`)."""
 
     turns: int
     judged: int
@@ -155,6 +158,9 @@ class NextTurnStatus(TypedDict):
     over_bounds: int
     not_the_user: int
     scores_ignored: int
+    unmatched: int
+    forgotten: int
+    kept_bytes: int
     input_tokens: int
     output_tokens: int
 

@@ -7,9 +7,14 @@ It runs beside the proxy, never in it: it reads the `record` events the store pu
 answer is never delayed or changed. It shares the daemon's process, so it also yields to traffic: it reads and judges
 in the pauses between exchanges (QUIET_S without a new record), or after MAX_DEFER_S at the latest.
 
-Its bounds: a short queue of turns waiting for the judge (a turn that finds it full is not judged),
-`reports.judge-calls-per-minute`, and the judge's own bounds on tokens and time. A turn whose judge is down, slow or
-answers with anything but a verdict gets no report.
+A later request is matched to the earlier record whose answer it carries (`turns.py`: the conversation up to that
+answer, compared by fingerprint), so a regenerated answer, a shared opener or an invented history never moves a
+verdict onto another record. The answers waiting for their next request are kept within `reports.next-turn-memory`
+bytes; those let go for it, and the requests that continue no kept answer, are counted.
+
+Its bounds: the memory of answers, `reports.next-turn-max-chars` of a next message read, a short queue of turns
+waiting for the judge (a turn that finds it full is not judged), `reports.judge-calls-per-minute`, and the judge's
+own bounds on tokens and time. A turn whose judge is down, slow or answers with anything but a verdict gets no report.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -31,6 +37,7 @@ from reef_daemon.contract import (
 )
 from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
+from reef_daemon.reports.answered import Answered, AnsweredMemory
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.evidence import without_code
 from reef_daemon.reports.judge import (
@@ -42,7 +49,7 @@ from reef_daemon.reports.judge import (
     parse_judgment,
     verdict_score,
 )
-from reef_daemon.reports.turns import answer_text, continuation, request_turns
+from reef_daemon.reports.turns import Reading, answer_text, next_turn, read_request
 from reef_daemon.settings import ReportsSection
 from reef_daemon.store import Store
 
@@ -51,36 +58,16 @@ log = logging.getLogger("reef.judge")
 SESSION_TAG = SESSION_HEADER.removeprefix(TAG_HEADER_PREFIX)
 SOURCE: ReportSource = "next-turn"
 WAITING_TURNS = 256  # turns waiting for the judge; one more is not judged
-KEPT_SESSIONS = 512  # sessions whose last answers are kept to match their next request against
-KEPT_TURNS = 4  # answers kept per session (an agent's side calls interleave with its main turns)
-SESSION_IDLE_S = 3600.0
 # The judge yields to traffic: it works once no exchange was recorded for QUIET_S, or once a record or turn has
 # waited MAX_DEFER_S (so steady traffic delays it, never starves it).
 QUIET_S = 0.2
 MAX_DEFER_S = 10.0
 
 
-@dataclass
-class _Answered:
-    """An answer waiting for the session's next request: its request's turns by fingerprint (not their text), and
-    the end of the answer, as much as the judge is shown."""
-
-    record_id: str
-    turns: list[str]
-    answer: str
-    model: str | None
-
-
-@dataclass
-class _Session:
-    answered: collections.deque[_Answered] = field(default_factory=lambda: collections.deque(maxlen=KEPT_TURNS))
-    seen_at: float = field(default_factory=time.monotonic)
-
-
 @dataclass(frozen=True)
 class _Job:
     scenario: str
-    earlier: _Answered
+    earlier: Answered
     next_record_id: str
     next_message: str
     queued_at: float = field(default_factory=time.monotonic)
@@ -97,6 +84,9 @@ class JudgeCounts:
     not_the_user: int = 0
     over_bounds: int = 0
     scores_ignored: int = 0
+    unmatched: int = 0
+    forgotten: int = 0
+    kept_bytes: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -105,7 +95,8 @@ class JudgeCounts:
         return {
             "turns": self.turns, "judged": self.judged, "neutral": self.neutral, "no_judgment": self.no_judgment,
             "over_bounds": self.over_bounds, "not_the_user": self.not_the_user,
-            "scores_ignored": self.scores_ignored,
+            "scores_ignored": self.scores_ignored, "unmatched": self.unmatched,
+            "forgotten": self.forgotten, "kept_bytes": self.kept_bytes,
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
         }  # fmt: skip
 
@@ -116,7 +107,7 @@ class NextTurnJudge:
         self._bus = bus
         self._judge = judge
         self._settings = settings
-        self._sessions: collections.OrderedDict[tuple[str, str], _Session] = collections.OrderedDict()
+        self._answered = AnsweredMemory(settings.next_turn_memory)
         self._records: asyncio.Queue[tuple[float, str]] = asyncio.Queue(maxsize=1024)
         self._last_record = 0.0  # when the last exchange was recorded (monotonic)
         self._jobs: asyncio.Queue[_Job] = asyncio.Queue(maxsize=WAITING_TURNS)
@@ -166,36 +157,41 @@ class NextTurnJudge:
         record = await self._store.records.get(record_id)
         if record["type"] != "inference":
             return
-        turns = request_turns(str(record["route"] or ""), record["request"])
-        if not turns:
+        seed = f"{record['scenario']}\n{record['tags'].get(SESSION_TAG, '')}"
+        answer = record["answer"] if (record.get("status") or 0) < 400 else None
+        # Reading a request is linear in its length, and off the loop: a long conversation never stalls traffic.
+        reading = await asyncio.to_thread(read_request, seed, str(record["route"] or ""), record["request"], answer)
+        if not reading.turns:
             return
-        key = (record["scenario"], str(record["tags"].get(SESSION_TAG, "")))
-        session = self._session(key)
-        for earlier in list(session.answered):
-            following = continuation(earlier.turns, turns)
-            if following is None:
-                continue
-            session.answered.remove(earlier)
-            if following.kind != "user":
-                self.counts.not_the_user += 1
-            else:
-                self._queue(_Job(record["scenario"], earlier, record_id, following.text))
-            break
-        if record.get("answer") is not None and (record.get("status") or 0) < 400:
-            answer = answer_text(record["answer"])[-self._settings.judge_max_prompt_chars :]
-            fingerprints = [turn.fingerprint for turn in turns]
-            session.answered.append(_Answered(record_id, fingerprints, answer, record.get("model")))
+        if reading.continued:
+            await self._continue(record["scenario"], record_id, reading)
+        if reading.key is not None:
+            shown = answer_text(answer)[-self._settings.judge_max_prompt_chars :]
+            self.counts.forgotten += self._answered.keep(reading.key, Answered(record_id, shown, record.get("model")))
+        self.counts.kept_bytes = self._answered.bytes
 
-    def _session(self, key: tuple[str, str]) -> _Session:
-        now = time.monotonic()
-        session = self._sessions.pop(key, None)
-        if session is None or now - session.seen_at > SESSION_IDLE_S:
-            session = _Session()
-        session.seen_at = now
-        self._sessions[key] = session
-        while len(self._sessions) > KEPT_SESSIONS:
-            self._sessions.popitem(last=False)
-        return session
+    async def _continue(self, scenario: str, record_id: str, reading: Reading) -> None:
+        """Judge the latest kept answer the request continues by what followed it; count a request that continues
+        none (its answers were let go, never recorded here, or are not what the model answered)."""
+        found = self._latest_kept(reading)
+        if found is None:
+            self.counts.unmatched += 1
+            return
+        earlier, at = found
+        following = itertools.islice(reading.turns, at + 1, None)
+        said = await asyncio.to_thread(next_turn, following, self._settings.next_turn_max_chars)
+        if said.kind != "user":
+            self.counts.not_the_user += 1
+        else:
+            self._queue(_Job(scenario, earlier, record_id, said.text))
+
+    def _latest_kept(self, reading: Reading) -> tuple[Answered, int] | None:
+        """The latest answer the request carries that is kept (no longer kept: it is judged once), and its place."""
+        for key, at in reading.continued:
+            earlier = self._answered.take(key)
+            if earlier is not None:
+                return earlier, at
+        return None
 
     def _queue(self, job: _Job) -> None:
         self.counts.turns += 1

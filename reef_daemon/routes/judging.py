@@ -73,4 +73,4 @@ async def judge_group(request: web.Request) -> web.Response:
 def _context(record: StoredRecord) -> str:
     """The prompt the group shares, as the judge reads it: each turn as `role: text`."""
     turns = request_turns(str(record["route"] or ""), record["request"])
-    return "\n".join(f"{turn.role}: {turn.text}" for turn in turns)
+    return "\n".join(f"{turn.role}: {turn.shown}" for turn in turns)

@@ -17,7 +17,7 @@ from reef_cli.render.status import status_view
 from reef_daemon.contract import JUDGE_SCENARIO
 from reef_daemon.reports.evidence import without_code
 from reef_daemon.reports.judge import next_turn_question, parse_judgment
-from reef_daemon.reports.turns import Turn, continuation, request_turns
+from reef_daemon.reports.turns import Turn, next_turn, read_request, request_turns
 from reef_daemon.settings import SettingsError
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_judge import FakeJudge
@@ -267,10 +267,16 @@ async def _counts_of(reef: Reef) -> int:
 
 
 def test_a_continuation_needs_the_earlier_turns_then_the_answer() -> None:
-    earlier = [Turn("user", "hi").fingerprint]
-    assert continuation(earlier, [Turn("user", "hi"), Turn("assistant", "yo"), Turn("user", "ok")]) is not None
-    assert continuation(earlier, [Turn("user", "other"), Turn("assistant", "yo"), Turn("user", "ok")]) is None
-    assert continuation(earlier, [Turn("user", "hi"), Turn("assistant", "yo")]) is None
+    said = {"parts": [{"type": "text", "text": "yo"}]}
+    earlier = read_request("demo\n", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}, said)
+    for turns, continues in (
+        (["hi", "yo", "ok"], True),
+        (["other", "yo", "ok"], False),
+        (["hi", "yo"], False),
+    ):
+        messages = [{"role": ("user", "assistant")[n % 2], "content": text} for n, text in enumerate(turns)]
+        later = read_request("demo\n", "/v1/chat/completions", {"messages": messages}, None)
+        assert (earlier.key in [key for key, _ in later.continued]) is continues, turns
     messages = {
         "messages": [
             {"role": "user", "content": "fix it"},
@@ -280,8 +286,8 @@ def test_a_continuation_needs_the_earlier_turns_then_the_answer() -> None:
     }
     turns = request_turns("/v1/messages", messages)
     assert [t.role for t in turns] == ["user", "assistant", "tool"]
-    found = continuation([turns[0].fingerprint], turns)
-    assert found is not None and found.kind == "tool"
+    assert next_turn(turns[2:], 1000).kind == "tool"
+    assert next_turn([Turn("user", "<system-reminder>go on</system-reminder>")], 1000).kind == "agent"
 
 
 def test_a_judges_answer_is_a_verdict_or_nothing() -> None:

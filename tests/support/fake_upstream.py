@@ -44,10 +44,11 @@ class FakeUpstream:
     delay_ms: float = 0.0
     encoding: str | None = None
     hold: asyncio.Event | None = None
+    max_body: int = 1024**2  # the largest request it reads (aiohttp's default)
     received: list[Received] = field(default_factory=list)
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._compressing])
+        app = web.Application(middlewares=[self._compressing], client_max_size=self.max_body)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/responses", self._responses)
         app.router.add_post("/v1/messages", self._messages)
