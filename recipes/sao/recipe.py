@@ -297,7 +297,7 @@ class SaoRecipe(Recipe):
             line.head = metrics["weight_version"]
         else:
             metrics["weight_version"] = self._version(scenario.name)
-        if line.trainer.steps_done % self.training.checkpoint_every == 0:
+        if self._checkpoints_now(line, metrics["policy_updated"]):
             line.head = await self._checkpoint(line, metrics)
             metrics["checkpoint"] = line.head
         if not metrics["policy_updated"]:
@@ -305,6 +305,13 @@ class SaoRecipe(Recipe):
             # version; the trainer's metrics say which.
             return StepOutcome("skipped", metrics, release_id=line.head, also_consumed=consumed)
         return StepOutcome("selected", metrics, line.head, parent, also_consumed=consumed)
+
+    def _checkpoints_now(self, line: _Line, policy_updated: bool) -> bool:
+        """Every new adapter version is a checkpoint (a few MB: saveable, restorable, served again after a
+        restart); full weights are checkpointed every training.checkpoint-every steps."""
+        if self._lora and policy_updated:
+            return True
+        return line.trainer.steps_done % self.training.checkpoint_every == 0
 
     def _stale(self, scenario: str, rollouts: list[Rollout]) -> str | None:
         """A batch is dropped whole when any rollout grew too old while it waited."""
