@@ -32,8 +32,8 @@ end
 complete -c reef -f
 complete -c reef -n '__reef_at reef' -a serve -d 'Run the daemon in the foreground.'
 complete -c reef -n '__reef_at reef' -a start -d 'Run the daemon in the background, with the options of `reef serve`.'
-complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemon running from this directory (state in .reef, or a recipe\'s .reef/<recipe>).'
-complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing.'
+complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemons running from this directory (state in .reef, or a recipe\'s .reef/<recipe>), each named.'
+complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing (each daemon\'s, when several run from this directory).'
 complete -c reef -n '__reef_at reef' -a records -d 'List recent records, or follow new ones.'
 complete -c reef -n '__reef_at reef' -a show -d 'Show one record, made readable.'
 complete -c reef -n '__reef_at reef' -a import -d 'Import agent sessions as records.'
@@ -135,7 +135,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how man
 complete -c reef -n '__reef_at reef/serve' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (a LoRA adapter: every version is one) (default: 10)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -x -a 'torch slime'
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/serve' -l training.device -x -a 'auto cpu cuda'
@@ -236,7 +236,7 @@ complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how man
 complete -c reef -n '__reef_at reef/start' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
-complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (a LoRA adapter: every version is one) (default: 10)' -x
 complete -c reef -n '__reef_at reef/start' -l training.trainer -x -a 'torch slime'
 complete -c reef -n '__reef_at reef/start' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/start' -l training.device -x -a 'auto cpu cuda'
