@@ -8,12 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_cli.discovery import DEFAULT_URL, find_daemon
 from reef_cli.state import process_alive
-from tests.support.cli_testing import REEF, clean_env, run_reef, start_daemon
+from tests.support.cli_testing import REEF, ModelThread, clean_env, run_reef, start_daemon
 from tests.support.waiting import eventually_sync
 
 
@@ -71,6 +72,18 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
     assert down.stderr.count("\n") == 1 and "reef start" in down.stderr and "Traceback" not in down.stderr
     stopped_again = daemon.reef("stop")
     assert stopped_again.returncode == 0 and "not running" in stopped_again.stdout
+
+
+def test_start_on_a_port_another_web_server_holds_is_one_line_naming_the_port(tmp_path: Path) -> None:
+    other = ModelThread(web.Application())  # answers every path, /healthz included, with 404
+    try:
+        port = other.start().rsplit(":", 1)[1]
+        taken = run_reef(tmp_path, clean_env(), "start", "--reef.port", port, "--inference.upstream-url", other.url)
+    finally:
+        other.stop()
+    assert taken.returncode == 1
+    assert taken.stderr.count("\n") == 1 and "Traceback" not in taken.stderr, taken.stderr
+    assert f"something already answers at http://127.0.0.1:{port}" in taken.stderr and "--reef.port" in taken.stderr
 
 
 def test_start_refuses_bad_settings_with_usage_status(tmp_path: Path) -> None:
