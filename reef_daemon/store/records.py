@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 from dataclasses import dataclass
 
 from reef_daemon.contract import (
@@ -24,6 +25,8 @@ from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
 from reef_daemon.store.schema import SOURCE_RANK, of_types
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
+
+_PREFIX = re.compile(r"[0-9a-f]{8,31}")  # part of a record id, from its start
 
 MAX_PAGE = 500
 # An exchange up to this size (request and response) is brief (writer.py): its commit on the loop pauses the loop
@@ -246,8 +249,31 @@ class RecordStore:
         return await self._reader.run(lambda conn: self._get(conn, record_id))
 
     async def get_with_reports(self, record_id: str) -> WithReports:
-        """One record in full and the reports that reference it, oldest first, read together."""
-        return await self._reader.run(lambda conn: (self._get(conn, record_id), _reports_on(conn, record_id)))
+        """One record in full and the reports that reference it, oldest first, read together. The record may be
+        named by a unique prefix of its id (lists show receipts shortened, as git shortens hashes)."""
+
+        def read(conn: Connection) -> WithReports:
+            record = (
+                self._get_by_prefix(conn, record_id) if _PREFIX.fullmatch(record_id) else self._get(conn, record_id)
+            )
+            return record, _reports_on(conn, record["id"])
+
+        return await self._reader.run(read)
+
+    @staticmethod
+    def _get_by_prefix(conn: Connection, prefix: str) -> StoredRecord:
+        # Ids are lowercase hex, all below "g": the prefix's records are the index's range [prefix, prefix + "g").
+        found = conn.execute(
+            f"SELECT {DETAIL_COLUMNS} FROM records WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",  # noqa: S608
+            (prefix, f"{prefix}g"),
+        ).fetchall()
+        if not found:
+            raise NotFound(f"no record with id '{prefix}' or an id starting with it", type="unknown_record")
+        if len(found) > 1:
+            raise Conflict(
+                f"several records' ids start with '{prefix}'; give more of the receipt", type="ambiguous_record"
+            )
+        return detail_row(found[0])
 
     @staticmethod
     def _get(conn: Connection, record_id: str) -> StoredRecord:
