@@ -88,6 +88,7 @@ from reef_daemon.contract._headers import (
 )
 from reef_daemon.contract._records import (
     EXPORT_FORMATS,
+    IMPORT_TEXT_PARTS,
     IMPORTED_TAG,
     MAX_BATCH,
     MAX_GROUP,
@@ -125,6 +126,7 @@ from reef_daemon.contract._records import (
     ToolCallPart,
     Usage,
     awaits_score,
+    import_part_problem,
     record_type,
     report_source,
 )
@@ -224,6 +226,7 @@ __all__ = [
     "HARNESS_ROUTE",
     "HEALTH_ROUTE",
     "IMPORTED_TAG",
+    "IMPORT_TEXT_PARTS",
     "INFERENCE_ROUTES",
     "INFERENCE_TIMEOUT_ENV",
     "INSTALL_ERROR_HEADER",
@@ -376,6 +379,7 @@ __all__ = [
     "VersionScores",
     "awaits_score",
     "did_you_mean",
+    "import_part_problem",
     "loopback_url",
     "low_score_below",
     "off_the_scale",
