@@ -79,7 +79,7 @@ complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best sco
 complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
-complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
@@ -180,7 +180,7 @@ complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best sco
 complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
-complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x

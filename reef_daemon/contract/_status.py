@@ -139,7 +139,8 @@ class NextTurnStatus(TypedDict):
     """What the next-turn judge (reports.next-turn) did since the daemon started: the assistant turns a user answered
     (`turns`), those it scored (`judged`), those it could not (`no_judgment`: the judge failed, timed out or answered
     off its format), those passed over for its bounds (calls per minute, waiting turns), the follow-ups that were not
-    the user's (tool results, the agent's own), and the tokens its calls cost."""
+    the user's (tool results, the agent's own), the tokens its calls cost, and why the last call without a verdict
+    gave none (`the judge at URL answered HTTP 404`, no answer, no verdict in its answer)."""
 
     turns: int
     judged: int
@@ -148,6 +149,7 @@ class NextTurnStatus(TypedDict):
     not_the_user: int
     input_tokens: int
     output_tokens: int
+    last_failure: NotRequired[str | None]
 
 
 class ScoreScale(TypedDict):

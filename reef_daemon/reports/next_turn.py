@@ -87,13 +87,14 @@ class JudgeCounts:
     over_bounds: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    last_failure: str | None = None
 
     def status(self) -> NextTurnStatus:
         """The counts as `GET /reef/status` answers them (`next_turn`)."""
         return {
             "turns": self.turns, "judged": self.judged, "no_judgment": self.no_judgment,
             "over_bounds": self.over_bounds, "not_the_user": self.not_the_user,
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "last_failure": self.last_failure,
         }  # fmt: skip
 
 
@@ -231,6 +232,7 @@ class NextTurnJudge:
         judgment = parse_judgment(call.text)
         if judgment is None:
             self.counts.no_judgment += 1
+            self.counts.last_failure = call.failure or "the judge's answer held no verdict"
             return
         score = on_scale(judgment.place, self._settings.score_min, self._settings.score_max)
         evidence = {
