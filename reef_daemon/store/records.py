@@ -34,8 +34,10 @@ MAX_PAGE = 500
 # would be a large share of its commit. Larger ones are committed on the thread.
 BRIEF_EXCHANGE_BYTES = 64 * 1024
 _ADD_SCORE = "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
-# A derived source scores a record once; a person's later report replaces their earlier score.
+# A derived source scores a record once; a person's later report replaces their earlier score, and so does a later
+# outcome with another score (a CI failure after a scan found the change kept).
 _KEEP_FIRST_SCORE = f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO NOTHING"
+REVISED_SOURCES = ("outcome",)
 _KEEP_LATEST_SCORE = (
     f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO UPDATE SET score = excluded.score,"
     " report_id = excluded.report_id, created_at = excluded.created_at"
@@ -138,14 +140,17 @@ class RecordStore:
         A report's score becomes each referenced record's score from its source (a person's latest replaces their
         earlier one); the record's own score is then the one of the first source in SOURCE_PRECEDENCE it has. A
         derived report (any source but a person) scores one record, and only once: another from the same source
-        for the same record returns the stored report, not created."""
+        for the same record returns the stored report, not created; but a later outcome with another score is a new
+        report that replaces the earlier outcome's score (what happened to the code can change: CI failed on it)."""
         conn = ctx.conn
         references: list[str] = draft.content.get("references", [])
         source = draft.source if draft.type == "report" else None
         derived = source is not None and source != PERSON_SOURCE
         if source is not None and derived:  # checked first: a later one (new content, the same id) is not new
             earlier = _derived_report(conn, references, source)
-            if earlier is not None:
+            if earlier is not None and not (
+                source in REVISED_SOURCES and earlier["score"] != draft.content.get("score")
+            ):
                 return earlier, False
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
@@ -178,7 +183,7 @@ class RecordStore:
         )
         if score is not None and source is not None:
             conn.executemany(
-                _KEEP_FIRST_SCORE if derived else _KEEP_LATEST_SCORE,
+                _KEEP_FIRST_SCORE if derived and source not in REVISED_SOURCES else _KEEP_LATEST_SCORE,
                 [(ref, source, score, draft.id, draft.created_at) for ref in references],
             )
             for ref in references:
