@@ -20,7 +20,7 @@ from typer._click import Context
 from typer._click.exceptions import BadOptionUsage, NoSuchOption
 from typer.core import TyperCommand
 
-from reef_daemon.recipe_host import BUILTIN_RECIPES, RENAMED_RECIPES
+from reef_daemon.recipe_host import BUILTIN_RECIPES
 from reef_daemon.settings import SettingInfo, SettingsError, canonical_key, catalogue
 
 Command = Callable[..., None]
@@ -43,7 +43,7 @@ _KEYS = {_parameter_name(key): key for key in SETTINGS}
 
 
 def _recipe_names() -> list[str]:
-    return [name for name in BUILTIN_RECIPES if name not in RENAMED_RECIPES]
+    return list(BUILTIN_RECIPES)
 
 
 def adapter_names() -> list[str]:
