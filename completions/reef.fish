@@ -76,7 +76,7 @@ complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
@@ -145,7 +145,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.adapter -d 'what a step t
 complete -c reef -n '__reef_at reef/serve' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: q_proj,k_proj,v_proj,o_proj)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/serve' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
@@ -177,7 +177,7 @@ complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
@@ -246,7 +246,7 @@ complete -c reef -n '__reef_at reef/start' -l training.adapter -d 'what a step t
 complete -c reef -n '__reef_at reef/start' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
-complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
+complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: q_proj,k_proj,v_proj,o_proj)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/start' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x

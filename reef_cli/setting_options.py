@@ -71,10 +71,15 @@ def _choices_of(info: SettingInfo) -> Callable[[], list[str]] | None:
 def _help(info: SettingInfo) -> str:
     notes = []
     if not info.secret and info.default not in (None, ()):
-        notes.append(f"default: {info.default}")
+        notes.append(f"default: {_as_typed(info.default)}")
     if info.env:
         notes.append(f"env: {info.env}")
     return f"{info.help} ({'; '.join(notes)})" if notes else info.help
+
+
+def _as_typed(value: object) -> str:
+    """A value as it is written on the command line: a list as `a,b,c`."""
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def _option(info: SettingInfo) -> inspect.Parameter:
