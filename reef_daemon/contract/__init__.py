@@ -78,6 +78,7 @@ from reef_daemon.contract._harness import (
 from reef_daemon.contract._headers import (
     EXPORT_TOTAL_HEADER,
     INSTALL_ERROR_HEADER,
+    NEW_SCENARIO_HEADER,
     OVERHEAD_HEADER,
     RECEIPT_HEADER,
     REEF_HEADER_PREFIX,
@@ -246,6 +247,7 @@ __all__ = [
     "MAX_TASK_CHECK_CHARS",
     "MAX_TASK_PROMPT_CHARS",
     "MESSAGES_ROUTE",
+    "NEW_SCENARIO_HEADER",
     "OUTCOMES_DIR_ENV",
     "OVERHEAD_HEADER",
     "PERSON_SOURCE",
