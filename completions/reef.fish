@@ -32,8 +32,8 @@ end
 complete -c reef -f
 complete -c reef -n '__reef_at reef' -a serve -d 'Run the daemon in the foreground.'
 complete -c reef -n '__reef_at reef' -a start -d 'Run the daemon in the background, with the options of `reef serve`.'
-complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemon running from this directory (state in .reef, or a recipe\'s .reef/<recipe>).'
-complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing.'
+complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemons running from this directory (state in .reef, or a recipe\'s .reef/<recipe>), each named.'
+complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing (each daemon\'s, when several run from this directory).'
 complete -c reef -n '__reef_at reef' -a records -d 'List recent records, or follow new ones.'
 complete -c reef -n '__reef_at reef' -a show -d 'Show one record, made readable.'
 complete -c reef -n '__reef_at reef' -a import -d 'Import agent sessions as records.'
@@ -80,7 +80,7 @@ complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
@@ -89,7 +89,7 @@ complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
@@ -147,7 +147,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how man
 complete -c reef -n '__reef_at reef/serve' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (a LoRA adapter: every version is one) (default: 10)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -x -a 'torch slime'
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/serve' -l training.device -x -a 'auto cpu cuda'
@@ -157,7 +157,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.adapter -d 'what a step t
 complete -c reef -n '__reef_at reef/serve' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: q_proj,k_proj,v_proj,o_proj)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/serve' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
@@ -192,7 +192,7 @@ complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
@@ -201,7 +201,7 @@ complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
@@ -259,7 +259,7 @@ complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how man
 complete -c reef -n '__reef_at reef/start' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
-complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (a LoRA adapter: every version is one) (default: 10)' -x
 complete -c reef -n '__reef_at reef/start' -l training.trainer -x -a 'torch slime'
 complete -c reef -n '__reef_at reef/start' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/start' -l training.device -x -a 'auto cpu cuda'
@@ -269,7 +269,7 @@ complete -c reef -n '__reef_at reef/start' -l training.adapter -d 'what a step t
 complete -c reef -n '__reef_at reef/start' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
-complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
+complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: q_proj,k_proj,v_proj,o_proj)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/start' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x

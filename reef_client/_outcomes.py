@@ -11,8 +11,9 @@ half of those hashes are found in that tree's files. Against HEAD and the workin
 - otherwise (not committed yet, or committed too recently) it waits for a later scan.
 
 `reef outcomes report --commit SHA --ci pass|fail` gives the sessions whose changes are in that commit a high or
-low score. Each record gets one outcome report (the daemon keeps the first), so a rescan adds nothing. A workspace
-that is not a git repository, or a session that changed nothing, gives no report, and the reason is kept.
+low score. An outcome report with the score a record already has from its outcome adds nothing (a rescan, a CI
+run repeated); one with another score is a new report that replaces it (CI failed after a scan found it kept). A
+workspace that is not a git repository, or a session that changed nothing, gives no report, and the reason is kept.
 """
 
 from __future__ import annotations

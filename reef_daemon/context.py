@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.auth import TokenGate
-from reef_daemon.contract import DaemonState, loopback_url
+from reef_daemon.contract import INTERNAL_SCENARIOS, DaemonState, did_you_mean, loopback_url
 from reef_daemon.events import EventBus
 from reef_daemon.recipe_api import Recipe, RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
@@ -42,6 +42,15 @@ class Daemon:
     # `reports.next-turn` is on.
     judge: JudgeModel | None = None
     next_turn: NextTurnJudge | None = None
+
+    def unlike_a_new_name(self, name: str) -> str | None:
+        """When `name` is not a scenario yet but is close to one (a typo in x-reef-scenario makes a new scenario
+        otherwise silently): what a request that makes it is told, and the log says; None otherwise."""
+        if self.store.scenarios.get(name) is not None:
+            return None
+        known = [scenario.name for scenario in self.store.scenarios.all() if scenario.name not in INTERNAL_SCENARIOS]
+        hint = did_you_mean(name, known)
+        return f"made new scenario '{name}'{hint}" if hint else None
 
     async def ensure_scenario(self, name: str) -> Scenario:
         """The scenario, created with the deployment's recipe on first sight."""

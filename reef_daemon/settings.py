@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
@@ -192,6 +192,17 @@ def _parse_url(value: Any) -> str | None:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+def _parse_chat_endpoint(value: Any) -> str | None:
+    """A chat-completions endpoint as its base URL: `…/v1/chat/completions`, `…/v1` and the base itself all name
+    the same endpoint (reef adds the route's path)."""
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    parts = urlsplit(text)
+    path = parts.path.rstrip("/").removesuffix("/chat/completions")
+    return _parse_url(urlunsplit(parts._replace(path=path)))
+
+
 def _choice(*choices: str) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         text = _parse_str(value).strip().lower()
@@ -286,6 +297,7 @@ TOP_P = Kind("NUMBER", _parse_top_p)
 TOKENS = Kind("TOKENS", _parse_tokens)
 SOURCES = Kind("SOURCES", _parse_sources)
 URL = Kind("URL", _parse_url)
+CHAT_ENDPOINT = Kind("URL", _parse_chat_endpoint)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
 STORE_URL = Kind("URL", _parse_store_url)
@@ -477,7 +489,11 @@ class ReportsSection:
         65536, POSITIVE_INT, help="the most characters of a user's next message the judge reads (its start)"
     )
     judge_url: str | None = setting(
-        None, URL, live=True, help="the judge's chat-completions endpoint; unset: the served model judges"
+        None,
+        CHAT_ENDPOINT,
+        live=True,
+        help="the judge's OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the"
+        " served model judges",
     )
     judge_model: str | None = setting(None, OPTIONAL_TEXT, live=True, help="the model the judge endpoint serves")
     judge_api_key: str | None = setting(

@@ -27,7 +27,7 @@ from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer, training_device
-from reef_daemon.contract import CriticStatus, RecipeStatus, RecordType, ScoreScale, low_score_below
+from reef_daemon.contract import CriticStatus, RecipeStatus, RecordType, ScoreScale, StepRow, low_score_below
 from reef_daemon.recipe_api import (
     Conflict,
     Ineligible,
@@ -139,10 +139,24 @@ class SaoRecipe(Recipe):
                 Trainer, runtime.weights_dir, self.training, self.advantage, self._failed_below()
             )
         for scenario in context.store.scenarios.all():
-            if scenario.recipe == self.name and await context.store.steps.last(scenario.name) is not None:
-                await self._bind(scenario.name)
+            last = await context.store.steps.last(scenario.name) if scenario.recipe == self.name else None
+            if last is not None:
+                line = await self._bind(scenario.name)
+                self._say_lost_versions(line, last)
                 if not self._lora:
                     break
+
+    def _say_lost_versions(self, line: _Line, last: StepRow) -> None:
+        """Warn when the versions trained after the last checkpoint are gone with the restart (full weights are
+        checkpointed every training.checkpoint-every steps)."""
+        if last["result"] != "selected" or last["release_id"] in (None, line.head):
+            return
+        log.warning(
+            "%s resumes from its last checkpoint (%s, after %d steps): the versions trained after it, up to %s,"
+            " were not checkpointed (training.checkpoint-every %d) and are no longer served",
+            line.scenario, (line.head or "")[:12], line.trainer.steps_done, last["version"],
+            self.training.checkpoint_every,
+        )  # fmt: skip
 
     def _failed_below(self) -> float:
         scale: ScoreScale = {"min": self.settings.reports.score_min, "max": self.settings.reports.score_max}
@@ -303,7 +317,7 @@ class SaoRecipe(Recipe):
             line.head = metrics["weight_version"]
         else:
             metrics["weight_version"] = self._version(scenario.name)
-        if line.trainer.steps_done % self.training.checkpoint_every == 0:
+        if self._checkpoints_now(line, metrics["policy_updated"]):
             line.head = await self._checkpoint(line, metrics)
             metrics["checkpoint"] = line.head
         if not metrics["policy_updated"]:
@@ -311,6 +325,13 @@ class SaoRecipe(Recipe):
             # version; the trainer's metrics say which.
             return StepOutcome("skipped", metrics, release_id=line.head, also_consumed=consumed)
         return StepOutcome("selected", metrics, line.head, parent, also_consumed=consumed)
+
+    def _checkpoints_now(self, line: _Line, policy_updated: bool) -> bool:
+        """Every new adapter version is a checkpoint (a few MB: saveable, restorable, served again after a
+        restart); full weights are checkpointed every training.checkpoint-every steps."""
+        if self._lora and policy_updated:
+            return True
+        return line.trainer.steps_done % self.training.checkpoint_every == 0
 
     def _stale(self, scenario: str, rollouts: list[Rollout]) -> str | None:
         """A batch is dropped whole when any rollout grew too old while it waited."""

@@ -74,7 +74,9 @@ class TrainingSection:
     dis_low: float = setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
     dis_high: float = setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
     lambda_alpha: float = setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
-    checkpoint_every: int = setting(10, POSITIVE_INT, help="save a checkpoint release every N steps")
+    checkpoint_every: int = setting(
+        10, POSITIVE_INT, help="save a checkpoint release every N steps (a LoRA adapter: every version is one)"
+    )
     trainer: str = setting(
         "torch",
         TRAINER,

@@ -152,4 +152,6 @@ def _next_turn(counts: NextTurnStatus) -> str:
         if number
     ]
     tokens = counts["input_tokens"] + counts["output_tokens"]
-    return f"{line}{'; ' if passed else ''}{', '.join(passed)} ({tokens:,} tokens)"
+    failure = counts.get("last_failure")
+    last = f"; the last without a verdict: {failure}" if counts["no_judgment"] and failure else ""
+    return f"{line}{'; ' if passed else ''}{', '.join(passed)} ({tokens:,} tokens){last}"

@@ -253,6 +253,17 @@ IMPORTED_TAG: Final = "imported"
 EXPORT_FORMATS: Final = ("openai", "preference", "tokens")
 # The most conversations one `POST /reef/records/batch` takes.
 MAX_BATCH: Final = 1000
+# The content parts an imported message may hold: text (an image or any other part is refused, not dropped).
+IMPORT_TEXT_PARTS: Final = ("text", "input_text", "output_text")
+
+
+def import_part_problem(where: str, part: Any) -> str | None:
+    """Why the content part at `where` (`messages[0].content[1]`) cannot be imported, or None for a text part."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if isinstance(kind, str) and kind in IMPORT_TEXT_PARTS and isinstance(part.get("text"), str):
+        return None
+    named = f"a {kind} part" if isinstance(kind, str) else "not a text part"
+    return f"{where} is {named}; reef imports text parts only ({', '.join(IMPORT_TEXT_PARTS)})"
 
 
 class ImportConversation(TypedDict):

@@ -149,7 +149,8 @@ class NextTurnStatus(TypedDict):
     counts), and the tokens its calls cost. Matching a request to the answer it continues: the requests that continue
     no answer the judge keeps (`unmatched`: let go, never recorded here, or not what the model answered), the answers
     let go unjudged for reports.next-turn-memory (`forgotten`), and the bytes the kept answers hold now
-    (`kept_bytes`)."""
+    (`kept_bytes`); and why the last call without a verdict gave none (`the judge at URL answered HTTP 404`, no
+    answer, no verdict in its answer)."""
 
     turns: int
     judged: int
@@ -163,6 +164,7 @@ class NextTurnStatus(TypedDict):
     kept_bytes: int
     input_tokens: int
     output_tokens: int
+    last_failure: NotRequired[str | None]
 
 
 class ScoreScale(TypedDict):

@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
+from reef_daemon.contract import NEW_SCENARIO_HEADER, OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import parse_json_object, read_body
@@ -52,6 +52,7 @@ class Exchange:
     scenario: str
     body: bytes
     payload: dict[str, Any]
+    made_scenario: str | None = None  # a new scenario named like an existing one, said in NEW_SCENARIO_HEADER
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
     upstream_s: float = 0.0
@@ -67,6 +68,12 @@ class Exchange:
 
     def overhead_ms(self) -> float:
         return max(0.0, self.elapsed_ms() - self.upstream_s * 1000)
+
+    def add_headers(self, response: web.StreamResponse) -> None:
+        """What reef answers on every response of this exchange: its overhead, and a scenario it made."""
+        response.headers[OVERHEAD_HEADER] = f"{self.overhead_ms():.3f}"
+        if self.made_scenario is not None:
+            response.headers[NEW_SCENARIO_HEADER] = self.made_scenario
 
     def mark_first_byte(self) -> None:
         if self.ttft_ms is None:
@@ -120,8 +127,11 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_body(request)
     payload = parse_json_object(body)
+    made = daemon.unlike_a_new_name(scenario)
+    if made is not None:
+        log.warning("a request to %s %s", request.path, made)
     await daemon.ensure_scenario(scenario)
-    exchange = Exchange(daemon, request, scenario, body, payload)
+    exchange = Exchange(daemon, request, scenario, body, payload, made)
     pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
     headers = upstream_headers(request.headers, pass_client_auth=pass_client_auth)
 
@@ -181,7 +191,7 @@ async def _relay_error(exchange: Exchange, answer: RuntimeResponse) -> web.Respo
         error=_error_text(exchange.daemon.runtime.answerer, answer.status, body), answer=answer,
     )  # fmt: skip
     response = web.Response(status=relayed_status(answer.status), body=body, headers=client_headers(answer.headers))
-    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    exchange.add_headers(response)
     return response
 
 
@@ -213,7 +223,7 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
     response = web.Response(status=answer.status, body=body, headers=client_headers(answer.headers))
     if not gone:
         response.headers[RECEIPT_HEADER] = receipt
-    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    exchange.add_headers(response)
     return response
 
 
@@ -228,7 +238,7 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
     # they have not, the head goes out at once, so a client of a slow model sees the answer begin.
     kind = _HeadWithFirstBytes if answer.body_at_hand() else web.StreamResponse
     response = kind(status=answer.status, headers=client_headers(answer.headers))
-    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    exchange.add_headers(response)
     relay = SseRelay(exchange.route)
     received: list[bytes] = []
     error: ReefError | None = None

@@ -89,6 +89,7 @@ class JudgeCounts:
     kept_bytes: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    last_failure: str | None = None
 
     def status(self) -> NextTurnStatus:
         """The counts as `GET /reef/status` answers them (`next_turn`)."""
@@ -98,6 +99,7 @@ class JudgeCounts:
             "scores_ignored": self.scores_ignored, "unmatched": self.unmatched,
             "forgotten": self.forgotten, "kept_bytes": self.kept_bytes,
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "last_failure": self.last_failure,
         }  # fmt: skip
 
 
@@ -250,6 +252,10 @@ class NextTurnJudge:
         judgment = majority(judgments)
         if judgment is None:
             self.counts.no_judgment += 1
+            failures = [call.failure for call in calls if call.failure]
+            self.counts.last_failure = (
+                failures[0] if failures else "the judge's answers held no verdict with a majority"
+            )
             return
         score = verdict_score(judgment.verdict, self._settings.score_min, self._settings.score_max)
         if score is None:

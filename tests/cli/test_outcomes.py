@@ -83,6 +83,21 @@ def test_committed_and_kept_scores_high_and_a_rescan_adds_nothing(cli: Cli, daem
     assert len(outcome_reports(daemon, receipt)) == 1
 
 
+def test_a_ci_failure_after_a_kept_scan_lowers_the_score(cli: Cli, daemon: Daemon, tmp_path: Path) -> None:
+    repo, notes = new_repo(tmp_path, "kept-then-failed"), tmp_path / "notes"
+    receipt = noted_session(daemon, notes, repo, "late-failure", lambda: (repo / "auth.py").write_text(CODE))
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "login")
+    assert "1 new outcome report" in cli("outcomes", "scan", "--notes", str(notes), "--days", "0").output
+    assert daemon.record(receipt)["score"] == 1.0
+
+    sha = git(repo, "rev-parse", "HEAD")
+    failed = cli("outcomes", "report", "--commit", sha, "--ci", "fail", "--repo", str(repo), "--notes", str(notes))
+    assert failed.exit_code == 0 and "1 new outcome report" in failed.output, failed.output
+    assert (daemon.record(receipt)["score"], daemon.record(receipt)["source"]) == (0.0, "outcome")
+    assert [report["score"] for report in outcome_reports(daemon, receipt)] == [1.0, 0.0]
+
+
 def test_reverted_changes_score_low(cli: Cli, daemon: Daemon, tmp_path: Path) -> None:
     repo, notes = new_repo(tmp_path, "reverted"), tmp_path / "notes"
 
@@ -112,8 +127,8 @@ def test_ci_failing_on_the_commit_scores_low(cli: Cli, daemon: Daemon, tmp_path:
     assert report["score"] == 0.0 and report["evidence"] == {"commit": sha, "ci": "fail", "files": 1,
                                                              "session": "ci-session"}  # fmt: skip
     assert outcome_reports(daemon, other) == []
-    repeated = cli("outcomes", "report", "--commit", sha, "--ci", "pass", "--repo", str(repo), "--notes", str(notes))
-    assert "0 new outcome report" in repeated.output  # one outcome report per record: the first stays
+    repeated = cli("outcomes", "report", "--commit", sha, "--ci", "fail", "--repo", str(repo), "--notes", str(notes))
+    assert "0 new outcome report" in repeated.output  # the same outcome again adds nothing
     missing = cli("outcomes", "report", "--commit", "nope", "--ci", "pass", "--repo", str(repo), "--notes", str(notes))
     assert missing.exit_code == 1 and "holds no commit nope" in missing.output
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import queue
 import signal
@@ -17,6 +18,7 @@ from rich.console import Console
 from typer.testing import Result
 
 from reef_client.render.record import record_view
+from reef_tui.receipts import short
 from tests.support.cli_testing import REEF, Daemon, default_sigint
 from tests.support.waiting import eventually_sync
 
@@ -166,6 +168,24 @@ def test_show_includes_the_reports_and_json(daemon: Daemon, cli: Cli) -> None:
     record = json.loads(cli("show", receipt, "--json").stdout)
     assert record["id"] == receipt
     assert record["reports"][0]["feedback"] == "close, but verbose"
+
+
+def test_show_takes_the_receipt_as_the_tui_lists_it_and_names_a_prefix_of_several(daemon: Daemon, cli: Cli) -> None:
+    receipts = [daemon.chat("show-prefix") for _ in range(3)]
+    assert cli("score", receipts[0], "0.25", "--feedback", "found by its start").exit_code == 0
+    listed = short(receipts[0])
+    assert len(listed) < len(receipts[0])
+    shown = cli("show", listed, "--json")
+    assert shown.exit_code == 0, shown.output
+    record = json.loads(shown.stdout)
+    assert record["id"] == receipts[0] and record["reports"][0]["feedback"] == "found by its start"
+
+    # Made within a second, two consecutive receipts share at least their first 8 digits (the time's high bits).
+    first_eight = [receipt[:8] for receipt in receipts]
+    shared = next(start for start, following in itertools.pairwise(first_eight) if start == following)
+    several = cli("show", shared)
+    assert several.exit_code == 1
+    assert f"several records' ids start with '{shared}'" in several.stderr and several.stderr.count("\n") == 1
 
 
 def test_show_of_an_unknown_receipt_is_one_line(cli: Cli) -> None:

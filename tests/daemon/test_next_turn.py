@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from aiohttp import web
 from rich.console import Console
 
 from reef_cli.render.status import status_view
@@ -123,6 +124,37 @@ async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_
     await eventually(lambda: _no_judgment(reef), 60, "the call to the judge to fail")
     assert await next_turn_reports(reef, answered) == []
     assert await reef.records(scenario=JUDGE_SCENARIO) == []
+
+
+async def test_the_judge_url_may_be_the_full_chat_completions_url(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    judge = FakeJudge()
+    server = await app_servers.serve(judge.app())
+    reef = await start_reef(reports__next_turn="on", reports__judge_url=f"{url_of(server)}/v1/chat/completions/")
+    user = SimulatedUser(reef, "session-full-url")
+    answered = await user.turn("Where is the login?", WITH_PATH)
+    await user.turn("Thanks, next one", "Done.")
+    (report,) = await eventually(lambda: next_turn_reports(reef, answered), 60, "a next-turn report")
+    assert report["evidence"]["verdict"] == "accepted"
+
+
+async def test_status_says_what_the_judge_answered_when_it_gave_no_verdict(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    elsewhere = await app_servers.serve(web.Application())  # a web server with no chat-completions route
+    judge_url = f"{url_of(elsewhere)}/judge"
+    reef = await start_reef(reports__next_turn="on", reports__judge_url=judge_url)
+    user = SimulatedUser(reef, "session-404")
+    await user.turn("Where is the login?", WITH_PATH)
+    await user.turn("Thanks, next one", "Done.")
+    await eventually(lambda: _no_judgment(reef), 60, "the judge's call to fail")
+    status = await (await reef.get("/reef/status")).json()
+    failure = f"the judge at {judge_url}/v1/chat/completions answered HTTP 404"
+    assert status["next_turn"]["last_failure"] == failure
+    console = Console(width=200, record=True)
+    console.print(status_view(status, "http://reef"))
+    assert f"without a verdict: {failure}" in console.export_text()
 
 
 async def test_the_served_model_judges_when_no_judge_endpoint_is_set(start_reef: StartReef) -> None:

@@ -166,6 +166,7 @@ async def test_a_version_is_installed_from_the_versions_screen(
         )
         adapters = dialog.query_one(OptionList)
         await eventually(lambda: adapters.option_count == 5, 60, "the five adapters", pause=pilot.pause)
+        assert adapters.highlighted == 0 and adapters.has_focus  # enter would install for the first at once
         adapters.highlighted = next(i for i in range(5) if adapters.get_option_at_index(i).id == "pi")
         await pilot.press("enter")
         log = dialog.query_one("#install-log", Static)
