@@ -21,7 +21,7 @@ from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
-from reef_daemon.jsonbody import parse_json_object, read_body
+from reef_daemon.jsonbody import parse_json_body, read_body
 from reef_daemon.names import scenario_from_header
 from reef_daemon.proxy.headers import client_headers, tags_from, upstream_headers
 from reef_daemon.proxy.sse import SseRelay, error_frame
@@ -119,7 +119,7 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_body(request)
-    payload = parse_json_object(body)
+    payload = await parse_json_body(body)
     await daemon.ensure_scenario(scenario)
     exchange = Exchange(daemon, request, scenario, body, payload)
     pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
