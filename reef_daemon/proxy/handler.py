@@ -52,6 +52,7 @@ class Exchange:
     scenario: str
     body: bytes
     payload: dict[str, Any]
+    tags: dict[str, str]
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
     upstream_s: float = 0.0
@@ -100,7 +101,7 @@ class Exchange:
             ttft_ms=self.ttft_ms,
             duration_ms=self.elapsed_ms(),
             overhead_ms=self.overhead_ms(),
-            tags=tags_from(self.request.headers),
+            tags=self.tags,
             release=answer.release() if answer is not None else None,
             tokens=answer.token_data() if answer is not None else None,
             payload=self.payload,
@@ -120,8 +121,9 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_body(request)
     payload = await parse_json_body(body)
+    tags = tags_from(request.headers)
     await daemon.ensure_scenario(scenario)
-    exchange = Exchange(daemon, request, scenario, body, payload)
+    exchange = Exchange(daemon, request, scenario, body, payload, tags)
     pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
     headers = upstream_headers(request.headers, pass_client_auth=pass_client_auth)
 
