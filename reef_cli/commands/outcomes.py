@@ -16,8 +16,7 @@ import typer
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
-from reef_client import Scanned, report_ci, scan
-from reef_client._outcomes import MAX_FILE_BYTES, MAX_READ_BYTES
+from reef_client import MAX_FILE_BYTES, MAX_READ_BYTES, Scanned, report_ci, scan
 
 SCAN_EXAMPLE = "Example: reef outcomes scan --days 7 --verbose"
 REPORT_EXAMPLE = "Example: reef outcomes report --commit $GITHUB_SHA --ci pass"

@@ -14,8 +14,7 @@ from typing import Any
 
 from typer.testing import Result
 
-from reef_client import ReefClient, save_note, scan, session_changes, session_start
-from reef_client._outcomes import MAX_FILE_BYTES
+from reef_client import MAX_FILE_BYTES, ReefClient, save_note, scan, session_changes, session_start
 from tests.support.cli_testing import Daemon
 
 CODE = "def login(user):\n    return check_password(user.name, user.secret)\n"
