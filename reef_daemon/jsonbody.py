@@ -128,8 +128,11 @@ def _is_unicode(text: str) -> bool:
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        body=json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(),
-        status=status,
-        content_type="application/json",
-    )
+    """`data` as compact JSON, non-ASCII kept as is; text that is not Unicode (a lone surrogate a store kept from
+    before such input was refused) is written escaped instead of failing the answer."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        body = text.encode()
+    except UnicodeEncodeError:
+        body = json.dumps(data, separators=(",", ":")).encode()
+    return web.Response(body=body, status=status, content_type="application/json")

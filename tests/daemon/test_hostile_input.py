@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from reef_daemon.proxy import handler
 from tests.support.reef_testing import CHAT, Reef, StartReef
 
 JSON_ROUTES = ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/reef/report", "/reef/scenarios"]
@@ -153,3 +154,15 @@ async def test_a_tag_header_that_is_not_utf8_is_a_400_naming_it(reef: Reef) -> N
     assert (await reef.post("/v1/chat/completions", CHAT, headers={"x-reef-tag-team": "café"})).status == 200
     (row,) = await reef.records()
     assert (await reef.record(row["id"]))["tags"] == {"team": "café"}
+
+
+async def test_a_record_stored_with_a_tag_that_is_not_utf8_is_still_served(
+    reef: Reef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store written before such tags were refused holds the server's decoding of the byte: a lone surrogate.
+    monkeypatch.setattr(handler, "tags_from", lambda _headers: {"team": "caf\udce9"})
+    assert (await reef.post("/v1/chat/completions", CHAT)).status == 200
+    (row,) = await reef.records()
+    shown = await reef.get(f"/reef/records/{row['id']}")
+    assert shown.status == 200, await shown.text()
+    assert (await shown.json())["tags"]["team"].startswith("caf")
