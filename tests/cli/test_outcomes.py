@@ -12,9 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import Result
 
 from reef_client import MAX_FILE_BYTES, ReefClient, save_note, scan, session_changes, session_start
+from reef_client import _outcomes as outcomes
 from tests.support.cli_testing import Daemon
 
 CODE = "def login(user):\n    return check_password(user.name, user.secret)\n"
@@ -143,10 +145,25 @@ def test_a_note_reads_only_regular_files_within_the_bound(tmp_path: Path) -> Non
     (repo / "zero").symlink_to("/dev/zero")  # read whole, a link to it never ends
     (repo / "secrets.py").symlink_to(tmp_path / "outside.py")
     (tmp_path / "outside.py").write_text("TOKEN = 'kept outside the repository'\n")
-    line = "generated = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n"
-    (repo / "generated.py").write_text(line * (MAX_FILE_BYTES // len(line) + 1))
     os.mkfifo(repo / "pipe")  # opening it for reading would wait for a writer
     assert session_changes(start)["files"] == ["auth.py"]
+
+
+def test_a_file_over_the_bound_is_left_out_and_reading_stops_at_the_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = new_repo(tmp_path, "large")
+    start = session_start(repo)
+    assert start is not None
+    line = "generated = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n"
+    (repo / "generated.py").write_text(line * (MAX_FILE_BYTES // len(line) + 1))
+    (repo / "a.py").write_text(CODE)
+    assert session_changes(start)["files"] == ["a.py"]
+
+    monkeypatch.setattr(outcomes, "MAX_READ_BYTES", len(CODE) * 3)
+    (repo / "b.py").write_text(CODE.replace("login", "logout"))
+    (repo / "c.py").write_text(CODE.replace("login", "signup"))
+    assert session_changes(start)["files"] == ["a.py", "b.py"]  # c.py is past what one session may read
 
 
 def test_files_with_non_ascii_names_are_noted(tmp_path: Path) -> None:
