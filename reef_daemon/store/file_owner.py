@@ -27,7 +27,7 @@ class FileOwner:
         self._fd: int | None = None
 
     def claim(self) -> None:
-        """Take the lock, or StoreUnavailable naming the daemon that holds it."""
+        """Take the lock, or StoreInUse naming the daemon that holds it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -46,8 +46,9 @@ class FileOwner:
         """Write who holds the lock: this process, and the URL it answers on once it listens."""
         if self._fd is None:
             return
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, json.dumps({"pid": os.getpid(), "url": url}).encode(), 0)
+        with contextlib.suppress(OSError):  # only a second daemon's message is the poorer for it (a full disk)
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, json.dumps({"pid": os.getpid(), "url": url}).encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
