@@ -67,7 +67,8 @@ complete -c reef -n '__reef_at reef/serve' -l reef.export-page-mb -d 'how many M
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)' -x
-complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -d 'upstream timeout: for connecting, for each read, and between a stream\'s events (keep-alive comments do not count) (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-mb -d 'largest upstream answer reef relays and records, in MiB; a longer one fails its exchange (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
 complete -c reef -n '__reef_at reef/serve' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
@@ -179,7 +180,8 @@ complete -c reef -n '__reef_at reef/start' -l reef.export-page-mb -d 'how many M
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)' -x
-complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -d 'upstream timeout: for connecting, for each read, and between a stream\'s events (keep-alive comments do not count) (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-answer-mb -d 'largest upstream answer reef relays and records, in MiB; a longer one fails its exchange (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
 complete -c reef -n '__reef_at reef/start' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x

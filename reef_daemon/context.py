@@ -65,6 +65,7 @@ class Daemon:
     def listening(self, port: int) -> str:
         """The loopback URL the daemon answers on, once it listens on `port`; the recipe is told too."""
         url = loopback_url(self.settings.reef.host, port)
+        self.store.listening_at(url)
         self.lent.listens_at(url)
         self.recipe.listening(self.lent)
         return url

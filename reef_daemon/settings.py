@@ -382,7 +382,20 @@ class InferenceSection:
         live=True,
         help="key reef sends upstream instead of the client's",
     )
-    timeout_s: float = setting(300.0, POSITIVE_NUMBER, env=INFERENCE_TIMEOUT_ENV, live=True, help="upstream timeout")
+    timeout_s: float = setting(
+        300.0,
+        POSITIVE_NUMBER,
+        env=INFERENCE_TIMEOUT_ENV,
+        live=True,
+        help="upstream timeout: for connecting, for each read, and between a stream's events (keep-alive comments "
+        "do not count)",
+    )
+    max_answer_mb: float = setting(
+        64.0,
+        POSITIVE_NUMBER,
+        live=True,
+        help="largest upstream answer reef relays and records, in MiB; a longer one fails its exchange",
+    )
     model_path: Path | None = setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
     temperature: float = setting(
         0.0,

@@ -21,7 +21,7 @@ from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import NEW_SCENARIO_HEADER, OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
-from reef_daemon.jsonbody import parse_json_object, read_body
+from reef_daemon.jsonbody import parse_json_body, read_body
 from reef_daemon.names import scenario_from_header
 from reef_daemon.proxy.headers import client_headers, tags_from, upstream_headers
 from reef_daemon.proxy.sse import SseRelay, error_frame
@@ -52,6 +52,7 @@ class Exchange:
     scenario: str
     body: bytes
     payload: dict[str, Any]
+    tags: dict[str, str]
     made_scenario: str | None = None  # a new scenario named like an existing one, said in NEW_SCENARIO_HEADER
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
@@ -107,7 +108,7 @@ class Exchange:
             ttft_ms=self.ttft_ms,
             duration_ms=self.elapsed_ms(),
             overhead_ms=self.overhead_ms(),
-            tags=tags_from(self.request.headers),
+            tags=self.tags,
             release=answer.release() if answer is not None else None,
             tokens=answer.token_data() if answer is not None else None,
             payload=self.payload,
@@ -126,12 +127,13 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_body(request)
-    payload = parse_json_object(body)
+    payload = await parse_json_body(body)
+    tags = tags_from(request.headers)
     made = daemon.unlike_a_new_name(scenario)
     if made is not None:
         log.warning("a request to %s %s", request.path, made)
     await daemon.ensure_scenario(scenario)
-    exchange = Exchange(daemon, request, scenario, body, payload, made)
+    exchange = Exchange(daemon, request, scenario, body, payload, tags, made)
     pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
     headers = upstream_headers(request.headers, pass_client_auth=pass_client_auth)
 
