@@ -13,7 +13,8 @@ from reef_daemon.scenario_recipes import other_recipe_notice
 
 
 def status_view(status: Status, url: str) -> RenderableType:
-    """The daemon's state: version, recipe, runtime, uptime, training, errors, then one row per scenario."""
+    """The daemon's state: version, recipe, runtime, uptime, training (and what it refused, by reason), errors,
+    then one row per scenario."""
     recipe = status.get("recipe") or {}
     runtime = status.get("runtime") or {}
     training = status.get("training") or {}
@@ -34,6 +35,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     if runtime.get("sampling"):
         facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
     facts.add_row("training", _training(training))
+    for name, reasons in _refused(training):
+        facts.add_row("not trained", f"{name}: {reasons}")
     if recipe.get("critic"):
         facts.add_row("critic", critic_line(recipe["critic"]))
     recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}
@@ -73,6 +76,16 @@ def _sampling(defaults: SamplingDefaults, recipe_note: str | None) -> str:
     temperature, top_p, max_tokens = defaults["temperature"], defaults["top_p"], defaults["max_tokens"]
     line = f"temperature {temperature:g}, top-p {top_p:g}, at most {max_tokens} tokens when a request sets none"
     return f"{line} ({recipe_note})" if recipe_note else line
+
+
+def _refused(training: Training) -> list[tuple[str, str]]:
+    """Per scenario, the records its recipe will never train on, counted by reason, most first."""
+    refused = []
+    for name, state in sorted((training.get("scenarios") or {}).items()):
+        counted = sorted((state.get("ineligible") or {}).items(), key=lambda item: (-item[1], item[0]))
+        if counted:
+            refused.append((name, "; ".join(f"{reason} ({count})" for reason, count in counted)))
+    return refused
 
 
 def _training(training: Training) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+
+from reef_cli.render.status import status_view
 from tests.sao.test_sao_recipe import QUESTION, policy_logprob, rollout_of, steps_reach
 from tests.support.waiting import eventually
 from tests.support.weight_testing import SCENARIO, StartWeightReef, WeightReef
@@ -100,3 +103,9 @@ async def test_a_rollout_not_sampled_at_temperature_1_top_p_1_is_refused_with_it
         f"the rollout was sampled at temperature 1, top-p 0.9, {advice} them unset)": 1,
         f"the rollout was sampled at temperature 0.7, top-p 1, {advice} them unset)": 1,
     }
+    status = (await reef.client.get("/reef/status")).json()
+    console = Console(record=True, width=200)
+    console.print(status_view(status, "http://reef"))
+    shown = " ".join(console.export_text().split())  # the reasons wrap
+    assert f"not trained toy: the rollout was sampled at temperature 0.7, top-p 1, {advice} them unset) (1);" in shown
+    assert f"the rollout was sampled greedily (temperature 0), {advice} them unset) (1)" in shown
