@@ -458,7 +458,10 @@ class SaoRecipe(Recipe):
         inference = self.settings.inference
         if inference.temperature == 1.0 and inference.top_p == 1.0:
             return f"{self.name} keeps temperature 1, top-p 1 for exact on-policy ratios"
-        return f"{self.name} needs temperature 1, top-p 1 for exact on-policy ratios; these were set by hand"
+        return (
+            f"{self.name} trains only rollouts sampled at temperature 1, top-p 1; these were set by hand, so an"
+            " answer to a request that sets no sampling is not trained on"
+        )
 
 
 class GrpoRecipe(SaoRecipe):

@@ -181,8 +181,8 @@ def _off_policy(request: object, tokens: dict[str, Any]) -> Ineligible | None:
         return None
     how = "greedily (temperature 0)" if temperature == 0 else f"at temperature {temperature:g}, top-p {top_p:g}"
     return Ineligible(
-        f"the rollout was sampled {how}, not at temperature 1, top-p 1: it would train off-policy (send"
-        " temperature 1 and top_p 1, or leave them unset)"
+        f"the rollout was sampled {how}, not at temperature 1, top-p 1: it would train off-policy (ask with"
+        " temperature 1 and top_p 1)"
     )
 
 

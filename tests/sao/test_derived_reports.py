@@ -97,15 +97,35 @@ async def test_a_rollout_not_sampled_at_temperature_1_top_p_1_is_refused_with_it
     state = await eventually(
         reef.training, 60, "three refusals", satisfied=lambda s: sum(s.get("ineligible", {}).values()) == 3
     )
-    advice = "not at temperature 1, top-p 1: it would train off-policy (send temperature 1 and top_p 1, or leave"
+    advice = "not at temperature 1, top-p 1: it would train off-policy (ask with temperature 1 and top_p 1)"
     assert state["steps"] == 0 and state["ineligible"] == {
-        f"the rollout was sampled greedily (temperature 0), {advice} them unset)": 1,
-        f"the rollout was sampled at temperature 1, top-p 0.9, {advice} them unset)": 1,
-        f"the rollout was sampled at temperature 0.7, top-p 1, {advice} them unset)": 1,
+        f"the rollout was sampled greedily (temperature 0), {advice}": 1,
+        f"the rollout was sampled at temperature 1, top-p 0.9, {advice}": 1,
+        f"the rollout was sampled at temperature 0.7, top-p 1, {advice}": 1,
     }
     status = (await reef.client.get("/reef/status")).json()
     console = Console(record=True, width=200)
     console.print(status_view(status, "http://reef"))
     shown = " ".join(console.export_text().split())  # the reasons wrap
-    assert f"not trained toy: the rollout was sampled at temperature 0.7, top-p 1, {advice} them unset) (1);" in shown
-    assert f"the rollout was sampled greedily (temperature 0), {advice} them unset) (1)" in shown
+    assert f"not trained toy: the rollout was sampled at temperature 0.7, top-p 1, {advice} (1);" in shown
+    assert f"the rollout was sampled greedily (temperature 0), {advice} (1)" in shown
+
+
+async def test_defaults_set_off_policy_by_hand_are_named_in_status_and_their_rollouts_refused(
+    start_weight_reef: StartWeightReef,
+) -> None:
+    reef = await start_weight_reef(inference__temperature="0.7")
+    receipt, _ = await reef.ask(QUESTION)  # sets no sampling: gets the hand-set default
+    await reef.report({"score": 1.0, "references": [receipt]})
+    state = await eventually(reef.training, 60, "the refusal", satisfied=lambda s: s.get("ineligible"))
+    assert list(state["ineligible"]) == [
+        "the rollout was sampled at temperature 0.7, top-p 1, not at temperature 1, top-p 1: it would train"
+        " off-policy (ask with temperature 1 and top_p 1)"
+    ]
+    console = Console(record=True, width=200)
+    console.print(status_view((await reef.client.get("/reef/status")).json(), "http://reef"))
+    shown = " ".join(console.export_text().split())
+    assert (
+        "sao trains only rollouts sampled at temperature 1, top-p 1; these were set by hand, so an answer to a"
+        " request that sets no sampling is not trained on" in shown
+    )
