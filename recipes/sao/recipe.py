@@ -327,7 +327,10 @@ class SaoRecipe(Recipe):
     def _stale(self, scenario: str, rollouts: list[Rollout]) -> str | None:
         """A batch is dropped whole when any rollout grew too old while it waited."""
         if any(self._too_old(scenario, rollout.versions, rollout.max_lag) for rollout in rollouts):
-            return "a rollout became older than its staleness bound (training.max-staleness, or derived-staleness)"
+            return (
+                "a rollout became older than training.max-staleness (training.derived-staleness for a derived"
+                " report) allows while it waited for its batch"
+            )
         return None
 
     def _too_old(self, scenario: str, versions: tuple[str, ...], max_lag: int) -> bool:

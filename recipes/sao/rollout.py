@@ -97,7 +97,7 @@ class Staleness:
 def judge_report(
     report: Unit,
     current_version: str,
-    staleness: Staleness | int,
+    staleness: Staleness,
     claimed: set[str],
     *,
     run_started: float = 0.0,
@@ -109,7 +109,7 @@ def judge_report(
     made before `run_started` (this daemon's start) is eligible only if the weights as loaded generated it: the
     weights trained in an earlier run are not the ones training now, though they share a fingerprint.
 
-    `staleness` bounds a rollout's age by its report's source (a bare number: the same bound for every source).
+    `staleness` bounds a rollout's age by its report's source.
     A rollout a step already trained on is refused, unless a derived report trained it (its record id is in
     `corrigible`) and this is a person's report: then it trains again as a correction, with the person's score.
 
@@ -142,8 +142,7 @@ def judge_report(
     off_policy = _off_policy(record.get("request"), tokens)
     if off_policy is not None:
         return off_policy, None
-    bounds = staleness if isinstance(staleness, Staleness) else Staleness(staleness, staleness)
-    max_lag, setting_name = bounds.allowed(report.record.get("source"), correction)
+    max_lag, setting_name = staleness.allowed(report.record.get("source"), correction)
     versions = [str(v) for v in tokens.get("versions") or []]
     if lineage is not None:
         verdict = _lineage_staleness(versions, lineage, max_lag, setting_name)
@@ -177,6 +176,8 @@ def _off_policy(request: object, tokens: dict[str, Any]) -> Ineligible | None:
     if isinstance(sampling, dict):
         used.update(sampling)
     temperature, top_p = used.get("temperature", 1.0), used.get("top_p", 1.0)
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in (temperature, top_p)):
+        return Ineligible("the rollout's sampling (temperature, top_p) cannot be read")
     if temperature == 1 and top_p == 1:
         return None
     how = "greedily (temperature 0)" if temperature == 0 else f"at temperature {temperature:g}, top-p {top_p:g}"

@@ -4,11 +4,14 @@ trains as a correction; a rollout not sampled at temperature 1, top-p 1 is refus
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
+from recipes.sao.rollout import Staleness, judge_report
 from reef_cli.render.status import status_view
+from reef_daemon.contract import StoredRecord
+from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 from tests.sao.test_sao_recipe import QUESTION, policy_logprob, rollout_of, steps_reach
 from tests.support.waiting import eventually
 from tests.support.weight_testing import SCENARIO, StartWeightReef, WeightReef
@@ -129,3 +132,13 @@ async def test_defaults_set_off_policy_by_hand_are_named_in_status_and_their_rol
         "sao trains only rollouts sampled at temperature 1, top-p 1; these were set by hand, so an answer to a"
         " request that sets no sampling is not trained on" in shown
     )
+
+
+def test_a_rollout_whose_sampling_cannot_be_read_is_refused_saying_so() -> None:
+    record = {
+        "id": "r1", "complete": True, "consumed_by_step": None, "created_at": 1e12, "request": {"temperature": "hot"},
+        "tokens": {"prompt_ids": [1, 2], "output_ids": [3, 4], "logprobs": [-1.0, -1.0], "versions": ["w:0"]},
+    }  # fmt: skip
+    unit = Unit(cast(StoredRecord, {"id": "p1", "score": 1.0}), (cast(ReferencedRecord, record),))
+    verdict, rollout = judge_report(unit, "w:0", Staleness(0, 4), set())
+    assert rollout is None and verdict == Ineligible("the rollout's sampling (temperature, top_p) cannot be read")
