@@ -92,8 +92,9 @@ class SaoRecipe(Recipe):
         self._lora_base: LoraBase | None = None  # training.adapter = lora: the base every adapter shares
         self._lines: dict[str, _Line] = {}  # by scenario; with full weights, at most one
         self._bound: str | None = None  # the scenario a Slime run trains
-        self._claimed: set[str] = set()  # rollouts waiting in a batch
+        self._claimed: dict[str, Rollout] = {}  # rollouts waiting in a batch, by record id
         self._rollouts: dict[str, Rollout] = {}  # by report id
+        self._superseded: set[str] = set()  # derived reports waiting in a batch whose rollout a person scored since
         self._slime: SlimeRun | None = None
         self._served: ServedVersions | None = None  # full weights, from start: the versions swapped in, for age
         if self.training.trainer == "slime":
@@ -261,25 +262,44 @@ class SaoRecipe(Recipe):
                 " scenario per process"
             )
         line = self._lines.get(scenario.name)
+        waiting = self._derived_waiting(unit)
+        claimed = self._claimed.keys() - {waiting.record_id} if waiting is not None else self._claimed.keys()
         verdict, rollout = judge_report(
             unit,
             self._version(scenario.name),
             self._staleness,
-            self._claimed,
+            claimed,
             run_started=self._started,
             lineage=self._lineage(scenario.name),
             served=self._served,
             corrigible=line.corrigible if line is not None else {},
         )
         if rollout is not None:
-            self._claimed.add(rollout.record_id)
+            if waiting is not None:
+                self._superseded.add(waiting.report_id)
+            self._claimed[rollout.record_id] = rollout
             self._rollouts[rollout.report_id] = rollout
         return verdict
+
+    def _derived_waiting(self, unit: Unit) -> Rollout | None:
+        """The rollout a derived report claimed, waiting for its batch, that this person's report would score."""
+        if (unit.record.get("source") or PERSON_SOURCE) != PERSON_SOURCE or len(unit.referenced) != 1:
+            return None
+        waiting = self._claimed.get(unit.referenced[0]["id"])
+        return waiting if waiting is not None and waiting.derived else None
 
     async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
         rollouts = [self._rollouts.pop(unit.id) for unit in units]
         for rollout in rollouts:
-            self._claimed.discard(rollout.record_id)
+            if self._claimed.get(rollout.record_id) is rollout:
+                del self._claimed[rollout.record_id]
+        # A derived report a person's report superseded while it waited trains nothing: the person's does.
+        superseded = {rollout.report_id for rollout in rollouts} & self._superseded
+        self._superseded -= superseded
+        rollouts = [rollout for rollout in rollouts if rollout.report_id not in superseded]
+        if not rollouts:
+            reason = "a person's report on the same rollout superseded each derived report of this batch"
+            return StepOutcome("skipped", {"reason": reason}, release_id=self.current_release(scenario.name))
         # A correction's rollout was consumed by the step that trained the derived report on it.
         consumed = tuple(rollout.record_id for rollout in rollouts if not rollout.correction)
         if self._slime is not None:  # Slime trains them and pushes the weights into the engines itself
@@ -292,7 +312,7 @@ class SaoRecipe(Recipe):
         if stale:
             return StepOutcome("skipped", {"reason": stale}, release_id=line.head, also_consumed=consumed)
         result = await asyncio.to_thread(line.trainer.step, rollouts)
-        self._remember_corrigible(line, units, rollouts)
+        self._remember_corrigible(line, rollouts)
         metrics = dict(result.metrics)
         corrections = sum(rollout.correction for rollout in rollouts)
         if corrections:
@@ -340,13 +360,13 @@ class SaoRecipe(Recipe):
             return lag is None or lag > max_lag
         return stale(versions, self._version(scenario), max_lag, self._served)
 
-    def _remember_corrigible(self, line: _Line, units: list[Unit], rollouts: list[Rollout]) -> None:
+    def _remember_corrigible(self, line: _Line, rollouts: list[Rollout]) -> None:
         """Keep the rollouts derived reports just trained; forget those corrected now (a person corrects once) and
         those too old for a correction."""
-        for unit, rollout in zip(units, rollouts, strict=True):
+        for rollout in rollouts:
             if rollout.correction:
                 line.corrigible.pop(rollout.record_id, None)
-            elif (unit.record.get("source") or PERSON_SOURCE) != PERSON_SOURCE:
+            elif rollout.derived:
                 line.corrigible[rollout.record_id] = rollout.versions
         bound, _ = self._staleness.allowed(None, correction=True)
         for record_id, versions in list(line.corrigible.items()):

@@ -29,6 +29,7 @@ class Rollout:
     reward: float
     group: str  # for the GRPO control: rollouts of the same prompt form a group
     max_lag: int = 0  # how many versions old it may be when it trains (its report's source decides)
+    derived: bool = False  # scored by a report no person gave
     correction: bool = False  # a person's report on a rollout a derived one trained: trained again, consumed already
 
 
@@ -98,7 +99,7 @@ def judge_report(
     report: Unit,
     current_version: str,
     staleness: Staleness,
-    claimed: set[str],
+    claimed: Collection[str],
     *,
     run_started: float = 0.0,
     lineage: Sequence[str] | None = None,
@@ -160,6 +161,7 @@ def judge_report(
         reward=float(score),
         group=",".join(str(t) for t in tokens["prompt_ids"]),
         max_lag=max_lag,
+        derived=not person,
         correction=correction,
     )
     return Eligible(), rollout

@@ -88,6 +88,22 @@ async def test_a_persons_later_report_trains_as_a_correction_of_a_derived_one(
     assert state["steps"] == 2 and state["ineligible"] == {"the rollout was already trained on": 1}
 
 
+async def test_a_persons_report_supersedes_a_derived_one_still_waiting_for_its_batch(
+    start_weight_reef: StartWeightReef,
+) -> None:
+    reef = await start_weight_reef(training__batch_size="2")
+    first, _ = await reef.ask(QUESTION)
+    second, _ = await reef.ask(QUESTION)
+    await reef.report({"score": 0.0, "references": [first], "source": "judge", "feedback": "off topic"})
+    await reef.report({"score": 1.0, "references": [first]})  # a person disagrees while the judge's waits
+    await reef.report({"score": 0.0, "references": [second], "source": "judge", "feedback": "off topic"})
+    state = await steps_reach(reef, 1)
+    assert state["ineligible"] == {} and state["last_step"]["metrics"]["mean_reward"] == 1.0  # the person's only
+    assert state["waiting_units"] == 1  # the judge's report on the second answer waits for the next batch
+    reports = {report["source"]: report for report in (await reef.record(first))["reports"]}
+    assert reports["person"]["consumed_by_step"] == reports["judge"]["consumed_by_step"] == 1
+
+
 async def test_a_rollout_not_sampled_at_temperature_1_top_p_1_is_refused_with_its_reason(
     start_weight_reef: StartWeightReef,
 ) -> None:
