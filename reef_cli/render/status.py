@@ -14,7 +14,8 @@ from reef_daemon.scenario_recipes import other_recipe_notice
 
 
 def status_view(status: Status, url: str) -> RenderableType:
-    """The daemon's state: version, recipe, runtime, uptime, training, errors, then one row per scenario."""
+    """The daemon's state: version, recipe, runtime, uptime, training (and what it refused, by reason), errors,
+    then one row per scenario."""
     recipe = status.get("recipe") or {}
     runtime = status.get("runtime") or {}
     training = status.get("training") or {}
@@ -36,6 +37,8 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
         facts.add_row("answers", _answer_bounds(runtime["sampling"]))
     facts.add_row("training", _training(training))
+    for name, reasons in _refused(training):
+        facts.add_row("not trained", f"{name}: {reasons}")
     if recipe.get("critic"):
         facts.add_row("critic", critic_line(recipe["critic"]))
     recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}
@@ -88,6 +91,16 @@ def _answer_bounds(defaults: SamplingDefaults) -> str:
     if not repeats:
         return f"{cap}; a looping answer runs on (inference.repeat-stop-tokens 0)"
     return f"{cap}; cut once its last {repeats} tokens repeat one span (inference.repeat-stop-tokens)"
+
+
+def _refused(training: Training) -> list[tuple[str, str]]:
+    """Per scenario, the records its recipe will never train on, counted by reason, most first."""
+    refused = []
+    for name, state in sorted((training.get("scenarios") or {}).items()):
+        counted = sorted((state.get("ineligible") or {}).items(), key=lambda item: (-item[1], item[0]))
+        if counted:
+            refused.append((name, "; ".join(f"{reason} ({count})" for reason, count in counted)))
+    return refused
 
 
 def _training(training: Training) -> str:

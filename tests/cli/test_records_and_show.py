@@ -217,3 +217,34 @@ def test_show_renders_a_streamed_tool_call_and_token_counts_not_reported() -> No
     text = console.file.getvalue()  # type: ignore[attr-defined]
     assert "tokens    not reported" in text and "None in" not in text
     assert "answer (streamed" in text and "tool call: get_weather" in text and '"city": "Paris"' in text
+
+
+def test_show_and_records_say_which_turn_a_derived_report_was_read_from_and_why(daemon: Daemon, cli: Cli) -> None:
+    receipt = daemon.chat("derived", "Which file handles the login?")
+    turn = daemon.chat("derived", "No, which file? Name it.")
+    evidence = {"verdict": "corrected", "next_record": turn, "next_message": "No, which file? Name it."}
+    report = daemon.post(
+        "/reef/report",
+        {
+            "score": 0,
+            "feedback": "the user asked for the file the answer left out",
+            "references": [receipt],
+            "source": "next-turn",
+            "evidence": evidence,
+        },
+        scenario="derived",
+    )["agent_record_id"]
+    said = f'read from turn {turn} ("No, which file? Name it."), corrected: the user asked for the file the answer'
+
+    shown = cli("show", receipt, env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert f"derived   {said} left out" in shown.stdout  # beside the score it explains
+    assert f'turn {turn} ("No, which file? Name it."), corrected' in shown.stdout.split("reports")[-1]
+    assert said in cli("show", report, env={"COLUMNS": "400"}).stdout
+
+    listed = cli("records", "--scenario", "derived", env={"COLUMNS": "400"})
+    assert listed.exit_code == 0, listed.output
+    lines = listed.stdout.splitlines()
+    row = next(index for index, line in enumerate(lines) if line.startswith(report))
+    assert lines[row + 1] == f"  ↳ {said} left out"
+    assert lines[row + 1 :] == [lines[row + 1]]  # the last row: nothing below the note

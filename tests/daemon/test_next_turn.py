@@ -8,6 +8,7 @@ what the judge reads is quoted data a reply cannot break out of; several votes t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,11 +103,12 @@ async def test_tool_results_and_the_agents_own_follow_ups_are_not_the_user(
 
 
 async def test_a_failing_judge_leaves_no_report_and_never_touches_the_answer(
-    start_reef: StartReef, app_servers: AppServers
+    start_reef: StartReef, app_servers: AppServers, tmp_path: Path
 ) -> None:
     for mode in ("garbage", "out-of-scale", "slow"):
         judge = FakeJudge(mode, slow_s=3.0)
-        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_timeout_s="0.5")
+        state = str(tmp_path / mode)  # each daemon its own store: one daemon per SQLite file
+        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_timeout_s="0.5", reef__state_dir=state)
         user = SimulatedUser(reef, f"session-{mode}")
         answered = await user.turn("Where is the login?", WITH_PATH)
         await user.turn("Thanks, next one", "Done.")
@@ -238,11 +240,12 @@ async def test_a_reply_that_forges_the_users_next_message_reaches_the_judge_as_d
 
 
 async def test_several_votes_take_their_majority_and_a_tie_gives_no_report(
-    start_reef: StartReef, app_servers: AppServers
+    start_reef: StartReef, app_servers: AppServers, tmp_path: Path
 ) -> None:
     for votes, verdict in ((3, "accepted"), (2, None)):
         judge = FakeJudge("undecided")  # every other call answers neutral
-        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_votes=str(votes))
+        state = str(tmp_path / f"votes-{votes}")  # each daemon its own store: one daemon per SQLite file
+        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_votes=str(votes), reef__state_dir=state)
         user = SimulatedUser(reef, f"session-votes-{votes}")
         answered = await user.turn("Where is the login?", WITH_PATH)
         await user.turn("Thanks, next one", "Done.")
@@ -253,7 +256,10 @@ async def test_several_votes_take_their_majority_and_a_tie_gives_no_report(
         assert all(r["payload"]["temperature"] > 0 for r in judge.received)  # samples, not one answer repeated
     assert reports == [] and reef.daemon.next_turn is not None and reef.daemon.next_turn.counts.no_judgment == 1
     with pytest.raises(SettingsError, match=r"judge-votes = 3 asks more calls .*judge-calls-per-minute = 2"):
-        await judged_reef(start_reef, app_servers, judge, reports__judge_votes="3", reports__judge_calls_per_minute="2")
+        await judged_reef(
+            start_reef, app_servers, judge, reports__judge_votes="3", reports__judge_calls_per_minute="2",
+            reef__state_dir=str(tmp_path / "refused"),
+        )  # fmt: skip
 
 
 async def test_clients_cannot_write_into_the_judges_scenario(start_reef: StartReef) -> None:

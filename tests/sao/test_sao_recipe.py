@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from recipes.sao.examples.toy import task
 from recipes.sao.recipe import SaoRecipe
-from recipes.sao.rollout import Rollout, judge_report
+from recipes.sao.rollout import Rollout, Staleness, judge_report
 from reef_cli.app import app
 from reef_cli.render.status import status_view
 from reef_daemon.contract import StoredRecord
@@ -42,7 +42,7 @@ def rollout_of(reef: WeightReef, record: dict[str, Any]) -> Rollout:
         cast(StoredRecord, {"id": "probe", "score": 1.0}),
         (cast(ReferencedRecord, {**record, "consumed_by_step": None}),),
     )
-    _, rollout = judge_report(report, record["tokens"]["versions"][0], 10**6, set())
+    _, rollout = judge_report(report, record["tokens"]["versions"][0], Staleness(10**6, 10**6), set())
     assert rollout is not None
     return rollout
 
