@@ -120,14 +120,14 @@ complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -x -a 'bwrap none'
 complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
 complete -c reef -n '__reef_at reef/serve' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -x -a 'pairwise ranked'
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
@@ -234,14 +234,14 @@ complete -c reef -n '__reef_at reef/start' -l harness.sandbox -x -a 'bwrap none'
 complete -c reef -n '__reef_at reef/start' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
 complete -c reef -n '__reef_at reef/start' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -x -a 'pairwise ranked'
 complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
-complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
