@@ -49,6 +49,7 @@ def status_view(status: Status, url: str) -> RenderableType:
     if status.get("store"):
         facts.add_row("store", _store(status["store"]))
     if judged := status.get("next_turn"):
+        facts.add_row("signals", _signals(judged))
         facts.add_row("next turn", _next_turn(judged))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
@@ -134,6 +135,12 @@ def _store(store: StoreStatus) -> str:
 
 def _mib(size: int | None) -> str:
     return MISSING if size is None else f"{size / 1024 / 1024:.1f} MiB"
+
+
+def _signals(counts: NextTurnStatus) -> str:
+    """The reports each signal from a session's next request made since the daemon started."""
+    made = counts.get("reports") or {}
+    return ", ".join(f"{source} {number}" for source, number in sorted(made.items())) or "no reports yet"
 
 
 def _next_turn(counts: NextTurnStatus) -> str:

@@ -30,13 +30,15 @@ WITHOUT_PATH = "The login is handled by the auth module."
 
 
 async def judged_reef(start_reef: StartReef, app_servers: AppServers, judge: FakeJudge, **more: Any) -> Reef:
+    """A reef whose judge reads every next message: the words rules, which would read the plain ones first, are off."""
     server = await app_servers.serve(judge.app())
+    settings: dict[str, Any] = {"reports__words": "off", **more}
     return await start_reef(
         reports__next_turn="on",
         reports__judge_url=url_of(server),
         reports__judge_model="judge-model",
         environ={"REEF_JUDGE_API_KEY": "judge-secret"},
-        **more,
+        **settings,
     )
 
 
@@ -116,7 +118,7 @@ async def test_a_failing_judge_leaves_no_report_and_never_touches_the_answer(
 
 
 async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_servers: AppServers) -> None:
-    reef = await start_reef(reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
+    reef = await start_reef(reports__words="off", reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
     user = SimulatedUser(reef, "session-down")
     answered = await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
@@ -126,7 +128,7 @@ async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_
 
 
 async def test_the_served_model_judges_when_no_judge_endpoint_is_set(start_reef: StartReef) -> None:
-    reef = await start_reef(reports__next_turn="on")
+    reef = await start_reef(reports__words="off", reports__next_turn="on")
     user = SimulatedUser(reef, "session-served")
     await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
