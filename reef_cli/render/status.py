@@ -50,7 +50,8 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("store", _store(status["store"]))
     if judged := status.get("next_turn"):
         facts.add_row("signals", _signals(judged))
-        facts.add_row("next turn", _next_turn(judged))
+        if judged["turns"]:
+            facts.add_row("next turn", _next_turn(judged))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
@@ -138,9 +139,19 @@ def _mib(size: int | None) -> str:
 
 
 def _signals(counts: NextTurnStatus) -> str:
-    """The reports each signal from a session's next request made since the daemon started."""
+    """The reports each signal from a session's next request made since the daemon started, and the answers its
+    matching let go or could not find."""
     made = counts.get("reports") or {}
-    return ", ".join(f"{source} {number}" for source, number in sorted(made.items())) or "no reports yet"
+    line = ", ".join(f"{source} {number}" for source, number in sorted(made.items())) or "no reports yet"
+    missed = [
+        f"{number} {what}"
+        for number, what in (
+            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
+            (counts["unmatched"], "next turns that matched no kept answer"),
+        )
+        if number
+    ]
+    return f"{line}{'; ' if missed else ''}{', '.join(missed)}"
 
 
 def _next_turn(counts: NextTurnStatus) -> str:
@@ -153,8 +164,6 @@ def _next_turn(counts: NextTurnStatus) -> str:
             (counts["no_judgment"], "without a verdict"),
             (counts["over_bounds"], "passed over for its bounds"),
             (counts["scores_ignored"], "judge scores ignored for disagreeing with their verdict"),
-            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
-            (counts["unmatched"], "next turns that matched no kept answer"),
         )
         if number
     ]

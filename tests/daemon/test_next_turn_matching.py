@@ -160,7 +160,7 @@ async def test_the_memory_of_answers_is_bounded_in_bytes_and_what_it_lets_go_is_
     assert await next_turn_reports(reef, first[0][0]) == []
     console = Console(record=True, width=300)
     console.print(status_view(await (await reef.get("/reef/status")).json(), "http://reef"))
-    line = next(line for line in console.export_text().splitlines() if line.startswith("next turn"))
+    line = next(line for line in console.export_text().splitlines() if line.startswith("signals"))
     assert f"{shown['forgotten']} answers let go for reports.next-turn-memory" in line
     assert f"{shown['unmatched']} next turns that matched no kept answer" in line
 

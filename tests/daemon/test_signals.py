@@ -56,8 +56,9 @@ async def test_plain_words_score_the_answer_low_and_high_with_no_judge(start_ree
     assert status["reports"] == {"words": 2} and status["judged"] == 0
     console = Console(record=True, width=200)
     console.print(status_view(await (await reef.get("/reef/status")).json(), "http://reef"))
-    line = next(line for line in console.export_text().splitlines() if line.startswith("signals"))
-    assert line.split() == ["signals", "words", "2"]
+    lines = console.export_text().splitlines()
+    assert next(line for line in lines if line.startswith("signals")).split() == ["signals", "words", "2"]
+    assert not [line for line in lines if line.startswith("next turn")]  # no judge, no judge's line
 
 
 async def test_the_judge_reads_only_what_the_words_rules_left_open(
