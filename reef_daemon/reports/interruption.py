@@ -1,7 +1,8 @@
 """The `interruption` report source: an exchange its client cut off before the answer's end (the record is not
-`complete`, its `error` says the client disconnected), followed by a new request in the same conversation (one
-whose turns begin with the cut request's turns), scores the cut answer at the bottom of the scale, with no model
-call. An exchange cut by the upstream or by reef's own shutdown is no interruption: the user did not stop it."""
+`complete`, its `error` says the client disconnected), followed by a new request in the same conversation (of the
+same session, `x-reef-tag-session`, its turns beginning with the cut request's turns), scores the cut answer at the
+bottom of the scale, with no model call. An exchange cut by the upstream or by reef's own shutdown is no
+interruption: the user did not stop it."""
 
 from __future__ import annotations
 

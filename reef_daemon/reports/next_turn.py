@@ -41,6 +41,7 @@ from reef_daemon.contract import (
     TAG_HEADER_PREFIX,
     NextTurnStatus,
     ReportSource,
+    StoredRecord,
 )
 from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
@@ -180,25 +181,33 @@ class NextTurnSignals:
         record = await self._store.records.get(record_id)
         if record["type"] != "inference":
             return
-        seed = f"{record['scenario']}\n{record['tags'].get(SESSION_TAG, '')}"
+        session = record["tags"].get(SESSION_TAG, "")
+        seed = f"{record['scenario']}\n{session}"
         answer = record["answer"] if (record.get("status") or 0) < 400 else None
         # Reading a request is linear in its length, and off the loop: a long conversation never stalls traffic.
         reading = await asyncio.to_thread(read_request, seed, str(record["route"] or ""), record["request"], answer)
         if not reading.turns:
             return
         scenario = record["scenario"]
-        await self._repeated(scenario, record_id, reading)
+        if session:  # a request sent again, or after a cut, is told within a session only
+            await self._repeated(scenario, record_id, reading)
         if reading.continued:
             await self._continue(scenario, record_id, reading)
         if reading.key is not None:
             shown = answer_text(answer)[-self._settings.judge_max_prompt_chars :]
             self.counts.forgotten += self._answered.keep(reading.key, Answered(record_id, shown, record.get("model")))
+        if session:
+            self._keep_asked(record, record_id, reading.prefixes[-1])
+        self.counts.kept_bytes = self._answered.bytes + self._cut.bytes
+
+    def _keep_asked(self, record: StoredRecord, record_id: str, prompt: bytes) -> None:
+        """Keep the request for a retry that sends it again, or, when its client cut it off, for the request that
+        goes on after it."""
         asked = Answered(record_id, "", None)
         if interrupted(record):
-            self._cut.keep(reading.prefixes[-1], asked)
+            self._cut.keep(prompt, asked)
         else:
-            self.counts.forgotten += self._answered.keep(ASKED + reading.prefixes[-1], asked)
-        self.counts.kept_bytes = self._answered.bytes + self._cut.bytes
+            self.counts.forgotten += self._answered.keep(ASKED + prompt, asked)
 
     async def _repeated(self, scenario: str, record_id: str, reading: Reading) -> None:
         """Score the earlier request this one sends again (a retry) or goes on from after its client cut it off (an

@@ -1,7 +1,8 @@
 """The `retry` report source: the same request sent again in a session (a regenerate) scores the earlier answer at
 the bottom of the scale, with no model call. The later request is a retry when its turns equal the earlier
 record's request turns, compared by fingerprint (`turns.conversation_keys`): it carries none of the earlier answer,
-so the user asked for another in its place."""
+so the user asked for another in its place. Only requests tagged with the same session (`x-reef-tag-session`) are
+compared: without one, the same prompt twice may be two users, or a script, not a retry."""
 
 from __future__ import annotations
 

@@ -85,17 +85,23 @@ async def test_the_same_request_again_scores_the_earlier_answer_low(start_reef: 
     first = await user.turn("And the logout?", ANSWER)
     user.messages.pop()  # the client throws the answer away and asks again
     second = await user.send()
-    await user.turn("Where is the session kept?", ANSWER)
 
     assert await reported(reef, first, "retry") == 0.0
     # Only the thrown-away answer: the one that replaced it, and the one before, have none.
     assert "retry" not in await reports_of(reef, second)
     assert "retry" not in await reports_of(reef, user.receipts[0])
-    # The same request in another session is no retry.
+    # The same request in another session is no retry, nor the same request twice with no session at all.
     other = SimulatedUser(reef, "session-other")
     await other.turn("Where is the login handled?", ANSWER)
-    await eventually(lambda: _counts(reef), 60, "every record read", satisfied=lambda c: c.get("retry") == 1)
+    body = {"model": "fake-model", "messages": user.messages[:1]}
+    unsessioned = [await reef.post("/v1/chat/completions", body) for _ in range(2)]
+    # Records are read in order: once the session's next retry is scored, the ones before it were read.
+    user.messages.pop()
+    await user.send()
+    assert await reported(reef, second, "retry") == 0.0
+    assert (await _counts(reef)).get("retry") == 2
     assert "retry" not in await reports_of(reef, user.receipts[0])
+    assert "retry" not in await reports_of(reef, unsessioned[0].headers["x-reef-agent-record-id"])
 
 
 async def test_a_failed_tool_call_scores_the_answer_that_made_it_low(start_reef: StartReef) -> None:
