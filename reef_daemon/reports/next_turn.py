@@ -247,13 +247,14 @@ class NextTurnSignals:
     async def _tool_results(self, scenario: str, earlier_id: str, record_id: str, turns: list[Turn], at: int) -> None:
         """Score the answer at `at` by the results its tool calls got: a failed call, a test run that changed
         colour since the conversation's previous one."""
-        results = list(
-            itertools.takewhile(lambda turn: turn.role != "assistant", itertools.islice(turns, at + 1, None))
-        )
-        await self._report(tool_error_report(scenario, earlier_id, record_id, results, self._settings))
-        if self._settings.tests == "on" and (now := await asyncio.to_thread(results_run, results)) is not None:
+        # Each result is read in linear time, and off the loop: many long results never stall traffic.
+        results = await asyncio.to_thread(_results_after, turns, at)
+        settings = self._settings
+        failed = await asyncio.to_thread(tool_error_report, scenario, earlier_id, record_id, results, settings)
+        await self._report(failed)
+        if settings.tests == "on" and (now := await asyncio.to_thread(results_run, results)) is not None:
             before = await asyncio.to_thread(previous_run, turns, at)
-            await self._report(tests_report(scenario, earlier_id, record_id, before, now, self._settings))
+            await self._report(tests_report(scenario, earlier_id, record_id, before, now, settings))
 
     async def _report(self, draft: ClientRecordDraft | None) -> bool:
         """Store a signal's report (None: the signal made none) and count it by its source; whether it was stored."""
@@ -350,3 +351,9 @@ class NextTurnSignals:
             self.counts.judged += 1
         else:
             self.counts.no_judgment += 1
+
+
+def _results_after(turns: list[Turn], at: int) -> list[Turn]:
+    """The turns after the answer at `at` up to the next assistant turn: its tool calls' results (and what else
+    came before the next answer)."""
+    return list(itertools.takewhile(lambda turn: turn.role != "assistant", itertools.islice(turns, at + 1, None)))
