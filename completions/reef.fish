@@ -81,9 +81,17 @@ complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,next-turn,judge,outcome,import)' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, retry, interruption, tool-error, tests, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.retry -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.retry -d 'score an answer low when the same request is sent again in its session (a regenerate), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.interruption -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.interruption -d 'score an answer low when its client cut it off before the end and went on in the conversation, with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.tool-error -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.tool-error -d 'score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python traceback in the result), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.tests -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.tests -d 'score an answer high when the test run it made turned the conversation\'s tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
@@ -195,9 +203,17 @@ complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,next-turn,judge,outcome,import)' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, retry, interruption, tool-error, tests, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.retry -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.retry -d 'score an answer low when the same request is sent again in its session (a regenerate), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.interruption -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.interruption -d 'score an answer low when its client cut it off before the end and went on in the conversation, with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.tool-error -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.tool-error -d 'score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python traceback in the result), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.tests -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.tests -d 'score an answer high when the test run it made turned the conversation\'s tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'

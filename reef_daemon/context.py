@@ -16,7 +16,7 @@ from reef_daemon.recipe_api import Recipe, RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
 from reef_daemon.reports.judge import JudgeModel
-from reef_daemon.reports.next_turn import NextTurnJudge
+from reef_daemon.reports.next_turn import NextTurnSignals
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, with_live_values
 from reef_daemon.store import Scenario, Store
@@ -41,7 +41,7 @@ class Daemon:
     # The judge model (set on start-up), and the judge of answers by the user's next message when
     # `reports.next-turn` is on.
     judge: JudgeModel | None = None
-    next_turn: NextTurnJudge | None = None
+    next_turn: NextTurnSignals | None = None
 
     def unlike_a_new_name(self, name: str) -> str | None:
         """When `name` is not a scenario yet but is close to one (a typo in x-reef-scenario makes a new scenario

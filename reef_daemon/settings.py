@@ -468,7 +468,8 @@ class ReportsSection:
         REPORT_SOURCES,
         SOURCES,
         help="the reports recipes, live scores, replays and the gate's tasks count: all, or some of person, words, "
-        "next-turn, judge, outcome, import (a person's report always wins over a derived one for the same record)",
+        "retry, interruption, tool-error, tests, next-turn, judge, outcome, import (a person's report always wins "
+        "over a derived one for the same record)",
     )
     words: str = setting(
         "on",
@@ -476,6 +477,34 @@ class ReportsSection:
         live=True,
         help="score an answer low or high by rules on the user's next message (no, still fails, revert; thanks, "
         "works), before any judge model and with no model call; what the rules cannot tell is left to the judge",
+    )
+    retry: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low when the same request is sent again in its session (a regenerate), with no model "
+        "call",
+    )
+    interruption: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low when its client cut it off before the end and went on in the conversation, with no "
+        "model call",
+    )
+    tool_error: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python "
+        "traceback in the result), with no model call",
+    )
+    tests: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer high when the test run it made turned the conversation's tests from red to green, "
+        "low from green to red (pytest, npm test, go test, cargo test), with no model call",
     )
     min_agreement: float = setting(
         0.2,

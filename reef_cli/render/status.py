@@ -52,7 +52,9 @@ def status_view(status: Status, url: str) -> RenderableType:
     if status.get("store"):
         facts.add_row("store", _store(status["store"]))
     if judged := status.get("next_turn"):
-        facts.add_row("next turn", _next_turn(judged))
+        facts.add_row("signals", _signals(judged))
+        if judged["turns"]:
+            facts.add_row("next turn", _next_turn(judged))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
@@ -149,6 +151,22 @@ def _mib(size: int | None) -> str:
     return MISSING if size is None else f"{size / 1024 / 1024:.1f} MiB"
 
 
+def _signals(counts: NextTurnStatus) -> str:
+    """The reports each signal from a session's next request made since the daemon started, and the answers its
+    matching let go or could not find."""
+    made = counts.get("reports") or {}
+    line = ", ".join(f"{source} {number}" for source, number in sorted(made.items())) or "no reports yet"
+    missed = [
+        f"{number} {what}"
+        for number, what in (
+            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
+            (counts["unmatched"], "next turns that matched no kept answer"),
+        )
+        if number
+    ]
+    return f"{line}{'; ' if missed else ''}{', '.join(missed)}"
+
+
 def _next_turn(counts: NextTurnStatus) -> str:
     """What the next-turn judge did since the daemon started, and what it cost."""
     line = f"judged {counts['judged']} of {counts['turns']} answered turns"
@@ -159,8 +177,6 @@ def _next_turn(counts: NextTurnStatus) -> str:
             (counts["no_judgment"], "without a verdict"),
             (counts["over_bounds"], "passed over for its bounds"),
             (counts["scores_ignored"], "judge scores ignored for disagreeing with their verdict"),
-            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
-            (counts["unmatched"], "next turns that matched no kept answer"),
         )
         if number
     ]

@@ -18,18 +18,27 @@ ClientRecordType = Literal["report", "request"]
 RECORD_TYPE_ALIASES: Final[Mapping[str, RecordType]] = {"train": "request"}
 
 
-# Where a report came from: a person (the default), or derived with no person: the user's next message read by rules
-# (`words`) or by a judge model (`next-turn`), a judge model's ranking (`judge`), what became of the code (`outcome`),
-# or a score carried by an imported conversation (`import`). A person's report always wins over a derived one for
-# the same record.
-ReportSource = Literal["person", "words", "next-turn", "judge", "outcome", "import"]
-REPORT_SOURCES: Final[tuple[ReportSource, ...]] = ("person", "words", "next-turn", "judge", "outcome", "import")
+# Where a report came from: a person (the default), or derived with no person: by rules with no model call, from
+# the user's next message (`words`), the same request sent again (`retry`), a stream the user cut off
+# (`interruption`), a tool call that failed (`tool-error`) or a test run that changed colour (`tests`); from the
+# user's next message read by a judge model (`next-turn`), a judge model's ranking (`judge`), what became of the code
+# (`outcome`), or a score carried by an imported conversation (`import`). A person's report always wins over a
+# derived one for the same record.
+ReportSource = Literal[
+    "person", "words", "retry", "interruption", "tool-error", "tests", "next-turn", "judge", "outcome", "import"
+]
+REPORT_SOURCES: Final[tuple[ReportSource, ...]] = (
+    "person", "words", "retry", "interruption", "tool-error", "tests", "next-turn", "judge", "outcome", "import",
+)  # fmt: skip
 PERSON_SOURCE: Final[ReportSource] = "person"
 # The order in which a record's scores from several sources count: the first one present is the record's score.
-SOURCE_PRECEDENCE: Final[tuple[ReportSource, ...]] = ("person", "import", "outcome", "words", "judge", "next-turn")
+SOURCE_PRECEDENCE: Final[tuple[ReportSource, ...]] = (
+    "person", "import", "outcome", "tests", "tool-error", "words", "retry", "interruption", "judge", "next-turn",
+)  # fmt: skip
 # `reef records` and the TUI mark a derived score with its source's letter (a person's score has none).
 SOURCE_MARKS: Final[Mapping[ReportSource, str]] = {
-    "person": "", "words": "w", "next-turn": "n", "judge": "j", "outcome": "o", "import": "i",
+    "person": "", "words": "w", "retry": "r", "interruption": "c", "tool-error": "e", "tests": "t", "next-turn": "n",
+    "judge": "j", "outcome": "o", "import": "i",
 }  # fmt: skip
 
 

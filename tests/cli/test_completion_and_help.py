@@ -139,5 +139,5 @@ def test_version() -> None:
 
 def test_a_list_settings_default_is_shown_as_the_command_line_takes_it() -> None:
     result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "400"})
-    assert "(default: person,words,next-turn,judge,outcome,import)" in result.stdout
+    assert "(default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)" in result.stdout
     assert "('person'" not in result.stdout

@@ -32,13 +32,15 @@ WITHOUT_PATH = "The login is handled by the auth module."
 
 
 async def judged_reef(start_reef: StartReef, app_servers: AppServers, judge: FakeJudge, **more: Any) -> Reef:
+    """A reef whose judge reads every next message: the words rules, which would read the plain ones first, are off."""
     server = await app_servers.serve(judge.app())
+    settings: dict[str, Any] = {"reports__words": "off", **more}
     return await start_reef(
         reports__next_turn="on",
         reports__judge_url=url_of(server),
         reports__judge_model="judge-model",
         environ={"REEF_JUDGE_API_KEY": "judge-secret"},
-        **more,
+        **settings,
     )
 
 
@@ -119,7 +121,7 @@ async def test_a_failing_judge_leaves_no_report_and_never_touches_the_answer(
 
 
 async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_servers: AppServers) -> None:
-    reef = await start_reef(reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
+    reef = await start_reef(reports__words="off", reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
     user = SimulatedUser(reef, "session-down")
     answered = await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
@@ -133,7 +135,9 @@ async def test_the_judge_url_may_be_the_full_chat_completions_url(
 ) -> None:
     judge = FakeJudge()
     server = await app_servers.serve(judge.app())
-    reef = await start_reef(reports__next_turn="on", reports__judge_url=f"{url_of(server)}/v1/chat/completions/")
+    reef = await start_reef(
+        reports__next_turn="on", reports__words="off", reports__judge_url=f"{url_of(server)}/v1/chat/completions/"
+    )
     user = SimulatedUser(reef, "session-full-url")
     answered = await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
@@ -146,7 +150,7 @@ async def test_status_says_what_the_judge_answered_when_it_gave_no_verdict(
 ) -> None:
     elsewhere = await app_servers.serve(web.Application())  # a web server with no chat-completions route
     judge_url = f"{url_of(elsewhere)}/judge"
-    reef = await start_reef(reports__next_turn="on", reports__judge_url=judge_url)
+    reef = await start_reef(reports__next_turn="on", reports__words="off", reports__judge_url=judge_url)
     user = SimulatedUser(reef, "session-404")
     await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
@@ -160,7 +164,7 @@ async def test_status_says_what_the_judge_answered_when_it_gave_no_verdict(
 
 
 async def test_the_served_model_judges_when_no_judge_endpoint_is_set(start_reef: StartReef) -> None:
-    reef = await start_reef(reports__next_turn="on")
+    reef = await start_reef(reports__words="off", reports__next_turn="on")
     user = SimulatedUser(reef, "session-served")
     await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
