@@ -38,6 +38,7 @@ from reef_client._outcomes import (
     session_start,
 )
 from reef_client._requests import (
+    SMALL_MODEL_WAIT_S,
     ProgressLines,
     follow_request,
     request_outcome,
@@ -77,6 +78,7 @@ from reef_daemon.contract import (
 __all__ = [
     "MAX_FILE_BYTES",
     "MAX_READ_BYTES",
+    "SMALL_MODEL_WAIT_S",
     "Activity",
     "AdapterRow",
     "ApiError",

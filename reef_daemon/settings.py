@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from reef_daemon.contract import (
+    CHAT_ROUTE,
     DEFAULT_HOST,
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
@@ -534,7 +535,7 @@ class ReportsSection:
         None,
         CHAT_ENDPOINT,
         live=True,
-        help="the judge's OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the"
+        help=f"the judge's OpenAI-compatible endpoint: its base URL or its full …{CHAT_ROUTE} URL; unset: the"
         " served model judges",
     )
     judge_model: str | None = setting(None, OPTIONAL_TEXT, live=True, help="the model the judge endpoint serves")

@@ -1,5 +1,8 @@
 """One daemon per SQLite file: a daemon holds a lock beside the file while it runs, and a second one refuses to
-start, naming the first (its pid and URL), instead of starting and failing its writes."""
+start, naming the first (its pid and URL), instead of starting and failing its writes.
+
+The lock is a process's: stores one process opens on the same file (an in-process restart, a store copy's reader)
+share it, and it is let go when the last of them closes."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pathlib import Path
 from reef_daemon.store.engine import StoreUnavailable
 
 SUFFIX = ".owner"
+_HELD: dict[Path, tuple[int, int]] = {}  # this process's locks: the lock file's descriptor, how many stores hold it
 
 
 class StoreInUse(StoreUnavailable):
@@ -29,6 +33,12 @@ class FileOwner:
     def claim(self) -> None:
         """Take the lock, or StoreInUse naming the daemon that holds it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        key = self.path.resolve()
+        if key in _HELD:
+            fd, holders = _HELD[key]
+            _HELD[key] = (fd, holders + 1)
+            self._fd = fd
+            return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -40,6 +50,7 @@ class FileOwner:
                 "(`reef stop` in its folder) or start this one with its own reef.state-dir"
             ) from None
         self._fd = fd
+        _HELD[key] = (fd, 1)
         self.note(None)
 
     def note(self, url: str | None) -> None:
@@ -51,9 +62,15 @@ class FileOwner:
             os.pwrite(self._fd, json.dumps({"pid": os.getpid(), "url": url}).encode(), 0)
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the file lets the lock go
-            self._fd = None
+        if self._fd is None:
+            return
+        key = self.path.resolve()
+        fd, holders = _HELD.pop(key, (self._fd, 1))
+        if holders > 1:
+            _HELD[key] = (fd, holders - 1)
+        else:
+            os.close(fd)  # closing the file lets the lock go
+        self._fd = None
 
 
 def _holder(fd: int) -> str:

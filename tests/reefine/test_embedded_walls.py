@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recipes.reefine.recipe import EMBEDDED_WALL_S, ReefineRecipe
-from reef_client._requests import SMALL_MODEL_WAIT_S
+from reef_client import SMALL_MODEL_WAIT_S
 from reef_daemon.settings import load_settings
 
 
