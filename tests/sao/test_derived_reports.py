@@ -17,6 +17,9 @@ from tests.support.waiting import eventually
 from tests.support.weight_testing import SCENARIO, StartWeightReef, WeightReef
 
 NEXT_MESSAGES = ("No, name one colour.", "Thanks. And at night?", "No, one word.", "Great, next task.")
+# The reports here are posted by the test; the daemon's own signals (the user's words, a retry) would score the
+# same answers first.
+NO_SIGNALS = {f"reports__{signal}": "off" for signal in ("words", "retry", "interruption", "tool_error", "tests")}
 
 
 async def answer(reef: WeightReef, messages: list[dict[str, Any]], **sampling: Any) -> str:
@@ -42,7 +45,7 @@ async def test_every_turn_of_a_conversation_trains_on_its_next_turn_report(
 ) -> None:
     """Turn k+1 is answered before turn k's report can exist, so once turn k trains, turn k+1's rollout is a
     version old: with max-staleness 0 it trains all the same (derived-staleness)."""
-    reef = await start_weight_reef()
+    reef = await start_weight_reef(**NO_SIGNALS)
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
     turns = [await answer(reef, messages)]
     for number, said in enumerate(NEXT_MESSAGES, start=1):
@@ -91,10 +94,12 @@ async def test_a_persons_later_report_trains_as_a_correction_of_a_derived_one(
 async def test_a_persons_report_supersedes_a_derived_one_still_waiting_for_its_batch(
     start_weight_reef: StartWeightReef,
 ) -> None:
-    reef = await start_weight_reef(training__batch_size="2")
+    reef = await start_weight_reef(training__batch_size="2", **NO_SIGNALS)
     first, _ = await reef.ask(QUESTION)
     second, _ = await reef.ask(QUESTION)
     await reef.report({"score": 0.0, "references": [first], "source": "judge", "feedback": "off topic"})
+    await eventually(reef.training, 60, "the judge's report waiting for its batch",
+                     satisfied=lambda state: state.get("waiting_units") == 1)  # fmt: skip
     await reef.report({"score": 1.0, "references": [first]})  # a person disagrees while the judge's waits
     await reef.report({"score": 0.0, "references": [second], "source": "judge", "feedback": "off topic"})
     state = await steps_reach(reef, 1)
