@@ -40,7 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,8 @@ DERIVED = {"next-turn": "next-turn", "rules": "words"}  # arm -> the report sour
 HELD_OUT_QUESTION = "Name the capital city of {country}, in one word."
 RIGHT = "Thanks, that's right."
 WRONG = "No, that's wrong."
+# The rules arm's daemon: the words rules on (the default), no judge model.
+RULES_SETTINGS = {"reports.next-turn": "off", "reports.words": "on"}
 REPLY_TOKENS = 1  # the scripted user's reply is a request too; its own answer is never looked at
 EVALUATION_WORKERS = 16
 STEP_TIMEOUT_S = 60.0  # a step that does not come within this is counted as missing (its reports never came)
@@ -75,7 +77,7 @@ class Plan:
     """How big a run is: per seed and arm, `prompts` x `group` training rollouts, `batch` a step; the held-out
     questions asked `samples` times each; `conversations` x `turns` in the multi-turn variant."""
 
-    prompts: int = 6
+    prompts: int = 8
     group: int = 4
     batch: int = 4
     samples: int = 4
@@ -306,28 +308,20 @@ def train_arm(reef: Daemon, result: ArmResult, items: list[tuple[Question, int]]
     result.ineligible = dict(state.get("ineligible") or {})
 
 
-def run_seed(
-    reef: Daemon,
-    arms: list[str],
-    seed: int,
-    plan: Plan,
-    tag: str,
-    befores: dict[int, Scores],
-    log: Callable[[str], None],
-) -> list[ArmResult]:
-    """The arms of one seed side by side (their requests decode together): held-out before (once per seed: every
-    arm's scenario serves the base until it trains, the same base in every daemon), training, held-out after."""
+def run_seed(daemons: dict[str, Daemon], seed: int, plan: Plan, log: Callable[[str], None]) -> list[ArmResult]:
+    """The arms of one seed side by side, each on its daemon (requests to one daemon decode together): held-out
+    before (once: every arm's scenario serves the base until it trains, the same base on every daemon), training,
+    held-out after."""
     began = time.perf_counter()
     held_out = evaluation_plan(seed, plan)
-    if seed not in befores:
-        befores[seed] = evaluate(reef, f"{tag}-s{seed}-before", held_out)
-        log(f"seed {seed}: held-out before {_rate(befores[seed]):.3f} ({time.perf_counter() - began:.0f} s)")
-    before = befores[seed]
-    results = [ArmResult(arm, seed, f"{tag}-s{seed}-{arm}", before) for arm in arms]
+    before = evaluate(next(iter(daemons.values())), f"s{seed}-before", held_out)
+    log(f"seed {seed}: held-out before {_rate(before):.3f} ({time.perf_counter() - began:.0f} s)")
+    results = [ArmResult(arm, seed, f"s{seed}-{arm}", before) for arm in daemons]
     items = training_plan(seed, plan)
 
     def one(result: ArmResult) -> None:
         started = time.perf_counter()
+        reef = daemons[result.arm]
         train_arm(reef, result, items, plan.batch)
         result.after = evaluate(reef, result.scenario, held_out)
         result.seconds = time.perf_counter() - started
@@ -350,10 +344,10 @@ class MultiTurn:
     refused: dict[str, int] = field(default_factory=dict)
 
 
-def multi_turn(reef: Daemon, plan: Plan, tag: str) -> MultiTurn:
+def multi_turn(reef: Daemon, plan: Plan) -> MultiTurn:
     """`conversations` conversations of `turns` turns at once, each reply judging the last answer and asking the
     next question, with no wait for training between turns: how many rollouts training refused, and why."""
-    scenario = f"{tag}-multi-turn"
+    scenario = "multi-turn"
     countries = task.training_countries()
     outcome = MultiTurn(plan.conversations, plan.turns)
     receipts: list[str] = []
@@ -459,6 +453,9 @@ def table(result: dict[str, Any]) -> str:
     ]
     for arm, figures in result["arms"].items():
         share = figures["failed_positive_share"]
+        if figures["steps"] == 0:
+            lines.append(f"| {arm} | not trained: the daemon made no report for it | | | | 0 | |")
+            continue
         lines.append(
             f"| {arm} | {figures['before']:.3f} -> {figures['after']:.3f} | {_text(figures['change'])} "
             f"| {_text(figures['minus_placebo']) if 'minus_placebo' in figures else '-'} "
@@ -504,26 +501,28 @@ def main() -> None:
     began = time.perf_counter()
     results: list[ArmResult] = []
     multi = None
-    befores: dict[int, Scores] = {}
-    judged_arms = [arm for arm in arms if arm != "rules"]
     judge, judge_url = judge_process()
     try:
-        if judged_arms or not options.no_multi_turn:
-            settings = {"reports.next-turn": "on", "reports.judge-url": judge_url,
-                        "reports.judge-calls-per-minute": "100000", "reports.words": "off"}  # fmt: skip
-            with daemon(plan, settings) as reef:
-                for seed in seeds:
-                    results += run_seed(reef, judged_arms, seed, plan, "judged", befores, log)
-                if not options.no_multi_turn:
-                    multi = multi_turn(reef, plan, "judged")
-                    log(f"multi-turn: {multi}")
-        if "rules" in arms:
-            with daemon(plan, {"reports.next-turn": "off", "reports.words": "on"}) as reef:
-                for seed in seeds:
-                    results += run_seed(reef, ["rules"], seed, plan, "rules", befores, log)
-                    if results[-1].steps == 0:
-                        log("the daemon made no words report: the rules arm stops here (reef without the words signal)")
-                        break
+        with ExitStack() as stack:
+            daemons: dict[str, Daemon] = {}
+            if set(arms) - {"rules"} or not options.no_multi_turn:
+                settings = {"reports.next-turn": "on", "reports.judge-url": judge_url,
+                            "reports.judge-calls-per-minute": "100000", "reports.words": "off"}  # fmt: skip
+                judged = stack.enter_context(daemon(plan, settings))
+                daemons |= {arm: judged for arm in arms if arm != "rules"}
+            if "rules" in arms:
+                daemons["rules"] = stack.enter_context(
+                    daemon(plan, {"reports.next-turn": "off", "reports.words": "on"})
+                )
+            log(f"daemons up ({time.perf_counter() - began:.0f} s)")
+            for seed in seeds:
+                results += run_seed({arm: daemons[arm] for arm in arms if arm in daemons}, seed, plan, log)
+                if "rules" in daemons and not any(r.steps for r in results if r.arm == "rules"):
+                    log("the daemon made no words report: the rules arm stops here (reef without the words signal)")
+                    del daemons["rules"]
+            if not options.no_multi_turn:
+                multi = multi_turn(judged, plan)
+                log(f"multi-turn: {multi}")
     finally:
         judge.terminate()
         judge.wait()
