@@ -497,7 +497,8 @@ def main() -> None:
         log_file.write(stamped + "\n")
         log_file.flush()
 
-    log(f"load {os.getloadavg()}; plan {plan}; arms {arms}; seeds {list(seeds)}")
+    load_before = os.getloadavg()
+    log(f"load {load_before}; plan {plan}; arms {arms}; seeds {list(seeds)}")
     began = time.perf_counter()
     results: list[ArmResult] = []
     multi = None
@@ -527,7 +528,7 @@ def main() -> None:
         judge.terminate()
         judge.wait()
     result = summary(results, multi, time.perf_counter() - began, plan)
-    result["load_after"] = os.getloadavg()
+    result["load"] = {"before": load_before, "after": os.getloadavg()}  # 1, 5 and 15 minutes
     (options.out / "result.json").write_text(json.dumps(result, indent=2))
     (options.out / "table.md").write_text(table(result) + "\n")
     log("\n" + table(result))
