@@ -95,6 +95,8 @@ Scores = list[list[float]]  # per held-out question, per sample: 1 right, 0 wron
 
 @dataclass(frozen=True)
 class Question:
+    """A capital question in one of the two templates, checked as the toy task checks it."""
+
     country: str
     template: str
 
@@ -108,6 +110,8 @@ class Question:
 
 @dataclass
 class ArmResult:
+    """One arm's run for one seed, in its own scenario."""
+
     arm: str
     seed: int
     scenario: str
@@ -336,6 +340,8 @@ def run_seed(daemons: dict[str, Daemon], seed: int, plan: Plan, log: Callable[[s
 
 @dataclass
 class MultiTurn:
+    """The multi-turn variant: what it sent, the next-turn reports it got, what training did with them."""
+
     conversations: int
     turns: int
     rollouts: int = 0
