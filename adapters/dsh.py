@@ -111,8 +111,11 @@ def _env(root: Path, binding: Binding) -> dict[str, str]:
 
 
 def _args(root: Path, args: list[str]) -> list[str]:
-    """`[profile] [app args]` (the profile defaults to headless) with the binding patch applied after the profile."""
-    profile, rest = (args[0], args[1:]) if args and not args[0].startswith("-") else ("headless", args)
+    """`[profile] [app args]` (the profile defaults to headless) with the binding patch applied after the profile.
+    A first argument of several words is the headless profile's task (`reef-dsh "fix the tests"`), not a profile
+    name (a folder's name: one word)."""
+    named = bool(args) and not args[0].startswith("-") and len(args[0].split()) == 1
+    profile, rest = (args[0], args[1:]) if named else ("headless", args)
     return ["--profile", profile, "--patch", str(root / BINDING_PATCH), *rest]
 
 

@@ -7,6 +7,7 @@ extension (`reef-requests`) adds /reefine and /versions to every session.
 from __future__ import annotations
 
 import json
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from adapters._base import Adapter, json_file, prompt_files, sorted_files, start
 from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
+OFFLINE_ENV = "PI_OFFLINE"  # pi's switch for its start-up network operations (tool downloads, package installs)
 RENDERS = {
     "rules": "pi-agent/AGENTS.md",
     "skill": "pi-agent/skills/<name>/SKILL.md",
@@ -88,7 +90,10 @@ def bind(files: dict[str, str], binding: Binding) -> dict[str, str]:
 
 
 def _env(root: Path, binding: Binding) -> dict[str, str]:
-    return {"PI_CODING_AGENT_DIR": str(root / "pi-agent"), "PI_SKIP_VERSION_CHECK": "1"}
+    # Offline at start: pi would otherwise try to download fd and ripgrep at each start where they are missing
+    # (waiting on the network where there is none); the ones on PATH are used. A PI_OFFLINE of the person's wins.
+    offline = os.environ.get(OFFLINE_ENV) or "1"
+    return {"PI_CODING_AGENT_DIR": str(root / "pi-agent"), "PI_SKIP_VERSION_CHECK": "1", OFFLINE_ENV: offline}
 
 
 EXTENSION = Entry(
@@ -111,7 +116,7 @@ ADAPTER = Adapter(
         headless=lambda prompt: ["-p", prompt],
         state_keys={SETTINGS: PREFERENCE_KEYS},
         loaded=LOADED,
-        offline_env={"PI_OFFLINE": "1"},
+        offline_env={OFFLINE_ENV: "1"},
     ),
     notes=(
         "commands are prompt templates typed as /<name>",

@@ -91,7 +91,7 @@ def measure(name: str, device: torch.device, folder: Path) -> Figures:
         prompt_ids=tuple(torch.randint(0, vocab, (PROMPT_TOKENS,), generator=generator).tolist()),
         output_ids=tuple(torch.randint(0, vocab, (ROLLOUT_TOKENS,), generator=generator).tolist()),
         logprobs=tuple([-float(torch.log(torch.tensor(float(vocab))))] * ROLLOUT_TOKENS),
-        versions=("bench:0",) * ROLLOUT_TOKENS, reward=1.0, temperature=1.0, group="g",
+        versions=("bench:0",) * ROLLOUT_TOKENS, reward=1.0, group="g",
     )  # fmt: skip
     trainer.step([rollout])  # warm-up (kernels, optimizer state)
     synchronize(device)

@@ -102,7 +102,7 @@ async def measure(max_tokens: int, rollout_tokens: int, threads: int | None) -> 
 
     prompt = loaded.tokenizer.encode("The capital of France is")
     rollout = Rollout("r", "p", tuple(prompt), tuple(range(100, 100 + rollout_tokens)), (-2.0,) * rollout_tokens,
-                      ("x:0",) * rollout_tokens, 1.0, 1.0, "g")  # fmt: skip
+                      ("x:0",) * rollout_tokens, 1.0, "g")  # fmt: skip
     lora_trainer = Trainer(loaded.weights_dir, training, policy=lora_base.policy("step"))
     full_trainer = Trainer(loaded.weights_dir, training)
     for name, trainer in (("lora", lora_trainer), ("full", full_trainer)):

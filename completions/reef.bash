@@ -45,6 +45,7 @@ _reef() {
                 --inference.upstream-model) return 0 ;;
                 --inference.upstream-api-key) return 0 ;;
                 --inference.timeout-s) return 0 ;;
+                --inference.max-answer-mb) return 0 ;;
                 --inference.model-path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --inference.temperature) return 0 ;;
                 --inference.top-p) return 0 ;;
@@ -59,6 +60,10 @@ _reef() {
                 --reports.score-max) return 0 ;;
                 --reports.sources) return 0 ;;
                 --reports.words) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.retry) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.interruption) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.tool-error) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.tests) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
                 --reports.min-agreement) return 0 ;;
                 --reports.min-agreement-records) return 0 ;;
                 --reports.next-turn) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
@@ -113,6 +118,7 @@ _reef() {
                 --training.value-clip) return 0 ;;
                 --training.max-grad-norm) return 0 ;;
                 --training.max-staleness) return 0 ;;
+                --training.derived-staleness) return 0 ;;
                 --training.dis-low) return 0 ;;
                 --training.dis-high) return 0 ;;
                 --training.lambda-alpha) return 0 ;;
@@ -134,7 +140,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.max-answer-mb --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.retry --reports.interruption --reports.tool-error --reports.tests --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.derived-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -151,6 +157,7 @@ _reef() {
                 --inference.upstream-model) return 0 ;;
                 --inference.upstream-api-key) return 0 ;;
                 --inference.timeout-s) return 0 ;;
+                --inference.max-answer-mb) return 0 ;;
                 --inference.model-path) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --inference.temperature) return 0 ;;
                 --inference.top-p) return 0 ;;
@@ -165,6 +172,10 @@ _reef() {
                 --reports.score-max) return 0 ;;
                 --reports.sources) return 0 ;;
                 --reports.words) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.retry) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.interruption) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.tool-error) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
+                --reports.tests) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
                 --reports.min-agreement) return 0 ;;
                 --reports.min-agreement-records) return 0 ;;
                 --reports.next-turn) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
@@ -219,6 +230,7 @@ _reef() {
                 --training.value-clip) return 0 ;;
                 --training.max-grad-norm) return 0 ;;
                 --training.max-staleness) return 0 ;;
+                --training.derived-staleness) return 0 ;;
                 --training.dis-low) return 0 ;;
                 --training.dis-high) return 0 ;;
                 --training.lambda-alpha) return 0 ;;
@@ -240,7 +252,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.timeout-s --inference.max-answer-mb --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.retry --reports.interruption --reports.tool-error --reports.tests --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.derived-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

@@ -32,8 +32,8 @@ end
 complete -c reef -f
 complete -c reef -n '__reef_at reef' -a serve -d 'Run the daemon in the foreground.'
 complete -c reef -n '__reef_at reef' -a start -d 'Run the daemon in the background, with the options of `reef serve`.'
-complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemon running from this directory (state in .reef, or a recipe\'s .reef/<recipe>).'
-complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing.'
+complete -c reef -n '__reef_at reef' -a stop -d 'Stop the daemons running from this directory (state in .reef, or a recipe\'s .reef/<recipe>), each named.'
+complete -c reef -n '__reef_at reef' -a status -d 'Show what the daemon is doing (each daemon\'s, when several run from this directory).'
 complete -c reef -n '__reef_at reef' -a records -d 'List recent records, or follow new ones.'
 complete -c reef -n '__reef_at reef' -a show -d 'Show one record, made readable.'
 complete -c reef -n '__reef_at reef' -a import -d 'Import agent sessions as records.'
@@ -67,7 +67,8 @@ complete -c reef -n '__reef_at reef/serve' -l reef.export-page-mb -d 'how many M
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)' -x
-complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -d 'upstream timeout: for connecting, for each read, and between a stream\'s events (keep-alive comments do not count) (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-mb -d 'largest upstream answer reef relays and records, in MiB; a longer one fails its exchange (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
 complete -c reef -n '__reef_at reef/serve' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
@@ -80,16 +81,24 @@ complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/serve' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, retry, interruption, tool-error, tests, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.retry -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.retry -d 'score an answer low when the same request is sent again in its session (a regenerate), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.interruption -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.interruption -d 'score an answer low when its client cut it off before the end and went on in the conversation, with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.tool-error -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.tool-error -d 'score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python traceback in the result), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.tests -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l reports.tests -d 'score an answer high when the test run it made turned the conversation\'s tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
-complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/serve' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
@@ -119,14 +128,14 @@ complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -x -a 'bwrap none'
 complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
 complete -c reef -n '__reef_at reef/serve' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -x -a 'pairwise ranked'
 complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
 complete -c reef -n '__reef_at reef/serve' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
@@ -143,11 +152,12 @@ complete -c reef -n '__reef_at reef/serve' -l training.critic-steps -d 'critic u
 complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.value-clip -d 'a critic update moves a value at most this far from the value read before it (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.max-grad-norm -d 'gradient-norm clipping of the policy and the critic (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how many weight versions old a rollout a person scored may be (default: 0; env: REEF_MAX_STALENESS)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.derived-staleness -d 'how many weight versions old a rollout scored by a derived report (next-turn, judge, outcome), or a person\'s correction of one, may be (never less than max-staleness) (default: 4)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.checkpoint-every -d 'save a checkpoint release every N steps (a LoRA adapter: every version is one) (default: 10)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -x -a 'torch slime'
 complete -c reef -n '__reef_at reef/serve' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/serve' -l training.device -x -a 'auto cpu cuda'
@@ -157,7 +167,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.adapter -d 'what a step t
 complete -c reef -n '__reef_at reef/serve' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
+complete -c reef -n '__reef_at reef/serve' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: q_proj,k_proj,v_proj,o_proj)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/serve' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/serve' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x
@@ -179,7 +189,8 @@ complete -c reef -n '__reef_at reef/start' -l reef.export-page-mb -d 'how many M
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (env: REEF_UPSTREAM_API_KEY)' -x
-complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -d 'upstream timeout (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -d 'upstream timeout: for connecting, for each read, and between a stream\'s events (keep-alive comments do not count) (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
+complete -c reef -n '__reef_at reef/start' -l inference.max-answer-mb -d 'largest upstream answer reef relays and records, in MiB; a longer one fails its exchange (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
 complete -c reef -n '__reef_at reef/start' -l inference.temperature -d 'embedded runtime: sampling temperature of a request that sets none (0: greedy, see bench/README.md) (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.top-p -d 'embedded runtime: nucleus (top-p) mass of a request that sets none (default: 1.0)' -x
@@ -192,16 +203,24 @@ complete -c reef -n '__reef_at reef/start' -l inference.max-stop-sequences -d 'e
 complete -c reef -n '__reef_at reef/start' -l inference.max-stop-chars -d 'embedded runtime: the most characters one stop sequence may have (default: 500)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-min -d 'the worst score a report may give (default: 0.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.score-max -d 'the best score a report may give (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: (\'person\', \'words\', \'next-turn\', \'judge\', \'outcome\', \'import\'))' -x
+complete -c reef -n '__reef_at reef/start' -l reports.sources -d 'the reports recipes, live scores, replays and the gate\'s tasks count: all, or some of person, words, retry, interruption, tool-error, tests, next-turn, judge, outcome, import (a person\'s report always wins over a derived one for the same record) (default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.words -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.words -d 'score an answer low or high by rules on the user\'s next message (no, still fails, revert; thanks, works), before any judge model and with no model call; what the rules cannot tell is left to the judge (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.retry -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.retry -d 'score an answer low when the same request is sent again in its session (a regenerate), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.interruption -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.interruption -d 'score an answer low when its client cut it off before the end and went on in the conversation, with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.tool-error -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.tool-error -d 'score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python traceback in the result), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.tests -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l reports.tests -d 'score an answer high when the test run it made turned the conversation\'s tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -d 'judge each assistant turn from the user\'s next message (accepted, corrected, complained, neutral), off the request path; the judge\'s calls are recorded under the scenario reef-judge (default: off)'
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn-memory -d 'the most memory (16M, 1G) the answers waiting for their next turn may hold; beyond it the oldest are let go unjudged, counted in reef status (default: 16777216)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn-max-chars -d 'the most characters of a user\'s next message the judge reads (its start) (default: 65536)' -x
-complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s chat-completions endpoint; unset: the served model judges' -x
+complete -c reef -n '__reef_at reef/start' -l reports.judge-url -d 'the judge\'s OpenAI-compatible endpoint: its base URL or its full …/v1/chat/completions URL; unset: the served model judges' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-model -d 'the model the judge endpoint serves' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-api-key -d 'key reef sends to the judge endpoint (env: REEF_JUDGE_API_KEY)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.judge-calls-per-minute -d 'the most judge calls a minute; turns beyond it are not judged (default: 20)' -x
@@ -231,14 +250,14 @@ complete -c reef -n '__reef_at reef/start' -l harness.sandbox -x -a 'bwrap none'
 complete -c reef -n '__reef_at reef/start' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
 complete -c reef -n '__reef_at reef/start' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -x -a 'pairwise ranked'
 complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
-complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
 complete -c reef -n '__reef_at reef/start' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
@@ -255,11 +274,12 @@ complete -c reef -n '__reef_at reef/start' -l training.critic-steps -d 'critic u
 complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'critic-only steps before the policy first moves (Slime: 10) (default: 2)' -x
 complete -c reef -n '__reef_at reef/start' -l training.value-clip -d 'a critic update moves a value at most this far from the value read before it (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/start' -l training.max-grad-norm -d 'gradient-norm clipping of the policy and the critic (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how many weight versions old a rollout may be (default: 0; env: REEF_MAX_STALENESS)' -x
+complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how many weight versions old a rollout a person scored may be (default: 0; env: REEF_MAX_STALENESS)' -x
+complete -c reef -n '__reef_at reef/start' -l training.derived-staleness -d 'how many weight versions old a rollout scored by a derived report (next-turn, judge, outcome), or a person\'s correction of one, may be (never less than max-staleness) (default: 4)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
-complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (default: 10)' -x
+complete -c reef -n '__reef_at reef/start' -l training.checkpoint-every -d 'save a checkpoint release every N steps (a LoRA adapter: every version is one) (default: 10)' -x
 complete -c reef -n '__reef_at reef/start' -l training.trainer -x -a 'torch slime'
 complete -c reef -n '__reef_at reef/start' -l training.trainer -d 'what trains: torch (in this process) or slime (a Slime job on Ray, pushing weights into SGLang) (default: torch)'
 complete -c reef -n '__reef_at reef/start' -l training.device -x -a 'auto cpu cuda'
@@ -269,7 +289,7 @@ complete -c reef -n '__reef_at reef/start' -l training.adapter -d 'what a step t
 complete -c reef -n '__reef_at reef/start' -l training.lora-rank -d 'LoRA rank r of each adapted layer (default: 8)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lora-alpha -d 'LoRA alpha: the adapter\'s output is scaled by alpha / r (default: 16)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lora-dropout -d 'dropout on the adapter\'s input while training (default: 0.0)' -x
-complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: (\'q_proj\', \'k_proj\', \'v_proj\', \'o_proj\'))' -x
+complete -c reef -n '__reef_at reef/start' -l training.lora-target-modules -d 'the linear layers (by name) an adapter adapts (default: q_proj,k_proj,v_proj,o_proj)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.path -d 'the Slime checkout holding train.py' -r -F
 complete -c reef -n '__reef_at reef/start' -l slime.actor-gpus -d 'GPUs of the Megatron actor (the critic shares them) (default: 1)' -x
 complete -c reef -n '__reef_at reef/start' -l slime.rollout-gpus -d 'GPUs of the SGLang engines Slime starts (default: 1)' -x

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, Target, find_daemon
+from reef_cli.discovery import BadDaemonUrl, SeveralDaemons, Target, find_daemon, find_daemons
 from reef_cli.output import fail
 from reef_client import ApiError, DaemonUnreachable, ReefClient, Unauthorized, UnknownScenario, require_scenario
 
@@ -28,6 +28,14 @@ def found_daemon(url: str | None = None, token: str | None = None) -> Target:
         return find_daemon(url, token)
     except SeveralDaemons as exc:
         fail(str(exc))
+    except BadDaemonUrl as exc:
+        fail(str(exc), 2)
+
+
+def found_daemons(url: str | None = None, token: str | None = None) -> list[Target]:
+    """Every daemon a command that reads them all talks to (see `find_daemons`)."""
+    try:
+        return find_daemons(url, token)
     except BadDaemonUrl as exc:
         fail(str(exc), 2)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reef_cli.state import DaemonFiles, process_alive
-from reef_client import DaemonUnreachable, ReefClient
+from reef_client import DaemonUnreachable, ReefClient, ReefClientError
 from reef_daemon.contract import loopback_url
 
 START_TIMEOUT_S = 180.0  # the embedded model's first load takes ~30 s on two cores; leave room
@@ -36,7 +36,7 @@ class Started:
 
 def start_daemon(files: DaemonFiles, serve_args: list[str], host: str, port: int) -> Started:
     """Run `reef serve <serve_args>` detached, its output appended to the log; return once `/healthz` answers."""
-    if port and _answers(loopback_url(host, port)):
+    if port and _taken(loopback_url(host, port)):
         raise StartFailed(
             f"something already answers at {loopback_url(host, port)}; stop it, or choose another port with --reef.port"
         )
@@ -82,11 +82,24 @@ def _wait_healthy(process: subprocess.Popen[bytes], log_file: Path, log_start: i
 
 
 def _answers(url: str) -> bool:
+    """Whether a healthy reef answers /healthz at `url`."""
     with ReefClient(url, timeout_s=2.0) as client:
         try:
             return client.healthz()
+        except ReefClientError:  # nothing listens yet, or something that is not reef (yet) answers
+            return False
+
+
+def _taken(url: str) -> bool:
+    """Whether any server answers at `url`: a reef, or another web server that answers /healthz with an error."""
+    with ReefClient(url, timeout_s=2.0) as client:
+        try:
+            client.healthz()
         except DaemonUnreachable:
             return False
+        except ReefClientError:
+            pass  # an answer all the same
+        return True
 
 
 def stop_daemon(pid: int, on_wait: Callable[[], None] | None = None) -> bool:

@@ -57,17 +57,30 @@ def find_daemon(
     environ: Mapping[str, str] | None = None,
     state_dir: Path = DEFAULT_STATE_DIR,
 ) -> Target:
-    """Resolve the daemon's URL and token in the documented order."""
+    """Resolve the daemon's URL and token in the documented order; SeveralDaemons when several run here."""
+    found = find_daemons(url, token, environ=environ, state_dir=state_dir)
+    if len(found) > 1:
+        listed = ", ".join(f"{target.url} ({target.source.rstrip('/')})" for target in found)
+        raise SeveralDaemons(f"several daemons run from this directory: {listed}; choose one with --url")
+    return found[0]
+
+
+def find_daemons(
+    url: str | None = None,
+    token: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    state_dir: Path = DEFAULT_STATE_DIR,
+) -> list[Target]:
+    """Every daemon the documented order names: the one `--url` or `REEF_URL` gives, else each daemon running
+    from this directory, else the default address."""
     environ = os.environ if environ is None else environ
     token = token or environ.get(TOKEN_ENV) or None
     if url:
-        return Target(daemon_url(url, "--url"), token, "--url")
+        return [Target(daemon_url(url, "--url"), token, "--url")]
     if environ.get(URL_ENV, "").strip():
-        return Target(daemon_url(environ[URL_ENV], URL_ENV), token, URL_ENV)
+        return [Target(daemon_url(environ[URL_ENV], URL_ENV), token, URL_ENV)]
     running = running_here(state_dir)
-    if len(running) > 1:
-        listed = ", ".join(f"{files.url()} ({files.state_dir})" for files in running)
-        raise SeveralDaemons(f"several daemons run from this directory: {listed}; choose one with --url")
     if running:
-        return Target(str(running[0].url()), token, f"{running[0].state_dir}/")
-    return Target(DEFAULT_URL, token, "default")
+        return [Target(str(files.url()), token, f"{files.state_dir}/") for files in running]
+    return [Target(DEFAULT_URL, token, "default")]

@@ -20,7 +20,7 @@ from typer._click import Context
 from typer._click.exceptions import BadOptionUsage, NoSuchOption
 from typer.core import TyperCommand
 
-from reef_daemon.recipe_host import BUILTIN_RECIPES, RENAMED_RECIPES
+from reef_daemon.recipe_host import BUILTIN_RECIPES
 from reef_daemon.settings import SettingInfo, SettingsError, canonical_key, catalogue
 
 Command = Callable[..., None]
@@ -43,7 +43,7 @@ _KEYS = {_parameter_name(key): key for key in SETTINGS}
 
 
 def _recipe_names() -> list[str]:
-    return [name for name in BUILTIN_RECIPES if name not in RENAMED_RECIPES]
+    return list(BUILTIN_RECIPES)
 
 
 def adapter_names() -> list[str]:
@@ -71,10 +71,15 @@ def _choices_of(info: SettingInfo) -> Callable[[], list[str]] | None:
 def _help(info: SettingInfo) -> str:
     notes = []
     if not info.secret and info.default not in (None, ()):
-        notes.append(f"default: {info.default}")
+        notes.append(f"default: {_as_typed(info.default)}")
     if info.env:
         notes.append(f"env: {info.env}")
     return f"{info.help} ({'; '.join(notes)})" if notes else info.help
+
+
+def _as_typed(value: object) -> str:
+    """A value as it is written on the command line: a list as `a,b,c`."""
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def _option(info: SettingInfo) -> inspect.Parameter:

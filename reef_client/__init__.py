@@ -19,6 +19,8 @@ from reef_client._events import Event
 from reef_client._exporting import nothing_to_export, unwritable, whole_file
 from reef_client._installs import ShownRelease, installed_releases, mark_installed, run_install_script
 from reef_client._outcomes import (
+    MAX_FILE_BYTES,
+    MAX_READ_BYTES,
     Decision,
     GitStart,
     Scanned,
@@ -36,6 +38,7 @@ from reef_client._outcomes import (
     session_start,
 )
 from reef_client._requests import (
+    SMALL_MODEL_WAIT_S,
     ProgressLines,
     follow_request,
     request_outcome,
@@ -73,6 +76,9 @@ from reef_daemon.contract import (
 )
 
 __all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_READ_BYTES",
+    "SMALL_MODEL_WAIT_S",
     "Activity",
     "AdapterRow",
     "ApiError",

@@ -11,15 +11,18 @@ half of those hashes are found in that tree's files. Against HEAD and the workin
 - otherwise (not committed yet, or committed too recently) it waits for a later scan.
 
 `reef outcomes report --commit SHA --ci pass|fail` gives the sessions whose changes are in that commit a high or
-low score. Each record gets one outcome report (the daemon keeps the first), so a rescan adds nothing. A workspace
-that is not a git repository, or a session that changed nothing, gives no report, and the reason is kept.
+low score. An outcome report with the score a record already has from its outcome adds nothing (a rescan, a CI
+run repeated); one with another score is a new report that replaces it (CI failed after a scan found it kept). A
+workspace that is not a git repository, or a session that changed nothing, gives no report, and the reason is kept.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
@@ -33,6 +36,10 @@ from reef_daemon.contract import OUTCOMES_DIR_ENV
 IN_TREE = 0.5  # the share of a session's added lines a tree must hold for the session's changes to be in it
 SHORTEST_LINE = 4  # shorter added lines (a brace, `end`) say nothing of whose change it was
 GIT_TIMEOUT_S = 30
+# What is read of a workspace's files: a larger file (generated code, data) is left out of a note, as are links and
+# anything that is not a regular file; reading stops once this much has been read of one session's files.
+MAX_FILE_BYTES = 1024 * 1024
+MAX_READ_BYTES = 64 * 1024 * 1024
 
 
 def notes_dir() -> Path:
@@ -180,10 +187,8 @@ def _share_in(top: Path, tree: str | None, added: dict[str, list[str]]) -> float
     total = found = 0
     for path, digests in added.items():
         if tree is None:
-            try:
-                text: str | None = (top / path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = None
+            raw = _read_regular_file(top / path, MAX_FILE_BYTES)
+            text = raw.decode("utf-8", errors="replace") if raw is not None else None
         else:
             text = _git(top, "show", f"{tree}:{path}")
         present = {_digest(line) for line in (text or "").splitlines()}
@@ -195,23 +200,53 @@ def _share_in(top: Path, tree: str | None, added: dict[str, list[str]]) -> float
 def _added_lines(top: Path, base: str | None) -> Iterator[str]:
     """`path\\0hash` of each line the working tree adds over `base` (all lines of untracked files)."""
     if base is not None:
-        diff = _git(top, "diff", "--no-color", "--no-ext-diff", "-U0", base, "--") or ""
+        diff = _git(top, "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "-U0", base, "--") or ""
         path = None
         for line in diff.splitlines():
             if line.startswith("+++ "):
-                path = line[6:] if line.startswith("+++ b/") else None
+                name = _unquoted(line[4:])
+                path = name[2:] if name.startswith("b/") else None
             elif line.startswith("+") and path is not None and len(line[1:].strip()) >= SHORTEST_LINE:
                 yield f"{path}\0{_digest(line[1:])}"
     others = _git(top, "ls-files", "--others", "--exclude-standard", "-z") or ""
     tracked = "" if base is not None else (_git(top, "ls-files", "-z") or "")
+    budget = MAX_READ_BYTES
     for path in filter(None, (others + tracked).split("\0")):
-        try:
-            text = (top / path).read_text(encoding="utf-8", errors="replace")
-        except (OSError, UnicodeDecodeError):
+        raw = _read_regular_file(top / path, min(MAX_FILE_BYTES, budget))
+        if raw is None:
             continue
-        for line in text.splitlines():
+        budget -= len(raw)
+        for line in raw.decode("utf-8", errors="replace").splitlines():
             if len(line.strip()) >= SHORTEST_LINE:
                 yield f"{path}\0{_digest(line)}"
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes | None:
+    """The bytes of a regular file of at most `limit` bytes; None for a larger one, a symbolic link (never
+    followed), a device, a pipe or a folder, and for one that cannot be opened."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+                return None
+            data = file.read(limit + 1)
+        except OSError:
+            return None
+    return data if len(data) <= limit else None
+
+
+def _unquoted(name: str) -> str:
+    """A path as `git diff` prints it: in double quotes, with C escapes, when it holds a quote, a backslash or a
+    control character."""
+    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
+        return name
+    unescaped: bytes = codecs.escape_decode(name[1:-1].encode("utf-8"))[0]
+    return unescaped.decode("utf-8", errors="replace")
 
 
 def _digest(line: str) -> str:
@@ -229,7 +264,7 @@ def _git(where: Path, *args: str) -> str | None:
         done = subprocess.run(
             ["git", "-C", str(where), *args],
             capture_output=True,
-            text=True,
+            encoding="utf-8",
             errors="replace",
             timeout=GIT_TIMEOUT_S,
             check=False,
@@ -248,23 +283,29 @@ class Scanned:
     reports: int
 
 
-def scan(client: ReefClient, *, days: float, folder: Path | None = None) -> list[Scanned]:
-    """Decide every undecided note and send the outcome reports of those that came to a score; a decided note is
-    marked so, and never read against the repository again."""
+def scan(client: ReefClient, *, days: float, folder: Path | None = None, recheck_after_s: float = 0.0) -> list[Scanned]:
+    """Decide every undecided note (but those read within `recheck_after_s`) and send the outcome reports of those
+    that came to a score. A decided note is marked so, and never read against the repository again; so is one
+    whose report the daemon refused (a record it does not hold, say), with the daemon's reason."""
     scanned = []
+    now = time.time()
     for path, note in notes(folder):
-        if note.get("decided"):
+        if note.get("decided") or now - float(note.get("checked_at") or 0) < recheck_after_s:
             continue
         decision = decide(note, days)
         made = 0
         if decision.place is not None:
             try:
                 made = post_outcome(client, note, decision.place, decision.reason, decision.evidence)
-            except ApiError as exc:  # a record this daemon does not hold, say: try again on a later scan
-                decision = Decision(None, f"the daemon refused the report: {exc.message}", False, decision.evidence)
+            except ApiError as exc:
+                refused = exc.status < 500  # a daemon that failed, rather than refused, is asked again later
+                said = f"the daemon {'refused' if refused else 'failed on'} the report: {exc.message}"
+                decision = Decision(None, said, refused, decision.evidence)
         if decision.final:
-            note["decided"] = {"reason": decision.reason, "place": decision.place, "at": time.time()}
-            save_note(str(note.get("session") or path.stem), note, path.parent)
+            note["decided"] = {"reason": decision.reason, "place": decision.place, "at": now}
+        else:
+            note["checked_at"] = now
+        save_note(str(note.get("session") or path.stem), note, path.parent)
         scanned.append(Scanned(str(note.get("session") or path.stem), decision, made))
     return scanned
 

@@ -24,7 +24,7 @@ from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.records import InferenceDraft
 from reef_daemon.reports import ReportValidator
 from reef_daemon.reports.judge import JudgeModel, next_turn_refusal
-from reef_daemon.reports.next_turn import NextTurnJudge
+from reef_daemon.reports.next_turn import NextTurnSignals
 from reef_daemon.routes import (
     events,
     harness,
@@ -176,9 +176,19 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     canaries.start()
     retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
     daemon.judge = judge = judge_model(daemon)
-    if daemon.settings.reports.next_turn == "on":
+    reports = daemon.settings.reports
+    if reports.next_turn == "on":
         _caution_on_the_judge(daemon)
-        daemon.next_turn = NextTurnJudge(daemon.store, daemon.bus, judge, daemon.settings.reports)
+    if "on" in (
+        reports.words,
+        reports.retry,
+        reports.interruption,
+        reports.tool_error,
+        reports.tests,
+        reports.next_turn,
+    ):
+        next_turn_judge = judge if reports.next_turn == "on" else None
+        daemon.next_turn = NextTurnSignals(daemon.store, daemon.bus, next_turn_judge, reports)
         daemon.next_turn.start()
     yield
     if daemon.next_turn is not None:

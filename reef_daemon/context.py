@@ -10,13 +10,13 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.auth import TokenGate
-from reef_daemon.contract import DaemonState, loopback_url
+from reef_daemon.contract import INTERNAL_SCENARIOS, DaemonState, did_you_mean, loopback_url
 from reef_daemon.events import EventBus
 from reef_daemon.recipe_api import Recipe, RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
 from reef_daemon.reports.judge import JudgeModel
-from reef_daemon.reports.next_turn import NextTurnJudge
+from reef_daemon.reports.next_turn import NextTurnSignals
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, with_live_values
 from reef_daemon.store import Scenario, Store
@@ -41,7 +41,16 @@ class Daemon:
     # The judge model (set on start-up), and the judge of answers by the user's next message when
     # `reports.next-turn` is on.
     judge: JudgeModel | None = None
-    next_turn: NextTurnJudge | None = None
+    next_turn: NextTurnSignals | None = None
+
+    def unlike_a_new_name(self, name: str) -> str | None:
+        """When `name` is not a scenario yet but is close to one (a typo in x-reef-scenario makes a new scenario
+        otherwise silently): what a request that makes it is told, and the log says; None otherwise."""
+        if self.store.scenarios.get(name) is not None:
+            return None
+        known = [scenario.name for scenario in self.store.scenarios.all() if scenario.name not in INTERNAL_SCENARIOS]
+        hint = did_you_mean(name, known)
+        return f"made new scenario '{name}'{hint}" if hint else None
 
     async def ensure_scenario(self, name: str) -> Scenario:
         """The scenario, created with the deployment's recipe on first sight."""
@@ -56,6 +65,7 @@ class Daemon:
     def listening(self, port: int) -> str:
         """The loopback URL the daemon answers on, once it listens on `port`; the recipe is told too."""
         url = loopback_url(self.settings.reef.host, port)
+        self.store.listening_at(url)
         self.lent.listens_at(url)
         self.recipe.listening(self.lent)
         return url

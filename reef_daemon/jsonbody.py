@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -17,6 +18,11 @@ from reef_daemon.jsoncodec import may_hold_a_long_integer
 # A body that has not arrived in full by then (a never-ending chunked upload, say) is refused and its
 # connection closed, so a client cannot hold connections open by sending slowly.
 BODY_READ_TIMEOUT_S = 60.0
+# A body this large is parsed in a worker thread: the parse of a large one (seconds for tens of MiB) would
+# otherwise hold up every other request, /healthz included. Smaller ones cost less than the hand-off.
+PARSE_ON_LOOP_BYTES = 256 * 1024
+# A lone surrogate can only arrive escaped (`\ud800`): a body without such an escape needs no walk of its values.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _refuse_constant(name: str) -> Any:
@@ -64,10 +70,17 @@ def _read_strictly(body: bytes, what: str, orjson_said: str) -> Any:
         raise refused(f"{what} is nested too deeply")
     if "UTF-8" in orjson_said or "BOM" in orjson_said:
         raise refused(f"{what} is not UTF-8 text")
-    where = _lone_surrogate(value, "")
+    where = _lone_surrogate(value, "") if _SURROGATE_ESCAPE.search(body) else None
     if where is not None:
         raise refused(f"{where or what}: holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text")
     return value
+
+
+async def parse_json_body(body: bytes, what: str = "the request body") -> dict[str, Any]:
+    """`parse_json_object`, off the event loop when the body is large."""
+    if len(body) < PARSE_ON_LOOP_BYTES:
+        return parse_json_object(body, what)
+    return await asyncio.to_thread(parse_json_object, body, what)
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -85,7 +98,7 @@ async def read_body(request: web.Request) -> bytes:
 
 async def read_json_object(request: web.Request) -> dict[str, Any]:
     """A control route's body: a JSON object whose text is all Unicode (it is stored as UTF-8)."""
-    return parse_json_object(await read_body(request))
+    return await parse_json_body(await read_body(request))
 
 
 def _lone_surrogate(value: Any, path: str) -> str | None:
@@ -115,8 +128,11 @@ def _is_unicode(text: str) -> bool:
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        body=json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(),
-        status=status,
-        content_type="application/json",
-    )
+    """`data` as compact JSON, non-ASCII kept as is; text that is not Unicode (a lone surrogate a store kept from
+    before such input was refused) is written escaped instead of failing the answer."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        body = text.encode()
+    except UnicodeEncodeError:
+        body = json.dumps(data, separators=(",", ":")).encode()
+    return web.Response(body=body, status=status, content_type="application/json")

@@ -23,11 +23,10 @@ from reef_daemon.settings import Settings, SettingsError, load_settings, read_co
 BUILTIN_RECIPES: dict[str, str] = {
     "record": "recipes.record:RecordRecipe",
     "reefine": "recipes.reefine:ReefineRecipe",
-    "harness-evolve": "recipes.reefine:ReefineRecipe",
     "sao": "recipes.sao:SaoRecipe",
     "grpo": "recipes.sao:GrpoRecipe",
 }
-# Old names still accepted; `reef serve` says which name replaced them.
+# Old names still accepted (never offered); `reef serve` says which name replaced them.
 RENAMED_RECIPES: dict[str, str] = {"harness-evolve": "reefine"}
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
@@ -103,7 +102,8 @@ def units_of(recipe: str) -> tuple[RecordType, ...] | None:
 
 def _recipe_module(reference: str) -> tuple[ModuleType, str, str]:
     """The module a recipe reference names, the reference as `package.module:Class`, and the class's name."""
-    target = BUILTIN_RECIPES.get(reference.strip().lower(), reference)
+    name = reference.strip().lower()
+    target = BUILTIN_RECIPES.get(RENAMED_RECIPES.get(name, name), reference)
     if not _DOTTED.fullmatch(target):
         hint = did_you_mean(reference.strip().lower(), BUILTIN_RECIPES)
         raise SettingsError(

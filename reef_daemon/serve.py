@@ -20,6 +20,7 @@ from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import Settings, SettingsError, live_changes
 from reef_daemon.store import StoreUnavailable
+from reef_daemon.store.file_owner import StoreInUse
 
 log = logging.getLogger("reef")
 
@@ -50,6 +51,8 @@ async def _serve(
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S, handle_signals=False)
     try:
         await runner.setup()
+    except StoreInUse as exc:
+        raise SettingsError(str(exc)) from None
     except StoreUnavailable as exc:
         raise SettingsError(f"{exc}; check --store.url") from None
     site = web.TCPSite(runner, settings.reef.host, settings.reef.port, backlog=1024)

@@ -22,11 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
 from reef_daemon.contract import (
+    CHAT_ROUTE,
     DEFAULT_HOST,
     DEFAULT_PORT,
     DEFAULT_STATE_DIR,
@@ -192,6 +193,17 @@ def _parse_url(value: Any) -> str | None:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
+def _parse_chat_endpoint(value: Any) -> str | None:
+    """A chat-completions endpoint as its base URL: `…/v1/chat/completions`, `…/v1` and the base itself all name
+    the same endpoint (reef adds the route's path)."""
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    parts = urlsplit(text)
+    path = parts.path.rstrip("/").removesuffix("/chat/completions")
+    return _parse_url(urlunsplit(parts._replace(path=path)))
+
+
 def _choice(*choices: str) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         text = _parse_str(value).strip().lower()
@@ -286,6 +298,7 @@ TOP_P = Kind("NUMBER", _parse_top_p)
 TOKENS = Kind("TOKENS", _parse_tokens)
 SOURCES = Kind("SOURCES", _parse_sources)
 URL = Kind("URL", _parse_url)
+CHAT_ENDPOINT = Kind("URL", _parse_chat_endpoint)
 PATH = Kind("PATH", _parse_path)
 OPTIONAL_PATH = Kind("PATH", _parse_optional_path)
 STORE_URL = Kind("URL", _parse_store_url)
@@ -370,7 +383,20 @@ class InferenceSection:
         live=True,
         help="key reef sends upstream instead of the client's",
     )
-    timeout_s: float = setting(300.0, POSITIVE_NUMBER, env=INFERENCE_TIMEOUT_ENV, live=True, help="upstream timeout")
+    timeout_s: float = setting(
+        300.0,
+        POSITIVE_NUMBER,
+        env=INFERENCE_TIMEOUT_ENV,
+        live=True,
+        help="upstream timeout: for connecting, for each read, and between a stream's events (keep-alive comments "
+        "do not count)",
+    )
+    max_answer_mb: float = setting(
+        64.0,
+        POSITIVE_NUMBER,
+        live=True,
+        help="largest upstream answer reef relays and records, in MiB; a longer one fails its exchange",
+    )
     model_path: Path | None = setting(None, OPTIONAL_PATH, help="a local model for the embedded runtime")
     temperature: float = setting(
         0.0,
@@ -443,7 +469,8 @@ class ReportsSection:
         REPORT_SOURCES,
         SOURCES,
         help="the reports recipes, live scores, replays and the gate's tasks count: all, or some of person, words, "
-        "next-turn, judge, outcome, import (a person's report always wins over a derived one for the same record)",
+        "retry, interruption, tool-error, tests, next-turn, judge, outcome, import (a person's report always wins "
+        "over a derived one for the same record)",
     )
     words: str = setting(
         "on",
@@ -451,6 +478,34 @@ class ReportsSection:
         live=True,
         help="score an answer low or high by rules on the user's next message (no, still fails, revert; thanks, "
         "works), before any judge model and with no model call; what the rules cannot tell is left to the judge",
+    )
+    retry: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low when the same request is sent again in its session (a regenerate), with no model "
+        "call",
+    )
+    interruption: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low when its client cut it off before the end and went on in the conversation, with no "
+        "model call",
+    )
+    tool_error: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python "
+        "traceback in the result), with no model call",
+    )
+    tests: str = setting(
+        "on",
+        SWITCH,
+        live=True,
+        help="score an answer high when the test run it made turned the conversation's tests from red to green, "
+        "low from green to red (pytest, npm test, go test, cargo test), with no model call",
     )
     min_agreement: float = setting(
         0.2,
@@ -477,7 +532,11 @@ class ReportsSection:
         65536, POSITIVE_INT, help="the most characters of a user's next message the judge reads (its start)"
     )
     judge_url: str | None = setting(
-        None, URL, live=True, help="the judge's chat-completions endpoint; unset: the served model judges"
+        None,
+        CHAT_ENDPOINT,
+        live=True,
+        help=f"the judge's OpenAI-compatible endpoint: its base URL or its full …{CHAT_ROUTE} URL; unset: the"
+        " served model judges",
     )
     judge_model: str | None = setting(None, OPTIONAL_TEXT, live=True, help="the model the judge endpoint serves")
     judge_api_key: str | None = setting(

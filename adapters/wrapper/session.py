@@ -27,6 +27,7 @@ EXIT_NO_AGENT = 127
 NO_TOKEN = "none"  # noqa: S105 - agents want some key; a daemon without auth ignores it
 PAGE = 500
 KEPT_DAYS = 7.0  # committed changes still in HEAD after this long count as kept (as `reef outcomes scan`)
+RECHECK_S = 86400.0  # a start reads an undecided note against its repository at most once a day
 
 
 def run(installed: Installed, args: list[str]) -> int:
@@ -88,10 +89,10 @@ def run(installed: Installed, args: list[str]) -> int:
 
 
 def _score_earlier_outcomes(client: ReefClient) -> None:
-    """Earlier sessions' changes, read against their repositories now: those decided get their outcome reports.
-    Never a reason not to start the agent."""
+    """Earlier sessions' changes, read against their repositories now (those not read in the last day): those
+    decided get their outcome reports. Never a reason not to start the agent."""
     with contextlib.suppress(ReefClientError, OSError):
-        scan(client, days=KEPT_DAYS)
+        scan(client, days=KEPT_DAYS, recheck_after_s=RECHECK_S)
 
 
 def _note_outcome(session: str, scenario: str, started: float, receipts: list[str], workspace: GitStart | None) -> None:

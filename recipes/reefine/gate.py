@@ -7,14 +7,18 @@ published only if:
   reason says what was wrong with it); a failure-driven proposal has no request, so no behaviour check, and is
   gated on its tasks alone;
 - at most `harness.gate-max-worse` protected tasks got worse (default 0), and every protected task ran within the
-  evaluation's bounds.
+  evaluation's bounds;
+- a failure-driven proposal that a derived report triggered (a source other than a person: the user's next turn,
+  a judge) has evidence besides that one score: a protected task ran, or the candidate answered a replay better.
+  No person saw the failure, so nothing else stands between one misread verdict and a published change.
 
 Replays (and unprotected tasks) are evidence only: they show what the candidate fixes, they do not block it.
 Tasks run `harness.eval-parallel` at a time (each on both versions side by side); the evidence keeps their order,
 the behaviour check first, whatever order they finish in. The first run of the candidate (and of the served
 version) that answered, in that order, is kept to stand in for the health trial (`steps.py`).
 Where no evaluation can run (trials off, the agent not installed here, no jail for an extension change) the gate
-says why and does not block: the step publishes as before, and its evidence says it was not evaluated.
+says why and does not block: the step publishes as before, and its evidence says it was not evaluated; except for
+a proposal a derived report triggered, which then has no evidence and is refused.
 """
 
 from __future__ import annotations
@@ -55,10 +59,21 @@ class Gated:
     served: Trial | None = None
 
 
-def not_evaluated(reason: str, served: str) -> Evidence:
-    """Evidence for a candidate no evaluation could run on."""
-    return {"passed": True, "ran": False, "reason": reason, "served": served, "seconds": 0.0, "model_calls": 0,
-            "rows": []}  # fmt: skip
+def not_evaluated(reason: str, served: str, derived: str | None = None) -> Evidence:
+    """Evidence for a candidate no evaluation could run on: it passes, unless a derived report (`derived`: its
+    source) triggered it."""
+    if derived is not None:
+        reason = f"{reason}; {without_evidence(derived)}"
+    return {"passed": derived is None, "ran": False, "reason": reason, "served": served, "seconds": 0.0,
+            "model_calls": 0, "rows": []}  # fmt: skip
+
+
+def without_evidence(derived: str) -> str:
+    """Why a proposal a derived report triggered is not published, and what would let it be."""
+    return (
+        f"a {derived} report triggered it, and no person saw the failure: it is published only when a protected"
+        " task ran or a replay came out better (add a protected task: reef tasks add --protected)"
+    )
 
 
 class Gate:
@@ -80,9 +95,11 @@ class Gate:
         checked: Checked,
         judge: ServedModel,
         note: Note,
+        derived: str | None = None,
     ) -> Gated:
         """Run the gate's tasks on both trees, `rules.parallel` at a time; the evidence says whether the candidate
-        passed and why not."""
+        passed and why not. `derived` is the source of the derived report that triggered the proposal, if one
+        did."""
         tasks = await self._tasks(store, scenario, self.rules.replays, self.rules.sources)
         evaluation = Evaluation(self._trial, self._model, judge, served_release, self.rules.bounds)
         at_once = asyncio.Semaphore(self.rules.parallel)
@@ -106,7 +123,7 @@ class Gate:
         compared = [each.result() for each in running]
         rows = [each.row for each in compared]
         behaviour = compared[0] if checked.check is not None else None
-        passed, reason = decide(checked, behaviour, rows, self.rules.max_worse)
+        passed, reason = decide(checked, behaviour, rows, self.rules.max_worse, derived)
         evidence: Evidence = {
             "passed": passed,
             "ran": True,
@@ -130,8 +147,16 @@ class Gate:
         return None
 
 
-def decide(checked: Checked, behaviour: Compared | None, rows: list[EvidenceRow], max_worse: int) -> tuple[bool, str]:
-    """(passed, reason): the behaviour check passes and no more than `max_worse` protected tasks got worse."""
+def decide(
+    checked: Checked,
+    behaviour: Compared | None,
+    rows: list[EvidenceRow],
+    max_worse: int,
+    derived: str | None = None,
+) -> tuple[bool, str]:
+    """(passed, reason): the behaviour check passes and no more than `max_worse` protected tasks got worse; where
+    a derived report (`derived`: its source) triggered the proposal, a protected task ran or a replay came out
+    better as well (a behaviour check is written for a change request only)."""
     if checked.problem is not None:
         return False, f"no usable behaviour check was written at plan time: {checked.problem}"
     if behaviour is not None:
@@ -149,6 +174,9 @@ def decide(checked: Checked, behaviour: Compared | None, rows: list[EvidenceRow]
         return False, f"protected task {worse[0]['task']} got worse: {worse[0]['reason']}"
     replays = sum(1 for row in rows if row["kind"] == "replay")
     better = sum(1 for row in rows if row["verdict"] == "better" and row["kind"] != "behaviour")
+    better_replays = sum(1 for row in rows if row["verdict"] == "better" and row["kind"] == "replay")
+    if derived is not None and behaviour is None and not protected and not better_replays:
+        return False, f"no protected task, {replays} replay(s) run, none better; {without_evidence(derived)}"
     opening = "the behaviour check passed" if behaviour is not None else "no behaviour check (no request)"
     return True, (
         f"{opening}; {len(protected)} protected task(s), none worse beyond {max_worse}; "

@@ -46,12 +46,24 @@ from reef_daemon.recipe_api import (
 __all__ = ["ReefineRecipe"]
 
 EMBEDDED_ANSWER_TOKENS = 512
+# With the embedded model a proposer run and a gate's evaluation each end within EMBEDDED_WALL_S unless set, so a
+# request settles (published, rejected or skipped) inside the 600 s that `reef request --wait` follows it there.
+EMBEDDED_WALL_S = 240.0
 log = logging.getLogger("reef.reefine")
 
 
+def _embedded_caps(settings: Settings, key: str) -> bool:
+    """The embedded model serves (no upstream) and nobody set `key`."""
+    return settings.inference.upstream_url is None and key not in settings.sources
+
+
 def _embedded_caps_answers(settings: Settings) -> bool:
-    """The embedded model serves (no upstream) and nobody set harness.max-tokens."""
-    return settings.inference.upstream_url is None and "harness.max-tokens" not in settings.sources
+    return _embedded_caps(settings, "harness.max-tokens")
+
+
+def _wall_s(settings: Settings, key: str, value: float) -> float:
+    """A wall bound (`key`, set to `value`): EMBEDDED_WALL_S with the embedded model unless the person set it."""
+    return min(value, EMBEDDED_WALL_S) if _embedded_caps(settings, key) else value
 
 
 class ReefineRecipe(HarnessRecipe):
@@ -73,8 +85,9 @@ class ReefineRecipe(HarnessRecipe):
         self._harness = HarnessHost(settings.reef.state_dir, self.adapter)
         hidden = [settings.reef.state_dir.absolute()]
         self.trial = TrialRunner(self.adapter, harness.trial, harness.trial_timeout_s, harness.sandbox, hidden)
+        proposer_wall_s = _wall_s(settings, "harness.proposer-wall-s", harness.proposer_wall_s)
         bounds = Bounds(
-            harness.proposer_wall_s, harness.proposer_trial_s, harness.proposer_model_calls, harness.proposer_trials
+            proposer_wall_s, harness.proposer_trial_s, harness.proposer_model_calls, harness.proposer_trials
         )
         self.agent = AgentProposer(
             self.adapter, harness.proposer_agent, harness.sandbox, bounds, hidden, self._trial_agent
@@ -111,7 +124,8 @@ class ReefineRecipe(HarnessRecipe):
         model = self.settings.inference.upstream_model or str(runtime.describe().get("model") or "reef")
         self.answer_tokens = self._answer_tokens(runtime)
         harness = self.harness_settings
-        bounds = EvalBounds(harness.eval_wall_s, harness.eval_model_calls, harness.gate_judge)
+        eval_wall_s = _wall_s(self.settings, "harness.eval-wall-s", harness.eval_wall_s)
+        bounds = EvalBounds(eval_wall_s, harness.eval_model_calls, harness.gate_judge)
         rules = GateRules(
             harness.gate_max_worse, harness.replays, self.settings.reports.sources, bounds, harness.eval_parallel
         )
@@ -125,9 +139,14 @@ class ReefineRecipe(HarnessRecipe):
 
     @classmethod
     def chosen_settings(cls, settings: Settings) -> dict[str, tuple[str, str]]:
+        why = "recipe reefine, for the embedded model"
+        chosen = {}
         if _embedded_caps_answers(settings):
-            return {"harness.max-tokens": (str(EMBEDDED_ANSWER_TOKENS), "recipe reefine, for the embedded model")}
-        return {}
+            chosen["harness.max-tokens"] = (str(EMBEDDED_ANSWER_TOKENS), why)
+        for key in ("harness.proposer-wall-s", "harness.eval-wall-s"):
+            if _embedded_caps(settings, key):
+                chosen[key] = (f"{EMBEDDED_WALL_S:g}", why)
+        return chosen
 
     def _answer_tokens(self, runtime: Runtime) -> int:
         """`harness.max-tokens`; unless set, the embedded model (tens of tokens a second on a CPU) writes at most

@@ -49,7 +49,11 @@ class HarnessSection:
         help="the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer "
         "answers where it is not installed or the jail does not start",
     )
-    proposer_wall_s: float = setting(900.0, POSITIVE_NUMBER, help="the most seconds one agent proposer run may take")
+    proposer_wall_s: float = setting(
+        900.0,
+        POSITIVE_NUMBER,
+        help="the most seconds one agent proposer run may take (unset: 240 with the embedded model)",
+    )
     proposer_trial_s: float = setting(
         120.0, POSITIVE_NUMBER, help="the most seconds one harness-trial of the agent proposer may take"
     )
@@ -67,7 +71,10 @@ class HarnessSection:
         "pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call)",
     )
     eval_wall_s: float = setting(
-        900.0, POSITIVE_NUMBER, help="the most seconds the evaluation gate spends on one candidate, all runs together"
+        900.0,
+        POSITIVE_NUMBER,
+        help="the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the "
+        "embedded model)",
     )
     eval_model_calls: int = setting(
         200, POSITIVE_INT, help="the most model calls the evaluation gate may make for one candidate (agents and judge)"

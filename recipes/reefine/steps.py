@@ -11,7 +11,7 @@ from recipes.reefine.gate import Gate, Gated, not_evaluated
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import TrialRunner, not_run
-from reef_daemon.contract import StoredRecord
+from reef_daemon.contract import PERSON_SOURCE, StoredRecord
 from reef_daemon.recipe_api import HarnessHost, RequestProgress, Runtime, StepOutcome, Unit
 from reef_harness import Entry, touches_kind
 
@@ -103,7 +103,9 @@ class HarnessSteps:
         except ModelFailed as exc:
             proposal = Declined("skipped", str(exc), 0)
         manifest = {"operation": "training", "request": None, "summary": "a skill from low-scored conversations"}
-        outcome = await self._settle(scenario, served.release_id, tree, proposal, model, manifest, note)
+        source = unit.record.get("source") or PERSON_SOURCE
+        derived = None if source == PERSON_SOURCE else source
+        outcome = await self._settle(scenario, served.release_id, tree, proposal, model, manifest, note, derived)
         also = tuple(str(row["id"]) for row in referenced)
         return StepOutcome(outcome.result, outcome.metrics, outcome.release_id, served.release_id, also_consumed=also)
 
@@ -116,8 +118,10 @@ class HarnessSteps:
         model: ServedModel,
         manifest: dict[str, Any],
         note: Any,
+        derived: str | None = None,
     ) -> StepOutcome:
-        """Check and publish a proposal, or turn a declined one into a rejected/skipped outcome."""
+        """Check and publish a proposal, or turn a declined one into a rejected/skipped outcome. `derived` is the
+        source of the derived report that triggered it, if one did: then the gate needs evidence to publish."""
         metrics: dict[str, Any] = {**model.metrics(), "attempts": proposal.attempts}
         if proposal.evidence:
             metrics["agent"] = proposal.evidence
@@ -132,7 +136,7 @@ class HarnessSteps:
             return StepOutcome(proposal.result, metrics)
         await note(f"checking the candidate: it renders for {self._harness.adapter.name}")
         pending = touches_kind(tree, proposal.mutations, REVIEW_KIND)
-        gated = await self._evaluate(scenario, parent, tree, proposal, pending, note)
+        gated = await self._evaluate(scenario, parent, tree, proposal, pending, note, derived)
         evidence = gated.evidence
         metrics["check"], refusal = await self._check(scenario, tree, proposal.candidate, pending, gated, note)
         metrics["evidence"] = evidence
@@ -161,18 +165,25 @@ class HarnessSteps:
         return StepOutcome("selected", metrics, release_id)
 
     async def _evaluate(
-        self, scenario: str, parent: str, served: list[Entry], proposal: Proposal, pending: bool, note: Any
+        self,
+        scenario: str,
+        parent: str,
+        served: list[Entry],
+        proposal: Proposal,
+        pending: bool,
+        note: Any,
+        derived: str | None,
     ) -> Gated:
         """The evaluation gate's evidence on the candidate; not evaluated where no agent can run it here."""
         if pending and not self._trial.jailed:
             reason = "not evaluated: it changes an extension, and there is no jail to run it in"
-            return Gated(not_evaluated(reason, parent))
+            return Gated(not_evaluated(reason, parent, derived))
         binary, _bwrap, why = self._trial.plan()
         if binary is None:
-            return Gated(not_evaluated(f"not evaluated: {why}", parent))
+            return Gated(not_evaluated(f"not evaluated: {why}", parent, derived))
         judge = ServedModel(self._runtime, self._model, self._max_tokens)
         gated = await self._gate.evaluate(
-            self._harness.store, scenario, parent, served, proposal.candidate, proposal.checked, judge, note
+            self._harness.store, scenario, parent, served, proposal.candidate, proposal.checked, judge, note, derived
         )
         evidence = gated.evidence
         await note(f"gate: {'passed' if evidence['passed'] else 'failed'}: {evidence['reason']}")

@@ -22,12 +22,20 @@ from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.policy import LoraBase, LoraPolicy, lora_manifest, peft_files
-from recipes.sao.rollout import Rollout, ServedVersions, judge_report, lineage_lag, stale
+from recipes.sao.rollout import Rollout, ServedVersions, Staleness, judge_report, lineage_lag, stale
 from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer, training_device
-from reef_daemon.contract import CriticStatus, RecipeStatus, RecordType, ScoreScale, low_score_below
+from reef_daemon.contract import (
+    PERSON_SOURCE,
+    CriticStatus,
+    RecipeStatus,
+    RecordType,
+    ScoreScale,
+    StepRow,
+    low_score_below,
+)
 from reef_daemon.recipe_api import (
     Conflict,
     Ineligible,
@@ -59,6 +67,9 @@ class _Line:
     checkpoint_list: list[str] = field(default_factory=list)  # oldest first
     last_swap_s: float | None = None
     lineage: list[str] = field(default_factory=list)  # with LoRA: the versions that served it this run, in order
+    # Rollouts a derived report trained this run, by record id, with their versions: a person's later report on
+    # one trains as a correction while it is young enough (training.derived-staleness).
+    corrigible: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class SaoRecipe(Recipe):
@@ -75,14 +86,16 @@ class SaoRecipe(Recipe):
         super().__init__(settings)
         self.training = training_of(settings)  # refuses a critic lr a Slime run's full-model critic cannot take
         self.batch_size = self.training.batch_size
+        self._staleness = Staleness(self.training.max_staleness, self.training.derived_staleness)
         self._runtime: WeightSwappable | None = None
         self._lora = self.training.adapter == "lora" and self.training.trainer == "torch"
         self._full_trainer: Trainer | None = None  # training.adapter = full: the one model copy that trains
         self._lora_base: LoraBase | None = None  # training.adapter = lora: the base every adapter shares
         self._lines: dict[str, _Line] = {}  # by scenario; with full weights, at most one
         self._bound: str | None = None  # the scenario a Slime run trains
-        self._claimed: set[str] = set()  # rollouts waiting in a batch
+        self._claimed: dict[str, Rollout] = {}  # rollouts waiting in a batch, by record id
         self._rollouts: dict[str, Rollout] = {}  # by report id
+        self._superseded: set[str] = set()  # derived reports waiting in a batch whose rollout a person scored since
         self._slime: SlimeRun | None = None
         self._served: ServedVersions | None = None  # full weights, from start: the versions swapped in, for age
         if self.training.trainer == "slime":
@@ -139,10 +152,24 @@ class SaoRecipe(Recipe):
                 Trainer, runtime.weights_dir, self.training, self.advantage, self._failed_below()
             )
         for scenario in context.store.scenarios.all():
-            if scenario.recipe == self.name and await context.store.steps.last(scenario.name) is not None:
-                await self._bind(scenario.name)
+            last = await context.store.steps.last(scenario.name) if scenario.recipe == self.name else None
+            if last is not None:
+                line = await self._bind(scenario.name)
+                self._say_lost_versions(line, last)
                 if not self._lora:
                     break
+
+    def _say_lost_versions(self, line: _Line, last: StepRow) -> None:
+        """Warn when the versions trained after the last checkpoint are gone with the restart (full weights are
+        checkpointed every training.checkpoint-every steps)."""
+        if last["result"] != "selected" or last["release_id"] in (None, line.head):
+            return
+        log.warning(
+            "%s resumes from its last checkpoint (%s, after %d steps): the versions trained after it, up to %s,"
+            " were not checkpointed (training.checkpoint-every %d) and are no longer served",
+            line.scenario, (line.head or "")[:12], line.trainer.steps_done, last["version"],
+            self.training.checkpoint_every,
+        )  # fmt: skip
 
     def _failed_below(self) -> float:
         scale: ScoreScale = {"min": self.settings.reports.score_min, "max": self.settings.reports.score_max}
@@ -255,25 +282,47 @@ class SaoRecipe(Recipe):
                 f"this daemon trains scenario {bound}; with full weights (training.adapter = full), one weight"
                 " scenario per process"
             )
+        line = self._lines.get(scenario.name)
+        waiting = self._derived_waiting(unit)
+        claimed = self._claimed.keys() - {waiting.record_id} if waiting is not None else self._claimed.keys()
         verdict, rollout = judge_report(
             unit,
             self._version(scenario.name),
-            self.training.max_staleness,
-            self._claimed,
+            self._staleness,
+            claimed,
             run_started=self._started,
             lineage=self._lineage(scenario.name),
             served=self._served,
+            corrigible=line.corrigible if line is not None else {},
         )
         if rollout is not None:
-            self._claimed.add(rollout.record_id)
+            if waiting is not None:
+                self._superseded.add(waiting.report_id)
+            self._claimed[rollout.record_id] = rollout
             self._rollouts[rollout.report_id] = rollout
         return verdict
+
+    def _derived_waiting(self, unit: Unit) -> Rollout | None:
+        """The rollout a derived report claimed, waiting for its batch, that this person's report would score."""
+        if (unit.record.get("source") or PERSON_SOURCE) != PERSON_SOURCE or len(unit.referenced) != 1:
+            return None
+        waiting = self._claimed.get(unit.referenced[0]["id"])
+        return waiting if waiting is not None and waiting.derived else None
 
     async def step(self, scenario: Scenario, units: list[Unit]) -> StepOutcome:
         rollouts = [self._rollouts.pop(unit.id) for unit in units]
         for rollout in rollouts:
-            self._claimed.discard(rollout.record_id)
-        consumed = tuple(rollout.record_id for rollout in rollouts)
+            if self._claimed.get(rollout.record_id) is rollout:
+                del self._claimed[rollout.record_id]
+        # A derived report a person's report superseded while it waited trains nothing: the person's does.
+        superseded = {rollout.report_id for rollout in rollouts} & self._superseded
+        self._superseded -= superseded
+        rollouts = [rollout for rollout in rollouts if rollout.report_id not in superseded]
+        if not rollouts:
+            reason = "a person's report on the same rollout superseded each derived report of this batch"
+            return StepOutcome("skipped", {"reason": reason}, release_id=self.current_release(scenario.name))
+        # A correction's rollout was consumed by the step that trained the derived report on it.
+        consumed = tuple(rollout.record_id for rollout in rollouts if not rollout.correction)
         if self._slime is not None:  # Slime trains them and pushes the weights into the engines itself
             self._bound = scenario.name
             handed = await asyncio.to_thread(self._slime.hand_over, rollouts)
@@ -284,7 +333,11 @@ class SaoRecipe(Recipe):
         if stale:
             return StepOutcome("skipped", {"reason": stale}, release_id=line.head, also_consumed=consumed)
         result = await asyncio.to_thread(line.trainer.step, rollouts)
+        self._remember_corrigible(line, rollouts)
         metrics = dict(result.metrics)
+        corrections = sum(rollout.correction for rollout in rollouts)
+        if corrections:
+            metrics["corrections"] = corrections
         parent = line.head
         if self._lora:
             metrics["adapter"] = "lora"
@@ -303,7 +356,7 @@ class SaoRecipe(Recipe):
             line.head = metrics["weight_version"]
         else:
             metrics["weight_version"] = self._version(scenario.name)
-        if line.trainer.steps_done % self.training.checkpoint_every == 0:
+        if self._checkpoints_now(line, metrics["policy_updated"]):
             line.head = await self._checkpoint(line, metrics)
             metrics["checkpoint"] = line.head
         if not metrics["policy_updated"]:
@@ -312,18 +365,41 @@ class SaoRecipe(Recipe):
             return StepOutcome("skipped", metrics, release_id=line.head, also_consumed=consumed)
         return StepOutcome("selected", metrics, line.head, parent, also_consumed=consumed)
 
+    def _checkpoints_now(self, line: _Line, policy_updated: bool) -> bool:
+        """Every new adapter version is a checkpoint (a few MB: saveable, restorable, served again after a
+        restart); full weights are checkpointed every training.checkpoint-every steps."""
+        if self._lora and policy_updated:
+            return True
+        return line.trainer.steps_done % self.training.checkpoint_every == 0
+
     def _stale(self, scenario: str, rollouts: list[Rollout]) -> str | None:
         """A batch is dropped whole when any rollout grew too old while it waited."""
+        if any(self._too_old(scenario, rollout.versions, rollout.max_lag) for rollout in rollouts):
+            return (
+                "a rollout became older than training.max-staleness (training.derived-staleness for a derived"
+                " report) allows while it waited for its batch"
+            )
+        return None
+
+    def _too_old(self, scenario: str, versions: tuple[str, ...], max_lag: int) -> bool:
         lineage = self._lineage(scenario)
         if lineage is not None:
-            lags = [lineage_lag(rollout.versions, lineage) for rollout in rollouts]
-            if any(lag is None or lag > self.training.max_staleness for lag in lags):
-                return "a rollout became older than training.max-staleness while it waited for its batch"
-            return None
-        now = self._version(scenario)
-        if any(stale(rollout.versions, now, self.training.max_staleness, self._served) for rollout in rollouts):
-            return "a rollout became older than training.max-staleness while it waited for its batch"
-        return None
+            lag = lineage_lag(versions, lineage)
+            return lag is None or lag > max_lag
+        return stale(versions, self._version(scenario), max_lag, self._served)
+
+    def _remember_corrigible(self, line: _Line, rollouts: list[Rollout]) -> None:
+        """Keep the rollouts derived reports just trained; forget those corrected now (a person corrects once) and
+        those too old for a correction."""
+        for rollout in rollouts:
+            if rollout.correction:
+                line.corrigible.pop(rollout.record_id, None)
+            elif rollout.derived:
+                line.corrigible[rollout.record_id] = rollout.versions
+        bound, _ = self._staleness.allowed(None, correction=True)
+        for record_id, versions in list(line.corrigible.items()):
+            if self._too_old(line.scenario, versions, bound):
+                del line.corrigible[record_id]
 
     async def _checkpoint(self, line: _Line, metrics: dict[str, Any]) -> str:
         assert line.checkpoints is not None
@@ -433,7 +509,10 @@ class SaoRecipe(Recipe):
         inference = self.settings.inference
         if inference.temperature == 1.0 and inference.top_p == 1.0:
             return f"{self.name} keeps temperature 1, top-p 1 for exact on-policy ratios"
-        return f"{self.name} needs temperature 1, top-p 1 for exact on-policy ratios; these were set by hand"
+        return (
+            f"{self.name} trains only rollouts sampled at temperature 1, top-p 1; these were set by hand, so an"
+            " answer to a request that sets no sampling is not trained on"
+        )
 
 
 class GrpoRecipe(SaoRecipe):

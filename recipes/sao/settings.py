@@ -70,11 +70,21 @@ class TrainingSection:
         0.2, POSITIVE_NUMBER, help="a critic update moves a value at most this far from the value read before it"
     )
     max_grad_norm: float = setting(1.0, POSITIVE_NUMBER, help="gradient-norm clipping of the policy and the critic")
-    max_staleness: int = setting(0, COUNT, env=MAX_STALENESS_ENV, help="how many weight versions old a rollout may be")
+    max_staleness: int = setting(
+        0, COUNT, env=MAX_STALENESS_ENV, help="how many weight versions old a rollout a person scored may be"
+    )
+    derived_staleness: int = setting(
+        4,
+        COUNT,
+        help="how many weight versions old a rollout scored by a derived report (next-turn, judge, outcome), or a"
+        " person's correction of one, may be (never less than max-staleness)",
+    )
     dis_low: float = setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
     dis_high: float = setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
     lambda_alpha: float = setting(1.5, POSITIVE_NUMBER, help="length-adaptive GAE: lambda = 1 - 1/(a*L)")
-    checkpoint_every: int = setting(10, POSITIVE_INT, help="save a checkpoint release every N steps")
+    checkpoint_every: int = setting(
+        10, POSITIVE_INT, help="save a checkpoint release every N steps (a LoRA adapter: every version is one)"
+    )
     trainer: str = setting(
         "torch",
         TRAINER,

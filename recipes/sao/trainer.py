@@ -131,7 +131,7 @@ class Trainer:
         out = self.policy.model(input_ids=ids, output_hidden_states=True)
         start = len(rollout.prompt_ids) - 1
         end = start + len(rollout.output_ids)
-        logits = out.logits[0, start:end].float() / rollout.temperature
+        logits = out.logits[0, start:end].float()
         targets = torch.tensor(rollout.output_ids, dtype=torch.long, device=self.device)
         logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).squeeze(1)
         hidden = out.hidden_states[-1][0, start:end].detach().cpu()

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from reef_cli.connect import daemon_client
+from reef_cli.connect import found_daemons, reported_failures
 from reef_cli.daemon_process import StartFailed, is_reef_daemon, start_daemon, stop_daemon
+from reef_cli.discovery import Target
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, fail, print_json
 from reef_cli.render.status import status_view
@@ -17,10 +18,10 @@ from reef_cli.serve import settings_from_command_line
 from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DaemonFiles, running_here
 from reef_client import ReefClient, ReefClientError
-from reef_daemon.contract import DEFAULT_STATE_DIR
+from reef_daemon.contract import DEFAULT_STATE_DIR, Status
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.scenario_recipes import other_recipe_notice
-from reef_daemon.settings import SettingsError
+from reef_daemon.settings import Settings, SettingsError
 
 START_EXAMPLE = "Example: reef start --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
 STOP_EXAMPLE = "Example: reef stop"
@@ -50,6 +51,15 @@ def start(
     except SettingsError as exc:
         fail(str(exc), 2)
     files = DaemonFiles(settings.reef.state_dir)
+    beside = _beside_other_recipe(files, settings)
+    if beside:
+        overrides = {**overrides, **beside}
+        settings, _reload = settings_from_command_line(overrides, config)
+        typer.echo(
+            f"note: a daemon of another recipe runs from {files.state_dir} at {files.url()}; this one keeps its"
+            f" state in {settings.reef.state_dir}"
+        )
+        files = DaemonFiles(settings.reef.state_dir)
     running = files.running_pid()
     if running is not None:
         typer.echo(f"reef is already running at {files.url() or '(starting)'} (pid {running}); `reef stop` stops it")
@@ -65,6 +75,27 @@ def start(
         typer.echo(f"note: {line}")
 
 
+def _beside_other_recipe(files: DaemonFiles, settings: Settings) -> dict[str, str]:
+    """The settings that start this recipe's daemon beside another recipe's running from the same state directory
+    (its own `<state>/<recipe>`, and a free port unless one was chosen); none when no other recipe runs there or
+    the state directory was chosen."""
+    url = files.url()
+    if files.running_pid() is None or url is None or settings.sources.get("reef.state-dir", "default") != "default":
+        return {}
+    try:
+        with ReefClient(url, settings.reef.token) as client:
+            running_recipe = client.status()["recipe"]["name"]
+    except ReefClientError:
+        return {}
+    recipe = resolve_recipe(settings.recipe).name
+    if running_recipe == recipe:
+        return {}
+    beside = {"reef.state-dir": str(settings.reef.state_dir / recipe)}
+    if settings.sources.get("reef.port", "default") == "default":
+        beside["reef.port"] = "0"
+    return beside
+
+
 def _other_recipe_lines(url: str, token: str | None) -> list[str]:
     """What the started daemon says about scenarios made under another recipe (nothing if it cannot be asked)."""
     try:
@@ -77,40 +108,51 @@ def _other_recipe_lines(url: str, token: str | None) -> list[str]:
 
 
 def stop(state_dir: StateDirOption = None) -> None:
-    """Stop the daemon running from this directory (state in .reef, or a recipe's .reef/<recipe>).
+    """Stop the daemons running from this directory (state in .reef, or a recipe's .reef/<recipe>), each named.
 
     Requests in flight and pending writes finish first.
     """
-    files = DaemonFiles(state_dir) if state_dir is not None else _the_one_running_here()
+    here = running_here() or [DaemonFiles(DEFAULT_STATE_DIR)]
+    chosen = [DaemonFiles(state_dir)] if state_dir is not None else here
+    stuck = [files for files in chosen if not _stop_one(files, named=len(chosen) > 1)]
+    if stuck:
+        logs = ", ".join(str(files.log_file) for files in stuck)
+        fail(f"{len(stuck)} of {len(chosen)} daemons did not stop in time and were killed; see {logs}")
+
+
+def _stop_one(files: DaemonFiles, *, named: bool) -> bool:
+    """Stop the daemon of `files`, saying so; False when it had to be killed."""
     pid = files.running_pid()
     if pid is None or not is_reef_daemon(pid):
         files.clear()
         typer.echo(f"reef is not running (nothing started from {files.state_dir})")
-        return
-    with error_console().status(f"stopping reef (pid {pid})"):
+        return True
+    which = f"pid {pid}, state in {files.state_dir}" if named else f"pid {pid}"
+    with error_console().status(f"stopping reef ({which})"):
         clean = stop_daemon(pid)
     files.clear()
-    if not clean:
-        fail(f"reef (pid {pid}) did not stop in time and was killed; see {files.log_file}")
-    typer.echo(f"reef stopped (pid {pid})")
+    if clean:
+        typer.echo(f"reef stopped ({which})")
+    return clean
 
 
 def status(url: UrlOption = None, token: TokenOption = None, json: JsonOption = False) -> None:
-    """Show what the daemon is doing.
+    """Show what the daemon is doing (each daemon's, when several run from this directory).
 
     Recipe, runtime, model, uptime, scenarios with record and report counts, training state.
     """
-    with daemon_client(url, token) as client:
-        body = client.status()
-        if json:
-            print_json(body)
-            return
-        console().print(status_view(body, client.url))
-
-
-def _the_one_running_here() -> DaemonFiles:
-    running = running_here()
-    if len(running) > 1:
-        listed = ", ".join(str(files.state_dir) for files in running)
-        fail(f"several daemons run from this directory ({listed}); choose one with --state-dir", 2)
-    return running[0] if running else DaemonFiles(DEFAULT_STATE_DIR)
+    targets = found_daemons(url, token)
+    bodies: list[tuple[Target, Status]] = []
+    for target in targets:
+        with ReefClient(target.url, target.token) as client, reported_failures(target):
+            bodies.append((target, client.status()))
+    if json:
+        if len(bodies) == 1:
+            print_json(bodies[0][1])
+        else:
+            print_json({"daemons": [{"url": target.url, "status": body} for target, body in bodies]})
+        return
+    for target, body in bodies:
+        if len(bodies) > 1:
+            console().print(f"[bold]{target.url}[/bold] (state in {target.source})")
+        console().print(status_view(body, target.url))

@@ -16,7 +16,7 @@ import typer
 from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, fail, print_json
-from reef_client import Scanned, report_ci, scan
+from reef_client import MAX_FILE_BYTES, MAX_READ_BYTES, Scanned, report_ci, scan
 
 SCAN_EXAMPLE = "Example: reef outcomes scan --days 7 --verbose"
 REPORT_EXAMPLE = "Example: reef outcomes report --commit $GITHUB_SHA --ci pass"
@@ -24,7 +24,9 @@ KEPT_DAYS = 7.0
 
 app = typer.Typer(
     name="outcomes",
-    help="Score sessions by what became of their code: committed and kept, reverted, CI passing on it.",
+    help="Score sessions by what became of their code: committed and kept, reverted, CI passing on it. A note "
+    f"reads only regular files of at most {MAX_FILE_BYTES // 1024 // 1024} MiB (never links or devices), "
+    f"{MAX_READ_BYTES // 1024 // 1024} MiB in all per session.",
     epilog=SCAN_EXAMPLE,
     no_args_is_help=True,
 )

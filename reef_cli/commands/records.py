@@ -11,8 +11,9 @@ from reef_cli.connect import daemon_client
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, print_json
 from reef_client import RecordRow, ReefClient
-from reef_client.render.records import records_table
-from reef_daemon.contract import RECORD_TYPES, RecordType, awaits_score, record_type
+from reef_client.render.derived import derived_origin
+from reef_client.render.records import records_view
+from reef_daemon.contract import PERSON_SOURCE, RECORD_TYPES, RecordType, awaits_score, record_type
 
 EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
 
@@ -68,7 +69,8 @@ def records(
 
     A table, oldest first: receipt, time, scenario, route, model, status, latency, tokens, score. A score no person
     gave carries its source's letter: n (the user's next turn), j (a judge), o (what became of the code), i (an
-    import). --json prints one JSON object per line (`source` says where each score came from).
+    import), and a report no person gave a line under its row: the turn it was read from and why. --json prints one
+    JSON object per line (`source` says where each score came from).
     """
     with daemon_client(url, token, scenario) as client:
         # Take the newest sequence before the page, so nothing stored in between is missed by --follow.
@@ -81,7 +83,7 @@ def records(
                 if kind == "request":
                     _where_weight_steps_are(client, scenario)
             return
-        _show(rows, json=json, header=True)
+        _show(client, rows, json=json, header=True)
         if not follow:
             return
         # Events come once each, in sequence order; only the listed page can overlap with them.
@@ -94,7 +96,7 @@ def records(
                     continue
                 record = event.record
                 if record["id"] not in listed and _matches(record, kind, unscored, scenario):
-                    _show([record], json=json, header=False)
+                    _show(client, [record], json=json, header=False)
         except KeyboardInterrupt:
             return
 
@@ -110,11 +112,22 @@ def _matches(row: RecordRow, kind: str | None, unscored: bool, scenario: str | N
     return kind is None or row["type"] == kind
 
 
-def _show(rows: list[RecordRow], *, json: bool, header: bool) -> None:
+def _show(client: ReefClient, rows: list[RecordRow], *, json: bool, header: bool) -> None:
     if json:
         for row in rows:
             print_json(row)
     elif rows or header:
         out = console()
-        out.print(records_table(rows, width=out.width, header=header))
+        out.print(records_view(rows, _derived_notes(client, rows), width=out.width, header=header))
     sys.stdout.flush()
+
+
+def _derived_notes(client: ReefClient, rows: list[RecordRow]) -> dict[str, str]:
+    """For each report no person gave, where it came from (its evidence is in the full record, not the row)."""
+    notes: dict[str, str] = {}
+    for row in rows:
+        if row["type"] == "report" and row["source"] not in (None, PERSON_SOURCE):
+            origin = derived_origin(client.record(row["id"]))
+            if origin:
+                notes[row["id"]] = origin
+    return notes

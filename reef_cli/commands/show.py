@@ -15,7 +15,14 @@ EXAMPLE = "Example: reef show 3f2a9c0d4e5b6a7980c1d2e3f4a5b6c7 --json"
 
 
 def show(
-    receipt: Annotated[str, typer.Argument(help="The record's id (x-reef-agent-record-id).", show_default=False)],
+    receipt: Annotated[
+        str,
+        typer.Argument(
+            help="The record's id (x-reef-agent-record-id), or a unique start of it (8 or more characters, as lists"
+            " show it).",
+            show_default=False,
+        ),
+    ],
     json: JsonOption = False,
     url: UrlOption = None,
     token: TokenOption = None,

@@ -180,7 +180,8 @@ def promote(
         state = client.start_canary(scenario, release_id, canary)
     console().print(
         f"canary: {state['version']} serves {state['share']:g}% of new sessions beside the served version; "
-        f"`reef promote {state['version']}` serves it to all, `reef rollback` ends it"
+        f"`reef promote --scenario {scenario} {state['version']}` serves it to all,"
+        f" `reef rollback --scenario {scenario}` ends it"
     )
 
 

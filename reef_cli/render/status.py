@@ -14,7 +14,8 @@ from reef_daemon.scenario_recipes import other_recipe_notice
 
 
 def status_view(status: Status, url: str) -> RenderableType:
-    """The daemon's state: version, recipe, runtime, uptime, training, errors, then one row per scenario."""
+    """The daemon's state: version, recipe, runtime, uptime, training (and what it refused, by reason), errors,
+    then one row per scenario."""
     recipe = status.get("recipe") or {}
     runtime = status.get("runtime") or {}
     training = status.get("training") or {}
@@ -36,6 +37,8 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("sampling", _sampling(runtime["sampling"], recipe.get("sampling")))
         facts.add_row("answers", _answer_bounds(runtime["sampling"]))
     facts.add_row("training", _training(training))
+    for name, reasons in _refused(training):
+        facts.add_row("not trained", f"{name}: {reasons}")
     if recipe.get("critic"):
         facts.add_row("critic", critic_line(recipe["critic"]))
     recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}
@@ -49,7 +52,9 @@ def status_view(status: Status, url: str) -> RenderableType:
     if status.get("store"):
         facts.add_row("store", _store(status["store"]))
     if judged := status.get("next_turn"):
-        facts.add_row("next turn", _next_turn(judged))
+        facts.add_row("signals", _signals(judged))
+        if judged["turns"]:
+            facts.add_row("next turn", _next_turn(judged))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
@@ -88,6 +93,16 @@ def _answer_bounds(defaults: SamplingDefaults) -> str:
     if not repeats:
         return f"{cap}; a looping answer runs on (inference.repeat-stop-tokens 0)"
     return f"{cap}; cut once its last {repeats} tokens repeat one span (inference.repeat-stop-tokens)"
+
+
+def _refused(training: Training) -> list[tuple[str, str]]:
+    """Per scenario, the records its recipe will never train on, counted by reason, most first."""
+    refused = []
+    for name, state in sorted((training.get("scenarios") or {}).items()):
+        counted = sorted((state.get("ineligible") or {}).items(), key=lambda item: (-item[1], item[0]))
+        if counted:
+            refused.append((name, "; ".join(f"{reason} ({count})" for reason, count in counted)))
+    return refused
 
 
 def _training(training: Training) -> str:
@@ -136,6 +151,22 @@ def _mib(size: int | None) -> str:
     return MISSING if size is None else f"{size / 1024 / 1024:.1f} MiB"
 
 
+def _signals(counts: NextTurnStatus) -> str:
+    """The reports each signal from a session's next request made since the daemon started, and the answers its
+    matching let go or could not find."""
+    made = counts.get("reports") or {}
+    line = ", ".join(f"{source} {number}" for source, number in sorted(made.items())) or "no reports yet"
+    missed = [
+        f"{number} {what}"
+        for number, what in (
+            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
+            (counts["unmatched"], "next turns that matched no kept answer"),
+        )
+        if number
+    ]
+    return f"{line}{'; ' if missed else ''}{', '.join(missed)}"
+
+
 def _next_turn(counts: NextTurnStatus) -> str:
     """What the next-turn judge did since the daemon started, and what it cost."""
     line = f"judged {counts['judged']} of {counts['turns']} answered turns"
@@ -146,10 +177,10 @@ def _next_turn(counts: NextTurnStatus) -> str:
             (counts["no_judgment"], "without a verdict"),
             (counts["over_bounds"], "passed over for its bounds"),
             (counts["scores_ignored"], "judge scores ignored for disagreeing with their verdict"),
-            (counts["forgotten"], "answers let go for reports.next-turn-memory"),
-            (counts["unmatched"], "next turns that matched no kept answer"),
         )
         if number
     ]
     tokens = counts["input_tokens"] + counts["output_tokens"]
-    return f"{line}{'; ' if passed else ''}{', '.join(passed)} ({tokens:,} tokens)"
+    failure = counts.get("last_failure")
+    last = f"; the last without a verdict: {failure}" if counts["no_judgment"] and failure else ""
+    return f"{line}{'; ' if passed else ''}{', '.join(passed)} ({tokens:,} tokens){last}"

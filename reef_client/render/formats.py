@@ -50,7 +50,8 @@ def score(value: float | None) -> str:
 
 def sourced_score(value: float | None, source: str | None) -> str:
     """A score with its source's letter when it was derived, not given by a person: `0 w` (the user's words),
-    `0.8 n` (the next turn), `1 o` (what became of the code), `0.2 j` (a judge), `1 i` (an import)."""
+    `0 r` (a retry), `0 c` (a cut stream), `0 e` (a tool error), `1 t` (tests went green), `0.8 n` (the next turn),
+    `1 o` (what became of the code), `0.2 j` (a judge), `1 i` (an import)."""
     known = report_source(source) if source else None
     mark = SOURCE_MARKS[known] if known is not None and value is not None else ""
     return f"{score(value)} {mark}" if mark else score(value)

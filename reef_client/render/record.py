@@ -15,6 +15,7 @@ from rich.text import Text
 from reef_client import JudgedRecord, RecordDetail, StoredRecord
 from reef_client.render import formats
 from reef_client.render.conversation import Part, Turn, answer_turns, body_turns, request_turns, tool_names
+from reef_client.render.derived import derived_origin, turn_read
 from reef_daemon.contract import Usage
 
 # What `reef show` says of token counts an API did not report (a stream asked without usage, say).
@@ -56,7 +57,7 @@ def _answer(record: StoredRecord, streamed: bool) -> list[Turn]:
     return body_turns(record.get("response"))
 
 
-def _facts(record: JudgedRecord) -> Table:
+def _facts(record: RecordDetail) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -70,6 +71,9 @@ def _facts(record: JudgedRecord) -> Table:
         add("type", str(record.get("type")))
         if record.get("type") == "report":
             add("source", str(record.get("source") or "person"))
+            origin = derived_origin(record)
+            if origin:
+                add("derived", origin)
         if training:
             add("training", training)
         return grid
@@ -89,6 +93,9 @@ def _facts(record: JudgedRecord) -> Table:
     for name, value in sorted((record.get("tags") or {}).items()):
         add(f"tag {name}", str(value))
     add("score", _score_with_source(record))
+    scored_by = scoring_origin(record)
+    if scored_by:
+        add("derived", scored_by)
     if training:
         add("training", training)
     return grid
@@ -101,6 +108,15 @@ def _score_with_source(record: StoredRecord) -> str:
     if record.get("score") is None or not source or source == "person":
         return shown
     return f"{shown} (derived: {source})"
+
+
+def scoring_origin(record: RecordDetail) -> str | None:
+    """Where a derived score on an inference record came from: the turn its report was read from and why."""
+    source = record.get("source")
+    if record.get("score") is None or not source or source == "person":
+        return None
+    report = next((each for each in record.get("reports") or [] if each.get("source") == source), None)
+    return derived_origin(report) if report is not None else None
 
 
 def training_fate(record: JudgedRecord) -> str | None:
@@ -176,11 +192,13 @@ def _report_body(record: StoredRecord) -> RenderableType:
 
 def _reports_table(reports: list[JudgedRecord]) -> Table:
     fates = [training_fate(report) for report in reports]
-    columns = ["report", "time", "score", "source", "feedback"] + (["training"] if any(fates) else [])
+    turns = [turn_read(report) for report in reports]
+    columns = ["report", "time", "score", "source", "feedback"]
+    columns += (["read from"] if any(turns) else []) + (["training"] if any(fates) else [])
     table = Table()
     for column in columns:
         table.add_column(column)
-    for report, fate in zip(reports, fates, strict=True):
+    for report, turn, fate in zip(reports, turns, fates, strict=True):
         feedback = report.get("feedback")
         shown = feedback if isinstance(feedback, str) else json.dumps(feedback) if feedback is not None else ""
         cells = [
@@ -190,5 +208,6 @@ def _reports_table(reports: list[JudgedRecord]) -> Table:
             str(report.get("source") or "person"),
             shown,
         ]
+        cells += [turn or ""] if any(turns) else []
         table.add_row(*cells, *([fate or ""] if any(fates) else []))
     return table

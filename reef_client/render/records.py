@@ -1,13 +1,14 @@
 """Records as table rows. Every column has a fixed width, so the one-row tables `--follow` prints line up
 under the header of the first; on a narrow terminal the least useful columns are left out, never the receipt. A
-score derived with no person carries its source's letter (`0.8 n`: judged from the next turn)."""
+score derived with no person carries its source's letter (`0.8 n`: judged from the next turn), and a derived
+report's row a line under it that says where it came from (the turn it was read from, and why)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from rich.console import JustifyMethod
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -63,6 +64,25 @@ def records_table(rows: Iterable[RecordRow], *, width: int, header: bool = True)
             cells["status"] = Text(row["type"], style="cyan")
         table.add_row(*(cells[column.name] for column in columns))
     return table
+
+
+def records_view(
+    rows: Iterable[RecordRow], notes: Mapping[str, str], *, width: int, header: bool = True
+) -> RenderableType:
+    """The records table with, under each row `notes` has a line for (by receipt), that line: the table is cut
+    there and goes on below it, its fixed-width columns lining up."""
+    pieces: list[RenderableType] = []
+    waiting: list[RecordRow] = []
+    for row in rows:
+        waiting.append(row)
+        note = notes.get(row["id"])
+        if note:
+            pieces.append(records_table(waiting, width=width, header=header and not pieces))
+            pieces.append(Text(f"  ↳ {note}", style="dim", no_wrap=True, overflow="ellipsis"))
+            waiting = []
+    if waiting or not pieces:
+        pieces.append(records_table(waiting, width=width, header=header and not pieces))
+    return Group(*pieces)
 
 
 def record_cells(row: RecordRow) -> dict[str, str | Text]:

@@ -80,6 +80,7 @@ from reef_daemon.contract._harness import (
 from reef_daemon.contract._headers import (
     EXPORT_TOTAL_HEADER,
     INSTALL_ERROR_HEADER,
+    NEW_SCENARIO_HEADER,
     OVERHEAD_HEADER,
     RECEIPT_HEADER,
     REEF_HEADER_PREFIX,
@@ -90,6 +91,7 @@ from reef_daemon.contract._headers import (
 )
 from reef_daemon.contract._records import (
     EXPORT_FORMATS,
+    IMPORT_TEXT_PARTS,
     IMPORTED_TAG,
     MAX_BATCH,
     MAX_GROUP,
@@ -127,6 +129,7 @@ from reef_daemon.contract._records import (
     ToolCallPart,
     Usage,
     awaits_score,
+    import_part_problem,
     record_type,
     report_source,
 )
@@ -229,6 +232,7 @@ __all__ = [
     "HARNESS_ROUTE",
     "HEALTH_ROUTE",
     "IMPORTED_TAG",
+    "IMPORT_TEXT_PARTS",
     "INFERENCE_ROUTES",
     "INFERENCE_TIMEOUT_ENV",
     "INSTALL_ERROR_HEADER",
@@ -248,6 +252,7 @@ __all__ = [
     "MAX_TASK_CHECK_CHARS",
     "MAX_TASK_PROMPT_CHARS",
     "MESSAGES_ROUTE",
+    "NEW_SCENARIO_HEADER",
     "OUTCOMES_DIR_ENV",
     "OVERHEAD_HEADER",
     "PERSON_SOURCE",
@@ -386,6 +391,7 @@ __all__ = [
     "VersionScores",
     "awaits_score",
     "did_you_mean",
+    "import_part_problem",
     "loopback_url",
     "low_score_below",
     "off_the_scale",

@@ -13,6 +13,9 @@ SCENARIO_HEADER: Final = "x-reef-scenario"
 RECEIPT_HEADER: Final = "x-reef-agent-record-id"
 # Answered on every inference response: the milliseconds reef added to it, the commit of its record included.
 OVERHEAD_HEADER: Final = "x-reef-overhead-ms"
+# Answered on an inference response whose request made a new scenario named like an existing one (a typo in
+# x-reef-scenario, say): what was made and the name it is close to. The daemon's log says it too.
+NEW_SCENARIO_HEADER: Final = "x-reef-new-scenario"
 # Sent by an agent: `x-reef-tag-NAME: VALUE` tags the record with NAME=VALUE.
 TAG_HEADER_PREFIX: Final = "x-reef-tag-"
 # The tag that groups the records of one agent session.

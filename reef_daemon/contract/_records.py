@@ -18,18 +18,27 @@ ClientRecordType = Literal["report", "request"]
 RECORD_TYPE_ALIASES: Final[Mapping[str, RecordType]] = {"train": "request"}
 
 
-# Where a report came from: a person (the default), or derived with no person: the user's next message read by rules
-# (`words`) or by a judge model (`next-turn`), a judge model's ranking (`judge`), what became of the code (`outcome`),
-# or a score carried by an imported conversation (`import`). A person's report always wins over a derived one for
-# the same record.
-ReportSource = Literal["person", "words", "next-turn", "judge", "outcome", "import"]
-REPORT_SOURCES: Final[tuple[ReportSource, ...]] = ("person", "words", "next-turn", "judge", "outcome", "import")
+# Where a report came from: a person (the default), or derived with no person: by rules with no model call, from
+# the user's next message (`words`), the same request sent again (`retry`), a stream the user cut off
+# (`interruption`), a tool call that failed (`tool-error`) or a test run that changed colour (`tests`); from the
+# user's next message read by a judge model (`next-turn`), a judge model's ranking (`judge`), what became of the code
+# (`outcome`), or a score carried by an imported conversation (`import`). A person's report always wins over a
+# derived one for the same record.
+ReportSource = Literal[
+    "person", "words", "retry", "interruption", "tool-error", "tests", "next-turn", "judge", "outcome", "import"
+]
+REPORT_SOURCES: Final[tuple[ReportSource, ...]] = (
+    "person", "words", "retry", "interruption", "tool-error", "tests", "next-turn", "judge", "outcome", "import",
+)  # fmt: skip
 PERSON_SOURCE: Final[ReportSource] = "person"
 # The order in which a record's scores from several sources count: the first one present is the record's score.
-SOURCE_PRECEDENCE: Final[tuple[ReportSource, ...]] = ("person", "import", "outcome", "words", "judge", "next-turn")
+SOURCE_PRECEDENCE: Final[tuple[ReportSource, ...]] = (
+    "person", "import", "outcome", "tests", "tool-error", "words", "retry", "interruption", "judge", "next-turn",
+)  # fmt: skip
 # `reef records` and the TUI mark a derived score with its source's letter (a person's score has none).
 SOURCE_MARKS: Final[Mapping[ReportSource, str]] = {
-    "person": "", "words": "w", "next-turn": "n", "judge": "j", "outcome": "o", "import": "i",
+    "person": "", "words": "w", "retry": "r", "interruption": "c", "tool-error": "e", "tests": "t", "next-turn": "n",
+    "judge": "j", "outcome": "o", "import": "i",
 }  # fmt: skip
 
 
@@ -253,6 +262,17 @@ IMPORTED_TAG: Final = "imported"
 EXPORT_FORMATS: Final = ("openai", "preference", "tokens")
 # The most conversations one `POST /reef/records/batch` takes.
 MAX_BATCH: Final = 1000
+# The content parts an imported message may hold: text (an image or any other part is refused, not dropped).
+IMPORT_TEXT_PARTS: Final = ("text", "input_text", "output_text")
+
+
+def import_part_problem(where: str, part: Any) -> str | None:
+    """Why the content part at `where` (`messages[0].content[1]`) cannot be imported, or None for a text part."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if isinstance(kind, str) and kind in IMPORT_TEXT_PARTS and isinstance(part.get("text"), str):
+        return None
+    named = f"a {kind} part" if isinstance(kind, str) else "not a text part"
+    return f"{where} is {named}; reef imports text parts only ({', '.join(IMPORT_TEXT_PARTS)})"
 
 
 class ImportConversation(TypedDict):

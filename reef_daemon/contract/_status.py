@@ -141,16 +141,20 @@ class StoreStatus(TypedDict):
 
 
 class NextTurnStatus(TypedDict):
-    """What the next-turn judge (reports.next-turn) did since the daemon started: the assistant turns a user answered
-    (`turns`), those it scored (`judged`), those it found neutral (`neutral`: no report), those it could not
-    (`no_judgment`: the judge failed, timed out, answered off its format, or its votes had no majority), those passed
+    """What the signals read from a session's next request did since the daemon started: the reports each source
+    made (`reports`: words, retry, interruption, tool-error, tests, next-turn). What the next-turn judge
+    (reports.next-turn) did: the assistant turns a user answered that the rules left to it (`turns`), those it
+    scored (`judged`), those it found neutral (`neutral`: no report), those it could not (`no_judgment`: the judge
+    failed, timed out, answered off its format, or its votes had no majority), those passed
     over for its bounds (calls per minute, waiting turns), the follow-ups that were not the user's (tool results, the
     agent's own), the judge's answers whose own score disagreed with their verdict (`scores_ignored`: the verdict
     counts), and the tokens its calls cost. Matching a request to the answer it continues: the requests that continue
     no answer the judge keeps (`unmatched`: let go, never recorded here, or not what the model answered), the answers
     let go unjudged for reports.next-turn-memory (`forgotten`), and the bytes the kept answers hold now
-    (`kept_bytes`)."""
+    (`kept_bytes`); and why the last call without a verdict gave none (`the judge at URL answered HTTP 404`, no
+    answer, no verdict in its answer)."""
 
+    reports: dict[str, int]
     turns: int
     judged: int
     neutral: int
@@ -163,6 +167,7 @@ class NextTurnStatus(TypedDict):
     kept_bytes: int
     input_tokens: int
     output_tokens: int
+    last_failure: NotRequired[str | None]
 
 
 class ScoreScale(TypedDict):
@@ -201,7 +206,7 @@ class Status(DaemonState):
     training: Training
     store: StoreStatus
     score_scale: ScoreScale
-    next_turn: NextTurnStatus | None  # None while reports.next-turn is off
+    next_turn: NextTurnStatus | None  # None while every signal from the next request is off
     # Per scenario, per derived source that shares records with people (or was switched off or on): its agreement.
     sources: dict[str, dict[str, SourceAgreement]]
 

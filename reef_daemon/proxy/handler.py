@@ -18,10 +18,10 @@ from typing import Any
 from aiohttp import web
 
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
+from reef_daemon.contract import NEW_SCENARIO_HEADER, OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
-from reef_daemon.jsonbody import parse_json_object, read_body
+from reef_daemon.jsonbody import parse_json_body, read_body
 from reef_daemon.names import scenario_from_header
 from reef_daemon.proxy.headers import client_headers, tags_from, upstream_headers
 from reef_daemon.proxy.sse import SseRelay, error_frame
@@ -52,6 +52,8 @@ class Exchange:
     scenario: str
     body: bytes
     payload: dict[str, Any]
+    tags: dict[str, str]
+    made_scenario: str | None = None  # a new scenario named like an existing one, said in NEW_SCENARIO_HEADER
     started: float = field(default_factory=time.perf_counter)
     created_at: float = field(default_factory=time.time)
     upstream_s: float = 0.0
@@ -67,6 +69,12 @@ class Exchange:
 
     def overhead_ms(self) -> float:
         return max(0.0, self.elapsed_ms() - self.upstream_s * 1000)
+
+    def add_headers(self, response: web.StreamResponse) -> None:
+        """What reef answers on every response of this exchange: its overhead, and a scenario it made."""
+        response.headers[OVERHEAD_HEADER] = f"{self.overhead_ms():.3f}"
+        if self.made_scenario is not None:
+            response.headers[NEW_SCENARIO_HEADER] = self.made_scenario
 
     def mark_first_byte(self) -> None:
         if self.ttft_ms is None:
@@ -100,7 +108,7 @@ class Exchange:
             ttft_ms=self.ttft_ms,
             duration_ms=self.elapsed_ms(),
             overhead_ms=self.overhead_ms(),
-            tags=tags_from(self.request.headers),
+            tags=self.tags,
             release=answer.release() if answer is not None else None,
             tokens=answer.token_data() if answer is not None else None,
             payload=self.payload,
@@ -119,9 +127,13 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_body(request)
-    payload = parse_json_object(body)
+    payload = await parse_json_body(body)
+    tags = tags_from(request.headers)
+    made = daemon.unlike_a_new_name(scenario)
+    if made is not None:
+        log.warning("a request to %s %s", request.path, made)
     await daemon.ensure_scenario(scenario)
-    exchange = Exchange(daemon, request, scenario, body, payload)
+    exchange = Exchange(daemon, request, scenario, body, payload, tags, made)
     pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
     headers = upstream_headers(request.headers, pass_client_auth=pass_client_auth)
 
@@ -181,7 +193,7 @@ async def _relay_error(exchange: Exchange, answer: RuntimeResponse) -> web.Respo
         error=_error_text(exchange.daemon.runtime.answerer, answer.status, body), answer=answer,
     )  # fmt: skip
     response = web.Response(status=relayed_status(answer.status), body=body, headers=client_headers(answer.headers))
-    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    exchange.add_headers(response)
     return response
 
 
@@ -213,7 +225,7 @@ async def _relay_buffered(exchange: Exchange, answer: RuntimeResponse) -> web.Re
     response = web.Response(status=answer.status, body=body, headers=client_headers(answer.headers))
     if not gone:
         response.headers[RECEIPT_HEADER] = receipt
-    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    exchange.add_headers(response)
     return response
 
 
@@ -228,7 +240,7 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
     # they have not, the head goes out at once, so a client of a slow model sees the answer begin.
     kind = _HeadWithFirstBytes if answer.body_at_hand() else web.StreamResponse
     response = kind(status=answer.status, headers=client_headers(answer.headers))
-    response.headers[OVERHEAD_HEADER] = f"{exchange.overhead_ms():.3f}"
+    exchange.add_headers(response)
     relay = SseRelay(exchange.route)
     received: list[bytes] = []
     error: ReefError | None = None

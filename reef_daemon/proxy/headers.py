@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from multidict import CIMultiDict
 
 from reef_daemon.contract import REEF_HEADER_PREFIX, TAG_HEADER_PREFIX
+from reef_daemon.errors import BadRequest
 
 HOP_BY_HOP = frozenset(
     {
@@ -54,10 +55,23 @@ def client_headers(upstream: Mapping[str, str]) -> CIMultiDict[str]:
 
 
 def tags_from(incoming: Mapping[str, str]) -> dict[str, str]:
-    """`x-reef-tag-<name>: value` headers, as lower-cased names and stripped, non-empty values."""
+    """`x-reef-tag-<name>: value` headers, as lower-cased names and stripped, non-empty values; a 400 for one that is
+    not UTF-8 text (a tag is stored, and shown, as text)."""
     tags: dict[str, str] = {}
     for name, value in incoming.items():
         lower = name.lower()
         if lower.startswith(TAG_HEADER_PREFIX) and len(lower) > len(TAG_HEADER_PREFIX) and value.strip():
+            if not _is_utf8(name) or not _is_utf8(value):
+                said = f"the header {name!r} is not UTF-8 text; send its value as UTF-8"
+                raise BadRequest(said, type="invalid_header")
             tags[lower[len(TAG_HEADER_PREFIX) :]] = value.strip()[:512]
     return tags
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether `text` came as UTF-8 (the server keeps other bytes as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

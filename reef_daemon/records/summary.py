@@ -37,6 +37,9 @@ def summarize(draft: InferenceDraft) -> InferenceSummary:
     model = answer["model"] if answer is not None and answer["model"] else draft.model
     input_tokens = answer["usage"]["input_tokens"] if answer is not None else None
     output_tokens = answer["usage"]["output_tokens"] if answer is not None else None
+    if answer is not None and draft.tokens is not None:  # the embedded model's own count, where the answer has none
+        input_tokens = _counted(input_tokens, draft.tokens.get("prompt_ids"))
+        output_tokens = _counted(output_tokens, draft.tokens.get("output_ids"))
     words = preview(draft.route, draft.payload if draft.payload is not None else draft.request, answer)
     if draft.stream:
         return InferenceSummary(model, input_tokens, output_tokens, _stored_stream(draft), answer, words)
@@ -44,6 +47,12 @@ def summarize(draft: InferenceDraft) -> InferenceSummary:
         counted = json_object(draft.response).get("input_tokens")
         input_tokens = counted if isinstance(counted, int) else None
     return InferenceSummary(model, input_tokens, output_tokens, draft.response, answer, words)
+
+
+def _counted(reported: int | None, ids: Any) -> int | None:
+    """The count the answer reported, else the number of token ids the model made (a stream that was not asked
+    for its usage reports none)."""
+    return reported if reported is not None or not isinstance(ids, list) else len(ids)
 
 
 def stored_answer(route: str, response: bytes | str | None) -> Answer | None:

@@ -18,6 +18,7 @@ from reef_daemon.contract import (
     SESSION_HEADER,
     TAG_HEADER_PREFIX,
     ImportConversation,
+    import_part_problem,
     off_the_scale,
     score_problem,
 )
@@ -34,9 +35,6 @@ MAX_EPOCH_S = 1e11
 
 class Refused(ValueError):
     """A conversation the store will not take; the message says why, for the person importing."""
-
-
-TEXT_PARTS = ("text", "input_text", "output_text")
 
 
 def checked(value: Any, score_scale: tuple[float, float] = (0.0, 1.0)) -> ImportConversation:
@@ -81,11 +79,8 @@ def _check_message(index: int, message: Any) -> None:
     if content is not None and not isinstance(content, str | list):
         raise Refused(f"messages[{index}].content must be text, a list of parts, or null")
     for number, part in enumerate(content if isinstance(content, list) else []):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if not isinstance(kind, str) or kind not in TEXT_PARTS or not isinstance(part.get("text"), str):
-            named = f"a {kind} part" if isinstance(kind, str) else "not a text part"
-            raise Refused(f"messages[{index}].content[{number}] is {named}; reef imports text parts only "
-                          f"({', '.join(TEXT_PARTS)})")  # fmt: skip
+        if (problem := import_part_problem(f"messages[{index}].content[{number}]", part)) is not None:
+            raise Refused(problem)
     calls = message.get("tool_calls")
     if calls is not None and not (
         isinstance(calls, list) and all(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls)

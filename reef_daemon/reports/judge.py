@@ -95,6 +95,7 @@ class JudgeCall:
     record_id: str | None
     input_tokens: int
     output_tokens: int
+    failure: str | None = None  # why it gave no text: no answer, or the judge's HTTP status
 
 
 Record = Callable[[InferenceDraft], Awaitable[None]]
@@ -152,7 +153,7 @@ class JudgeModel:
             status, raw = await asyncio.wait_for(self._send(body, payload), self._settings.judge_timeout_s)
         except (TimeoutError, UpstreamFailed, aiohttp.ClientError, OSError) as exc:
             log.info("the judge gave no answer: %s", type(exc).__name__)
-            return JudgeCall(None, None, 0, 0)
+            return JudgeCall(None, None, 0, 0, f"{self._where()} gave no answer ({type(exc).__name__})")
         duration_ms = (time.time() - started) * 1000
         record_id = new_record_id()
         draft = InferenceDraft(
@@ -161,7 +162,14 @@ class JudgeModel:
         )  # fmt: skip
         await self._record(draft)
         text, used = _completion_text(raw) if status == 200 else (None, {})
-        return JudgeCall(text, record_id, int(used.get("prompt_tokens") or 0), int(used.get("completion_tokens") or 0))
+        failure = None if status == 200 else f"{self._where()} answered HTTP {status}"
+        tokens = int(used.get("prompt_tokens") or 0), int(used.get("completion_tokens") or 0)
+        return JudgeCall(text, record_id, *tokens, failure)
+
+    def _where(self) -> str:
+        """The judge as a failure names it: the URL posted to, or the served model."""
+        url = self._settings.judge_url
+        return "the served model" if url is None else f"the judge at {url}{CHAT_ROUTE}"
 
     async def _send(self, body: bytes, payload: dict[str, Any]) -> tuple[int, bytes]:
         url = self._settings.judge_url

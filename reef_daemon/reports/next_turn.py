@@ -1,7 +1,12 @@
-"""The next-turn judge: when a session's later request continues an earlier record, the judge reads what the user
-said next and the earlier answer gets a `next-turn` report: accepted scores the deployment's best, corrected and
-complained its worst, with the judge's reason; a neutral verdict gives no report. With `reports.judge-votes` N the
-judge is asked N times (sampled) and the verdict more than half of them give counts; without one, no report.
+"""Signals from a session's next request: when a later request continues an earlier record, what follows the
+earlier answer scores it. Rules with no model call run first, each a source of its own, each behind its setting (all
+on by default): the user's words (`words_report`), a failed tool call (`tool_errors`), a test run that changed
+colour (`red_green`). A later request that sends an earlier record's request again scores that answer as a `retry`;
+one that goes on from a request its client cut off, as an `interruption`. With `reports.next-turn` on, the judge
+model then reads what the user said next that the words rules could not tell: accepted scores the deployment's best,
+corrected and complained its worst, with the judge's reason; a neutral verdict gives no report. With
+`reports.judge-votes` N the judge is asked N times (sampled) and the verdict more than half of them give counts;
+without one, no report.
 
 It runs beside the proxy, never in it: it reads the `record` events the store publishes after a commit, so a proxied
 answer is never delayed or changed. It shares the daemon's process, so it also yields to traffic: it reads and judges
@@ -9,12 +14,14 @@ in the pauses between exchanges (QUIET_S without a new record), or after MAX_DEF
 
 A later request is matched to the earlier record whose answer it carries (`turns.py`: the conversation up to that
 answer, compared by fingerprint), so a regenerated answer, a shared opener or an invented history never moves a
-verdict onto another record. The answers waiting for their next request are kept within `reports.next-turn-memory`
-bytes; those let go for it, and the requests that continue no kept answer, are counted.
+score onto another record. The answers waiting for their next request, and the requests a retry may send again, are
+kept within `reports.next-turn-memory` bytes; those let go for it, and the requests that continue no kept answer,
+are counted. Each record gets at most one report per source (`derived_report`'s id).
 
-Its bounds: the memory of answers, `reports.next-turn-max-chars` of a next message read, a short queue of turns
-waiting for the judge (a turn that finds it full is not judged), `reports.judge-calls-per-minute`, and the judge's
-own bounds on tokens and time. A turn whose judge is down, slow or answers with anything but a verdict gets no report.
+Its bounds: the memory of answers, `reports.next-turn-max-chars` of a next message read, CUT_MEMORY bytes of cut
+requests, a short queue of turns waiting for the judge (a turn that finds it full is not judged),
+`reports.judge-calls-per-minute`, and the judge's own bounds on tokens and time. A turn whose judge is down, slow or
+answers with anything but a verdict gets no report.
 """
 
 from __future__ import annotations
@@ -34,12 +41,15 @@ from reef_daemon.contract import (
     TAG_HEADER_PREFIX,
     NextTurnStatus,
     ReportSource,
+    StoredRecord,
 )
 from reef_daemon.errors import ReefError
 from reef_daemon.events import EventBus, Subscription
+from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.answered import Answered, AnsweredMemory
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.evidence import without_code
+from reef_daemon.reports.interruption import interrupted, interruption_report
 from reef_daemon.reports.judge import (
     NEXT_TURN_PROMPT,
     VOTE_TEMPERATURE,
@@ -49,7 +59,11 @@ from reef_daemon.reports.judge import (
     parse_judgment,
     verdict_score,
 )
-from reef_daemon.reports.turns import Reading, answer_text, next_turn, read_request
+from reef_daemon.reports.red_green import previous_run, results_run, tests_report
+from reef_daemon.reports.retry import retry_report
+from reef_daemon.reports.tool_errors import tool_error_report
+from reef_daemon.reports.turns import Reading, Turn, answer_text, next_turn, read_request
+from reef_daemon.reports.words_report import words_report
 from reef_daemon.settings import ReportsSection
 from reef_daemon.store import Store
 
@@ -58,6 +72,8 @@ log = logging.getLogger("reef.judge")
 SESSION_TAG = SESSION_HEADER.removeprefix(TAG_HEADER_PREFIX)
 SOURCE: ReportSource = "next-turn"
 WAITING_TURNS = 256  # turns waiting for the judge; one more is not judged
+CUT_MEMORY = 64 * 1024  # bytes of the requests cut off by their client, waiting for the conversation to go on
+ASKED = b"asked:"  # the memory keeps a request a retry may send again under its prompt's key after this
 # The judge yields to traffic: it works once no exchange was recorded for QUIET_S, or once a record or turn has
 # waited MAX_DEFER_S (so steady traffic delays it, never starves it).
 QUIET_S = 0.2
@@ -74,9 +90,11 @@ class _Job:
 
 
 @dataclass
-class JudgeCounts:
-    """What the judge did since the daemon started, for `GET /reef/status`, a benchmark and the log."""
+class SignalCounts:
+    """What the signals and the judge did since the daemon started, for `GET /reef/status`, a benchmark and the
+    log."""
 
+    reports: collections.Counter[str] = field(default_factory=collections.Counter)
     turns: int = 0
     judged: int = 0
     neutral: int = 0
@@ -89,38 +107,46 @@ class JudgeCounts:
     kept_bytes: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    last_failure: str | None = None
 
     def status(self) -> NextTurnStatus:
         """The counts as `GET /reef/status` answers them (`next_turn`)."""
         return {
+            "reports": dict(self.reports),
             "turns": self.turns, "judged": self.judged, "neutral": self.neutral, "no_judgment": self.no_judgment,
             "over_bounds": self.over_bounds, "not_the_user": self.not_the_user,
             "scores_ignored": self.scores_ignored, "unmatched": self.unmatched,
             "forgotten": self.forgotten, "kept_bytes": self.kept_bytes,
             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "last_failure": self.last_failure,
         }  # fmt: skip
 
 
-class NextTurnJudge:
-    def __init__(self, store: Store, bus: EventBus, judge: JudgeModel, settings: ReportsSection) -> None:
+class NextTurnSignals:
+    """The signals from a session's next request; `judge` None: no judge model (reports.next-turn is off)."""
+
+    def __init__(self, store: Store, bus: EventBus, judge: JudgeModel | None, settings: ReportsSection) -> None:
         self._store = store
         self._bus = bus
         self._judge = judge
         self._settings = settings
         self._answered = AnsweredMemory(settings.next_turn_memory)
+        self._cut = AnsweredMemory(CUT_MEMORY)
         self._records: asyncio.Queue[tuple[float, str]] = asyncio.Queue(maxsize=1024)
         self._last_record = 0.0  # when the last exchange was recorded (monotonic)
         self._jobs: asyncio.Queue[_Job] = asyncio.Queue(maxsize=WAITING_TURNS)
         self._calls: collections.deque[float] = collections.deque()
         self._tasks: list[asyncio.Task[None]] = []
         self._subscription: Subscription | None = None
-        self.counts = JudgeCounts()
+        self.counts = SignalCounts()
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(coro) for coro in (self._listen(), self._match(), self._judge_turns())]
+        self._tasks = [asyncio.create_task(coro) for coro in (self._listen(), self._match())]
+        if self._judge is not None:
+            self._tasks.append(asyncio.create_task(self._judge_turns(self._judge)))
 
     def reconfigure(self, settings: ReportsSection) -> None:
-        """Take the judge's live settings from a reload."""
+        """Take the signals' and the judge's live settings from a reload."""
         self._settings = settings
 
     async def stop(self) -> None:
@@ -150,28 +176,57 @@ class NextTurnJudge:
             await self._quiet(seen_at)
             try:
                 await self._match_one(record_id)
-            except Exception:  # one odd record must not stop the judge
-                log.exception("the next-turn judge could not read record %s", record_id)
+            except Exception:  # one odd record must not stop the signals
+                log.exception("the next-turn signals could not read record %s", record_id)
 
     async def _match_one(self, record_id: str) -> None:
         record = await self._store.records.get(record_id)
         if record["type"] != "inference":
             return
-        seed = f"{record['scenario']}\n{record['tags'].get(SESSION_TAG, '')}"
+        session = record["tags"].get(SESSION_TAG, "")
+        seed = f"{record['scenario']}\n{session}"
         answer = record["answer"] if (record.get("status") or 0) < 400 else None
         # Reading a request is linear in its length, and off the loop: a long conversation never stalls traffic.
         reading = await asyncio.to_thread(read_request, seed, str(record["route"] or ""), record["request"], answer)
         if not reading.turns:
             return
+        scenario = record["scenario"]
+        if session:  # a request sent again, or after a cut, is told within a session only
+            await self._repeated(scenario, record_id, reading)
         if reading.continued:
-            await self._continue(record["scenario"], record_id, reading)
+            await self._continue(scenario, record_id, reading)
         if reading.key is not None:
             shown = answer_text(answer)[-self._settings.judge_max_prompt_chars :]
             self.counts.forgotten += self._answered.keep(reading.key, Answered(record_id, shown, record.get("model")))
-        self.counts.kept_bytes = self._answered.bytes
+        if session:
+            self._keep_asked(record, record_id, reading.prefixes[-1])
+        self.counts.kept_bytes = self._answered.bytes + self._cut.bytes
+
+    def _keep_asked(self, record: StoredRecord, record_id: str, prompt: bytes) -> None:
+        """Keep the request for a retry that sends it again, or, when its client cut it off, for the request that
+        goes on after it."""
+        asked = Answered(record_id, "", None)
+        if interrupted(record):
+            self._cut.keep(prompt, asked)
+        else:
+            self.counts.forgotten += self._answered.keep(ASKED + prompt, asked)
+
+    async def _repeated(self, scenario: str, record_id: str, reading: Reading) -> None:
+        """Score the earlier request this one sends again (a retry) or goes on from after its client cut it off (an
+        interruption)."""
+        earlier = self._answered.take(ASKED + reading.prefixes[-1])
+        if earlier is not None:
+            await self._report(retry_report(scenario, earlier.record_id, record_id, self._settings))
+        if self._cut.bytes == 0:
+            return
+        for key in reversed(reading.prefixes):
+            cut = self._cut.take(key)
+            if cut is not None:
+                await self._report(interruption_report(scenario, cut.record_id, record_id, self._settings))
+                return
 
     async def _continue(self, scenario: str, record_id: str, reading: Reading) -> None:
-        """Judge the latest kept answer the request continues by what followed it; count a request that continues
+        """Score the latest kept answer the request continues by what followed it; count a request that continues
         none (its answers were let go, never recorded here, or are not what the model answered)."""
         found = self._latest_kept(reading)
         if found is None:
@@ -180,10 +235,40 @@ class NextTurnJudge:
         earlier, at = found
         following = itertools.islice(reading.turns, at + 1, None)
         said = await asyncio.to_thread(next_turn, following, self._settings.next_turn_max_chars)
+        if said.kind == "tool":
+            await self._tool_results(scenario, earlier.record_id, record_id, reading.turns, at)
         if said.kind != "user":
             self.counts.not_the_user += 1
-        else:
+            return
+        words = words_report(scenario, earlier.record_id, record_id, said.text, self._settings)
+        if words is not None:
+            await self._report(words)
+        elif self._judge is not None:
             self._queue(_Job(scenario, earlier, record_id, said.text))
+
+    async def _tool_results(self, scenario: str, earlier_id: str, record_id: str, turns: list[Turn], at: int) -> None:
+        """Score the answer at `at` by the results its tool calls got: a failed call, a test run that changed
+        colour since the conversation's previous one."""
+        # Each result is read in linear time, and off the loop: many long results never stall traffic.
+        results = await asyncio.to_thread(_results_after, turns, at)
+        settings = self._settings
+        failed = await asyncio.to_thread(tool_error_report, scenario, earlier_id, record_id, results, settings)
+        await self._report(failed)
+        if settings.tests == "on" and (now := await asyncio.to_thread(results_run, results)) is not None:
+            before = await asyncio.to_thread(previous_run, turns, at)
+            await self._report(tests_report(scenario, earlier_id, record_id, before, now, settings))
+
+    async def _report(self, draft: ClientRecordDraft | None) -> bool:
+        """Store a signal's report (None: the signal made none) and count it by its source; whether it was stored."""
+        if draft is None:
+            return False
+        try:
+            await self._store.records.append_client_record(draft)
+        except ReefError as exc:  # the record's scenario was archived meanwhile, say
+            log.info("no %s report on %s: %s", draft.source, draft.content["references"][0], exc.message)
+            return False
+        self.counts.reports[draft.source] += 1
+        return True
 
     def _latest_kept(self, reading: Reading) -> tuple[Answered, int] | None:
         """The latest answer the request carries that is kept (no longer kept: it is judged once), and its place."""
@@ -200,13 +285,13 @@ class NextTurnJudge:
         except asyncio.QueueFull:
             self.counts.over_bounds += 1
 
-    async def _judge_turns(self) -> None:
+    async def _judge_turns(self, judge: JudgeModel) -> None:
         while True:
             job = await self._jobs.get()
             await self._quiet(job.queued_at)
             try:
                 if self._within_rate():
-                    await self._judge_one(job)
+                    await self._judge_one(judge, job)
                 else:
                     self.counts.over_bounds += 1
             except Exception:
@@ -233,13 +318,13 @@ class NextTurnJudge:
         self._calls.extend([now] * votes)
         return True
 
-    async def _judge_one(self, job: _Job) -> None:
+    async def _judge_one(self, judge: JudgeModel, job: _Job) -> None:
         question = next_turn_question(job.earlier.answer, job.next_message, self._settings.judge_max_prompt_chars)
         tags = {"judged": job.earlier.record_id, "judge": SOURCE}
         votes = self._settings.judge_votes
         temperature = VOTE_TEMPERATURE if votes > 1 else 0.0
         asked = [
-            self._judge.ask(NEXT_TURN_PROMPT, question, model=job.earlier.model, tags=tags, temperature=temperature)
+            judge.ask(NEXT_TURN_PROMPT, question, model=job.earlier.model, tags=tags, temperature=temperature)
             for _ in range(votes)
         ]
         calls = await asyncio.gather(*asked)
@@ -250,6 +335,10 @@ class NextTurnJudge:
         judgment = majority(judgments)
         if judgment is None:
             self.counts.no_judgment += 1
+            failures = [call.failure for call in calls if call.failure]
+            self.counts.last_failure = (
+                failures[0] if failures else "the judge's answers held no verdict with a majority"
+            )
             return
         score = verdict_score(judgment.verdict, self._settings.score_min, self._settings.score_max)
         if score is None:
@@ -260,14 +349,17 @@ class NextTurnJudge:
             "votes": dict(collections.Counter(j.verdict if j else "none" for j in judgments)),
             "next_record": job.next_record_id,
             "next_message": without_code(job.next_message),
-            "judge_model": self._judge.model or job.earlier.model,
+            "judge_model": judge.model or job.earlier.model,
             "judge_record": calls[judgments.index(judgment)].record_id,
         }
         draft = derived_report(job.scenario, job.earlier.record_id, SOURCE, score, judgment.reason, evidence)
-        try:
-            await self._store.records.append_client_record(draft)
-        except ReefError as exc:  # the record's scenario was archived meanwhile, say
-            log.info("no next-turn report on %s: %s", job.earlier.record_id, exc.message)
+        if await self._report(draft):
+            self.counts.judged += 1
+        else:
             self.counts.no_judgment += 1
-            return
-        self.counts.judged += 1
+
+
+def _results_after(turns: list[Turn], at: int) -> list[Turn]:
+    """The turns after the answer at `at` up to the next assistant turn: its tool calls' results (and what else
+    came before the next answer)."""
+    return list(itertools.takewhile(lambda turn: turn.role != "assistant", itertools.islice(turns, at + 1, None)))

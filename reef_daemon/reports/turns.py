@@ -39,9 +39,13 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Turn:
+    """One turn of a conversation; `failed` marks a tool's result its client sent as an error (the messages API's
+    `is_error`), which the fingerprint leaves aside."""
+
     role: Role
     text: str
     calls: tuple[ToolCall, ...] = ()
+    failed: bool = False
 
     @property
     def shown(self) -> str:
@@ -118,11 +122,12 @@ def answer_text(answer: Any) -> str:
 class Reading:
     """A request as the next-turn judge reads it: its turns; the answers it carries that something follows, latest
     first, each as its conversation's key and its place in `turns`; the key its own answer is kept under (None
-    when it has no answer)."""
+    when it has no answer); the key of each beginning of its turns (the last: the whole request, its prompt)."""
 
     turns: list[Turn]
     continued: list[tuple[bytes, int]]
     key: bytes | None
+    prefixes: list[bytes]
 
 
 def read_request(seed: str, route: str, request: Any, answer: Any) -> Reading:
@@ -132,7 +137,7 @@ def read_request(seed: str, route: str, request: Any, answer: Any) -> Reading:
     own = answer_turn(answer)
     keys = conversation_keys(seed, [*turns, own] if own is not None else turns)
     continued = [(keys[at], at) for at in range(len(turns) - 2, -1, -1) if turns[at].role == "assistant"]
-    return Reading(turns, continued, keys[-1] if own is not None else None)
+    return Reading(turns, continued, keys[-1] if own is not None else None, keys[: len(turns)])
 
 
 def conversation_keys(seed: str, turns: Iterable[Turn]) -> list[bytes]:
@@ -182,10 +187,10 @@ def _message_turn(message: dict[str, Any]) -> Turn:
     content = message.get("content")
     if role == "tool" or role == "function":
         return Turn("tool", _text_of(content))
-    if isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    ):
-        return Turn("tool", _text_of(content))
+    blocks = content if isinstance(content, list) else []
+    results = [block for block in blocks if isinstance(block, dict) and block.get("type") == "tool_result"]
+    if results:
+        return Turn("tool", _text_of(content), failed=any(block.get("is_error") is True for block in results))
     text = _text_of(content)
     if role == "assistant":
         return Turn("assistant", text, tuple(_calls_of(message)))

@@ -4,6 +4,7 @@ and body go upstream unchanged; only auth headers are replaced.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -17,23 +18,60 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 
 class HttpRuntimeResponse(RuntimeResponse):
-    def __init__(self, response: UpstreamResponse) -> None:
+    """An upstream's answer, bounded: at most `max_bytes` of body, and for an event stream an event (not a
+    keep-alive comment) at least every `event_timeout_s`."""
+
+    def __init__(self, response: UpstreamResponse, *, max_bytes: int, event_timeout_s: float) -> None:
         self._response = response
         self.status = response.status
         self.headers = response.headers
+        self._max_bytes = max_bytes
+        self._event_timeout_s = event_timeout_s
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         try:
-            async for data in self._response.chunks():
+            async for data in self._bounded("the upstream stream broke"):
                 yield data
         except UpstreamError as exc:
             raise _failed(exc, f"the upstream stream broke: {exc}") from None
 
     async def read(self) -> bytes:
         try:
-            return await self._response.read()
+            return b"".join([data async for data in self._bounded("the upstream answer broke off")])
         except UpstreamError as exc:
             raise _failed(exc, f"the upstream answer broke off: {exc}") from None
+
+    async def _bounded(self, broken: str) -> AsyncGenerator[bytes, None]:
+        loop = asyncio.get_running_loop()
+        events = self.is_event_stream
+        received = 0
+        last_event = loop.time()
+        body = self._response.chunks()
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout_at(last_event + self._event_timeout_s if events else None):
+                        data = await anext(body)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise UpstreamFailed(
+                        f"{broken}: no event within {self._event_timeout_s:g} s (inference.timeout-s), only "
+                        "keep-alive comments",
+                        type="upstream_timeout",
+                    ) from None
+                received += len(data)
+                if received > self._max_bytes:
+                    raise UpstreamFailed(
+                        f"{broken}: the answer is larger than {self._max_bytes / 1024 / 1024:g} MiB "
+                        "(inference.max-answer-mb)",
+                        type="upstream_too_large",
+                    )
+                if events and b"data:" in data:
+                    last_event = loop.time()
+                yield data
+        finally:
+            await body.aclose()
 
     def body_at_hand(self) -> bool:
         return self._response.body_at_hand()
@@ -56,8 +94,10 @@ class HttpRuntime(Runtime):
         self.url = settings.inference.upstream_url
         self._origin = Origin.parse(self.url)
         self.model = settings.inference.upstream_model
-        # No total limit (a long stream is fine); connecting and every read each get timeout-s.
+        # No total limit (a long stream is fine); connecting, every read and a stream's wait for its next event
+        # each get timeout-s.
         self.timeout_s = settings.inference.timeout_s
+        self.max_answer_bytes = int(settings.inference.max_answer_mb * 1024 * 1024)
         self._api_key = settings.inference.upstream_api_key
 
     async def start(self) -> None:
@@ -103,7 +143,7 @@ class HttpRuntime(Runtime):
             raise UpstreamFailed(
                 f"cannot reach the upstream at {self.url}: {exc}", type="upstream_unreachable"
             ) from None
-        return HttpRuntimeResponse(response)
+        return HttpRuntimeResponse(response, max_bytes=self.max_answer_bytes, event_timeout_s=self.timeout_s)
 
 
 def _failed(exc: UpstreamError, broken: str) -> UpstreamFailed:

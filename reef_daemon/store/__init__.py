@@ -14,6 +14,7 @@ from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable, open_engine
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
+from reef_daemon.store.file_owner import FileOwner
 from reef_daemon.store.follower import EventFollower, last_sequence
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
 from reef_daemon.store.leases import AdvisoryLeases, Leases
@@ -90,6 +91,7 @@ class Store:
         self.leases: Leases = AdvisoryLeases(self.engine) if self.engine.shared else Leases()
         # SQLite's WAL is moved into the file off the writer's thread; PostgreSQL checkpoints by itself.
         self._checkpointer = None if self.engine.shared else Checkpointer(self.engine, self.writer)
+        self._owner = None if self.engine.shared else FileOwner(self.engine.path)  # one daemon per SQLite file
         self._reader: Reader | None = None
         self.score_scale = score_scale  # the reports' scale, which says what a low score is
         self._budget = budget or Budget()
@@ -103,9 +105,13 @@ class Store:
         return self._reader
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._owner is not None:
+            self._owner.claim()
         try:
             self.writer.start(loop)  # creates the file and applies migrations first
         except DB_ERRORS as exc:
+            if self._owner is not None:
+                self._owner.release()
             raise StoreUnavailable(f"cannot open the store: {exc}") from None
         if self._checkpointer is not None:
             self._checkpointer.start()
@@ -139,3 +145,10 @@ class Store:
             self._reader = None
         if self._checkpointer is not None:
             self._checkpointer.stop()
+        if self._owner is not None:
+            self._owner.release()
+
+    def listening_at(self, url: str) -> None:
+        """Say where this daemon answers, for a second daemon on the same SQLite file to name it."""
+        if self._owner is not None:
+            self._owner.note(url)

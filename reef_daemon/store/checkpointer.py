@@ -10,6 +10,11 @@ the WAL from its beginning. It never waits for a lock (`busy_timeout = 0`: a bus
 again next time); while it holds the write lock, the loop's commits go to the writer's thread, which waits.
 The writer's own automatic checkpoint (WAL_BOUND_PAGES) is then only a backstop.
 
+A WAL file grows past that bound only while a reader outside the daemon (a `sqlite3` shell, a backup) holds an
+old snapshot, whose pages no checkpoint may overwrite; it would keep its size for good (a restarted WAL is
+written over, never shrunk). Once it is larger than WAL_KEEP_BYTES, a TRUNCATE checkpoint is tried instead, and
+it empties the file once the reader has gone.
+
 While a checkpoint copies pages and syncs the file, the file system makes a commit wait for it (tens of ms
 here, where a commit otherwise takes a fraction of one): the writer is told (`GroupCommitWriter.checkpointing`),
 so that the loop hands its commits to the writer's thread meanwhile and goes on serving.
@@ -18,6 +23,7 @@ so that the loop hands its commits to the writer's thread meanwhile and goes on 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -30,6 +36,7 @@ log = logging.getLogger("reef.store")
 INTERVAL_S = 1.0
 RESTART_PAGES = WAL_BOUND_PAGES // 4  # a WAL this long is copied to its end and started over
 RESTART_TRIES, RESTART_PAUSE_S = 20, 0.002  # a RESTART refused (busy) is tried again at once, this many times
+WAL_KEEP_BYTES = WAL_BOUND_PAGES * 4096  # a WAL file larger than this is emptied (TRUNCATE) once it can be
 
 
 class Checkpointer:
@@ -56,15 +63,29 @@ class Checkpointer:
         try:
             conn.execute("PRAGMA busy_timeout = 0")
             while not self._stop.wait(INTERVAL_S):
+                if self._wal_bytes() > WAL_KEEP_BYTES:
+                    self._start_over(conn, "TRUNCATE")
+                    continue
                 _, pages = self._checkpoint(conn, "PASSIVE")
-                tries = RESTART_TRIES if pages >= RESTART_PAGES else 0
-                while tries and self._checkpoint(conn, "RESTART")[0]:  # refused while a commit holds the lock
-                    tries -= 1
-                    time.sleep(RESTART_PAUSE_S)
+                if pages >= RESTART_PAGES:
+                    self._start_over(conn, "RESTART")
             conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_S * 1000)}")
             self._checkpoint(conn, "TRUNCATE")  # the writer and readers are closed by now
         finally:
             conn.close()
+
+    def _start_over(self, conn: Connection, mode: str) -> None:
+        """A RESTART or TRUNCATE checkpoint, tried again at once while a commit holds the lock it needs."""
+        tries = RESTART_TRIES
+        while tries and self._checkpoint(conn, mode)[0]:
+            tries -= 1
+            time.sleep(RESTART_PAUSE_S)
+
+    def _wal_bytes(self) -> int:
+        try:
+            return os.stat(self._engine.path + "-wal").st_size
+        except OSError:
+            return 0
 
     def _checkpoint(self, conn: Connection, mode: str) -> tuple[bool, int]:
         """Run a checkpoint; returns whether a lock it needed was busy and the pages the WAL held (a failed one

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 from dataclasses import dataclass
 
 from reef_daemon.contract import (
@@ -26,14 +27,18 @@ from reef_daemon.store.schema import of_types
 from reef_daemon.store.source_trust import SourceTrust, rescore
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
+_PREFIX = re.compile(r"[0-9a-f]{8,31}")  # part of a record id, from its start
+
 MAX_PAGE = 500
 # An exchange up to this size (request and response) is brief (writer.py): its commit on the loop pauses the loop
 # well under a millisecond on this kind of machine (bench/README.md), while handing it to the writer's thread
 # would be a large share of its commit. Larger ones are committed on the thread.
 BRIEF_EXCHANGE_BYTES = 64 * 1024
 _ADD_SCORE = "INSERT INTO record_scores (record_id, source, score, report_id, created_at) VALUES (?,?,?,?,?)"
-# A derived source scores a record once; a person's later report replaces their earlier score.
+# A derived source scores a record once; a person's later report replaces their earlier score, and so does a later
+# outcome with another score (a CI failure after a scan found the change kept).
 _KEEP_FIRST_SCORE = f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO NOTHING"
+REVISED_SOURCES = ("outcome",)
 _KEEP_LATEST_SCORE = (
     f"{_ADD_SCORE} ON CONFLICT (record_id, source) DO UPDATE SET score = excluded.score,"
     " report_id = excluded.report_id, created_at = excluded.created_at"
@@ -135,16 +140,20 @@ class RecordStore:
         transaction: a report that creates its scenario, an import batch).
 
         A report's score becomes each referenced record's score from its source (a person's latest replaces their
-        earlier one); the record's own score is then the one of the first source in SOURCE_PRECEDENCE it has that
-        its scenario trusts (store/source_trust.py). A derived report (any source but a person) scores one record,
-        and only once: another from the same source for the same record returns the stored report, not created."""
+        earlier one); the record's own score is then the one of the first source in SOURCE_PRECEDENCE it has that its
+        scenario trusts (store/source_trust.py). A derived report (any source but a person) scores one record, and only
+        once: another from the same source for the same record returns the stored report, not created; but a later
+        outcome with another score is a new report that replaces the earlier outcome's score (what happened to the code
+        can change: CI failed on it)."""
         conn = ctx.conn
         references: list[str] = draft.content.get("references", [])
         source = draft.source if draft.type == "report" else None
         derived = source is not None and source != PERSON_SOURCE
         if source is not None and derived:  # checked first: a later one (new content, the same id) is not new
             earlier = _derived_report(conn, references, source)
-            if earlier is not None:
+            if earlier is not None and not (
+                source in REVISED_SOURCES and earlier["score"] != draft.content.get("score")
+            ):
                 return earlier, False
         existing = conn.execute(
             f"SELECT {SUMMARY_COLUMNS}, content_hash FROM records WHERE id = ?",  # noqa: S608 - a constant
@@ -177,7 +186,7 @@ class RecordStore:
         )
         if score is not None and source is not None:
             conn.executemany(
-                _KEEP_FIRST_SCORE if derived else _KEEP_LATEST_SCORE,
+                _KEEP_FIRST_SCORE if derived and source not in REVISED_SOURCES else _KEEP_LATEST_SCORE,
                 [(ref, source, score, draft.id, draft.created_at) for ref in references],
             )
             for ref in references:
@@ -249,8 +258,31 @@ class RecordStore:
         return await self._reader.run(lambda conn: self._get(conn, record_id))
 
     async def get_with_reports(self, record_id: str) -> WithReports:
-        """One record in full and the reports that reference it, oldest first, read together."""
-        return await self._reader.run(lambda conn: (self._get(conn, record_id), _reports_on(conn, record_id)))
+        """One record in full and the reports that reference it, oldest first, read together. The record may be
+        named by a unique prefix of its id (lists show receipts shortened, as git shortens hashes)."""
+
+        def read(conn: Connection) -> WithReports:
+            record = (
+                self._get_by_prefix(conn, record_id) if _PREFIX.fullmatch(record_id) else self._get(conn, record_id)
+            )
+            return record, _reports_on(conn, record["id"])
+
+        return await self._reader.run(read)
+
+    @staticmethod
+    def _get_by_prefix(conn: Connection, prefix: str) -> StoredRecord:
+        # Ids are lowercase hex, all below "g": the prefix's records are the index's range [prefix, prefix + "g").
+        found = conn.execute(
+            f"SELECT {DETAIL_COLUMNS} FROM records WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",  # noqa: S608
+            (prefix, f"{prefix}g"),
+        ).fetchall()
+        if not found:
+            raise NotFound(f"no record with id '{prefix}' or an id starting with it", type="unknown_record")
+        if len(found) > 1:
+            raise Conflict(
+                f"several records' ids start with '{prefix}'; give more of the receipt", type="ambiguous_record"
+            )
+        return detail_row(found[0])
 
     @staticmethod
     def _get(conn: Connection, record_id: str) -> StoredRecord:

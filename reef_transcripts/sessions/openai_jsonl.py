@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.contract import score_problem
+from reef_daemon.contract import import_part_problem, score_problem
 from reef_transcripts.chat import Message
 from reef_transcripts.requests import request_messages
 from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, timestamp
@@ -45,6 +45,11 @@ def _problem(line: Any) -> str | None:
         return "`messages` must be a non-empty list"
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
         return "every message must be an object with a `role`"
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        for number, part in enumerate(content if isinstance(content, list) else []):
+            if (problem := import_part_problem(f"messages[{index}].content[{number}]", part)) is not None:
+                return problem  # an image is refused, not imported as an empty turn
     score = line.get("score")
     if score is not None and (problem := score_problem(score)) is not None:
         return problem  # in the words the daemon and `reef score --from` use

@@ -55,7 +55,15 @@ class InstallScreen(ModalScreen[None]):
             self.app.call_from_thread(self._say, exc.message, True)
             return
         options = [Option(f"{row['name']}  {row.get('title', '')}", id=str(row["name"])) for row in adapters]
-        self.app.call_from_thread(self.query_one(OptionList).add_options, options)
+        self.app.call_from_thread(self._offer, options)
+
+    def _offer(self, options: list[Option]) -> None:
+        """List the adapters with the first highlighted and the list focused: enter installs at once."""
+        adapters = self.query_one(OptionList)
+        adapters.add_options(options)
+        if options:
+            adapters.highlighted = 0
+        adapters.focus()
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         adapter = str(message.option.id)

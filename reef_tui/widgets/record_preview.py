@@ -1,5 +1,6 @@
 """The preview pane under the records list on a tall terminal: the selected record's last user message and its
-answer, following the cursor, so reading and scoring need no Enter."""
+answer, following the cursor, so reading and scoring need no Enter; for a score or report no person gave, the turn
+it was read from and why."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from textual.widgets import Static
 from reef_client import RecordDetail
 from reef_client.render import formats
 from reef_client.render.conversation import Part, Turn, answer_turns, request_turns
+from reef_client.render.derived import derived_origin
+from reef_client.render.record import scoring_origin
 
 EXCERPT = 600  # characters of a tool call or result shown; the detail screen shows them whole
 
@@ -27,8 +30,13 @@ def preview_view(record: RecordDetail) -> RenderableType:
         ("score ", "bold"), formats.score(record.get("score")),
     )  # fmt: skip
     if record.get("type") != "inference":
-        return Group(facts, Text(f"a {record.get('type')} record: enter shows it", style="dim"))
+        origin = derived_origin(record)
+        said = [Text(f"{record.get('source')}: {origin}")] if origin else []
+        return Group(facts, *said, Text(f"a {record.get('type')} record: enter shows it", style="dim"))
     parts: list[RenderableType] = [facts]
+    scored_by = scoring_origin(record)
+    if scored_by:
+        parts.append(Text(f"score from {record.get('source')}: {scored_by}"))
     asked = [turn for turn in request_turns(str(record.get("route") or ""), record.get("request")) if _said(turn)]
     if asked:
         parts.append(_panel("asked", asked[-1], "cyan"))

@@ -135,6 +135,21 @@ def test_installs_of_several_adapters_sit_side_by_side_and_each_wrapper_keeps_wo
     assert reefine.wrapper("pi", REEF_HARNESS_BINARY="/bin/true").returncode == 0
 
 
+def test_installing_a_second_scenario_says_that_the_wrapper_now_runs_it(reefine: Reefine) -> None:
+    assert reefine.install("pi").returncode == 0
+    reefine.call("POST", "/reef/scenarios", {"name": "other"})
+    done = reefine.install("pi", script=reefine.script("pi", headers=reefine.headers("other")))
+    assert done.returncode == 0, done.stderr
+    link = reefine.home / ".local" / "bin" / "reef-pi"
+    assert link.resolve() == reefine.root("pi", "other") / "reef-pi"
+    assert (
+        f"{link} now runs this harness (other, in {reefine.root('pi', 'other')}); it ran"
+        f" {reefine.root('pi') / 'reef-pi'}, which still runs by that path"
+    ) in done.stdout
+    again = reefine.install("pi", script=reefine.script("pi", headers=reefine.headers("other")))
+    assert again.returncode == 0 and "now runs" not in again.stdout
+
+
 def test_a_root_holding_another_adapters_install_is_refused(reefine: Reefine) -> None:
     held = reefine.home / "held"
     assert reefine.install("pi", str(held)).returncode == 0

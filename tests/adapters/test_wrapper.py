@@ -186,3 +186,30 @@ def test_the_wrapper_finds_the_agent_scripts_setup_installed_when_path_lacks_it(
     path = ":".join([str(reefine.home / ".local" / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
     doctor = reefine.wrapper("pi", "doctor", PATH=path)
     assert f"at {installed}" in doctor.stdout, doctor.stdout + doctor.stderr
+
+
+def test_reef_pi_starts_pi_without_its_start_up_downloads_unless_the_person_asks(reefine: Reefine) -> None:
+    """pi fetches fd and ripgrep at each start where they are missing, waiting on the network when there is none:
+    the wrapper starts it offline (PI_OFFLINE=1); a PI_OFFLINE the person set wins."""
+    assert reefine.install("pi").returncode == 0
+    seen = reefine.home / "offline.txt"
+    agent = reefine.home / "agent.sh"
+    agent.write_text(f'#!/bin/sh\nprintf "%s\\n" "$PI_OFFLINE" >> {seen}\n')
+    agent.chmod(0o755)
+    assert reefine.wrapper("pi", REEF_HARNESS_BINARY=str(agent), PI_OFFLINE="").returncode == 0
+    assert reefine.wrapper("pi", REEF_HARNESS_BINARY=str(agent), PI_OFFLINE="0").returncode == 0
+    assert seen.read_text().splitlines() == ["1", "0"]
+
+
+def test_reef_dsh_with_a_task_runs_it_on_the_headless_profile(reefine: Reefine) -> None:
+    assert reefine.install("dsh").returncode == 0
+    seen = reefine.home / "dsh-args.txt"
+    agent = reefine.home / "dsh.sh"
+    agent.write_text(f'#!/bin/sh\nfor a in "$@"; do printf "%s|" "$a"; done >> {seen}\necho >> {seen}\n')
+    agent.chmod(0o755)
+    assert reefine.wrapper("dsh", "fix the failing test", REEF_HARNESS_BINARY=str(agent)).returncode == 0
+    assert reefine.wrapper("dsh", "tui", "--resume", "s1", REEF_HARNESS_BINARY=str(agent)).returncode == 0
+    patch = str(reefine.root("dsh") / "dsh" / "reef-binding.patch.yml")
+    task, profile = (line.split("|")[:-1] for line in seen.read_text().splitlines())
+    assert task == ["--profile", "headless", "--patch", patch, "fix the failing test"]
+    assert profile == ["--profile", "tui", "--patch", patch, "--resume", "s1"]

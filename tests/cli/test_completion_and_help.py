@@ -135,3 +135,9 @@ def test_help_paragraphs_fill_the_width_instead_of_keeping_the_source_line_break
 def test_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.strip() == f"reef {__version__}"
+
+
+def test_a_list_settings_default_is_shown_as_the_command_line_takes_it() -> None:
+    result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "400"})
+    assert "(default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)" in result.stdout
+    assert "('person'" not in result.stdout

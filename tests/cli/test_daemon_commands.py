@@ -8,12 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_cli.discovery import DEFAULT_URL, find_daemon
 from reef_cli.state import process_alive
-from tests.support.cli_testing import REEF, clean_env, run_reef, start_daemon
+from tests.support.cli_testing import REEF, ModelThread, clean_env, run_reef, start_daemon
 from tests.support.waiting import eventually_sync
 
 
@@ -71,6 +72,18 @@ def test_start_status_stop(tmp_path: Path, upstream_url: str, monkeypatch: pytes
     assert down.stderr.count("\n") == 1 and "reef start" in down.stderr and "Traceback" not in down.stderr
     stopped_again = daemon.reef("stop")
     assert stopped_again.returncode == 0 and "not running" in stopped_again.stdout
+
+
+def test_start_on_a_port_another_web_server_holds_is_one_line_naming_the_port(tmp_path: Path) -> None:
+    other = ModelThread(web.Application())  # answers every path, /healthz included, with 404
+    try:
+        port = other.start().rsplit(":", 1)[1]
+        taken = run_reef(tmp_path, clean_env(), "start", "--reef.port", port, "--inference.upstream-url", other.url)
+    finally:
+        other.stop()
+    assert taken.returncode == 1
+    assert taken.stderr.count("\n") == 1 and "Traceback" not in taken.stderr, taken.stderr
+    assert f"something already answers at http://127.0.0.1:{port}" in taken.stderr and "--reef.port" in taken.stderr
 
 
 def test_start_refuses_bad_settings_with_usage_status(tmp_path: Path) -> None:
@@ -169,13 +182,12 @@ def test_a_recipe_profile_daemon_is_found_and_stopped_from_its_directory(tmp_pat
 
         other = start_daemon(tmp_path, upstream_url)  # a second daemon here, state in .reef
         try:
-            several = run_reef(tmp_path, clean_env(), "status")
+            several = run_reef(tmp_path, clean_env(), "records")
             assert several.returncode == 1 and several.stderr.count("\n") == 1
             assert f"several daemons run from this directory: {other.url} (.reef), {url} (.reef/reefine)" in (
                 several.stderr
             )
             assert "choose one with --url" in several.stderr
-            assert run_reef(tmp_path, clean_env(), "stop").returncode == 2
         finally:
             other.stop()
 
@@ -189,3 +201,35 @@ def test_a_recipe_profile_daemon_is_found_and_stopped_from_its_directory(tmp_pat
             serving.wait()
         assert serving.stdout is not None
         serving.stdout.close()
+
+
+def test_two_recipes_start_status_and_stop_side_by_side_in_one_directory(tmp_path: Path, upstream_url: str) -> None:
+    """`reef start --recipe R` beside a record daemon starts R's daemon in .reef/<R>; `reef status` shows both;
+    `reef stop` stops both and names each."""
+    record = start_daemon(tmp_path, upstream_url, port=0)
+    recipe = "tests.daemon.sectioned_recipe:SparkleRecipe"
+    beside = run_reef(tmp_path, clean_env(), "start", "--recipe", recipe, "--inference.upstream-url", upstream_url)
+    try:
+        assert beside.returncode == 0, beside.stdout + beside.stderr
+        assert "already running" not in beside.stdout
+        state = tmp_path / ".reef" / "sparkle"
+        assert f"keeps its state in {Path('.reef') / 'sparkle'}" in beside.stdout
+        sparkle_url = (state / "daemon.url").read_text().strip()
+        assert sparkle_url != record.url and f"reef started at {sparkle_url}" in beside.stdout
+
+        both = run_reef(tmp_path, clean_env(), "status", "--json")
+        assert both.returncode == 0, both.stderr
+        shown = {row["url"]: row["status"]["recipe"]["name"] for row in json.loads(both.stdout)["daemons"]}
+        assert shown == {record.url: "record", sparkle_url: "sparkle"}
+        table = run_reef(tmp_path, clean_env(), "status")
+        assert table.returncode == 0 and record.url in table.stdout and sparkle_url in table.stdout
+
+        record_pid, sparkle_pid = (int((folder / "daemon.pid").read_text()) for folder in (tmp_path / ".reef", state))
+        stopped = run_reef(tmp_path, clean_env(), "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"reef stopped (pid {record_pid}, state in .reef)" in stopped.stdout
+        assert f"reef stopped (pid {sparkle_pid}, state in {Path('.reef') / 'sparkle'})" in stopped.stdout
+        eventually_sync(lambda: not process_alive(record_pid) and not process_alive(sparkle_pid), 60, "both to exit")
+    finally:
+        record.stop()
+        run_reef(tmp_path, clean_env(), "stop", "--state-dir", str(tmp_path / ".reef" / "sparkle"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.cli_testing import start_daemon
+from tests.support.cli_testing import Daemon, start_daemon
 from tests.support.waiting import eventually_sync
 
 COUNTING = "tests.support.counting_recipe:CountingRecipe"
@@ -25,7 +25,7 @@ def test_a_scenario_made_under_another_recipe_is_named_at_start_and_can_be_moved
     )
     assert started.returncode == 0, started.stderr
     assert "demo (record)" in started.stdout and "reef scenarios move demo" in started.stdout
-    daemon = start_daemon(tmp_path, upstream_url)  # already running: finds the counting daemon's URL
+    daemon = Daemon(tmp_path, (tmp_path / ".reef" / "daemon.url").read_text().strip(), recording.env)
     try:
         for receipt in receipts:
             assert daemon.reef("score", receipt, "1").returncode == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import queue
 import signal
@@ -17,6 +18,7 @@ from rich.console import Console
 from typer.testing import Result
 
 from reef_client.render.record import record_view
+from reef_tui.receipts import short
 from tests.support.cli_testing import REEF, Daemon, default_sigint
 from tests.support.waiting import eventually_sync
 
@@ -168,6 +170,24 @@ def test_show_includes_the_reports_and_json(daemon: Daemon, cli: Cli) -> None:
     assert record["reports"][0]["feedback"] == "close, but verbose"
 
 
+def test_show_takes_the_receipt_as_the_tui_lists_it_and_names_a_prefix_of_several(daemon: Daemon, cli: Cli) -> None:
+    receipts = [daemon.chat("show-prefix") for _ in range(3)]
+    assert cli("score", receipts[0], "0.25", "--feedback", "found by its start").exit_code == 0
+    listed = short(receipts[0])
+    assert len(listed) < len(receipts[0])
+    shown = cli("show", listed, "--json")
+    assert shown.exit_code == 0, shown.output
+    record = json.loads(shown.stdout)
+    assert record["id"] == receipts[0] and record["reports"][0]["feedback"] == "found by its start"
+
+    # Made within a second, two consecutive receipts share at least their first 8 digits (the time's high bits).
+    first_eight = [receipt[:8] for receipt in receipts]
+    shared = next(start for start, following in itertools.pairwise(first_eight) if start == following)
+    several = cli("show", shared)
+    assert several.exit_code == 1
+    assert f"several records' ids start with '{shared}'" in several.stderr and several.stderr.count("\n") == 1
+
+
 def test_show_of_an_unknown_receipt_is_one_line(cli: Cli) -> None:
     result = cli("show", "f" * 32)
     assert result.exit_code == 1
@@ -197,3 +217,34 @@ def test_show_renders_a_streamed_tool_call_and_token_counts_not_reported() -> No
     text = console.file.getvalue()  # type: ignore[attr-defined]
     assert "tokens    not reported" in text and "None in" not in text
     assert "answer (streamed" in text and "tool call: get_weather" in text and '"city": "Paris"' in text
+
+
+def test_show_and_records_say_which_turn_a_derived_report_was_read_from_and_why(daemon: Daemon, cli: Cli) -> None:
+    receipt = daemon.chat("derived", "Which file handles the login?")
+    turn = daemon.chat("derived", "No, which file? Name it.")
+    evidence = {"verdict": "corrected", "next_record": turn, "next_message": "No, which file? Name it."}
+    report = daemon.post(
+        "/reef/report",
+        {
+            "score": 0,
+            "feedback": "the user asked for the file the answer left out",
+            "references": [receipt],
+            "source": "next-turn",
+            "evidence": evidence,
+        },
+        scenario="derived",
+    )["agent_record_id"]
+    said = f'read from turn {turn} ("No, which file? Name it."), corrected: the user asked for the file the answer'
+
+    shown = cli("show", receipt, env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert f"derived   {said} left out" in shown.stdout  # beside the score it explains
+    assert f'turn {turn} ("No, which file? Name it."), corrected' in shown.stdout.split("reports")[-1]
+    assert said in cli("show", report, env={"COLUMNS": "400"}).stdout
+
+    listed = cli("records", "--scenario", "derived", env={"COLUMNS": "400"})
+    assert listed.exit_code == 0, listed.output
+    lines = listed.stdout.splitlines()
+    row = next(index for index, line in enumerate(lines) if line.startswith(report))
+    assert lines[row + 1] == f"  ↳ {said} left out"
+    assert lines[row + 1 :] == [lines[row + 1]]  # the last row: nothing below the note

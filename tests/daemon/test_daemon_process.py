@@ -145,3 +145,27 @@ def test_a_busy_port_is_reported_before_anything_is_loaded(tmp_path: Path, monke
             SettingsError, match=f"cannot listen on 127.0.0.1:{port}: .*choose another with --reef.port"
         ):
             serve.run(settings)
+
+
+async def test_a_second_daemon_on_the_same_sqlite_file_refuses_to_start_naming_the_first(
+    tmp_path: Path, upstream: str
+) -> None:
+    database = tmp_path / "shared.sqlite3"
+    for name in ("first", "second"):  # each its own folder, one SQLite file
+        (tmp_path / f"{name}.toml").write_text(
+            f'[reef]\nstate-dir = "{tmp_path / name}"\n[store]\nurl = "sqlite:{database}"\n'
+            f'[inference]\nupstream-url = "{upstream}"\n'
+        )
+    first = DaemonProcess(tmp_path / "first.toml", tmp_path / "first.log")
+    async with aiohttp.ClientSession() as session:
+        await first.ready(session)
+        second = DaemonProcess(tmp_path / "second.toml", tmp_path / "second.log")
+        code = await asyncio.to_thread(second.process.wait, 60)
+        said = second.output()
+        assert code != 0, said
+        assert f"pid {first.process.pid} at {first.url}" in said and str(database) in said, said
+        assert "Traceback" not in said
+        async with session.post(first.url + "/v1/chat/completions", json=CHAT, headers={"x-reef-scenario": "a"}) as r:
+            assert r.status == 200  # the first daemon still writes
+    assert first.stop() == 0
+    assert second.stop() != 0

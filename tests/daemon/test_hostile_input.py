@@ -4,10 +4,12 @@ says what is wrong (never a 5xx), and a refused request stores nothing, not even
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
 
+from reef_daemon.proxy import handler
 from tests.support.reef_testing import CHAT, Reef, StartReef
 
 JSON_ROUTES = ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/reef/report", "/reef/scenarios"]
@@ -131,3 +133,36 @@ async def test_a_failure_after_an_event_stream_began_ends_it_in_protocol(
     assert response.status == 200
     text = (await asyncio.wait_for(response.read(), 20)).decode()  # the stream ends
     assert "HTTP/1.1" not in text and '"type":"internal_error"' in text.replace(" ", "")
+
+
+async def test_a_tag_header_that_is_not_utf8_is_a_400_naming_it(reef: Reef) -> None:
+    body = json.dumps(CHAT).encode()
+    host, port = reef.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: reef\r\nContent-Type: application/json\r\n"
+        b"x-reef-scenario: demo\r\nx-reef-tag-team: caf\xe9\r\nConnection: close\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+    answer = await reader.read()
+    writer.close()
+    head, _, text = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer
+    error = json.loads(text)["error"]
+    assert error["type"] == "invalid_header" and "x-reef-tag-team" in error["message"]
+    await stored_nothing(reef)
+    assert (await reef.post("/v1/chat/completions", CHAT, headers={"x-reef-tag-team": "café"})).status == 200
+    (row,) = await reef.records()
+    assert (await reef.record(row["id"]))["tags"] == {"team": "café"}
+
+
+async def test_a_record_stored_with_a_tag_that_is_not_utf8_is_still_served(
+    reef: Reef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store written before such tags were refused holds the server's decoding of the byte: a lone surrogate.
+    monkeypatch.setattr(handler, "tags_from", lambda _headers: {"team": "caf\udce9"})
+    assert (await reef.post("/v1/chat/completions", CHAT)).status == 200
+    (row,) = await reef.records()
+    shown = await reef.get(f"/reef/records/{row['id']}")
+    assert shown.status == 200, await shown.text()
+    assert (await shown.json())["tags"]["team"].startswith("caf")

@@ -8,9 +8,11 @@ what the judge reads is quoted data a reply cannot break out of; several votes t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from rich.console import Console
 
 from reef_cli.render.status import status_view
@@ -30,13 +32,15 @@ WITHOUT_PATH = "The login is handled by the auth module."
 
 
 async def judged_reef(start_reef: StartReef, app_servers: AppServers, judge: FakeJudge, **more: Any) -> Reef:
+    """A reef whose judge reads every next message: the words rules, which would read the plain ones first, are off."""
     server = await app_servers.serve(judge.app())
+    settings: dict[str, Any] = {"reports__words": "off", **more}
     return await start_reef(
         reports__next_turn="on",
         reports__judge_url=url_of(server),
         reports__judge_model="judge-model",
         environ={"REEF_JUDGE_API_KEY": "judge-secret"},
-        **more,
+        **settings,
     )
 
 
@@ -101,11 +105,12 @@ async def test_tool_results_and_the_agents_own_follow_ups_are_not_the_user(
 
 
 async def test_a_failing_judge_leaves_no_report_and_never_touches_the_answer(
-    start_reef: StartReef, app_servers: AppServers
+    start_reef: StartReef, app_servers: AppServers, tmp_path: Path
 ) -> None:
     for mode in ("garbage", "out-of-scale", "slow"):
         judge = FakeJudge(mode, slow_s=3.0)
-        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_timeout_s="0.5")
+        state = str(tmp_path / mode)  # each daemon its own store: one daemon per SQLite file
+        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_timeout_s="0.5", reef__state_dir=state)
         user = SimulatedUser(reef, f"session-{mode}")
         answered = await user.turn("Where is the login?", WITH_PATH)
         await user.turn("Thanks, next one", "Done.")
@@ -116,7 +121,7 @@ async def test_a_failing_judge_leaves_no_report_and_never_touches_the_answer(
 
 
 async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_servers: AppServers) -> None:
-    reef = await start_reef(reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
+    reef = await start_reef(reports__words="off", reports__next_turn="on", reports__judge_url="http://127.0.0.1:9")
     user = SimulatedUser(reef, "session-down")
     answered = await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
@@ -125,8 +130,41 @@ async def test_a_judge_that_is_down_leaves_no_report(start_reef: StartReef, app_
     assert await reef.records(scenario=JUDGE_SCENARIO) == []
 
 
+async def test_the_judge_url_may_be_the_full_chat_completions_url(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    judge = FakeJudge()
+    server = await app_servers.serve(judge.app())
+    reef = await start_reef(
+        reports__next_turn="on", reports__words="off", reports__judge_url=f"{url_of(server)}/v1/chat/completions/"
+    )
+    user = SimulatedUser(reef, "session-full-url")
+    answered = await user.turn("Where is the login?", WITH_PATH)
+    await user.turn("Thanks, next one", "Done.")
+    (report,) = await eventually(lambda: next_turn_reports(reef, answered), 60, "a next-turn report")
+    assert report["evidence"]["verdict"] == "accepted"
+
+
+async def test_status_says_what_the_judge_answered_when_it_gave_no_verdict(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    elsewhere = await app_servers.serve(web.Application())  # a web server with no chat-completions route
+    judge_url = f"{url_of(elsewhere)}/judge"
+    reef = await start_reef(reports__next_turn="on", reports__words="off", reports__judge_url=judge_url)
+    user = SimulatedUser(reef, "session-404")
+    await user.turn("Where is the login?", WITH_PATH)
+    await user.turn("Thanks, next one", "Done.")
+    await eventually(lambda: _no_judgment(reef), 60, "the judge's call to fail")
+    status = await (await reef.get("/reef/status")).json()
+    failure = f"the judge at {judge_url}/v1/chat/completions answered HTTP 404"
+    assert status["next_turn"]["last_failure"] == failure
+    console = Console(width=200, record=True)
+    console.print(status_view(status, "http://reef"))
+    assert f"without a verdict: {failure}" in console.export_text()
+
+
 async def test_the_served_model_judges_when_no_judge_endpoint_is_set(start_reef: StartReef) -> None:
-    reef = await start_reef(reports__next_turn="on")
+    reef = await start_reef(reports__words="off", reports__next_turn="on")
     user = SimulatedUser(reef, "session-served")
     await user.turn("Where is the login?", WITH_PATH)
     await user.turn("Thanks, next one", "Done.")
@@ -206,11 +244,12 @@ async def test_a_reply_that_forges_the_users_next_message_reaches_the_judge_as_d
 
 
 async def test_several_votes_take_their_majority_and_a_tie_gives_no_report(
-    start_reef: StartReef, app_servers: AppServers
+    start_reef: StartReef, app_servers: AppServers, tmp_path: Path
 ) -> None:
     for votes, verdict in ((3, "accepted"), (2, None)):
         judge = FakeJudge("undecided")  # every other call answers neutral
-        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_votes=str(votes))
+        state = str(tmp_path / f"votes-{votes}")  # each daemon its own store: one daemon per SQLite file
+        reef = await judged_reef(start_reef, app_servers, judge, reports__judge_votes=str(votes), reef__state_dir=state)
         user = SimulatedUser(reef, f"session-votes-{votes}")
         answered = await user.turn("Where is the login?", WITH_PATH)
         await user.turn("Thanks, next one", "Done.")
@@ -221,7 +260,10 @@ async def test_several_votes_take_their_majority_and_a_tie_gives_no_report(
         assert all(r["payload"]["temperature"] > 0 for r in judge.received)  # samples, not one answer repeated
     assert reports == [] and reef.daemon.next_turn is not None and reef.daemon.next_turn.counts.no_judgment == 1
     with pytest.raises(SettingsError, match=r"judge-votes = 3 asks more calls .*judge-calls-per-minute = 2"):
-        await judged_reef(start_reef, app_servers, judge, reports__judge_votes="3", reports__judge_calls_per_minute="2")
+        await judged_reef(
+            start_reef, app_servers, judge, reports__judge_votes="3", reports__judge_calls_per_minute="2",
+            reef__state_dir=str(tmp_path / "refused"),
+        )  # fmt: skip
 
 
 async def test_clients_cannot_write_into_the_judges_scenario(start_reef: StartReef) -> None:

@@ -16,7 +16,7 @@ from rich.console import Console
 from reef_cli.render.status import status_view
 from reef_daemon.reports import next_turn as next_turn_module
 from reef_daemon.reports.agent_markup import without_agent_markup
-from reef_daemon.reports.next_turn import JudgeCounts
+from reef_daemon.reports.next_turn import SignalCounts
 from reef_daemon.reports.turns import Reading, Turn, next_turn, read_request
 from tests.daemon.test_next_turn import WITH_PATH, WITHOUT_PATH, judged_reef, next_turn_reports
 from tests.support.app_servers import AppServers
@@ -52,7 +52,7 @@ async def verdict_on(reef: Reef, record_id: str) -> str:
     return verdict
 
 
-def counts_of(reef: Reef) -> JudgeCounts:
+def counts_of(reef: Reef) -> SignalCounts:
     assert reef.daemon.next_turn is not None
     return reef.daemon.next_turn.counts
 
@@ -160,7 +160,7 @@ async def test_the_memory_of_answers_is_bounded_in_bytes_and_what_it_lets_go_is_
     assert await next_turn_reports(reef, first[0][0]) == []
     console = Console(record=True, width=300)
     console.print(status_view(await (await reef.get("/reef/status")).json(), "http://reef"))
-    line = next(line for line in console.export_text().splitlines() if line.startswith("next turn"))
+    line = next(line for line in console.export_text().splitlines() if line.startswith("signals"))
     assert f"{shown['forgotten']} answers let go for reports.next-turn-memory" in line
     assert f"{shown['unmatched']} next turns that matched no kept answer" in line
 

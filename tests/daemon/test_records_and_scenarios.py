@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reef_daemon.contract import awaits_score
+import pytest
+
+from reef_daemon.contract import NEW_SCENARIO_HEADER, awaits_score
 from tests.support.reef_testing import CHAT, Reef
 
 
@@ -126,6 +128,23 @@ async def test_scenarios_lifecycle(reef: Reef) -> None:
     assert len(await reef.records(scenario=archived_as)) == 1  # archived, never destroyed
     await infer(reef, "implicit")  # the name is free again, with a fresh history
     assert len(await reef.records(scenario="implicit")) == 1
+
+
+async def test_a_request_that_makes_a_scenario_named_like_another_says_so(
+    reef: Reef, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = await reef.post("/v1/chat/completions", CHAT, scenario="checkout-flow")
+    assert first.status == 200 and NEW_SCENARIO_HEADER not in first.headers  # the first scenario is like none
+    typo = await reef.post("/v1/chat/completions", CHAT, scenario="chekout-flow")
+    assert typo.status == 200  # answered all the same: the new scenario may be meant
+    said = "made new scenario 'chekout-flow' (did you mean checkout-flow?)"
+    assert typo.headers[NEW_SCENARIO_HEADER] == said
+    assert said in caplog.text
+    again = await reef.post("/v1/chat/completions", CHAT, scenario="chekout-flow")
+    assert NEW_SCENARIO_HEADER not in again.headers  # said once, when it was made
+    streamed = await reef.post("/v1/chat/completions", {**CHAT, "stream": True}, scenario="checkout-flows")
+    assert streamed.headers[NEW_SCENARIO_HEADER].startswith("made new scenario 'checkout-flows'")
+    await streamed.read()
 
 
 async def test_an_archive_takes_no_new_records(reef: Reef) -> None:

@@ -69,8 +69,8 @@ async def test_a_person_wins_over_a_derived_report_and_every_view_says_where_a_s
 async def test_a_derived_report_is_one_per_record_and_source_and_stays_on_the_scale(start_reef: StartReef) -> None:
     reef = await start_reef()
     record_id, other = await receipt(reef), await receipt(reef)
-    first = await report(reef, derived(record_id, "outcome", 7.0))
-    again = await report(reef, derived(record_id, "outcome", 0.0, feedback="a rescan"))
+    first = await report(reef, derived(record_id, "judge", 7.0))
+    again = await report(reef, derived(record_id, "judge", 0.0, feedback="a second opinion"))
     assert first["created"] is True and again["created"] is False
     assert again["agent_record_id"] == first["agent_record_id"]
     shown = await reef.record(record_id)

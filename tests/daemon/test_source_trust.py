@@ -116,7 +116,10 @@ async def test_enabling_names_a_derived_source(start_reef: StartReef) -> None:
     for source in ("person", "gossip"):
         refused = await reef.post(f"/reef/scenarios/demo/sources/{source}/enable", {})
         assert refused.status == 400
-        assert "name one of words, next-turn, judge, outcome, import" in (await refused.json())["error"]["message"]
+        assert (
+            "name one of words, retry, interruption, tool-error, tests, next-turn, judge, outcome, import"
+            in (await refused.json())["error"]["message"]
+        )
 
 
 async def test_live_scores_of_chosen_sources_leave_out_a_distrusted_one(tmp_path: Path, store_url: str | None) -> None:

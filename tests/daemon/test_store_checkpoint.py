@@ -14,6 +14,7 @@ from reef_daemon.store.engine import open_engine
 from reef_daemon.store.writer import GroupCommitWriter
 from tests.daemon.test_store_writer import insert, on_thread
 from tests.support.reef_testing import CHAT, StartReef
+from tests.support.waiting import eventually
 
 
 async def test_clean_shutdown_leaves_no_write_ahead_log(start_reef: StartReef) -> None:
@@ -45,6 +46,34 @@ async def wal_pages_after_steady_writes(directory: Path, writes: int, *, copier:
         writer.stop()
         if running is not None:
             running.stop()
+
+
+async def test_the_wal_an_outside_reader_made_grow_is_emptied_once_the_reader_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a `sqlite3` shell holds an old snapshot no checkpoint may copy past it, so the WAL grows; a restarted
+    WAL would keep that size for good. Once the reader has gone, the file is emptied."""
+    monkeypatch.setattr(checkpointer, "INTERVAL_S", 0.01)
+    monkeypatch.setattr(checkpointer, "WAL_KEEP_BYTES", 256 * 1024)
+    engine = open_engine(None, tmp_path)
+    writer = GroupCommitWriter(engine, lambda _events: None)
+    writer.start(asyncio.get_running_loop())
+    running = checkpointer.Checkpointer(engine, writer)
+    running.start()
+    wal = Path(engine.path + "-wal")
+    try:
+        outside = sqlite3.connect(engine.path, isolation_level=None)
+        outside.execute("BEGIN")
+        assert outside.execute("SELECT count(*) FROM records").fetchone() == (0,)  # its snapshot is held from here
+        for n in range(300):
+            await writer.enqueue(insert(f"r{n}"), brief=True)
+        assert wal.stat().st_size > 256 * 1024
+        outside.execute("COMMIT")
+        outside.close()
+        await eventually(lambda: wal.stat().st_size, 60, "the WAL emptied", satisfied=lambda size: size == 0)
+    finally:
+        writer.stop()
+        running.stop()
 
 
 async def test_under_steady_writes_the_wal_starts_over_instead_of_growing(

@@ -90,6 +90,16 @@ def test_chat_completion_stream_with_content_parts(reef: RunningReef, oai: opena
     check_record(reef, receipt, "/v1/chat/completions")
 
 
+def test_a_chat_stream_that_asks_no_usage_still_records_its_token_counts(reef: RunningReef, oai: openai.OpenAI) -> None:
+    stream = oai.chat.completions.create(
+        model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, stream=True, **GREEDY
+    )
+    chunks = list(stream)
+    assert all(chunk.usage is None for chunk in chunks)  # the client gets what it asked for: no usage chunk
+    receipt = next(r for c in chunks if (r := (c.model_extra or {}).get("reef", {}).get("agent_record_id")))
+    check_record(reef, receipt, "/v1/chat/completions")  # counted from the model's own token ids
+
+
 def test_responses(reef: RunningReef, oai: openai.OpenAI) -> None:
     raw = oai.responses.with_raw_response.create(
         model="smollm2", input=QUESTION, max_output_tokens=MAX_TOKENS, **GREEDY

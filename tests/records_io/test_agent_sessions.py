@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import pytest
 
-from recipes.sao.rollout import judge_report
+from recipes.sao.rollout import Staleness, judge_report
 from reef_daemon.contract import StoredRecord
 from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 from tests.support.cli_testing import Daemon
@@ -165,7 +165,7 @@ def test_a_claude_code_transcript_is_imported_and_sao_refuses_it(daemon: Daemon,
     assert scored.returncode == 0, scored.stderr
     stored = cast(ReferencedRecord, {**daemon.record(record["id"]), "consumed_by_step": None})
     report = Unit(cast(StoredRecord, {"id": "probe", "score": 1.0}), (stored,))
-    verdict, rollout = judge_report(report, "v:1", 10, set())
+    verdict, rollout = judge_report(report, "v:1", Staleness(10, 10), set())
     assert rollout is None and isinstance(verdict, Ineligible)
     assert verdict.reason.startswith("imported: no log-probs")
     assert transcript.exists()

@@ -56,6 +56,23 @@ async def test_text_parts_are_kept_as_text_and_other_parts_refused(reef: InProce
     assert line["messages"][-1] == {"role": "assistant", "content": "Paris\nis the capital."}
 
 
+def test_reef_import_refuses_an_image_part_in_a_chat_file_instead_of_an_empty_turn(tmp_path: Path) -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    lines = [
+        {"messages": [{"role": "user", "content": [image]}, {"role": "assistant", "content": "A cat."}]},
+        {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]},
+    ]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    refused, kept = list(read_conversations(chat))
+    assert refused == BadLine(
+        str(chat),
+        1,
+        "messages[0].content[0] is a image_url part; reef imports text parts only (text, input_text, output_text)",
+    )
+    assert isinstance(kept, Conversation) and kept.line == 2
+
+
 async def test_a_scenario_imported_again_after_its_archive_is_whole_again(reef: InProcessReef) -> None:
     batch = [conversation("q1", "a1", score=1.0), conversation("q2", "a2")]
     first = await reef.import_batch("again", batch)

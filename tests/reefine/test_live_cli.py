@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ async def test_versions_show_live_scores_and_a_canary_starts_and_ends(reefine: R
 
     code, output = await reef(reefine, "promote", "--scenario", "harness", "--canary", "20", "v2")
     assert code == 0 and "canary: v2 serves 20% of new sessions beside the served version" in output, output
+    promote_hint, rollback_hint = (hint.split() for hint in re.findall(r"`reef ([^`]+)`", output))
     await session_call(reefine, v2, "c1", 0.4)
     code, output = await reef(reefine, "versions", "--scenario", "harness")
     assert code == 0 and "pending, canary 20%" in output
@@ -53,7 +55,8 @@ async def test_versions_show_live_scores_and_a_canary_starts_and_ends(reefine: R
     live = {row["version"]: row["live"] for row in shown["releases"]}
     assert live["v1"]["scored"] == 5 and live["v2"]["mean"] == 0.4 and live["v0"] is None
 
-    code, output = await reef(reefine, "rollback", "--scenario", "harness")
+    code, output = await reef(reefine, *rollback_hint)  # as the canary's line printed it
     assert code == 0 and "ended the canary of v2: every new session runs the served version" in output
+    assert promote_hint == ["promote", "--scenario", "harness", "v2"]
     code, output = await reef(reefine, "rollback", "--scenario", "harness")
     assert code == 2 and "no canary runs in harness; name a version to roll back to" in output

@@ -8,6 +8,7 @@ import pytest
 from recipes.reefine.settings import HarnessSection
 from reef_daemon.context import DAEMON
 from reef_daemon.recipe_host import load_serving_settings
+from reef_daemon.settings import SettingsError
 from tests.support.reefine_testing import SCENARIO, Reefine
 
 
@@ -69,6 +70,9 @@ def test_the_profile_and_the_old_name(capsys: pytest.CaptureFixture[str]) -> Non
     assert settings.reef.port == 8901 and str(settings.reef.state_dir) == ".reef/reefine"
     assert (settings.reef.host, settings.of(HarnessSection).adapter) == ("127.0.0.1", "pi")
     assert "'harness-evolve' is the old name of 'reefine'" in capsys.readouterr().err
+    with pytest.raises(SettingsError) as unknown:
+        load_serving_settings(config_file=None, overrides={"recipe": "harness"}, environ={})
+    assert "accepted: record, reefine, sao, grpo, or package.module:Class" in str(unknown.value)  # no old name
     chosen = load_serving_settings(
         config_file=None, overrides={"recipe": "reefine", "harness.adapter": "codex"}, environ={}
     )

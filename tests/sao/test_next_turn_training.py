@@ -21,7 +21,7 @@ QUESTION = "Which file handles the login?"
 
 async def test_sao_trains_on_a_next_turn_report(start_weight_reef: StartWeightReef, app_servers: AppServers) -> None:
     judge = await app_servers.serve(FakeJudge().app())
-    reef = await start_weight_reef(reports__next_turn="on", reports__judge_url=url_of(judge))
+    reef = await start_weight_reef(reports__words="off", reports__next_turn="on", reports__judge_url=url_of(judge))
     headers = {"x-reef-scenario": SCENARIO, "x-reef-tag-session": "sao-session"}
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
     first = await reef.client.post("/v1/chat/completions", headers=headers,
@@ -43,7 +43,7 @@ async def test_sao_trains_on_a_next_turn_report(start_weight_reef: StartWeightRe
 
 
 async def test_the_embedded_model_judges_when_no_judge_endpoint_is_set(start_weight_reef: StartWeightReef) -> None:
-    reef = await start_weight_reef(reports__next_turn="on", reports__judge_max_tokens="16")
+    reef = await start_weight_reef(reports__words="off", reports__next_turn="on", reports__judge_max_tokens="16")
     headers = {"x-reef-scenario": SCENARIO, "x-reef-tag-session": "embedded-judge"}
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
     first = await reef.client.post("/v1/chat/completions", headers=headers,

@@ -136,3 +136,35 @@ async def test_rollback_swaps_the_adapter_only_a_restart_serves_the_latest_and_s
 
     again = await start_weight_reef()
     assert same(await greedy(again, "toy"), trained)  # the latest adapter, restored on start
+
+
+async def test_every_adapter_version_is_saveable_restorable_and_served_after_a_restart(
+    start_weight_reef: StartWeightReef, tmp_path: Path
+) -> None:
+    """With the default training.checkpoint-every (10), the versions of one or two steps are still releases."""
+    reef = await start_weight_reef(training__checkpoint_every="10")
+    url = url_of(reef.server)
+    await train_once(reef, "toy", seed=3)
+    first = await greedy(reef, "toy")
+    await train_once(reef, "toy", seed=4, steps=2)
+    second = await greedy(reef, "toy")
+
+    def cli(*arguments: str) -> Any:
+        return CliRunner().invoke(app, [*arguments, "--scenario", "toy", "--url", url])
+
+    saved = await asyncio.to_thread(cli, "versions", "v1", "--save", str(tmp_path / "v1"))
+    assert saved.exit_code == 0, saved.output
+    assert sorted(path.name for path in (tmp_path / "v1").iterdir()) == [
+        "adapter_config.json",
+        "adapter_model.safetensors",
+    ]
+    rolled = await asyncio.to_thread(cli, "rollback", "v1")
+    assert rolled.exit_code == 0, rolled.output
+    assert same(await greedy(reef, "toy"), first)
+    forward = await asyncio.to_thread(cli, "rollback", "v2")
+    assert forward.exit_code == 0, forward.output
+    assert same(await greedy(reef, "toy"), second)
+    await reef.server.close()
+
+    again = await start_weight_reef(training__checkpoint_every="10")
+    assert same(await greedy(again, "toy"), second)  # the trained steps survive the restart

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from recipes.sao.examples.toy import task
 from recipes.sao.recipe import SaoRecipe
-from recipes.sao.rollout import Rollout, judge_report
+from recipes.sao.rollout import Rollout, Staleness, judge_report
 from reef_cli.app import app
 from reef_cli.render.status import status_view
 from reef_daemon.contract import StoredRecord
@@ -42,7 +42,7 @@ def rollout_of(reef: WeightReef, record: dict[str, Any]) -> Rollout:
         cast(StoredRecord, {"id": "probe", "score": 1.0}),
         (cast(ReferencedRecord, {**record, "consumed_by_step": None}),),
     )
-    _, rollout = judge_report(report, record["tokens"]["versions"][0], 10**6, set())
+    _, rollout = judge_report(report, record["tokens"]["versions"][0], Staleness(10**6, 10**6), set())
     assert rollout is not None
     return rollout
 
@@ -277,3 +277,21 @@ async def test_reef_show_says_what_training_made_of_each_report(start_weight_ree
     assert "not trained on: the report has no score" in shown
     console.print(record_view(await reef.record(feedback_only)))
     assert "not trained on: the report has no score" in console.export_text()
+
+
+async def test_a_restart_says_when_full_weights_lose_the_versions_after_their_last_checkpoint(
+    start_weight_reef: StartWeightReef, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = {"training__adapter": "full", "training__checkpoint_every": "10"}
+    reef = await start_weight_reef(**settings)
+    receipt, _record = await reef.ask(QUESTION, temperature=1.0, seed=3)
+    await reef.report({"score": 1.0, "references": [receipt]})
+    trained = await steps_reach(reef, 1)
+    assert trained["last_step"]["version"] == "v1"
+    await reef.server.close()
+
+    await start_weight_reef(**settings)
+    assert (
+        "toy resumes from its last checkpoint" in caplog.text
+        and "up to v1, were not checkpointed (training.checkpoint-every 10)" in caplog.text
+    ), caplog.text

@@ -31,7 +31,6 @@ ROLLOUT = Rollout(
     logprobs=(-0.1, -0.2),
     versions=("inc:3", "inc:3"),
     reward=0.75,
-    temperature=1.0,
     group="1,2,3",
 )
 

@@ -30,7 +30,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def rollout(reward: float, output: tuple[int, ...] = (5, 6, 7, 8), prompt: tuple[int, ...] = (1, 2, 3)) -> Rollout:
-    return Rollout("rec", "rep", prompt, output, (-1.0,) * len(output), ("inc:0",), reward, 1.0, "group")
+    return Rollout("rec", "rep", prompt, output, (-1.0,) * len(output), ("inc:0",), reward, "group")
 
 
 def trainer(folder: Path, **overrides: object) -> Trainer:

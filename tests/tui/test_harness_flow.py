@@ -135,12 +135,15 @@ async def test_a_live_update_widens_its_column(reefine_daemon: Daemon) -> None:
         await pilot.press(*"something vague", "enter")
         # The row comes while the request is queued; the scripted proposer then writes nothing usable, so its
         # result turns "skipped" live, and the column widens to show it whole.
-        await eventually(lambda: any(p.get("result") == "skipped" for p in requests.progress.values()), 60,
-                         "the request skipped", pause=pilot.pause)  # fmt: skip
         table = requests.query_one(DataTable)
-        assert table.get_row_at(0)[2] == "skipped"
-        result = next(column for column in table.columns.values() if str(column.label) == "result")
-        assert result.get_render_width(table) - 2 * table.cell_padding >= len("skipped")
+
+        def shown_whole() -> bool:
+            if table.row_count == 0 or table.get_row_at(0)[2] != "skipped":
+                return False
+            result = next(column for column in table.columns.values() if str(column.label) == "result")
+            return result.get_render_width(table) - 2 * table.cell_padding >= len("skipped")
+
+        await eventually(shown_whole, 60, "the skipped result shown whole in its column", pause=pilot.pause)
 
 
 async def test_a_version_is_installed_from_the_versions_screen(
@@ -166,6 +169,7 @@ async def test_a_version_is_installed_from_the_versions_screen(
         )
         adapters = dialog.query_one(OptionList)
         await eventually(lambda: adapters.option_count == 5, 60, "the five adapters", pause=pilot.pause)
+        assert adapters.highlighted == 0 and adapters.has_focus  # enter would install for the first at once
         adapters.highlighted = next(i for i in range(5) if adapters.get_option_at_index(i).id == "pi")
         await pilot.press("enter")
         log = dialog.query_one("#install-log", Static)

@@ -4,17 +4,17 @@ person put it on while new ones arrive."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
-from reef_client import Event, RecordRow
+from reef_client import Event, RecordDetail, RecordRow
 from reef_tui import ReefApp
 from reef_tui.live import DaemonEvent
 from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line
 from reef_tui.widgets.record_list import RecordList
-from reef_tui.widgets.record_preview import RecordPreview
-from tests.support.tui_fixed import QUESTIONS, FixedClient, receipt, row
+from reef_tui.widgets.record_preview import RecordPreview, preview_view
+from tests.support.tui_fixed import QUESTIONS, T0, FixedClient, detail, receipt, row
 from tests.support.waiting import eventually
 
 LONG_MODEL = "Qwen/Qwen2.5-Coder-7B-Instruct"
@@ -100,3 +100,16 @@ def plain(renderable: Any) -> str:
     with console.capture() as capture:
         console.print(renderable)
     return capture.get()
+
+
+def test_the_preview_says_which_turn_a_derived_score_was_read_from_and_why() -> None:
+    turn = receipt(31)
+    report: dict[str, Any] = {
+        "id": receipt(901), "scenario": "demo", "type": "report", "created_at": T0 + 3600, "score": 0.0,
+        "source": "next-turn", "feedback": "the user asked for the file the answer left out",
+        "evidence": {"verdict": "corrected", "next_record": turn, "next_message": "No, which file?\nName it."},
+    }  # fmt: skip
+    said = f'read from turn {turn} ("No, which file? Name it."), corrected: the user asked for the file the answer'
+    scored = {**detail(1), "score": 0.0, "source": "next-turn", "reports": [report]}
+    assert f"score from next-turn: {said}" in plain(preview_view(cast(RecordDetail, scored)))
+    assert f"next-turn: {said}" in plain(preview_view(cast(RecordDetail, report)))

@@ -187,7 +187,11 @@ if ! link_current; then
   if [ -e "$BIN_DIR/$WRAPPER" ] && [ ! -L "$BIN_DIR/$WRAPPER" ]; then
     warn "$BIN_DIR/$WRAPPER exists and is not a link, so it was left alone; run $STUB instead"
   else
+    EARLIER=$(readlink "$BIN_DIR/$WRAPPER" 2>/dev/null || true)
     ln -sf "$STUB" "$BIN_DIR/$WRAPPER"
+    if [ -n "$EARLIER" ]; then
+      say "$BIN_DIR/$WRAPPER now runs this harness ($SCENARIO, in $ROOT); it ran $EARLIER, which still runs by that path"
+    fi
   fi
 fi
 case ":${PATH:-}:" in
