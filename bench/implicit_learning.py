@@ -59,7 +59,8 @@ from reef_daemon.contract import RECEIPT_HEADER, SCENARIO_HEADER, SESSION_HEADER
 from reef_daemon.runtimes.model_cache import user_model_cache  # noqa: E402
 
 ARMS = ("oracle", "next-turn", "rules", "placebo")
-DERIVED = {"next-turn": "next-turn", "rules": "words"}  # arm -> the report source that scores it
+# arm -> the report sources that score it (the placebo's words are read by the judge)
+DERIVED = {"next-turn": ("next-turn",), "rules": ("words", "retry"), "placebo": ("next-turn",)}
 # Held out twice: countries training never asks (task.HELD_OUT), in a template training never uses.
 HELD_OUT_QUESTION = "Name the capital city of {country}, in one word."
 RIGHT = "Thanks, that's right."
@@ -124,6 +125,7 @@ class ArmResult:
     missing_steps: int = 0  # steps that never came (their reports did not arrive)
     failed_positive_share: list[float] = field(default_factory=list)  # per step that reported it
     ineligible: dict[str, int] = field(default_factory=dict)
+    report_sources: dict[str, int] = field(default_factory=dict)  # the training answers' reports, by source
     seconds: float = 0.0
 
 
@@ -275,6 +277,8 @@ def train_arm(reef: Daemon, result: ArmResult, items: list[tuple[Question, int]]
     def reply(answer: Answer, score: float) -> None:
         words = {"role": "user", "content": RIGHT if score else WRONG}
         reef.chat(result.scenario, answer.session, [*answer.conversation, words], 0, REPLY_TOKENS)
+        if result.arm == "rules" and not score:  # and asks again for another answer (a regenerate)
+            reef.chat(result.scenario, answer.session, answer.conversation[:-1], 1, REPLY_TOKENS)
 
     receipts: list[str] = []
     with ThreadPoolExecutor(batch) as pool:
@@ -304,9 +308,13 @@ def train_arm(reef: Daemon, result: ArmResult, items: list[tuple[Question, int]]
             share = metrics.get("failed_positive_share")
             if isinstance(share, int | float):
                 result.failed_positive_share.append(float(share))
-    source = DERIVED.get(result.arm, "next-turn" if result.arm == "placebo" else None)
+    sources = DERIVED.get(result.arm, ())
     for receipt in receipts:
-        reports = [r for r in reef.reef().record(receipt)["reports"] if source is not None and r["source"] == source]
+        every = reef.reef().record(receipt)["reports"]
+        for report in every:
+            source = str(report["source"])
+            result.report_sources[source] = result.report_sources.get(source, 0) + 1
+        reports = [r for r in every if r["source"] in sources]
         result.derived.append(reports[-1]["score"] if reports else None)
     state = reef.training(result.scenario) or {}
     result.ineligible = dict(state.get("ineligible") or {})
@@ -435,7 +443,8 @@ def summary(results: list[ArmResult], multi: MultiTurn | None, seconds: float, p
             "missing_steps": sum(run.missing_steps for run in runs),
             "failed_positive_share": _mean(shares) if shares else None,
             "ineligible": _merged([run.ineligible for run in runs]),
-            "confusion": confusion(runs) if arm in DERIVED or arm == "placebo" else None,
+            "reports": _merged([run.report_sources for run in runs]),
+            "confusion": confusion(runs) if arm in DERIVED else None,
         }
         if arm != "placebo" and "placebo" in by_arm:
             placebo = sorted(by_arm["placebo"], key=lambda run: run.seed)
@@ -470,7 +479,7 @@ def table(result: dict[str, Any]) -> str:
         )
     for arm, figures in result["arms"].items():
         if figures["confusion"]:
-            lines.append(f"\n{arm} scores against the oracle: {figures['confusion']}")
+            lines.append(f"\n{arm} scores against the oracle: {figures['confusion']}; reports {figures['reports']}")
     if result["multi_turn"]:
         lines.append(f"\nmulti-turn: {result['multi_turn']}")
     lines.append(f"\n{result['seconds']} s")
