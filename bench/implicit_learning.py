@@ -9,8 +9,9 @@ template training never uses. The arms differ only in where the scores come from
 - `next-turn`: a scripted user replies to each answer in plain words ("Thanks, that's right." or "No, that's
   wrong.") and a scripted judge (tests/support/fake_judge.py, in a process of its own as a judge endpoint is) reads
   the reply; `reports.words` is off, so only the judge scores;
-- `rules`: the same scripted user, no judge model: only the rule-based reading of the reply (`reports.words`, on by
-  default) scores. It runs on a second daemon started after the first (same settings, judge off, words on);
+- `rules`: the same scripted user, who also asks again (a regenerate) after a wrong answer, and no judge model:
+  only the rule-based signals score (the reply's words, `reports.words`, and the retry, `reports.retry`, both on by
+  default). It runs on a second daemon beside the first (the same training settings, judge off);
 - `placebo`: the same words, but each one chosen at random with the success rate of the answers so far, so the
   scores carry no information about the answer they follow.
 
