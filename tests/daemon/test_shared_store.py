@@ -21,7 +21,7 @@ from reef_daemon.store import Store
 from reef_daemon.store.writer import WriteContext
 from tests.support.daemon_process import DaemonProcess
 from tests.support.postgres import PostgresServer
-from tests.support.reef_testing import CHAT, StartReef
+from tests.support.reef_testing import CHAT, Reef, StartReef
 from tests.support.waiting import eventually
 
 RECIPE = "tests.support.counting_recipe:CountingRecipe"
@@ -92,6 +92,20 @@ def consumed(url: str) -> list[str]:
 @pytest.fixture
 def shared_url(postgres_server: PostgresServer) -> str:
     return postgres_server.database()
+
+
+async def answers_again_and_kept_every_answer(reef: Reef, acknowledged: list[str]) -> None:
+    """Once the server is back, requests succeed again and every answer acknowledged before is stored."""
+
+    async def answered() -> int:
+        response = await reef.post("/v1/chat/completions", CHAT)
+        if response.status == 200:
+            acknowledged.append(response.headers["x-reef-agent-record-id"])
+        return response.status
+
+    await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
+    stored = {row["id"] for row in await reef.records(limit="500")}
+    assert set(acknowledged) <= stored
 
 
 async def test_two_daemons_serve_one_deployment(two_daemons: TwoDaemons, shared_url: str) -> None:
@@ -245,15 +259,7 @@ async def test_a_stopped_database_gives_clear_503s_and_recovery(
     finally:
         await asyncio.to_thread(postgres_server.start)
 
-    async def answered() -> int:
-        response = await reef.post("/v1/chat/completions", CHAT)
-        if response.status == 200:
-            acknowledged.append(response.headers["x-reef-agent-record-id"])
-        return response.status
-
-    await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
-    stored = {row["id"] for row in await reef.records(limit="500")}
-    assert set(acknowledged) <= stored
+    await answers_again_and_kept_every_answer(reef, acknowledged)
 
 
 async def test_a_database_server_that_stops_answering_gives_503s_and_recovery(
@@ -278,15 +284,7 @@ async def test_a_database_server_that_stops_answering_gives_503s_and_recovery(
     finally:
         postgres_server.signal(signal.SIGCONT)
 
-    async def answered() -> int:
-        response = await reef.post("/v1/chat/completions", CHAT)
-        if response.status == 200:
-            acknowledged.append(response.headers["x-reef-agent-record-id"])
-        return response.status
-
-    await eventually(answered, 30, "requests to succeed again", satisfied=lambda status: status == 200)
-    stored = {row["id"] for row in await reef.records(limit="500")}
-    assert set(acknowledged) <= stored
+    await answers_again_and_kept_every_answer(reef, acknowledged)
 
 
 async def test_a_statement_longer_than_the_timeout_is_waited_for_while_the_server_answers(
