@@ -8,9 +8,10 @@ import sys
 from adapters.wrapper import commands
 from adapters.wrapper.installed import NotInstalled, load
 from adapters.wrapper.session import run
+from adapters.wrapper.thumbs import thumbs
 from reef_client import ReefClientError
 
-COMMANDS = ("report", "request", "versions", "update", "doctor")
+COMMANDS = ("good", "bad", "report", "request", "versions", "update", "doctor")
 # Old names of commands, still taken: harness commands installed before the rename run `evolve`.
 ALIASES = {"evolve": "request"}
 
@@ -22,6 +23,9 @@ def parser(wrapper: str, agent: str) -> argparse.ArgumentParser:
         epilog=f"Anything else runs {agent} with those arguments; after -- even these words go to {agent}.",
     )
     sub = top.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
+    for verdict in ("good", "bad"):
+        thumb = sub.add_parser(verdict, help=f"inside a session: score its last answer {verdict}, as the TUI's keys")
+        thumb.add_argument("feedback", nargs="*", help="what went well or wrong, in words")
     scored = sub.add_parser("report", help="score the last session (one report for all its model calls)")
     scored.add_argument("--score", type=float, required=True, help="a number; higher is better")
     scored.add_argument("--feedback", help="what went well or wrong, in words")
@@ -54,6 +58,8 @@ def main(argv: list[str]) -> int:
         if not own:
             return run(installed, args[1:] if args[:1] == ["--"] else args)
         options = parser(wrapper, installed.adapter.binary).parse_args(args)
+        if options.command in ("good", "bad"):
+            return thumbs(installed, options.command == "good", " ".join(options.feedback))
         if options.command == "report":
             return commands.report(installed, options.score, options.feedback)
         if ALIASES.get(options.command, options.command) == "request":
