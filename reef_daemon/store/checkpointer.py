@@ -45,6 +45,7 @@ class Checkpointer:
         self._writer = writer
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.rounds = 0  # checkpoint rounds done, each after INTERVAL_S
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="reef-store-checkpoint", daemon=True)
@@ -65,10 +66,12 @@ class Checkpointer:
             while not self._stop.wait(INTERVAL_S):
                 if self._wal_bytes() > WAL_KEEP_BYTES:
                     self._start_over(conn, "TRUNCATE")
+                    self.rounds += 1
                     continue
                 _, pages = self._checkpoint(conn, "PASSIVE")
                 if pages >= RESTART_PAGES:
                     self._start_over(conn, "RESTART")
+                self.rounds += 1
             conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_S * 1000)}")
             self._checkpoint(conn, "TRUNCATE")  # the writer and readers are closed by now
         finally:

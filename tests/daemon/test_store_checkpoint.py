@@ -29,9 +29,20 @@ async def test_clean_shutdown_leaves_no_write_ahead_log(start_reef: StartReef) -
         assert db.execute("SELECT count(*) FROM records").fetchone() == (20,)
 
 
+RUN_WRITES = 50  # writes back to back between two of the Checkpointer's rounds
+
+
+async def a_whole_round(running: checkpointer.Checkpointer) -> None:
+    """Wait until the Checkpointer has begun and ended a whole round since now."""
+    done = running.rounds
+    await eventually(lambda: running.rounds, 60, "a checkpoint round", satisfied=lambda rounds: rounds >= done + 2)
+
+
 async def wal_pages_after_steady_writes(directory: Path, writes: int, *, copier: bool) -> int:
-    """How many pages the WAL's file reached while a writer committed `writes` records back to back on the loop,
-    with the Checkpointer running beside it or with none (then the WAL holds every page written)."""
+    """How many pages the WAL's file reached while a writer committed `writes` records on the loop, back to back in
+    runs of RUN_WRITES, with the Checkpointer running beside it or with none (then the WAL holds every page written).
+    After each run the Checkpointer is given a round of its own, however loaded the machine is (it runs on a
+    thread), so what is measured is what its rounds do, not how often the machine lets its thread in."""
     engine = open_engine(None, directory)
     writer = GroupCommitWriter(engine, lambda _events: None)
     writer.start(asyncio.get_running_loop())
@@ -41,6 +52,8 @@ async def wal_pages_after_steady_writes(directory: Path, writes: int, *, copier:
     try:
         for n in range(writes):
             await writer.enqueue(insert(f"r{n}"), brief=True)
+            if running is not None and (n + 1) % RUN_WRITES == 0:
+                await a_whole_round(running)
         return Path(engine.path + "-wal").stat().st_size // 4096  # before closing: the last close removes it
     finally:
         writer.stop()
