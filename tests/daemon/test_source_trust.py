@@ -87,7 +87,7 @@ async def test_a_source_scoring_against_people_stops_counting_until_a_person_tur
     refused = await eventually(
         lambda: training(reef), 60, "the judge's report refused", satisfied=lambda s: reason in s.get("ineligible", {})
     )
-    assert refused["ineligible"][reason] == 1
+    assert refused["ineligible"][reason] >= 1  # the late one; judge reports the worker reached after the switch too
 
     enabled = await reef.post("/reef/scenarios/demo/sources/judge/enable", {})
     assert enabled.status == 200, await enabled.text()
