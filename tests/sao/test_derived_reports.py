@@ -104,7 +104,8 @@ async def test_a_persons_report_supersedes_a_derived_one_still_waiting_for_its_b
     await reef.report({"score": 0.0, "references": [second], "source": "judge", "feedback": "off topic"})
     state = await steps_reach(reef, 1)
     assert state["ineligible"] == {} and state["last_step"]["metrics"]["mean_reward"] == 1.0  # the person's only
-    assert state["waiting_units"] == 1  # the judge's report on the second answer waits for the next batch
+    await eventually(reef.training, 60, "the judge's report on the second answer waiting for the next batch",
+                     satisfied=lambda later: later.get("waiting_units") == 1)  # fmt: skip
     reports = {report["source"]: report for report in (await reef.record(first))["reports"]}
     assert reports["person"]["consumed_by_step"] == reports["judge"]["consumed_by_step"] == 1
 
