@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from recipes.sao.checkpoints import CheckpointRepo
 from recipes.sao.policy import LoraBase, LoraPolicy, lora_manifest, peft_files
-from recipes.sao.rollout import Rollout, ServedVersions, Staleness, judge_report, lineage_lag, stale
+from recipes.sao.rollout import OUTCOME_REASON, Rollout, ServedVersions, Staleness, judge_report, lineage_lag, stale
 from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
@@ -484,6 +484,7 @@ class SaoRecipe(Recipe):
             "last_swap_s": line.last_swap_s if line is not None else None,
             "checkpoints": line.checkpoint_list if line is not None else [],
             "sampling": self._sampling(),
+            "outcomes": OUTCOME_REASON,
             "weights": self.training.adapter if self.training.trainer == "torch" else "full",
         }
         if self._lora:

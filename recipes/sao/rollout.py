@@ -9,11 +9,15 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from reef_daemon.contract import IMPORTED_TAG, PERSON_SOURCE
+from reef_daemon.contract import IMPORTED_TAG, PERSON_SOURCE, ReportSource
 from reef_daemon.recipe_api import Eligible, Ineligible, Unit, Verdict
 
 # An imported conversation was sampled elsewhere: there are no log-probs of this model to train on.
 IMPORTED_REASON = "imported: no log-probs (the conversation was not sampled by this model)"
+# What happened to a session's code is known days after its answers were sampled, by weights long replaced, and it
+# scores every answer of the session alike: it feeds live scores, replays and the harness, never a weight step.
+OUTCOME_SOURCE: ReportSource = "outcome"
+OUTCOME_REASON = "outcome reports feed live scores, replays and the harness; weights do not train on them"
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,8 @@ def judge_report(
     score = report.record.get("score")
     if not isinstance(score, int | float) or not math.isfinite(score):
         return Ineligible("the report has no score"), None
+    if report.record.get("source") == OUTCOME_SOURCE:
+        return Ineligible(OUTCOME_REASON), None
     if len(report.referenced) != 1:
         return Ineligible("the report must reference exactly one inference record"), None
     (record,) = report.referenced

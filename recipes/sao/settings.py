@@ -76,7 +76,7 @@ class TrainingSection:
     derived_staleness: int = setting(
         4,
         COUNT,
-        help="how many weight versions old a rollout scored by a derived report (next-turn, judge, outcome), or a"
+        help="how many weight versions old a rollout scored by a derived report (words, next-turn, judge…), or a"
         " person's correction of one, may be (never less than max-staleness)",
     )
     dis_low: float = setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")

@@ -39,6 +39,8 @@ def status_view(status: Status, url: str) -> RenderableType:
     facts.add_row("training", _training(training))
     for name, reasons in _refused(training):
         facts.add_row("not trained", f"{name}: {reasons}")
+    if recipe.get("outcomes"):
+        facts.add_row("outcomes", str(recipe["outcomes"]))
     if recipe.get("critic"):
         facts.add_row("critic", critic_line(recipe["critic"]))
     recipes = {name: counts["recipe"] for name, counts in (status.get("scenarios") or {}).items()}

@@ -45,6 +45,7 @@ class RecipeStatus(TypedDict):
     last_swap_s: NotRequired[float | None]
     checkpoints: NotRequired[list[str]]
     sampling: NotRequired[str]
+    outcomes: NotRequired[str]  # what outcome reports feed, where the recipe does not train on them
     critic: NotRequired[CriticStatus]  # sao only
     weights: NotRequired[str]  # what a step trains: lora (an adapter per scenario) or full
     adapters: NotRequired[dict[str, str | None]]  # with lora: each training scenario's serving release

@@ -164,3 +164,20 @@ def test_a_rollout_whose_sampling_cannot_be_read_is_refused_saying_so() -> None:
     unit = Unit(cast(StoredRecord, {"id": "p1", "score": 1.0}), (cast(ReferencedRecord, record),))
     verdict, rollout = judge_report(unit, "w:0", Staleness(0, 4), set())
     assert rollout is None and verdict == Ineligible("the rollout's sampling (temperature, top_p) cannot be read")
+
+
+async def test_an_outcome_report_never_trains_weights_and_status_says_what_it_feeds(
+    start_weight_reef: StartWeightReef,
+) -> None:
+    """An outcome arrives days after its session, by weights long replaced: even on a fresh rollout it is refused,
+    with the reason, and `reef status` says what outcome reports feed instead."""
+    reef = await start_weight_reef(**NO_SIGNALS)
+    receipt, _ = await reef.ask(QUESTION, temperature=1, top_p=1)
+    evidence = {"session": "s1", "decision": "kept"}
+    await reef.report({"score": 1.0, "references": [receipt], "source": "outcome", "evidence": evidence})
+    state = await eventually(reef.training, 60, "the refusal", satisfied=lambda s: s.get("ineligible"))
+    reason = "outcome reports feed live scores, replays and the harness; weights do not train on them"
+    assert state["steps"] == 0 and state["ineligible"] == {reason: 1}
+    console = Console(record=True, width=200)
+    console.print(status_view((await reef.client.get("/reef/status")).json(), "http://reef"))
+    assert f"outcomes {reason}" in " ".join(console.export_text().split())
