@@ -153,7 +153,7 @@ complete -c reef -n '__reef_at reef/serve' -l training.critic-warmup-steps -d 'c
 complete -c reef -n '__reef_at reef/serve' -l training.value-clip -d 'a critic update moves a value at most this far from the value read before it (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.max-grad-norm -d 'gradient-norm clipping of the policy and the critic (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.max-staleness -d 'how many weight versions old a rollout a person scored may be (default: 0; env: REEF_MAX_STALENESS)' -x
-complete -c reef -n '__reef_at reef/serve' -l training.derived-staleness -d 'how many weight versions old a rollout scored by a derived report (next-turn, judge, outcome), or a person\'s correction of one, may be (never less than max-staleness) (default: 4)' -x
+complete -c reef -n '__reef_at reef/serve' -l training.derived-staleness -d 'how many weight versions old a rollout scored by a derived report (words, retry, judge: any source but a person), or a person\'s correction of one, may be (never less than max-staleness) (default: 4)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x
@@ -275,7 +275,7 @@ complete -c reef -n '__reef_at reef/start' -l training.critic-warmup-steps -d 'c
 complete -c reef -n '__reef_at reef/start' -l training.value-clip -d 'a critic update moves a value at most this far from the value read before it (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/start' -l training.max-grad-norm -d 'gradient-norm clipping of the policy and the critic (default: 1.0)' -x
 complete -c reef -n '__reef_at reef/start' -l training.max-staleness -d 'how many weight versions old a rollout a person scored may be (default: 0; env: REEF_MAX_STALENESS)' -x
-complete -c reef -n '__reef_at reef/start' -l training.derived-staleness -d 'how many weight versions old a rollout scored by a derived report (next-turn, judge, outcome), or a person\'s correction of one, may be (never less than max-staleness) (default: 4)' -x
+complete -c reef -n '__reef_at reef/start' -l training.derived-staleness -d 'how many weight versions old a rollout scored by a derived report (words, retry, judge: any source but a person), or a person\'s correction of one, may be (never less than max-staleness) (default: 4)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-low -d 'tokens with ratio <= 1 - dis-low are masked (default: 0.3)' -x
 complete -c reef -n '__reef_at reef/start' -l training.dis-high -d 'tokens with ratio >= 1 + dis-high are masked (default: 5.0)' -x
 complete -c reef -n '__reef_at reef/start' -l training.lambda-alpha -d 'length-adaptive GAE: lambda = 1 - 1/(a*L) (default: 1.5)' -x

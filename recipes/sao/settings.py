@@ -76,8 +76,8 @@ class TrainingSection:
     derived_staleness: int = setting(
         4,
         COUNT,
-        help="how many weight versions old a rollout scored by a derived report (words, next-turn, judge…), or a"
-        " person's correction of one, may be (never less than max-staleness)",
+        help="how many weight versions old a rollout scored by a derived report (words, retry, judge:"
+        " any source but a person), or a person's correction of one, may be (never less than max-staleness)",
     )
     dis_low: float = setting(0.3, FRACTION, help="tokens with ratio <= 1 - dis-low are masked")
     dis_high: float = setting(5.0, POSITIVE_NUMBER, help="tokens with ratio >= 1 + dis-high are masked")
