@@ -91,7 +91,7 @@ complete -c reef -n '__reef_at reef/serve' -l reports.interruption -d 'score an 
 complete -c reef -n '__reef_at reef/serve' -l reports.tool-error -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l reports.tool-error -d 'score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python traceback in the result), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/serve' -l reports.tests -x -a 'on off'
-complete -c reef -n '__reef_at reef/serve' -l reports.tests -d 'score an answer high when the test run it made turned the conversation\'s tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/serve' -l reports.tests -d 'score the answers since the conversation\'s previous test run high when the run one of them made turned its tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/serve' -l reports.next-turn -x -a 'on off'
@@ -213,7 +213,7 @@ complete -c reef -n '__reef_at reef/start' -l reports.interruption -d 'score an 
 complete -c reef -n '__reef_at reef/start' -l reports.tool-error -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l reports.tool-error -d 'score an answer low when a tool call it made failed (is_error, a non-zero exit code, a Python traceback in the result), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/start' -l reports.tests -x -a 'on off'
-complete -c reef -n '__reef_at reef/start' -l reports.tests -d 'score an answer high when the test run it made turned the conversation\'s tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
+complete -c reef -n '__reef_at reef/start' -l reports.tests -d 'score the answers since the conversation\'s previous test run high when the run one of them made turned its tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no model call (default: on)'
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement -d 'a derived source whose agreement with people\'s scores in a scenario (Cohen\'s kappa on low/high) falls below this stops counting there; `reef sources enable` turns it back on (default: 0.2)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.min-agreement-records -d 'the records a source must share with people\'s scores before its agreement can stop it (default: 20)' -x
 complete -c reef -n '__reef_at reef/start' -l reports.next-turn -x -a 'on off'

@@ -504,8 +504,9 @@ class ReportsSection:
         "on",
         SWITCH,
         live=True,
-        help="score an answer high when the test run it made turned the conversation's tests from red to green, "
-        "low from green to red (pytest, npm test, go test, cargo test), with no model call",
+        help="score the answers since the conversation's previous test run high when the run one of them made "
+        "turned its tests from red to green, low from green to red (pytest, npm test, go test, cargo test), with no "
+        "model call",
     )
     min_agreement: float = setting(
         0.2,

@@ -50,6 +50,10 @@ class AnsweredMemory:
             let_go += 1
         return let_go
 
+    def find(self, key: bytes) -> Answered | None:
+        """The answer kept under `key`, still kept; None when there is none."""
+        return self._kept.get(key)
+
     def take(self, key: bytes) -> Answered | None:
         """The answer kept under `key`, no longer kept; None when there is none."""
         return self._drop(key)

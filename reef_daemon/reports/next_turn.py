@@ -18,10 +18,11 @@ score onto another record. The answers waiting for their next request, and the r
 kept within `reports.next-turn-memory` bytes; those let go for it, and the requests that continue no kept answer,
 are counted. Each record gets at most one report per source (`derived_report`'s id).
 
-Its bounds: the memory of answers, `reports.next-turn-max-chars` of a next message read, CUT_MEMORY bytes of cut
-requests, a short queue of turns waiting for the judge (a turn that finds it full is not judged),
-`reports.judge-calls-per-minute`, and the judge's own bounds on tokens and time. A turn whose judge is down, slow or
-answers with anything but a verdict gets no report.
+Its bounds: the memory of answers (and, in a sixteenth of it, of which record gave which answer),
+`reports.next-turn-max-chars` of a next message read, CUT_MEMORY bytes of cut requests, a short queue of turns
+waiting for the judge (a turn that finds it full is not judged), `reports.judge-calls-per-minute`, and the judge's
+own bounds on tokens and time. A turn whose judge is down, slow or answers with anything but a verdict gets no
+report.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from reef_daemon.reports.judge import (
     parse_judgment,
     verdict_score,
 )
-from reef_daemon.reports.red_green import previous_run, results_run, tests_report
+from reef_daemon.reports.red_green import answers_between, previous_run, results_run, tests_report
 from reef_daemon.reports.retry import retry_report
 from reef_daemon.reports.tool_errors import tool_error_report
 from reef_daemon.reports.turns import Reading, Turn, answer_text, next_turn, read_request
@@ -73,6 +74,9 @@ SESSION_TAG = SESSION_HEADER.removeprefix(TAG_HEADER_PREFIX)
 SOURCE: ReportSource = "next-turn"
 WAITING_TURNS = 256  # turns waiting for the judge; one more is not judged
 CUT_MEMORY = 64 * 1024  # bytes of the requests cut off by their client, waiting for the conversation to go on
+# The share of reports.next-turn-memory that keeps which record gave which answer (still known once the answer is
+# judged), for the answers a test run that changed colour scores together: 1 MiB of 16, about 3,000 answers.
+PRODUCED_SHARE = 16
 ASKED = b"asked:"  # the memory keeps a request a retry may send again under its prompt's key after this
 # The judge yields to traffic: it works once no exchange was recorded for QUIET_S, or once a record or turn has
 # waited MAX_DEFER_S (so steady traffic delays it, never starves it).
@@ -130,7 +134,9 @@ class NextTurnSignals:
         self._bus = bus
         self._judge = judge
         self._settings = settings
-        self._answered = AnsweredMemory(settings.next_turn_memory)
+        produced = settings.next_turn_memory // PRODUCED_SHARE
+        self._answered = AnsweredMemory(settings.next_turn_memory - produced)
+        self._produced = AnsweredMemory(produced)
         self._cut = AnsweredMemory(CUT_MEMORY)
         self._records: asyncio.Queue[tuple[float, str]] = asyncio.Queue(maxsize=1024)
         self._last_record = 0.0  # when the last exchange was recorded (monotonic)
@@ -198,9 +204,10 @@ class NextTurnSignals:
         if reading.key is not None:
             shown = answer_text(answer)[-self._settings.judge_max_prompt_chars :]
             self.counts.forgotten += self._answered.keep(reading.key, Answered(record_id, shown, record.get("model")))
+            self._produced.keep(reading.key, Answered(record_id, "", None))
         if session:
             self._keep_asked(record, record_id, reading.prefixes[-1])
-        self.counts.kept_bytes = self._answered.bytes + self._cut.bytes
+        self.counts.kept_bytes = self._answered.bytes + self._cut.bytes + self._produced.bytes
 
     def _keep_asked(self, record: StoredRecord, record_id: str, prompt: bytes) -> None:
         """Keep the request for a retry that sends it again, or, when its client cut it off, for the request that
@@ -236,7 +243,7 @@ class NextTurnSignals:
         following = itertools.islice(reading.turns, at + 1, None)
         said = await asyncio.to_thread(next_turn, following, self._settings.next_turn_max_chars)
         if said.kind == "tool":
-            await self._tool_results(scenario, earlier.record_id, record_id, reading.turns, at)
+            await self._tool_results(scenario, earlier.record_id, record_id, reading, at)
         if said.kind != "user":
             self.counts.not_the_user += 1
             return
@@ -246,17 +253,30 @@ class NextTurnSignals:
         elif self._judge is not None:
             self._queue(_Job(scenario, earlier, record_id, said.text))
 
-    async def _tool_results(self, scenario: str, earlier_id: str, record_id: str, turns: list[Turn], at: int) -> None:
-        """Score the answer at `at` by the results its tool calls got: a failed call, a test run that changed
-        colour since the conversation's previous one."""
+    async def _tool_results(self, scenario: str, earlier_id: str, record_id: str, reading: Reading, at: int) -> None:
+        """Score the answer at `at` by the results its tool calls got: a failed call; a test run that changed
+        colour since the conversation's previous one, which scores every answer since that run too."""
+        turns = reading.turns
         # Each result is read in linear time, and off the loop: many long results never stall traffic.
         results = await asyncio.to_thread(_results_after, turns, at)
         settings = self._settings
         failed = await asyncio.to_thread(tool_error_report, scenario, earlier_id, record_id, results, settings)
         await self._report(failed)
-        if settings.tests == "on" and (now := await asyncio.to_thread(results_run, results)) is not None:
-            before = await asyncio.to_thread(previous_run, turns, at)
-            await self._report(tests_report(scenario, earlier_id, record_id, before, now, settings))
+        if settings.tests != "on" or (now := await asyncio.to_thread(results_run, results)) is None:
+            return
+        previous = await asyncio.to_thread(previous_run, turns, at)
+        if previous is None or previous[0] == now:
+            return
+        before, ran_at = previous
+        for place in answers_between(turns, ran_at, at):
+            between = earlier_id if place == at else self._answer_at(reading, place)
+            if between is not None:
+                await self._report(tests_report(scenario, between, record_id, before, now, settings))
+
+    def _answer_at(self, reading: Reading, place: int) -> str | None:
+        """The record whose answer is the assistant turn at `place` of the request; None when it is not known."""
+        produced = self._produced.find(reading.prefixes[place])
+        return produced.record_id if produced is not None else None
 
     async def _report(self, draft: ClientRecordDraft | None) -> bool:
         """Store a signal's report (None: the signal made none) and count it by its source; whether it was stored."""

@@ -1,12 +1,14 @@
 """The `tests` report source: a test run in the transcript that turns red to green scores the answer that ran it at
-the top of the scale, green to red at the bottom, with no model call.
+the top of the scale, green to red at the bottom, with no model call; so do the answers since the run before.
 
 A tool's result is a test run when it ends with a test runner's summary: pytest's (`3 failed, 10 passed in 0.52s`,
 `FAILED tests/x.py::test_y`), npm test's under jest (`Tests: 1 failed, 5 passed, 6 total`) or mocha (`5 passing`,
 `1 failing`), go test's (`ok  \tpkg\t0.01s`, `FAIL\tpkg`, `--- FAIL:`), cargo test's (`test result: ok.`,
 `test result: FAILED.`). A run with any failure is red, one with passes and no failure green; only the last
 TAIL_CHARS characters of a result are read, where runners write their summary. The run an answer's tool calls made
-is compared with the latest run before that answer in the same conversation.
+is compared with the latest run before that answer in the same conversation; when the colour changed, every answer
+since that run (the edits that broke or fixed the tests, and the answer that ran them again) gets the report, up to
+MAX_BETWEEN of them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from reef_daemon.settings import ReportsSection
 
 SOURCE: ReportSource = "tests"
 TAIL_CHARS = 32768
+MAX_BETWEEN = 32  # the most answers between two test runs one change of colour scores
 Run = Literal["red", "green"]
 
 _SUMMARY = re.compile(
@@ -63,12 +66,20 @@ def results_run(results: Iterable[Turn]) -> Run | None:
     return "red" if "red" in runs else "green" if "green" in runs else None
 
 
-def previous_run(turns: Sequence[Turn], before: int) -> Run | None:
-    """The outcome of the latest test run among `turns[:before]`; None when there was none."""
+def previous_run(turns: Sequence[Turn], before: int) -> tuple[Run, int] | None:
+    """The outcome of the latest test run among `turns[:before]`, and that tool result's place; None when there
+    was none."""
     for at in range(before - 1, -1, -1):
         if turns[at].role == "tool" and (run := run_outcome(turns[at].text)) is not None:
-            return run
+            return run, at
     return None
+
+
+def answers_between(turns: Sequence[Turn], after: int, through: int) -> list[int]:
+    """The places of the assistant turns after `after` up to `through` (the answers between two test runs, the
+    one that made the later run last), at most MAX_BETWEEN of them, the latest kept."""
+    places = [at for at in range(after + 1, through + 1) if turns[at].role == "assistant"]
+    return places[-MAX_BETWEEN:]
 
 
 def tests_report(

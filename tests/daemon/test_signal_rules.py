@@ -101,9 +101,13 @@ def test_only_the_end_of_a_long_output_is_read() -> None:
 def test_a_run_is_compared_with_the_latest_run_before_the_answer() -> None:
     red, green = Turn("tool", "1 failed in 0.1s"), Turn("tool", "2 passed in 0.1s")
     turns = [Turn("user", "fix it"), Turn("assistant", "pytest"), red, Turn("assistant", "edit"), Turn("tool", "ok")]
-    assert red_green.previous_run(turns, 3) == "red"
+    assert red_green.previous_run(turns, 3) == ("red", 2)
     assert red_green.previous_run(turns, 2) is None
-    assert red_green.previous_run([*turns[:2], green, *turns[2:]], 5) == "red"
+    assert red_green.previous_run([*turns[:2], green, *turns[2:]], 5) == ("red", 3)
+    assert red_green.answers_between(turns, 2, 3) == [3]
+    assert red_green.answers_between(turns, 0, 4) == [1, 3]
+    many = [Turn("tool", "1 failed in 0.1s")] + [Turn("assistant", "edit")] * (red_green.MAX_BETWEEN + 5)
+    assert red_green.answers_between(many, 0, len(many) - 1) == list(range(6, len(many)))
     assert red_green.results_run([Turn("tool", "ok"), green]) == "green"
     assert red_green.results_run([green, red]) == "red"
     assert red_green.results_run([Turn("tool", "ok")]) is None

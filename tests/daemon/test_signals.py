@@ -118,7 +118,9 @@ async def test_a_failed_tool_call_scores_the_answer_that_made_it_low(start_reef:
     assert "tool-error" not in await reports_of(reef, fixed)
 
 
-async def test_a_test_run_from_red_to_green_scores_the_answer_that_ran_it_high(start_reef: StartReef) -> None:
+async def test_a_test_run_from_red_to_green_scores_the_answers_since_the_red_run_high(start_reef: StartReef) -> None:
+    """The edit that fixed the tests and the answer that ran them again both score high; the answer that ran the
+    red run, before the fix, gets nothing from it; a run of the same colour again scores nothing."""
     reef = await start_reef()
     user = SimulatedUser(reef, "session-tests")
     await user.turn("Make the tests pass", "Running pytest.")
@@ -126,13 +128,20 @@ async def test_a_test_run_from_red_to_green_scores_the_answer_that_ran_it_high(s
     edited = await user.send()
     user.messages.append(tool_result("The file src/app.py was edited.", "Running pytest again."))
     green = await user.send()
-    user.messages.append(tool_result("...\n==== 3 passed in 0.10s ====", "All tests pass."))
-    await user.send()
+    user.messages.append(tool_result("...\n==== 3 passed in 0.10s ====", "Running pytest once more."))
+    again = await user.send()
+    user.messages.append(tool_result("...\n==== 3 passed in 0.11s ====", "All tests pass."))
+    last = await user.send()
+    await user.turn("Thanks, that works.", "Glad to help.")
 
-    assert await reported(reef, green, "tests") == 1.0
+    # Requests are read in order: once the last answer's words are scored, every run before it was read.
+    assert await reported(reef, last, "words") == 1.0
+    assert (await reports_of(reef, green))["tests"] == 1.0
+    assert (await reports_of(reef, edited))["tests"] == 1.0
     assert (await reef.record(green))["source"] == "tests"
-    assert "tests" not in await reports_of(reef, edited)
+    assert (await _counts(reef))["tests"] == 2
     assert "tests" not in await reports_of(reef, user.receipts[0])
+    assert "tests" not in await reports_of(reef, again)
 
 
 async def test_a_stream_the_user_cut_off_then_a_new_request_scores_low(start_reef: StartReef) -> None:
