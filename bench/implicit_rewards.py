@@ -1,11 +1,13 @@
-"""Scores that need no person: what the next-turn judge costs per 100 conversations (judge calls, tokens, wall time
-until every turn is judged), and the proxy's latency with the judge on and off (it runs off the request path, so the
-two should match).
+"""Scores that need no person: what the signals cost per 100 conversations (the rules on the user's words, a
+retry, a failed tool call, a test run: reports, model calls, wall time until every turn is scored) and what the
+next-turn judge costs (judge calls, tokens, wall time until every turn is judged), and the proxy's latency with
+every signal off, with the rules (the default) and with the rules and the judge (both run off the request path, so
+the three should match).
 
 Everything runs in this process on loopback ports: reef (the `record` recipe), the fake upstream model and the
 scripted judge of the tests (`tests/support`). Each conversation is a scripted user with a hidden preference
-(answers must cite a file path) through reef with the session tag: three turns, so two answers are judged by the
-user's next message.
+(answers must cite a file path) through reef with the session tag: three turns, so two answers are scored by the
+user's next message. The judge's runs use next messages the words rules cannot label, so it reads every one.
 
     .venv/bin/python bench/implicit_rewards.py --conversations 100 --rounds 5
     .venv/bin/python bench/implicit_rewards.py --embedded --conversations 20   # the embedded model answers and judges
@@ -25,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
@@ -42,19 +44,26 @@ ANSWERS = ["The login is in src/auth/login.py.", "It is in the auth module.", "S
 EMBEDDED_JUDGE_TOKENS = 48  # the judge's verdict is a short JSON object; the tiny model rambles past it otherwise
 
 
+RULES = ("words", "retry", "interruption", "tool-error", "tests")
+Signals = Literal["off", "rules", "judge"]
+
+
 async def reef_with(
-    servers: AppServers, state: Path, judged: bool, judge_url: str | None, models: Path | None = None
+    servers: AppServers, state: Path, signals: Signals, judge_url: str | None, models: Path | None = None
 ) -> Reef:
-    """A daemon in front of the fake upstream, or (`models`: a converted model cache) serving the embedded model."""
+    """A daemon in front of the fake upstream, or (`models`: a converted model cache) serving the embedded model,
+    with every signal off, the rules only (the default), or the rules and the next-turn judge."""
     upstream = FakeUpstream()
     overrides: dict[str, Any] = {"reef.state-dir": str(state)}
+    if signals == "off":
+        overrides |= {f"reports.{rule}": "off" for rule in RULES}
     if models is None:
         overrides["inference.upstream-url"] = url_of(await servers.serve(upstream.app()))
     else:
         state.mkdir(parents=True)
         (state / "models").symlink_to(models, target_is_directory=True)
         overrides |= {"reports.judge-max-tokens": str(EMBEDDED_JUDGE_TOKENS), "inference.max-tokens": "24"}
-    if judged:
+    if signals == "judge":
         overrides |= {"reports.next-turn": "on", "reports.judge-calls-per-minute": "100000"}
         if judge_url:
             overrides["reports.judge-url"] = judge_url
@@ -64,8 +73,9 @@ async def reef_with(
     return Reef(url_of(server), server, upstream, session)
 
 
-async def timed_conversation(reef: Reef, name: str) -> list[float]:
-    """One conversation; the milliseconds each of its requests took, as the client saw them."""
+async def timed_conversation(reef: Reef, name: str, labelled: bool = True) -> list[float]:
+    """One conversation; the milliseconds each of its requests took, as the client saw them. `labelled`: the next
+    messages are plain words the rules label ("Thanks", "No"); otherwise words only a judge can read."""
     user = SimulatedUser(reef, name)
     took = []
     text = "Where is the login handled?"
@@ -73,7 +83,11 @@ async def timed_conversation(reef: Reef, name: str) -> list[float]:
         started = time.perf_counter()
         await user.turn(text, answer)
         took.append((time.perf_counter() - started) * 1000)
-        text = ("Thanks, next: " if "/" in answer else "No, which file? Then: ") + f"task {number + 2}"
+        if labelled:
+            said = "Thanks, next: " if "/" in answer else "No, that is wrong. Which file? Then: "
+        else:
+            said = "Next: " if "/" in answer else "Nope, which file? Then: "
+        text = f"{said}task {number + 2}"
     return took
 
 
@@ -91,16 +105,38 @@ async def embedded_conversation(reef: Reef, name: str) -> None:
         text = reply_to(said, f"task {number + 2}")
 
 
+async def rules_cost(servers: AppServers, root: Path, conversations: int) -> dict[str, Any]:
+    """The default daemon (the rules, no judge): reports by source, model calls besides the users' own, and the
+    time until every answer a next message follows is scored."""
+    reef = await reef_with(servers, root / "rules", "rules", None)
+    signals = reef.daemon.next_turn
+    assert signals is not None
+    started = time.perf_counter()
+    for n in range(conversations):
+        await timed_conversation(reef, f"rules-{n}")
+    traffic_s = time.perf_counter() - started
+    while sum(signals.counts.reports.values()) < 2 * conversations:
+        await asyncio.sleep(0.01)
+    return {
+        "conversations": conversations,
+        "reports": dict(signals.counts.reports),
+        "model calls besides the users'": len(reef.upstream.received) - 3 * conversations,
+        "traffic s": round(traffic_s, 2),
+        "scored by s": round(time.perf_counter() - started, 2),
+        "memory kept, bytes": signals.counts.kept_bytes,
+    }
+
+
 async def cost(
     servers: AppServers, root: Path, conversations: int, judge_url: str | None, models: Path | None
 ) -> dict[str, Any]:
-    reef = await reef_with(servers, root / "cost", True, judge_url, models)
+    reef = await reef_with(servers, root / "cost", "judge", judge_url, models)
     judge = reef.daemon.next_turn
     assert judge is not None
     started = time.perf_counter()
     for n in range(conversations):
         if models is None:
-            await timed_conversation(reef, f"cost-{n}")
+            await timed_conversation(reef, f"cost-{n}", labelled=False)
         else:
             await embedded_conversation(reef, f"cost-{n}")
     traffic_s = time.perf_counter() - started
@@ -126,14 +162,15 @@ async def cost(
 async def latency(
     servers: AppServers, root: Path, rounds: int, per_round: int, judge_url: str | None
 ) -> dict[str, Any]:
-    off = await reef_with(servers, root / "off", False, None)
-    on = await reef_with(servers, root / "on", True, judge_url)
-    took: dict[str, list[float]] = {"off": [], "on": []}
-    for number in range(rounds * per_round):  # conversation by conversation, alternating which goes first
-        order = [("off", off), ("on", on)] if number % 2 == 0 else [("on", on), ("off", off)]
-        for name, reef in order:
-            took[name] += await timed_conversation(reef, f"lat-{number}")
-    figures = {}
+    arms: list[tuple[Signals, Reef]] = [
+        (signals, await reef_with(servers, root / signals, signals, judge_url)) for signals in ("off", "rules", "judge")
+    ]
+    took: dict[str, list[float]] = {signals: [] for signals, _ in arms}
+    for number in range(rounds * per_round):  # conversation by conversation, rotating which goes first
+        shift = number % len(arms)
+        for arm, reef in arms[shift:] + arms[:shift]:
+            took[arm] += await timed_conversation(reef, f"lat-{number}", labelled=arm != "judge")
+    figures: dict[str, Any] = {}
     for name, values in took.items():
         values.sort()
         figures[name] = {
@@ -173,6 +210,8 @@ async def main() -> None:
             judge_process, judge_url = await _judge_process()
         with tempfile.TemporaryDirectory() as folder:
             models = _models(options.models, Path(folder)) if options.embedded else None
+            if models is None:
+                print("rules cost:", await rules_cost(servers, Path(folder), options.conversations))
             print("judge cost:", await cost(servers, Path(folder), options.conversations, judge_url, models))
             if models is None:
                 print("proxy latency:", await latency(servers, Path(folder), options.rounds, options.per_round,
@@ -208,7 +247,7 @@ async def _judge_process() -> tuple[asyncio.subprocess.Process, str]:
     async with aiohttp.ClientSession() as session:
         for _ in range(200):
             try:
-                async with session.post(url + "/v1/chat/completions", json={"messages": [{"content": ""}]}):
+                async with session.get(url + "/v1/chat/completions"):  # 405: it is up
                     return process, url
             except aiohttp.ClientError:
                 await asyncio.sleep(0.05)
