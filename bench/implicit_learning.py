@@ -6,14 +6,17 @@ toy/task.py) and asked the same held-out questions before and after: countries t
 template training never uses. The arms differ only in where the scores come from:
 
 - `oracle`: a person's score (the task's own check) reported for each answer;
-- `next-turn`: a scripted user replies to each answer in plain words ("Thanks, that's right." or "No, that's
-  wrong.") and a scripted judge (tests/support/fake_judge.py, in a process of its own as a judge endpoint is) reads
-  the reply; `reports.words` is off, so only the judge scores;
-- `rules`: the same scripted user, who also asks again (a regenerate) after a wrong answer, and no judge model:
-  only the rule-based signals score (the reply's words, `reports.words`, and the retry, `reports.retry`, both on by
-  default). It runs on a second daemon beside the first (the same training settings, judge off);
-- `placebo`: the same words, but each one chosen at random with the success rate of the answers so far, so the
-  scores carry no information about the answer they follow.
+- `next-turn`: a scripted user replies to each answer in words the rules cannot label ("Next one, please." or "Not
+  the one I meant.") and a scripted judge (tests/support/fake_judge.py, in a process of its own as a judge endpoint
+  is) reads the reply;
+- `rules`: a scripted user replies in plain words ("Thanks, that's right." or "No, that's wrong.") and asks again (a
+  regenerate) after a wrong answer: the rule-based signals score (the reply's words, `reports.words`, and the
+  retry, `reports.retry`, both on by default) and the judge is never asked, since the rules labelled the reply;
+- `placebo`: the rules arm's words and retries, but each chosen at random with the success rate of the answers so
+  far, so the scores carry no information about the answer they follow.
+
+Every arm runs on the same daemon, with every signal at its default and the next-turn judge on: the words a user
+says decide which signal scores an answer.
 
 The multi-turn variant drives a few 5-turn conversations (each reply carries the verdict on the last answer and the
 next question) through the next-turn judge and counts the rollouts training refused as stale.
@@ -41,7 +44,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,17 +60,18 @@ from reef_cli.demo_stats import Estimate, change, difference, question_changes  
 from reef_cli.state import DaemonFiles  # noqa: E402
 from reef_client import ReefClient  # noqa: E402
 from reef_daemon.contract import RECEIPT_HEADER, SCENARIO_HEADER, SESSION_HEADER  # noqa: E402
+from reef_daemon.reports.words import read_words  # noqa: E402
 from reef_daemon.runtimes.model_cache import user_model_cache  # noqa: E402
 
 ARMS = ("oracle", "next-turn", "rules", "placebo")
-# arm -> the report sources that score it (the placebo's words are read by the judge)
-DERIVED = {"next-turn": ("next-turn",), "rules": ("words", "retry"), "placebo": ("next-turn",)}
+# arm -> the report sources that score it
+DERIVED = {"next-turn": ("next-turn",), "rules": ("words", "retry"), "placebo": ("words", "retry")}
 # Held out twice: countries training never asks (task.HELD_OUT), in a template training never uses.
 HELD_OUT_QUESTION = "Name the capital city of {country}, in one word."
-RIGHT = "Thanks, that's right."
+RIGHT = "Thanks, that's right."  # the rules' words (and the placebo's)
 WRONG = "No, that's wrong."
-# The rules arm's daemon: the words rules on (the default), no judge model.
-RULES_SETTINGS = {"reports.next-turn": "off", "reports.words": "on"}
+JUDGED_RIGHT = "Next one, please."  # words the rules leave to the judge
+JUDGED_WRONG = "Not the one I meant."
 REPLY_TOKENS = 1  # the scripted user's reply is a request too; its own answer is never looked at
 EVALUATION_WORKERS = 16
 STEP_TIMEOUT_S = 60.0  # a step that does not come within this is counted as missing (its reports never came)
@@ -276,9 +280,10 @@ def train_arm(reef: Daemon, result: ArmResult, items: list[tuple[Question, int]]
         return Answer(receipt, session, said, 1.0 if question.right(text) else 0.0)
 
     def reply(answer: Answer, score: float) -> None:
-        words = {"role": "user", "content": RIGHT if score else WRONG}
+        right, wrong = (JUDGED_RIGHT, JUDGED_WRONG) if result.arm == "next-turn" else (RIGHT, WRONG)
+        words = {"role": "user", "content": right if score else wrong}
         reef.chat(result.scenario, answer.session, [*answer.conversation, words], 0, REPLY_TOKENS)
-        if result.arm == "rules" and not score:  # and asks again for another answer (a regenerate)
+        if result.arm != "next-turn" and not score:  # and asks again for another answer (a regenerate)
             reef.chat(result.scenario, answer.session, answer.conversation[:-1], 1, REPLY_TOKENS)
 
     receipts: list[str] = []
@@ -321,20 +326,18 @@ def train_arm(reef: Daemon, result: ArmResult, items: list[tuple[Question, int]]
     result.ineligible = dict(state.get("ineligible") or {})
 
 
-def run_seed(daemons: dict[str, Daemon], seed: int, plan: Plan, log: Callable[[str], None]) -> list[ArmResult]:
-    """The arms of one seed side by side, each on its daemon (requests to one daemon decode together): held-out
-    before (once: every arm's scenario serves the base until it trains, the same base on every daemon), training,
-    held-out after."""
+def run_seed(reef: Daemon, arms: list[str], seed: int, plan: Plan, log: Callable[[str], None]) -> list[ArmResult]:
+    """The arms of one seed side by side on the daemon (their requests decode together): held-out before (once:
+    every arm's scenario serves the base until it trains), training, held-out after."""
     began = time.perf_counter()
     held_out = evaluation_plan(seed, plan)
-    before = evaluate(next(iter(daemons.values())), f"s{seed}-before", held_out)
+    before = evaluate(reef, f"s{seed}-before", held_out)
     log(f"seed {seed}: held-out before {_rate(before):.3f} ({time.perf_counter() - began:.0f} s)")
-    results = [ArmResult(arm, seed, f"s{seed}-{arm}", before) for arm in daemons]
+    results = [ArmResult(arm, seed, f"s{seed}-{arm}", before) for arm in arms]
     items = training_plan(seed, plan)
 
     def one(result: ArmResult) -> None:
         started = time.perf_counter()
-        reef = daemons[result.arm]
         train_arm(reef, result, items, plan.batch)
         result.after = evaluate(reef, result.scenario, held_out)
         result.seconds = time.perf_counter() - started
@@ -378,7 +381,7 @@ def multi_turn(reef: Daemon, plan: Plan) -> MultiTurn:
             messages.append({"role": "user", "content": f"{said} {question.text}".strip()})
             receipt, text = reef.chat(scenario, session, messages, draw.randrange(2**31), task.MAX_TOKENS)
             messages.append({"role": "assistant", "content": text})
-            said = RIGHT if question.right(text) else WRONG
+            said = JUDGED_RIGHT if question.right(text) else JUDGED_WRONG
             with lock:
                 receipts.append(receipt)
             if last is not None:  # the user reads the answer while the judge scores the one before
@@ -488,6 +491,9 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    labelled = {said: read_words(said) for said in (RIGHT, WRONG, JUDGED_RIGHT, JUDGED_WRONG)}
+    if any(labelled[said] is None for said in (RIGHT, WRONG)) or any(labelled[s] for s in (JUDGED_RIGHT, JUDGED_WRONG)):
+        raise SystemExit(f"the arms' words no longer read as planned by the words rules: {labelled}")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--first-seed", type=int, default=0)
@@ -520,25 +526,14 @@ def main() -> None:
     multi = None
     judge, judge_url = judge_process()
     try:
-        with ExitStack() as stack:
-            daemons: dict[str, Daemon] = {}
-            if set(arms) - {"rules"} or not options.no_multi_turn:
-                settings = {"reports.next-turn": "on", "reports.judge-url": judge_url,
-                            "reports.judge-calls-per-minute": "100000", "reports.words": "off"}  # fmt: skip
-                judged = stack.enter_context(daemon(plan, settings))
-                daemons |= {arm: judged for arm in arms if arm != "rules"}
-            if "rules" in arms:
-                daemons["rules"] = stack.enter_context(
-                    daemon(plan, {"reports.next-turn": "off", "reports.words": "on"})
-                )
-            log(f"daemons up ({time.perf_counter() - began:.0f} s)")
+        settings = {"reports.next-turn": "on", "reports.judge-url": judge_url,
+                    "reports.judge-calls-per-minute": "100000"}  # fmt: skip
+        with daemon(plan, settings) as reef:
+            log(f"daemon up ({time.perf_counter() - began:.0f} s)")
             for seed in seeds:
-                results += run_seed({arm: daemons[arm] for arm in arms if arm in daemons}, seed, plan, log)
-                if "rules" in daemons and not any(r.steps for r in results if r.arm == "rules"):
-                    log("the daemon made no words report: the rules arm stops here (reef without the words signal)")
-                    del daemons["rules"]
+                results += run_seed(reef, arms, seed, plan, log)
             if not options.no_multi_turn:
-                multi = multi_turn(judged, plan)
+                multi = multi_turn(reef, plan)
                 log(f"multi-turn: {multi}")
     finally:
         judge.terminate()

@@ -3,7 +3,8 @@ earlier answer scores it. Rules with no model call run first, each a source of i
 on by default): the user's words (`words_report`), a failed tool call (`tool_errors`), a test run that changed
 colour (`red_green`). A later request that sends an earlier record's request again scores that answer as a `retry`;
 one that goes on from a request its client cut off, as an `interruption`. With `reports.next-turn` on, the judge
-model then reads what the user said next that the words rules could not tell: accepted scores the deployment's best,
+model also ranks a retry's two answers against each other (a `judge` report on each, as `POST /reef/judge/group`),
+and reads what the user said next that the words rules could not tell: accepted scores the deployment's best,
 corrected and complained its worst, with the judge's reason; a neutral verdict gives no report. With
 `reports.judge-votes` N the judge is asked N times (sampled) and the verdict more than half of them give counts;
 without one, no report.
@@ -50,6 +51,8 @@ from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.answered import Answered, AnsweredMemory
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.evidence import without_code
+from reef_daemon.reports.group import SOURCE as GROUP_SOURCE
+from reef_daemon.reports.group import judge_group
 from reef_daemon.reports.interruption import interrupted, interruption_report
 from reef_daemon.reports.judge import (
     NEXT_TURN_PROMPT,
@@ -90,6 +93,15 @@ class _Job:
     earlier: Answered
     next_record_id: str
     next_message: str
+    queued_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True)
+class _GroupJob:
+    """A retry's two answers to one prompt, for the judge to rank against each other."""
+
+    scenario: str
+    record_ids: tuple[str, str]
     queued_at: float = field(default_factory=time.monotonic)
 
 
@@ -140,7 +152,7 @@ class NextTurnSignals:
         self._cut = AnsweredMemory(CUT_MEMORY)
         self._records: asyncio.Queue[tuple[float, str]] = asyncio.Queue(maxsize=1024)
         self._last_record = 0.0  # when the last exchange was recorded (monotonic)
-        self._jobs: asyncio.Queue[_Job] = asyncio.Queue(maxsize=WAITING_TURNS)
+        self._jobs: asyncio.Queue[_Job | _GroupJob] = asyncio.Queue(maxsize=WAITING_TURNS)
         self._calls: collections.deque[float] = collections.deque()
         self._tasks: list[asyncio.Task[None]] = []
         self._subscription: Subscription | None = None
@@ -224,6 +236,8 @@ class NextTurnSignals:
         earlier = self._answered.take(ASKED + reading.prefixes[-1])
         if earlier is not None:
             await self._report(retry_report(scenario, earlier.record_id, record_id, self._settings))
+            if self._judge is not None:  # the two answers to one prompt, ranked against each other
+                self._queue(_GroupJob(scenario, (earlier.record_id, record_id)))
         if self._cut.bytes == 0:
             return
         for key in reversed(reading.prefixes):
@@ -298,8 +312,8 @@ class NextTurnSignals:
                 return earlier, at
         return None
 
-    def _queue(self, job: _Job) -> None:
-        self.counts.turns += 1
+    def _queue(self, job: _Job | _GroupJob) -> None:
+        self.counts.turns += isinstance(job, _Job)
         try:
             self._jobs.put_nowait(job)
         except asyncio.QueueFull:
@@ -310,12 +324,14 @@ class NextTurnSignals:
             job = await self._jobs.get()
             await self._quiet(job.queued_at)
             try:
-                if self._within_rate():
-                    await self._judge_one(judge, job)
-                else:
+                if not self._within_rate():
                     self.counts.over_bounds += 1
+                elif isinstance(job, _GroupJob):
+                    await self._judge_group(judge, job)
+                else:
+                    await self._judge_one(judge, job)
             except Exception:
-                log.exception("the next-turn judge failed on record %s", job.earlier.record_id)
+                log.exception("the next-turn judge failed on %s", job)
                 self.counts.no_judgment += 1
 
     async def _quiet(self, since: float) -> None:
@@ -337,6 +353,20 @@ class NextTurnSignals:
             return False
         self._calls.extend([now] * votes)
         return True
+
+    async def _judge_group(self, judge: JudgeModel, job: _GroupJob) -> None:
+        """Rank a retry's two answers against each other; each gets a `judge` report (the retried one keeps its
+        `retry` report beside it)."""
+        records = [await self._store.records.get(record_id) for record_id in job.record_ids]
+        if any(record.get("answer") is None for record in records):
+            return
+        ranked = await judge_group(self._store, judge, self._settings, job.scenario, records)
+        if ranked["judged"]:
+            self.counts.judged += 1
+            self.counts.reports[GROUP_SOURCE] += sum(1 for score in ranked["scores"] if score["created"])
+        else:
+            self.counts.no_judgment += 1
+            self.counts.last_failure = ranked["reason"]
 
     async def _judge_one(self, judge: JudgeModel, job: _Job) -> None:
         question = next_turn_question(job.earlier.answer, job.next_message, self._settings.judge_max_prompt_chars)

@@ -6,13 +6,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import JUDGE_GROUP_ROUTE, MAX_GROUP, SCENARIO_HEADER, GroupAnswer, GroupScore, StoredRecord
+from reef_daemon.contract import JUDGE_GROUP_ROUTE, MAX_GROUP, SCENARIO_HEADER
 from reef_daemon.errors import BadRequest, Conflict
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import scenario_from_header
-from reef_daemon.reports.derived import derived_report
-from reef_daemon.reports.judge import on_scale, rank_group
-from reef_daemon.reports.turns import answer_text, request_turns
+from reef_daemon.reports.group import judge_group as judge_group_records
 
 routes = web.RouteTableDef()
 
@@ -43,34 +41,5 @@ async def judge_group(request: web.Request) -> web.Response:
     judge, settings = daemon.judge, daemon.settings.reports
     if judge.refused is not None:
         raise Conflict(judge.refused, type="self_judging")
-    calls: list[str] = []
-
-    async def ask(system: str, user: str) -> str | None:
-        call = await judge.ask(system, user, model=records[0]["model"], tags={"judge": "group"})
-        calls.extend([call.record_id] if call.record_id else [])
-        return call.text
-
-    ranked = await rank_group(ask, _context(records[0]), [answer_text(r["answer"]) for r in records],
-                              max_chars=settings.judge_max_prompt_chars)  # fmt: skip
-    if ranked is None:
-        refused: GroupAnswer = {
-            "scenario": scenario, "judged": False, "reason": "the judge gave no usable ranking", "scores": [],
-        }  # fmt: skip
-        return json_response(refused)
-    scores: list[GroupScore] = []
-    for record, place in zip(records, ranked, strict=True):
-        score = on_scale(place.place, settings.score_min, settings.score_max)
-        evidence = {"group": references, "place": place.place, "judge_model": judge.model, "judge_record": calls[-1]}
-        draft = derived_report(scenario, record["id"], "judge", score, place.reason, evidence)
-        row, created = await daemon.store.records.append_client_record(draft)
-        kept = row["score"] if row["score"] is not None else score
-        scores.append({"id": record["id"], "score": kept, "reason": place.reason, "report_id": row["id"],
-                       "created": created})  # fmt: skip
-    answer: GroupAnswer = {"scenario": scenario, "judged": True, "reason": None, "scores": scores}
+    answer = await judge_group_records(daemon.store, judge, settings, scenario, records)
     return json_response(answer)
-
-
-def _context(record: StoredRecord) -> str:
-    """The prompt the group shares, as the judge reads it: each turn as `role: text`."""
-    turns = request_turns(str(record["route"] or ""), record["request"])
-    return "\n".join(f"{turn.role}: {turn.shown}" for turn in turns)

@@ -104,6 +104,28 @@ async def test_the_same_request_again_scores_the_earlier_answer_low(start_reef: 
     assert "retry" not in await reports_of(reef, unsessioned[0].headers["x-reef-agent-record-id"])
 
 
+async def test_a_retrys_two_answers_are_ranked_against_each_other_by_the_judge(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    """With the next-turn judge on, the answer sent again and the one that replaced it are a group of answers to one
+    prompt: the judge ranks them (a `judge` report on each); the thrown-away one keeps its `retry` score."""
+    judge = FakeJudge()
+    reef = await judged_reef(start_reef, app_servers, judge)
+    user = SimulatedUser(reef, "session-group")
+    first = await user.turn("Where is the login handled?", ANSWER)
+    user.messages.pop()  # asked again, the same messages; the fake upstream answers this time with a file's path
+    again = {"model": "fake-model", "messages": user.messages, "user": "REEF-SAY[It is in src/auth/login.py.]"}
+    response = await reef.post("/v1/chat/completions", again, headers={"x-reef-tag-session": "session-group"})
+    second = response.headers["x-reef-agent-record-id"]
+
+    assert await reported(reef, second, "judge") == 1.0  # the scripted judge ranks an answer citing a file first
+    reports = await reports_of(reef, first)
+    assert reports["retry"] == 0.0 and reports["judge"] == 0.1
+    assert (await reef.record(first))["score"] == 0.0  # a retry speaks before a judge
+    (ranking,) = [asked for asked in judge.received if "attempts" in asked["payload"]["messages"][-1]["content"]]
+    assert "src/auth/login.py" in ranking["payload"]["messages"][-1]["content"]
+
+
 async def test_a_failed_tool_call_scores_the_answer_that_made_it_low(start_reef: StartReef) -> None:
     reef = await start_reef()
     user = SimulatedUser(reef, "session-tool")
