@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -70,6 +71,7 @@ DERIVED = {"next-turn": ("next-turn",), "rules": ("words", "retry"), "placebo": 
 HELD_OUT_QUESTION = "Name the capital city of {country}, in one word."
 RIGHT = "Thanks, that's right."  # the rules' words (and the placebo's)
 WRONG = "No, that's wrong."
+NOT_RANKED = "person,words,retry,next-turn"  # the sources that train here
 JUDGED_RIGHT = "Next one, please."  # words the rules leave to the judge
 JUDGED_WRONG = "Not the one I meant."
 REPLY_TOKENS = 1  # the scripted user's reply is a request too; its own answer is never looked at
@@ -189,8 +191,9 @@ def judge_process() -> tuple[subprocess.Popen[bytes], str]:
 
 
 @contextmanager
-def daemon(plan: Plan, settings: dict[str, str]) -> Iterator[Daemon]:
-    """`reef serve --recipe sao` on LoRA adapters, a temporary state directory, the user's model cache."""
+def daemon(plan: Plan, settings: dict[str, str], out: Path) -> Iterator[Daemon]:
+    """`reef serve --recipe sao` on LoRA adapters, a temporary state directory, the user's model cache; its log is
+    kept in `out` (daemon.log)."""
     with tempfile.TemporaryDirectory(prefix="reef-implicit-") as tmp:
         state = Path(tmp)
         cache = user_model_cache()
@@ -208,11 +211,13 @@ def daemon(plan: Plan, settings: dict[str, str]) -> Iterator[Daemon]:
             **settings,
         }
         args = ["--recipe", "sao"] + [part for key, value in every.items() for part in (f"--{key}", value)]
-        started = start_daemon(DaemonFiles(state), args, "127.0.0.1", 0)
+        files = DaemonFiles(state)
+        started = start_daemon(files, args, "127.0.0.1", 0)
         try:
             yield Daemon(started.url)
         finally:
             stop_daemon(started.pid)
+            shutil.copyfile(files.log_file, out / "daemon.log")
 
 
 def training_plan(seed: int, plan: Plan) -> list[tuple[Question, int]]:
@@ -526,9 +531,10 @@ def main() -> None:
     multi = None
     judge, judge_url = judge_process()
     try:
+        # The judge's rankings of a retry's answers (source `judge`) do not count: the rules arm uses no judge.
         settings = {"reports.next-turn": "on", "reports.judge-url": judge_url,
-                    "reports.judge-calls-per-minute": "100000"}  # fmt: skip
-        with daemon(plan, settings) as reef:
+                    "reports.judge-calls-per-minute": "100000", "reports.sources": NOT_RANKED}  # fmt: skip
+        with daemon(plan, settings, options.out) as reef:
             log(f"daemon up ({time.perf_counter() - began:.0f} s)")
             for seed in seeds:
                 results += run_seed(reef, arms, seed, plan, log)
