@@ -20,6 +20,7 @@ from reef_daemon.runtimes.embedded.sampling import SamplingDefaults, SamplingPar
 from reef_daemon.runtimes.embedded.templating import ChatTurn, flatten_content
 from reef_daemon.runtimes.embedded.text import TextAssembler
 from reef_daemon.settings import load_settings
+from tests.support.waiting import eventually
 
 DEFAULTS = SamplingDefaults(temperature=0.3, top_p=0.8, max_tokens=99)
 
@@ -230,10 +231,13 @@ async def test_prompts_are_tokenized_on_threads_of_their_own_and_a_long_one_not_
         count = "/v1/messages/count_tokens"
         payload = {"messages": [{"role": "user", "content": "hello"}]}
         counting = [asyncio.create_task(runtime.send(count, b"", payload, {})) for _ in range(40)]
-        await asyncio.sleep(0.2)
+        threads = runtime_module.PROMPT_THREADS
+        await eventually(
+            lambda: tokenizer.reading, 60, f"{threads} prompts being read", satisfied=lambda n: n == threads
+        )
         # Forty prompts being tokenized leave the shared pool (the store's reader's) free.
         assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 5) == "free"
-        assert tokenizer.most_at_once == runtime_module.PROMPT_THREADS
+        assert tokenizer.most_at_once == threads
         tokenizer.release.set()
         answers = await asyncio.gather(*counting)
         assert {answer.status for answer in answers} == {200}
