@@ -80,7 +80,10 @@ async def test_a_regenerated_answer_gets_the_verdict_and_the_thrown_away_one_non
     assert await verdict_on(reef, kept) == "accepted"
     await settled(reef, 1)
     assert await next_turn_reports(reef, thrown_away) == []
-    assert len(judge.received) == 1
+    asked = [call["payload"]["messages"][-1]["content"] for call in judge.received]
+    # One verdict, on the kept answer; and the retry's two answers ranked against each other.
+    assert sum('"user_next_message"' in question for question in asked) == 1
+    assert sum('"attempts"' in question for question in asked) == 1
 
 
 async def test_two_users_with_the_same_opener_get_their_own_verdicts(
