@@ -75,11 +75,19 @@ async def test_an_upstream_that_refuses_stream_options_is_asked_without_them_fro
     assert response.status == 400 and "stream_options" in await response.text()
 
 
-async def test_a_refusal_that_is_not_about_the_option_is_relayed(start_reef: StartReef) -> None:
-    reef = await start_reef()
-    response = await reef.post(ROUTE, STREAM, headers={"x-fake-fault": "429"})
-    assert response.status == 429 and "slow down" in await response.text()
-    assert len(reef.upstream.received) == 1
+@pytest.mark.parametrize("fault", ["400", "429"])
+async def test_a_refusal_that_is_not_about_the_option_is_relayed_and_recorded(reef: Reef, fault: str) -> None:
+    response = await reef.post(ROUTE, STREAM, headers={"x-fake-fault": fault})
+    assert response.status == int(fault)
+    said = (await response.json())["error"]["message"]
+    assert said in ("the prompt is too long", "slow down, retry in 1s")
+    assert len(reef.upstream.received) == 1  # not asked again
+    (row,) = await reef.records()
+    record = await reef.record(str(row["id"]))
+    assert record["status"] == int(fault) and said in str(record["error"])
+    chunks, _ = await streamed(reef, STREAM)  # and the option is still asked for
+    assert all("usage" not in chunk for chunk in chunks)
+    assert "stream_options" in json.loads(reef.upstream.received[-1].body)
 
 
 BODY = {"model": "m", "stream": True, "messages": []}

@@ -1,9 +1,10 @@
 """A fake model server for tests: speaks chat completions, responses and messages, streaming or not.
 
 Faults are chosen per request with the `x-fake-fault` header (or the `fault` attribute for every request):
-`500`, `429`, `slow` (sleeps past any test timeout), `cut` (stream stops mid-way, no terminal frame),
-`no-terminal` (stream ends cleanly without a terminal frame), `no-stream-options` (a 400 naming `stream_options`
-for a body that has them, as servers that do not know the option answer). `x-fake-delay-ms` paces the stream frames.
+`500`, `429`, `400` (a request the model refuses), `slow` (sleeps past any test timeout), `cut` (stream stops
+mid-way, no terminal frame), `no-terminal` (stream ends cleanly without a terminal frame), `no-stream-options` (a 400
+naming `stream_options` for a body that has them, as servers that do not know the option answer).
+`x-fake-delay-ms` paces the stream frames.
 A chat stream reports its usage as OpenAI's does: only when asked with `stream_options.include_usage`, then in one
 more chunk with no choices before `[DONE]`, and `"usage": null` in every other chunk.
 `x-fake-encoding: gzip|deflate` (or the `encoding` attribute) compresses every answer whatever the client accepts,
@@ -84,6 +85,11 @@ class FakeUpstream:
         if fault == "429":
             raise web.HTTPTooManyRequests(
                 text='{"error": {"type": "rate_limit_error", "message": "slow down, retry in 1s"}}',
+                content_type="application/json",
+            )
+        if fault == "400":
+            raise web.HTTPBadRequest(
+                text='{"error": {"type": "invalid_request_error", "message": "the prompt is too long"}}',
                 content_type="application/json",
             )
         if fault == "slow":
