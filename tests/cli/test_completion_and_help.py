@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_daemon import __version__
+from reef_daemon.settings import catalogue
 from tests.support.cli_testing import Daemon
 
 COMPLETIONS = Path(__file__).resolve().parents[2] / "completions"
@@ -141,3 +142,16 @@ def test_a_list_settings_default_is_shown_as_the_command_line_takes_it() -> None
     result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "400"})
     assert "(default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)" in result.stdout
     assert "('person'" not in result.stdout
+
+
+@pytest.mark.parametrize("command", ["serve", "start"])
+def test_every_setting_is_named_whole_in_the_help_at_80_columns(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    names = {word for line in lines for word in line.strip("│ ").split()[:1] if word.startswith("--")}
+    assert {f"--{key}" for key in catalogue()} <= names
+    helps = "".join(line.strip("│ ").split("  ")[-1].strip() for line in lines)  # the help column, lines joined
+    assert "person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)" in helps  # folded
+    assert "Example: reef" in result.stdout.split("settings ─")[-1]  # the example still comes last
