@@ -324,7 +324,7 @@ complete -c reef -n '__reef_at reef/show' -l help -d 'Show this message and exit
 complete -c reef -n '__reef_at reef/import' -l scenario -s s -x -a '(__reef_scenarios)'
 complete -c reef -n '__reef_at reef/import' -l scenario -s s -d 'The scenario.'
 complete -c reef -n '__reef_at reef/import' -l format -x -a 'openai claude-code codex pi'
-complete -c reef -n '__reef_at reef/import' -l format -d 'The files\' format; told from each file\'s first line if not given.'
+complete -c reef -n '__reef_at reef/import' -l format -d 'The files\' format: openai, claude-code, codex or pi; told from each file\'s first line if not given.'
 complete -c reef -n '__reef_at reef/import' -l json -d 'Print JSON for scripts instead of tables.'
 complete -c reef -n '__reef_at reef/import' -l url -d 'Daemon URL.' -x
 complete -c reef -n '__reef_at reef/import' -l token -d 'The daemon\'s token.' -x
@@ -332,7 +332,7 @@ complete -c reef -n '__reef_at reef/import' -l help -d 'Show this message and ex
 complete -c reef -n '__reef_at reef/export' -l scenario -s s -x -a '(__reef_scenarios)'
 complete -c reef -n '__reef_at reef/export' -l scenario -s s -d 'The scenario.'
 complete -c reef -n '__reef_at reef/export' -l format -x -a 'openai preference tokens'
-complete -c reef -n '__reef_at reef/export' -l format -d 'What to write.'
+complete -c reef -n '__reef_at reef/export' -l format -d 'What to write: openai, preference or tokens.'
 complete -c reef -n '__reef_at reef/export' -l min-score -d 'Only records scored at least this.' -x
 complete -c reef -n '__reef_at reef/export' -l since -d 'Only records made since: a date, an ISO 8601 time or epoch seconds.' -x
 complete -c reef -n '__reef_at reef/export' -l output -s o -d 'The file to write; stdout if not given.' -r -F

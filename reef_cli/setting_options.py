@@ -10,16 +10,22 @@ the same from the command line, a file or the environment. A mistake on the comm
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import typer
-from typer._click import Context
+from rich.align import Align
+from rich.padding import Padding
+from rich.text import Text
+from typer import rich_utils
+from typer._click import Context, HelpFormatter
 from typer._click.exceptions import BadOptionUsage, NoSuchOption
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperOption
 
+from reef_cli.settings_help import settings_panels
 from reef_daemon.recipe_host import BUILTIN_RECIPES
 from reef_daemon.settings import SettingInfo, SettingsError, canonical_key, catalogue
 
@@ -139,6 +145,23 @@ class SettingsCommand(TyperCommand):
             problem = str(exc)
         typer.echo(f"{self.error_prefix}: {problem}", err=True)
         raise typer.Exit(2)
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        """Typer's help for the command's own options, then the settings' panels with every name whole
+        (reef_cli/settings_help.py), then the example."""
+        if self.rich_markup_mode is None:
+            super().format_help(ctx, formatter)
+            return
+        settings = [param for param in self.params if isinstance(param, TyperOption) and param.rich_help_panel]
+        own = copy.copy(self)
+        own.params = [param for param in self.params if param not in settings]
+        own.epilog = None
+        TyperCommand.format_help(own, ctx, formatter)
+        console = rich_utils._get_rich_console()
+        for panel in settings_panels(settings):
+            console.print(panel)
+        if self.epilog:
+            console.print(Padding(Align(Text(self.epilog), pad=False), 1))
 
 
 def _unknown(option: str) -> str:

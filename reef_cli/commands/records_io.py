@@ -35,6 +35,13 @@ class ExportFormat(StrEnum):
     tokens = "tokens"
 
 
+def _one_of(choices: type[StrEnum]) -> str:
+    """The choices as help text says them ("openai, preference or tokens"): in the help, not as the option's
+    metavar, so that a narrow terminal wraps them between words instead of cutting one."""
+    names = [str(choice.value) for choice in choices]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 SINCE_HELP = "Only records made since: a date, an ISO 8601 time or epoch seconds."
 ScenarioOption = Annotated[str, typer.Option("--scenario", "-s", help="The scenario.", show_default=False)]
 
@@ -46,7 +53,11 @@ def import_(
     scenario: ScenarioOption,
     format: Annotated[
         ImportFormat | None,
-        typer.Option("--format", help="The files' format; told from each file's first line if not given."),
+        typer.Option(
+            "--format",
+            metavar="<format>",
+            help=f"The files' format: {_one_of(ImportFormat)}; told from each file's first line if not given.",
+        ),
     ] = None,
     json: JsonOption = False,
     url: UrlOption = None,
@@ -88,7 +99,9 @@ def import_(
 
 def export(
     scenario: ScenarioOption,
-    format: Annotated[ExportFormat, typer.Option("--format", help="What to write.")] = ExportFormat.openai,
+    format: Annotated[
+        ExportFormat, typer.Option("--format", metavar="<format>", help=f"What to write: {_one_of(ExportFormat)}.")
+    ] = ExportFormat.openai,
     min_score: Annotated[
         float | None, typer.Option("--min-score", help="Only records scored at least this.", show_default=False)
     ] = None,

@@ -57,11 +57,20 @@ def _list(client: ReefClient, scenario: str | None, *, json: bool) -> None:
     if not found:
         error_console().print("no requests yet: file one with `reef request TEXT --scenario NAME`")
         return
-    table = Table("id", "filed", "scenario", "state", "version", "request", box=None)
+    console().print(requests_table(found))
+
+
+def requests_table(found: list[RequestProgress]) -> Table:
+    """One row per request. On a narrow terminal its words, date and scenario wrap (a long name folds); the id
+    (which `reef requests ID` takes), state and version are never cut."""
+    table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False)
+    for column in ("id", "filed", "scenario", "state", "version", "request"):
+        table.add_column(column, no_wrap=column in ("id", "state", "version"), min_width=6)
+    table.columns[2].overflow = "fold"
     for progress in found:
         table.add_row(progress["id"], _when(progress), progress["scenario"], _state(progress),
                       progress.get("version") or "-", progress["text"] or "-")  # fmt: skip
-    console().print(table)
+    return table
 
 
 def _when(progress: RequestProgress) -> str:

@@ -64,6 +64,7 @@ def status_view(status: Status, url: str) -> RenderableType:
     scenarios = Table(title="scenarios", title_justify="left", expand=False)
     for column in ("scenario", "recipe", "mode", "records", "reports", "unscored", "steps"):
         scenarios.add_column(column, justify="left" if column in ("scenario", "recipe", "mode") else "right")
+    scenarios.columns[0].overflow = "fold"  # a long name (one a user types after --scenario) folds, never cut
     for name, counts in sorted((status.get("scenarios") or {}).items()):
         state = per_scenario.get(name)
         steps = None if state is None else state.get("steps")
@@ -127,6 +128,8 @@ def scenarios_table(rows: list[ScenarioRow]) -> Table:
     table = Table()
     for column in ("scenario", "recipe", "mode", "records", "reports", "unscored", "release"):
         table.add_column(column, justify="right" if column in ("records", "reports", "unscored") else "left")
+    table.columns[0].overflow = "fold"  # a long name (one a user types after --scenario) folds, never cut
+    table.columns[-1].no_wrap = True  # and a release is shown whole
     for row in rows:
         table.add_row(
             row["scenario"], row["recipe"], row["training_mode"], str(row.get("records", 0)),

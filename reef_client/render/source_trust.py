@@ -42,6 +42,7 @@ def sources_table(agreements: Mapping[str, Mapping[str, SourceAgreement]]) -> Ta
     table = Table(title="sources against people's scores", title_justify="left", expand=False)
     for column in ("scenario", "source", "shared", "κ", "counts"):
         table.add_column(column, justify="right" if column in ("shared", "κ") else "left")
+    table.columns[0].overflow = "fold"  # a long scenario name folds, never cut: `reef sources enable` takes it
     for scenario, per_source in sorted(agreements.items()):
         for source, agreement in sorted(per_source.items()):
             table.add_row(scenario, source, str(agreement["shared"]), _kappa(agreement), _counts(agreement))

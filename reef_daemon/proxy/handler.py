@@ -241,7 +241,7 @@ async def _relay_stream(exchange: Exchange, answer: RuntimeResponse) -> web.Stre
     kind = _HeadWithFirstBytes if answer.body_at_hand() else web.StreamResponse
     response = kind(status=answer.status, headers=client_headers(answer.headers))
     exchange.add_headers(response)
-    relay = SseRelay(exchange.route)
+    relay = SseRelay(exchange.route, hide_usage=answer.usage_asked)
     received: list[bytes] = []
     error: ReefError | None = None
     client_gone = False

@@ -3,6 +3,10 @@
 Bytes are forwarded unchanged. Only what the receipt needs is parsed: the terminal frame of each API, and the
 identity of the first chat completion chunk. The terminal frame is released after the record is stored, with
 the receipt added as API.md says.
+
+A chat stream whose usage reef asked for though the client did not (runtimes/stream_usage.py) is relayed as it
+would have come without the option: its usage-only chunk, found by its words and parsed alone, is recorded but not
+forwarded, and the `"usage":null` the upstream puts in every other chunk is taken out.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class SseRelay:
     """Feeds on upstream bytes; says what to forward now and which terminal frame to hold back."""
 
     route: str
+    hide_usage: bool = False  # reef asked for the usage, not the client: its chunk is for the record only
     _pending: bytes = b""
     _terminal: bytes | None = None
     _terminal_payload: dict[str, Any] | None = None
@@ -49,6 +54,11 @@ class SseRelay:
 
     def feed(self, data: bytes) -> bytes:
         """Bytes to forward now. A terminal frame is kept back until `finish` gives the receipt."""
+        forward = self._forward(data)
+        return self._without_usage(forward) if self.hide_usage and forward else forward
+
+    def _forward(self, data: bytes) -> bytes:
+        """`feed` before a usage chunk is hidden: whole frames, up to the terminal one."""
         if self._terminal is not None:
             self._after_terminal.append(data)
             return b""
@@ -114,6 +124,33 @@ class SseRelay:
             self._remember_identity(buffer[start:end])
             found = buffer.find(b"chat.completion.chunk", end, before)
 
+    def _without_usage(self, frames: bytes) -> bytes:
+        """Whole `frames` as the client would have had them without `include_usage`: no usage-only chunk, no
+        `"usage":null` (OpenAI's in each chunk of a stream that asked for the usage)."""
+        if b'"usage"' not in frames:
+            return frames
+        frames = frames.replace(b',"usage":null', b"").replace(b', "usage": null', b"")
+        kept: list[bytes] = []
+        start, found = 0, _usage_object(frames, 0)
+        while found >= 0:
+            begin, end, after = self._frame_holding(frames, found)
+            payload = _json_object(parse_frame(frames[begin:end])[1])
+            if payload is not None and payload.get("choices") == [] and isinstance(payload.get("usage"), dict):
+                kept.append(frames[start:begin])
+                start = after
+            found = _usage_object(frames, after)
+        return frames if start == 0 else b"".join([*kept, frames[start:]])
+
+    def _frame_holding(self, frames: bytes, position: int) -> tuple[int, int, int]:
+        """(start, end, start of the next) of the frame of whole `frames` that holds `position`."""
+        start = 0
+        while (bounds := self._next_delimiter(frames, start)) is not None:
+            end, after = bounds
+            if position < end:
+                return start, end, after
+            start = after
+        return start, len(frames), len(frames)
+
     def _next_delimiter(self, buffer: bytes, start: int) -> tuple[int, int] | None:
         """(end of the frame, start of the next) for the first frame delimiter at or after `start`."""
         if not self._carriage_returns:  # the common case: plain `\n\n`, found without a regex
@@ -168,6 +205,19 @@ class SseRelay:
         payload = _json_object(parse_frame(frame)[1])
         if payload is not None:
             self._identity = {key: payload[key] for key in _CHAT_IDENTITY_KEYS if key in payload}
+
+
+def _usage_object(frames: bytes, start: int) -> int:
+    """Where the next `"usage"` key whose value is an object (not null) is, from `start`; -1 where there is none.
+    Quotes inside a JSON string are escaped, so `"usage"` unescaped is a key (or a whole string, not followed by
+    a colon)."""
+    found = frames.find(b'"usage"', start)
+    while found >= 0:
+        after = frames[found + 7 : found + 23].lstrip()
+        if after[:1] == b":" and after[1:].lstrip()[:1] == b"{":
+            return found
+        found = frames.find(b'"usage"', found + 7)
+    return -1
 
 
 def _is_done(frame: bytes) -> bool:

@@ -20,6 +20,9 @@ class RuntimeResponse(ABC):
 
     status: int
     headers: Mapping[str, str]
+    # Reef asked for this stream's usage though the client did not (runtimes/stream_usage.py): its usage-only chunk
+    # is for the record, and the relay keeps it from the client.
+    usage_asked: bool = False
 
     @property
     def is_event_stream(self) -> bool:

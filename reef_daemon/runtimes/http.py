@@ -1,10 +1,12 @@
-"""The `http` runtime: any OpenAI- or Anthropic-compatible endpoint. Pure pass-through: the client's path
-and body go upstream unchanged; only auth headers are replaced.
+"""The `http` runtime: any OpenAI- or Anthropic-compatible endpoint. Pass-through: the client's path and body go
+upstream unchanged; only auth headers are replaced, and a streamed chat completion that does not ask for its usage
+asks for it (runtimes/stream_usage.py), once more without it where the upstream refuses the option.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -12,7 +14,10 @@ from reef_daemon.contract import MESSAGES_ROUTE, RuntimeStatus
 from reef_daemon.errors import UpstreamFailed
 from reef_daemon.runtimes.base import Runtime, RuntimeResponse
 from reef_daemon.runtimes.http_client import HttpClient, Origin, UpstreamError, UpstreamResponse
+from reef_daemon.runtimes.stream_usage import REFUSAL_STATUSES, refuses_the_option, usage_asked
 from reef_daemon.settings import Settings
+
+log = logging.getLogger("reef.upstream")
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -80,12 +85,33 @@ class HttpRuntimeResponse(RuntimeResponse):
         self._response.release()
 
 
+class _ReadAnswer(RuntimeResponse):
+    """An upstream's answer whose body was read already (to see whether it refused `stream_options`)."""
+
+    def __init__(self, answer: HttpRuntimeResponse, body: bytes) -> None:
+        self._answer = answer
+        self.status = answer.status
+        self.headers = answer.headers
+        self._body = body
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        yield self._body
+
+    async def read(self) -> bytes:
+        return self._body
+
+    async def close(self) -> None:
+        await self._answer.close()
+
+
 class HttpRuntime(Runtime):
     kind = "http"
     answerer = "the upstream"
 
     def __init__(self, settings: Settings) -> None:
         self._client: HttpClient | None = None
+        # Upstream URLs that refused `stream_options`: asked without it from then on, for the life of the process.
+        self._refused_usage: set[str] = set()
         self.reconfigure(settings)
 
     def reconfigure(self, settings: Settings) -> None:
@@ -131,9 +157,34 @@ class HttpRuntime(Runtime):
                 outgoing["Authorization"] = f"Bearer {self._api_key}"
         # Reef records what it relays, so it asks for plain bodies; an upstream that compresses anyway is decoded.
         outgoing["Accept-Encoding"] = "identity"
+        asking = None if self.url in self._refused_usage else usage_asked(route, body, payload)
+        if asking is None:
+            return await self._post(route, outgoing, body)
+        answer = await self._post(route, outgoing, asking)
+        if answer.status not in REFUSAL_STATUSES:
+            answer.usage_asked = True
+            return answer
+        try:
+            refusal = await answer.read()
+        except BaseException:
+            await answer.close()
+            raise
+        if not refuses_the_option(answer.status, refusal):
+            return _ReadAnswer(answer, refusal)
+        await answer.close()
+        log.warning(
+            "the upstream at %s refuses stream_options: its chat streams are recorded without token counts unless "
+            "their client asks for usage",
+            self.url,
+        )
+        self._refused_usage.add(self.url)
+        return await self._post(route, outgoing, body)
+
+    async def _post(self, route: str, headers: Mapping[str, str], body: bytes) -> HttpRuntimeResponse:
+        assert self._client is not None
         try:
             response = await self._client.post(
-                self._origin, route, outgoing, body, connect_timeout_s=self.timeout_s, read_timeout_s=self.timeout_s
+                self._origin, route, headers, body, connect_timeout_s=self.timeout_s, read_timeout_s=self.timeout_s
             )
         except UpstreamError as exc:
             if exc.timed_out:

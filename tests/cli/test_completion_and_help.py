@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from reef_cli.app import app
 from reef_daemon import __version__
+from reef_daemon.settings import catalogue
 from tests.support.cli_testing import Daemon
 
 COMPLETIONS = Path(__file__).resolve().parents[2] / "completions"
@@ -82,7 +84,7 @@ def test_fish_describes_an_option_once_not_each_of_its_values() -> None:
     assert sorted(done.stdout.splitlines()) == ["openai", "preference", "tokens"], done.stdout
     options = subprocess.run(["fish", "-c", f"source '{script}'; complete -C 'reef export --fo'"],
                              capture_output=True, text=True, timeout=30)  # fmt: skip
-    assert options.stdout.splitlines() == ["--format\tWhat to write."], options.stdout
+    assert options.stdout.splitlines() == ["--format\tWhat to write: openai, preference or tokens."], options.stdout
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
@@ -141,3 +143,26 @@ def test_a_list_settings_default_is_shown_as_the_command_line_takes_it() -> None
     result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "400"})
     assert "(default: person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)" in result.stdout
     assert "('person'" not in result.stdout
+
+
+@pytest.mark.parametrize("command", ["serve", "start"])
+def test_every_setting_is_named_whole_in_the_help_at_80_columns(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    names = {word for line in lines for word in line.strip("│ ").split()[:1] if word.startswith("--")}
+    assert {f"--{key}" for key in catalogue()} <= names
+    helps = "".join(line.strip("│ ").split("  ")[-1].strip() for line in lines)  # the help column, lines joined
+    assert "person,words,retry,interruption,tool-error,tests,next-turn,judge,outcome,import)" in helps  # folded
+    assert "Example: reef" in result.stdout.split("settings ─")[-1]  # the example still comes last
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=lambda path: " ".join(path) or "reef")
+def test_at_80_columns_no_value_form_is_cut(path: list[str]) -> None:
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    cut = [line for line in lines if re.search(r"<[a-z][^<>]*$", line)]  # `<openai|preference|token` alone
+    assert not cut, "\n".join(cut)

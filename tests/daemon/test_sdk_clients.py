@@ -84,6 +84,7 @@ async def test_openai_chat_completion_stream(reef: Reef) -> None:
             model="fake-model", messages=[{"role": "user", "content": QUESTION}], stream=True
         )
         async for chunk in stream:
+            assert chunk.usage is None  # not asked for: reef asked for the record, and keeps it from the client
             if chunk.choices:
                 text += chunk.choices[0].delta.content or ""
             extra = chunk.model_extra or {}
@@ -91,6 +92,27 @@ async def test_openai_chat_completion_stream(reef: Reef) -> None:
                 receipts.append(extra["reef"]["agent_record_id"])
                 assert chunk.choices == [] and chunk.id == "chatcmpl-fake"
     assert text == ANSWER
+    assert len(receipts) == 1
+    await assert_recorded_and_scorable(reef, receipts[0], "/v1/chat/completions", stream=True)
+
+
+async def test_openai_chat_completion_stream_that_asks_for_usage(reef: Reef) -> None:
+    usage: list[tuple[int, int, int]] = []
+    receipts: list[str] = []
+    async with openai_client(reef) as client:
+        stream = await client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": QUESTION}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage.append((chunk.usage.prompt_tokens, chunk.usage.completion_tokens, len(chunk.choices)))
+            extra = chunk.model_extra or {}
+            if "reef" in extra:
+                receipts.append(extra["reef"]["agent_record_id"])
+    assert usage == [(12, 7, 0)]  # one chunk, with no choices
     assert len(receipts) == 1
     await assert_recorded_and_scorable(reef, receipts[0], "/v1/chat/completions", stream=True)
 

@@ -1,8 +1,12 @@
 """A fake model server for tests: speaks chat completions, responses and messages, streaming or not.
 
 Faults are chosen per request with the `x-fake-fault` header (or the `fault` attribute for every request):
-`500`, `429`, `slow` (sleeps past any test timeout), `cut` (stream stops mid-way, no terminal frame),
-`no-terminal` (stream ends cleanly without a terminal frame). `x-fake-delay-ms` paces the stream frames.
+`500`, `429`, `400` (a request the model refuses), `slow` (sleeps past any test timeout), `cut` (stream stops
+mid-way, no terminal frame), `no-terminal` (stream ends cleanly without a terminal frame), `no-stream-options` (a 400
+naming `stream_options` for a body that has them, as servers that do not know the option answer).
+`x-fake-delay-ms` paces the stream frames.
+A chat stream reports its usage as OpenAI's does: only when asked with `stream_options.include_usage`, then in one
+more chunk with no choices before `[DONE]`, and `"usage": null` in every other chunk.
 `x-fake-encoding: gzip|deflate` (or the `encoding` attribute) compresses every answer whatever the client accepts,
 as some providers do. While `hold` is set, answers wait until it is cleared (`hold.set()` releases them).
 Everything it receives is kept in `received` so tests can check what reef forwarded.
@@ -83,9 +87,21 @@ class FakeUpstream:
                 text='{"error": {"type": "rate_limit_error", "message": "slow down, retry in 1s"}}',
                 content_type="application/json",
             )
+        if fault == "400":
+            raise web.HTTPBadRequest(
+                text='{"error": {"type": "invalid_request_error", "message": "the prompt is too long"}}',
+                content_type="application/json",
+            )
         if fault == "slow":
             await asyncio.sleep(3600)
-        return json.loads(body), fault, delay_ms
+        payload = json.loads(body)
+        if fault == "no-stream-options" and "stream_options" in payload:
+            raise web.HTTPBadRequest(
+                text='{"error": {"type": "invalid_request_error", "message": "Unrecognized request argument '
+                'supplied: stream_options", "param": null, "code": null}}',
+                content_type="application/json",
+            )
+        return payload, fault, delay_ms
 
     async def _stream(
         self, request: web.Request, frames: list[str], fault: str | None, delay_ms: float, terminal: int
@@ -131,17 +147,25 @@ class FakeUpstream:
                     },
                 }
             )
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": created, "model": model}
+        base: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+        }
+        options = payload.get("stream_options")
+        usage_asked = isinstance(options, dict) and options.get("include_usage") is True
+        if usage_asked:
+            base["usage"] = None
         frames = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'role': 'assistant'}}]})}\n\n"]
         for word in words:
             chunk = {**base, "choices": [{"index": 0, "delta": {"content": word}}]}
             frames.append(f"data: {json.dumps(chunk)}\n\n")
-        final = {
-            **base,
-            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 12, "completion_tokens": len(words), "total_tokens": 19},
-        }
+        final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         frames.append(f"data: {json.dumps(final)}\n\n")
+        if usage_asked:
+            usage = {"prompt_tokens": 12, "completion_tokens": len(words), "total_tokens": 12 + len(words)}
+            frames.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
         frames.append("data: [DONE]\n\n")
         return await self._stream(request, frames, fault, delay_ms, terminal=len(frames) - 1)
 
