@@ -1,5 +1,5 @@
 """The `http` runtime: any OpenAI- or Anthropic-compatible endpoint. Pure pass-through: the client's path
-and body go upstream unchanged; only auth headers are replaced.
+and body go upstream unchanged; reef's key is added to a request that carries no credential of its own.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class HttpRuntime(Runtime):
         if self._client is None:
             raise RuntimeError("the http runtime is not started")
         outgoing = dict(headers)
-        if self._api_key:
+        if self._api_key and not any(name.lower() in ("authorization", "x-api-key") for name in outgoing):
             if route.startswith(MESSAGES_ROUTE):
                 outgoing["x-api-key"] = self._api_key
                 outgoing.setdefault("anthropic-version", ANTHROPIC_VERSION)
