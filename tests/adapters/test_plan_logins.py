@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.codex import CHATGPT_REFUSED
 from tests.support.adapters_testing import SCENARIO, Reefine, start_reefine, stop_reefine
 from tests.support.agent_upstream import AgentUpstream
 from tests.support.fixtures import FindAgent
@@ -80,3 +81,15 @@ def test_a_daemon_that_keeps_reefs_auth_is_named_by_doctor(reefine: Reefine, age
     doctor = reefine.wrapper("claude", "doctor", CLAUDE_CODE_OAUTH_TOKEN=OAUTH)
     assert "is not forwarded (the daemon's inference.client-auth is reef)" in doctor.stdout
     assert "--inference.client-auth pass" in doctor.stdout
+
+
+def test_reef_codex_says_at_install_and_in_doctor_why_a_chatgpt_login_is_not_used(reefine: Reefine) -> None:
+    auth = reefine.home / ".codex" / "auth.json"
+    auth.parent.mkdir()
+    auth.write_text(json.dumps({"auth_mode": "chatgpt", "tokens": {"access_token": "eyJ-chatgpt", "account_id": "a"}}))
+    installed = reefine.install("codex")
+    assert installed.returncode == 0, installed.stderr
+    assert CHATGPT_REFUSED in installed.stderr.replace("\n", " ")
+    doctor = reefine.wrapper("codex", "doctor", REEF_HARNESS_BINARY="/bin/true")
+    assert f"login: your ChatGPT login ({auth}) is not used, {CHATGPT_REFUSED}" in doctor.stdout
+    assert "eyJ-chatgpt" not in doctor.stdout + installed.stdout + installed.stderr
