@@ -93,3 +93,16 @@ def test_reef_codex_says_at_install_and_in_doctor_why_a_chatgpt_login_is_not_use
     doctor = reefine.wrapper("codex", "doctor", REEF_HARNESS_BINARY="/bin/true")
     assert f"login: your ChatGPT login ({auth}) is not used, {CHATGPT_REFUSED}" in doctor.stdout
     assert "eyJ-chatgpt" not in doctor.stdout + installed.stdout + installed.stderr
+
+
+def test_an_expired_login_claude_code_keeps_is_named_and_not_sent(passing: Reefine) -> None:
+    credentials = passing.home / ".claude" / ".credentials.json"
+    credentials.parent.mkdir()
+    login = {"accessToken": OAUTH, "expiresAt": int((time.time() - 60) * 1000)}
+    credentials.write_text(json.dumps({"claudeAiOauth": login}))
+    assert passing.install("claude", REEF_TOKEN=TOKEN).returncode == 0
+    doctor = passing.wrapper("claude", "doctor", REEF_HARNESS_BINARY="/bin/true")
+    assert (
+        f"!! login: your Claude plan login ({credentials}) is not used, its access token has expired" in doctor.stdout
+    )
+    assert "claude setup-token" in doctor.stdout and OAUTH not in doctor.stdout
