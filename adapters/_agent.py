@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from reef_daemon.contract import RELEASE_HEADER, SCENARIO_HEADER
 from reef_harness import Entry
@@ -38,11 +39,33 @@ def reef_headers(binding: Binding) -> dict[str, str]:
     return {SCENARIO_HEADER: binding.scenario, RELEASE_HEADER: binding.release_id}
 
 
+@dataclass(frozen=True)
+class Login:
+    """The person's own login to the agent's provider, as the wrapper finds it: what it is (for `doctor`), the
+    variables that hand it to the agent in a session, or why reef-<agent> cannot carry it. It lives in the agent's
+    environment only: reef writes it nowhere."""
+
+    what: str
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    refused: str | None = None
+
+
+def _no_login(environ: Mapping[str, str]) -> Login | None:
+    return None
+
+
+class SessionEnv(Protocol):
+    """The variables of one session: its tag and reef's token, and, with `login`, the person's own login, which
+    the daemon forwards (reef's token then travels in a header of its own)."""
+
+    def __call__(self, binding: Binding, session: str, token: str, login: Login | None = None) -> dict[str, str]: ...
+
+
 def _args_as_given(root: Path, args: list[str]) -> list[str]:
     return list(args)
 
 
-def _no_session_env(binding: Binding, session: str, token: str) -> dict[str, str]:
+def _no_session_env(binding: Binding, session: str, token: str, login: Login | None = None) -> dict[str, str]:
     return {}
 
 
@@ -61,6 +84,7 @@ class AgentSide:
     run on the daemon host. `session_env` gives the variables that carry one session's tag and token, for agents
     that read them only from their own variables (`binding, session, token`). `traffic` says, for `doctor`, whether
     the install keeps nonessential traffic, telemetry and auto-update off (None: the agent has no such settings).
+    `login` finds the person's own login in their environment (None: none found).
     """
 
     package: str
@@ -73,8 +97,9 @@ class AgentSide:
     loaded: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
     offline_env: Mapping[str, str] = field(default_factory=dict)
-    session_env: Callable[[Binding, str, str], dict[str, str]] = _no_session_env
+    session_env: SessionEnv = _no_session_env
     traffic: Callable[[Path], tuple[bool, str]] | None = None
+    login: Callable[[Mapping[str, str]], Login | None] = _no_login
 
 
 # The file an install writes beside the harness: what it installed (release, binding, checksums of the files).

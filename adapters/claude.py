@@ -5,20 +5,24 @@ Rules become `CLAUDE.md`, skills `skills/<name>/SKILL.md`, commands `commands/<n
 config `settings.json`. Claude Code runs no extensions and its hooks run shell commands outside review, so both are
 refused. The model binding is the `env` block of `settings.json` (which beats the shell's environment): reef's URL,
 the model for every alias, and an empty `ANTHROPIC_API_KEY` so the person's own key is never sent. The session's
-token (`ANTHROPIC_AUTH_TOKEN`) and headers (`ANTHROPIC_CUSTOM_HEADERS`) come from the wrapper. Nonessential traffic,
+token (`ANTHROPIC_AUTH_TOKEN`) and headers (`ANTHROPIC_CUSTOM_HEADERS`) come from the wrapper; on a daemon that
+forwards clients' own logins (inference.client-auth pass), a person's Claude plan login is handed to Claude Code as
+`CLAUDE_CODE_OAUTH_TOKEN` and reef's token goes in its own header instead. Nonessential traffic,
 telemetry, error reporting, auto-update and the plugin marketplace are off in the same block.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters._agent import BINDING_IS_REEFS, AgentSide, Binding, reef_headers
+from adapters._agent import BINDING_IS_REEFS, AgentSide, Binding, Login, reef_headers
 from adapters._base import Adapter, RenderRefused, json_file, prompt_files, sorted_files, start_files, tree_config
 from adapters._reef_commands import shell_commands
-from reef_daemon.contract import SESSION_HEADER
+from reef_daemon.contract import SESSION_HEADER, TOKEN_HEADER
 from reef_harness import Entry
 
 SETTINGS = "claude/settings.json"
@@ -117,12 +121,49 @@ def _env(root: Path, binding: Binding) -> dict[str, str]:
     return {"CLAUDE_CONFIG_DIR": str(root / "claude")}
 
 
-def _session_env(binding: Binding, session: str, token: str) -> dict[str, str]:
+OAUTH_ENV = "CLAUDE_CODE_OAUTH_TOKEN"
+CREDENTIALS = ".credentials.json"
+
+
+def plan_login(environ: Mapping[str, str]) -> Login | None:
+    """The person's Claude plan login: CLAUDE_CODE_OAUTH_TOKEN (what `claude setup-token` prints), else the access
+    token of an interactive login, which Claude Code keeps in `.credentials.json` of its config folder (the person's
+    CLAUDE_CONFIG_DIR, else ~/.claude). Read, never written: a session gets it as CLAUDE_CODE_OAUTH_TOKEN, since
+    reef points CLAUDE_CONFIG_DIR at its own folder."""
+    token = environ.get(OAUTH_ENV, "").strip()
+    if token:
+        return Login(f"your Claude plan login ({OAUTH_ENV})", {OAUTH_ENV: token})
+    folder = environ.get("CLAUDE_CONFIG_DIR") or str(Path(environ.get("HOME") or Path.home()) / ".claude")
+    path = Path(folder) / CREDENTIALS
+    try:
+        oauth = json.loads(path.read_text(encoding="utf-8"))["claudeAiOauth"]
+        token = oauth["accessToken"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(token, str) or not token:
+        return None
+    what = f"your Claude plan login ({path})"
+    expires = oauth.get("expiresAt")
+    if isinstance(expires, int | float) and expires / 1000 <= time.time():
+        return Login(
+            what,
+            refused=f"its access token has expired: run claude once outside reef to refresh it, or set {OAUTH_ENV} "
+            "to what `claude setup-token` prints",
+        )
+    return Login(what, {OAUTH_ENV: token})
+
+
+def _session_env(binding: Binding, session: str, token: str, login: Login | None = None) -> dict[str, str]:
     """The token and headers, and again reef's URL and the off switches: Claude Code ignores a settings file it
-    finds invalid, and the token must still reach reef alone."""
+    finds invalid, and the token must still reach reef alone. With the person's `login`, reef's token goes in its
+    own header and Claude Code sends the login (no bearer of reef's shadows it)."""
     headers = {**reef_headers(binding), SESSION_HEADER: session}
+    auth = {"ANTHROPIC_AUTH_TOKEN": token}
+    if login is not None:
+        headers[TOKEN_HEADER] = token
+        auth = {"ANTHROPIC_AUTH_TOKEN": "", **login.env}
     return {
-        "ANTHROPIC_AUTH_TOKEN": token,
+        **auth,
         "ANTHROPIC_CUSTOM_HEADERS": "\n".join(f"{name}: {value}" for name, value in headers.items()),
         "ANTHROPIC_BASE_URL": binding.url,
         **QUIET_ENV,
@@ -172,6 +213,7 @@ ADAPTER = Adapter(
         session_env=_session_env,
         offline_env=TRIAL_ENV,
         traffic=traffic,
+        login=plan_login,
     ),
     notes=(
         "commands are typed as /<name>",

@@ -3,17 +3,20 @@
 Codex loads no custom prompts, so a command becomes a skill the person types as `$name`. Codex hooks run outside
 its command sandbox, so extensions are refused. The model binding is a `reef` provider in `config.toml` speaking
 the Responses API (the only one codex speaks); /reefine and /versions are the skills `$reefine` and `$versions`.
+A person's ChatGPT login is not carried (CHATGPT_REFUSED says why); codex runs on reef's upstream key.
 """
 
 from __future__ import annotations
 
+import json
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
-from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
+from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, Login, reef_headers
 from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
 from adapters._reef_commands import reef_commands
 from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
@@ -114,6 +117,26 @@ def _env(root: Path, binding: Binding) -> dict[str, str]:
     return {"CODEX_HOME": str(root / "codex")}
 
 
+# Why reef-codex runs on reef's upstream key, not a ChatGPT login. The install script says the same words.
+CHATGPT_REFUSED = (
+    "codex takes a ChatGPT login only from auth.json (or the keyring) under CODEX_HOME, which reef-codex points at "
+    "the harness install, and reef copies no login (refresh token included) into its install"
+)
+
+
+def chatgpt_login(environ: Mapping[str, str]) -> Login | None:
+    """The person's ChatGPT login in their codex home (CODEX_HOME, else ~/.codex), which reef-codex cannot carry."""
+    home = environ.get("CODEX_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".codex")
+    path = Path(home) / "auth.json"
+    try:
+        tokens = json.loads(path.read_text(encoding="utf-8")).get("tokens")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(tokens, dict) or not tokens.get("access_token"):
+        return None
+    return Login(f"your ChatGPT login ({path})", refused=CHATGPT_REFUSED)
+
+
 ADAPTER = Adapter(
     name="codex",
     title="OpenAI Codex CLI",
@@ -128,6 +151,7 @@ ADAPTER = Adapter(
         headless=lambda prompt: ["exec", "--skip-git-repo-check", prompt],
         loaded=LOADED,
         own_files=OWN_FILES,
+        login=chatgpt_login,
     ),
     notes=("commands become skills typed as $<name>", "extensions are refused: codex hooks run outside its sandbox"),
 )

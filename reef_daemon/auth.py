@@ -8,7 +8,7 @@ import hmac
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 
-from reef_daemon.contract import HEALTH_ROUTE, SCENARIO_HEADER
+from reef_daemon.contract import HEALTH_ROUTE, SCENARIO_HEADER, TOKEN_HEADER
 
 OPEN_PATHS = frozenset({HEALTH_ROUTE})
 
@@ -49,6 +49,14 @@ class TokenGate:
                 matched |= hmac.compare_digest(candidate, digest) and scenario == lent_for
         return matched
 
+    def is_reefs(self, credential: str) -> bool:
+        """Whether `credential` is one of reef's tokens (lent ones included), compared in constant time."""
+        candidate = _digest(credential)
+        matched = False
+        for digest in (*self._digests, *self._lent):
+            matched |= hmac.compare_digest(candidate, digest)
+        return matched
+
     @contextlib.contextmanager
     def lend(self, scenario: str) -> Iterator[str | None]:
         """A fresh token good only for model calls recorded in `scenario`, until the block ends; None when auth is
@@ -69,7 +77,17 @@ class TokenGate:
 
 
 def presented_token(headers: Mapping[str, str]) -> str | None:
-    """The credential of `Authorization: Bearer <t>`, else of `x-api-key: <t>` (how Anthropic clients send it)."""
+    """Reef's token as the client presents it: `x-reef-token: <t>` (which leaves `Authorization` to the client's own
+    login), else the credential of `Authorization: Bearer <t>`, else of `x-api-key: <t>` (how Anthropic clients send
+    it)."""
+    own = headers.get(TOKEN_HEADER)
+    if own is not None:
+        return own.strip() or None
+    return client_credential(headers)
+
+
+def client_credential(headers: Mapping[str, str]) -> str | None:
+    """The credential of `Authorization: Bearer <t>`, else of `x-api-key: <t>`."""
     authorization = headers.get("Authorization")
     if authorization is not None:
         scheme, _, credential = authorization.strip().partition(" ")

@@ -87,6 +87,8 @@ class Daemon:
             "recipe": self.recipe.status(),
             "runtime": self.runtime.describe(),
             "auth": self.gate.enabled,
+            "client_auth": self.settings.inference.client_auth,
+            "upstream_key": bool(self.settings.inference.upstream_api_key),
             "state_dir": str(self.settings.reef.state_dir),
             "errors": [*filter(None, [self.runtime.failure()]), *self.workers.errors()],
         }

@@ -11,7 +11,7 @@ from aiohttp.typedefs import Handler
 
 from reef_daemon.auth import OPEN_PATHS
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import HEALTH_ROUTE, INFERENCE_ROUTES, OVERHEAD_HEADER, STATUS_ROUTE, TOKEN_ENV
+from reef_daemon.contract import HEALTH_ROUTE, INFERENCE_ROUTES, OVERHEAD_HEADER, STATUS_ROUTE, TOKEN_ENV, TOKEN_HEADER
 from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
 from reef_daemon.jsonbody import json_response
 from reef_daemon.proxy.handler import UPSTREAM_SECONDS
@@ -99,7 +99,8 @@ async def require_token(request: web.Request, handler: Handler) -> web.StreamRes
     gate = request.app[DAEMON].gate
     if request.path not in OPEN_PATHS and not gate.allows(request.headers, model_call=request.path in INFERENCE_ROUTES):
         raise Unauthorized(
-            f"this daemon needs a token: send Authorization: Bearer <token> (or x-api-key), e.g. set {TOKEN_ENV}",
+            f"this daemon needs a token: send Authorization: Bearer <token> (or x-api-key, or {TOKEN_HEADER} to keep "
+            f"Authorization for your own login), e.g. set {TOKEN_ENV}",
             type="unauthorized",
         )
     return await handler(request)

@@ -314,6 +314,7 @@ def one_of(metavar: str, *choices: str) -> Kind:
 
 ENGINE = one_of("ENGINE", "torch", "sglang")
 SWITCH = one_of("on|off", "on", "off")
+CLIENT_AUTH = one_of("reef|pass", "reef", "pass")
 
 
 def setting(
@@ -381,7 +382,15 @@ class InferenceSection:
         env=UPSTREAM_API_KEY_ENV,
         secret=True,
         live=True,
-        help="key reef sends upstream instead of the client's",
+        help="key reef sends upstream instead of the client's (with client-auth pass, only when the client sent none)",
+    )
+    client_auth: str = setting(
+        "reef",
+        CLIENT_AUTH,
+        live=True,
+        help="reef: a client's Authorization / x-api-key is reef's token and never goes upstream; pass: a client "
+        "that sends reef's token in x-reef-token has its own Authorization / x-api-key (a plan login, say) forwarded "
+        "upstream unchanged",
     )
     timeout_s: float = setting(
         300.0,

@@ -10,6 +10,7 @@ from pathlib import Path
 from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import canary_line
 from adapters.wrapper.installed import TOKEN_FILE, Installed
+from adapters.wrapper.login import login_check, own_login
 from adapters.wrapper.session import BINARY_ENV, last_session
 from reef_client import (
     Activity,
@@ -157,7 +158,8 @@ def _release_id(rows: list[ReleaseRow], wanted: str) -> str:
 
 
 def doctor(installed: Installed) -> int:
-    """One ok/!! line per check: daemon, token, agent binary, installed vs served release, installed files."""
+    """One ok/!! line per check: daemon, token, the login a session uses, agent binary, installed vs served release,
+    installed files."""
     binding = installed.binding
     checks: list[tuple[bool, str]] = []
     with ReefClient(binding.url, installed.token) as client:
@@ -166,6 +168,7 @@ def doctor(installed: Installed) -> int:
             checks.append((True, f"reef answers at {binding.url}"))
             rows = client.releases(binding.scenario)
             checks.append((True, "the token is accepted" if installed.token else "the daemon needs no token"))
+            checks.append(login_check(own_login(installed), client.status()))
             current = next((row for row in rows if row.get("current")), None)
             if current is None or current["release_id"] == binding.release_id:
                 checks.append((True, f"installed {installed.sidecar['version']} is the served version"))

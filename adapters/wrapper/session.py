@@ -17,6 +17,7 @@ from adapters._agent import SESSION_ENV
 from adapters._locate import find_agent, not_found
 from adapters.wrapper.canary import session_install
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
+from adapters.wrapper.login import carried_login
 from reef_client import GitStart, ReefClient, ReefClientError, save_note, scan, session_changes, session_start
 from reef_daemon.contract import CANARY_DIR, TOKEN_ENV
 
@@ -59,6 +60,7 @@ def run(installed: Installed, args: list[str]) -> int:
         if why:
             print(f"{name}: {why}", file=sys.stderr)
         binding = chosen.binding
+        login = carried_login(installed, client)
         newest = client.records(scenario=binding.scenario, limit=1)["records"]
         start = newest[0]["sequence"] if newest else 0
         env = {
@@ -66,7 +68,7 @@ def run(installed: Installed, args: list[str]) -> int:
             **agent.agent.env(chosen.root, binding),
             TOKEN_ENV: installed.token or NO_TOKEN,
             SESSION_ENV: session,
-            **agent.agent.session_env(binding, session, installed.token or NO_TOKEN),
+            **agent.agent.session_env(binding, session, installed.token or NO_TOKEN, login),
             ROOT_ENV: str(installed.root),
             "REEF_SERVICE_URL": binding.url,
             "REEF_SCENARIO": binding.scenario,

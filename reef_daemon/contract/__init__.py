@@ -88,6 +88,7 @@ from reef_daemon.contract._headers import (
     SCENARIO_HEADER,
     SESSION_HEADER,
     TAG_HEADER_PREFIX,
+    TOKEN_HEADER,
 )
 from reef_daemon.contract._records import (
     EXPORT_FORMATS,
@@ -301,6 +302,7 @@ __all__ = [
     "TASK_PROMOTE_ROUTE",
     "TASK_ROUTE",
     "TOKEN_ENV",
+    "TOKEN_HEADER",
     "TRAIN_ROUTE",
     "TRIAL_SCENARIO",
     "UPSTREAM_API_KEY_ENV",

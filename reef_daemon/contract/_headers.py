@@ -16,6 +16,9 @@ OVERHEAD_HEADER: Final = "x-reef-overhead-ms"
 # Answered on an inference response whose request made a new scenario named like an existing one (a typo in
 # x-reef-scenario, say): what was made and the name it is close to. The daemon's log says it too.
 NEW_SCENARIO_HEADER: Final = "x-reef-new-scenario"
+# Sent by a client: reef's token in a header of its own, so that its `Authorization` / `x-api-key` can be the client's
+# own login, which inference.client-auth=pass forwards upstream.
+TOKEN_HEADER: Final = "x-reef-token"  # noqa: S105 - a header name
 # Sent by an agent: `x-reef-tag-NAME: VALUE` tags the record with NAME=VALUE.
 TAG_HEADER_PREFIX: Final = "x-reef-tag-"
 # The tag that groups the records of one agent session.

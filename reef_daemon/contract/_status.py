@@ -95,12 +95,16 @@ class RuntimeStatus(TypedDict):
 
 
 class DaemonState(TypedDict):
-    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors."""
+    """The daemon's own part of the status: uptime, recipe, runtime, auth, state folder and workers' errors.
+    `client_auth` is inference.client-auth (`pass`: a client that sends reef's token in x-reef-token has its own
+    Authorization / x-api-key forwarded upstream); `upstream_key` whether reef holds a key of its own for upstream."""
 
     uptime_s: float
     recipe: RecipeStatus
     runtime: RuntimeStatus
     auth: bool
+    client_auth: str
+    upstream_key: bool
     state_dir: str
     errors: list[str]
 

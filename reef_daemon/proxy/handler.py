@@ -23,6 +23,7 @@ from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import parse_json_body, read_body
 from reef_daemon.names import scenario_from_header
+from reef_daemon.proxy.client_auth import forwards_client_auth
 from reef_daemon.proxy.headers import client_headers, tags_from, upstream_headers
 from reef_daemon.proxy.sse import SseRelay, error_frame
 from reef_daemon.records import InferenceDraft
@@ -125,6 +126,7 @@ class Exchange:
 
 async def handle_inference(request: web.Request) -> web.StreamResponse:
     daemon = request.app[DAEMON]
+    forwarded = forwards_client_auth(request.headers, daemon.gate, daemon.settings.inference)
     scenario = scenario_from_header(request.headers.get(SCENARIO_HEADER))
     body = await read_body(request)
     payload = await parse_json_body(body)
@@ -134,8 +136,7 @@ async def handle_inference(request: web.Request) -> web.StreamResponse:
         log.warning("a request to %s %s", request.path, made)
     await daemon.ensure_scenario(scenario)
     exchange = Exchange(daemon, request, scenario, body, payload, tags, made)
-    pass_client_auth = not daemon.gate.enabled and not daemon.settings.inference.upstream_api_key
-    headers = upstream_headers(request.headers, pass_client_auth=pass_client_auth)
+    headers = upstream_headers(request.headers, pass_client_auth=forwarded)
 
     sent = time.perf_counter()
     try:

@@ -1,6 +1,7 @@
 """The `http` runtime: any OpenAI- or Anthropic-compatible endpoint. Pass-through: the client's path and body go
-upstream unchanged; only auth headers are replaced, and a streamed chat completion that does not ask for its usage
-asks for it (runtimes/stream_usage.py), once more without it where the upstream refuses the option.
+upstream unchanged; reef's key is added to a request that carries no credential of its own; and a streamed chat
+completion that does not ask for its usage asks for it (runtimes/stream_usage.py), once more without it where the
+upstream refuses the option.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class HttpRuntime(Runtime):
         if self._client is None:
             raise RuntimeError("the http runtime is not started")
         outgoing = dict(headers)
-        if self._api_key:
+        if self._api_key and not any(name.lower() in ("authorization", "x-api-key") for name in outgoing):
             if route.startswith(MESSAGES_ROUTE):
                 outgoing["x-api-key"] = self._api_key
                 outgoing.setdefault("anthropic-version", ANTHROPIC_VERSION)

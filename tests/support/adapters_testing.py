@@ -103,9 +103,10 @@ class Reefine:
 
 
 def start_reefine(
-    tmp_path: Path, upstream: AgentUpstream, home: Path, token: str | None = None, model: str = MODEL
+    tmp_path: Path, upstream: AgentUpstream, home: Path, token: str | None = None, model: str = MODEL, *extra: str
 ) -> Reefine:
-    """`reef start --recipe reefine` on a free port, state in `tmp_path/state` (a restart keeps it)."""
+    """`reef start --recipe reefine` on a free port, state in `tmp_path/state` (a restart keeps it); `extra`
+    settings for the daemon."""
     state = tmp_path / "state"
     daemon_env = clean_env(**({"REEF_TOKEN": token} if token else {}))
     started = run_reef(
@@ -113,6 +114,7 @@ def start_reefine(
         "--inference.upstream-model", model, "--reef.port", "0", "--reef.state-dir", str(state),
         "--harness.trial", "off",  # trials have their own tests; these are about the person's machine
         "--harness.proposer-agent", "off",  # the scripted text proposer, though set-up installed pi
+        *extra,
     )  # fmt: skip
     assert started.returncode == 0, started.stdout + started.stderr
     url = (state / "daemon.url").read_text().strip()

@@ -49,6 +49,7 @@ class FakeUpstream:
     encoding: str | None = None
     hold: asyncio.Event | None = None
     max_body: int = 1024**2  # the largest request it reads (aiohttp's default)
+    bearer: str | None = None  # when set, a provider that answers only `Authorization: Bearer <bearer>`
     received: list[Received] = field(default_factory=list)
 
     def app(self) -> web.Application:
@@ -74,6 +75,11 @@ class FakeUpstream:
     async def _begin(self, request: web.Request) -> tuple[dict[str, Any], str | None, float]:
         body = await request.read()
         self.received.append(Received(request.path, dict(request.headers), body))
+        if self.bearer is not None and request.headers.get("Authorization") != f"Bearer {self.bearer}":
+            raise web.HTTPUnauthorized(
+                text='{"type": "error", "error": {"type": "authentication_error", "message": "invalid bearer"}}',
+                content_type="application/json",
+            )
         if self.hold is not None:
             await self.hold.wait()
         fault = request.headers.get("x-fake-fault", self.fault)

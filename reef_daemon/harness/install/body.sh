@@ -198,5 +198,9 @@ case ":${PATH:-}:" in
   *":$BIN_DIR:"*) ;;
   *) warn "$BIN_DIR is not on your PATH; add it (export PATH=\"$BIN_DIR:\$PATH\") or run $STUB" ;;
 esac
+# Kept in the words of adapters/codex.py CHATGPT_REFUSED.
+if [ "$ADAPTER" = codex ] && grep -q '"access_token"' "${CODEX_HOME:-$HOME/.codex}/auth.json" 2>/dev/null; then
+  warn "your ChatGPT login is not used by $WRAPPER: codex takes a ChatGPT login only from auth.json (or the keyring) under CODEX_HOME, which reef-codex points at the harness install, and reef copies no login (refresh token included) into its install; model calls go with the daemon's upstream key (inference.upstream-api-key)"
+fi
 say "installed $ADAPTER harness $VERSION (release $RELEASE_SHORT) of $SCENARIO in $ROOT"
 say "run: $WRAPPER    (request, versions, update, report and doctor: $WRAPPER --help)"
