@@ -197,6 +197,16 @@ class SourceEnabled(TypedDict):
     agreement: SourceAgreement
 
 
+class TelemetryState(TypedDict):
+    """OpenTelemetry export (telemetry.otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): spans the collector took,
+    spans in batches it did not take (down, refusing, timed out), spans dropped before sending (the queue was full)."""
+
+    exporting: bool
+    exported: int
+    failed: int
+    dropped: int
+
+
 class Status(DaemonState):
     """`GET /reef/status`: version, the daemon's state, per-scenario counts, training, the store and the score
     scale."""
@@ -209,6 +219,7 @@ class Status(DaemonState):
     next_turn: NextTurnStatus | None  # None while every signal from the next request is off
     # Per scenario, per derived source that shares records with people (or was switched off or on): its agreement.
     sources: dict[str, dict[str, SourceAgreement]]
+    telemetry: TelemetryState | None  # None while nothing is exported
 
 
 class Health(TypedDict):
