@@ -197,6 +197,15 @@ class SourceEnabled(TypedDict):
     agreement: SourceAgreement
 
 
+class Spend(TypedDict):
+    """What exchanges cost in USD by the price table (telemetry.prices): `usd` over the `priced` ones; `unpriced`
+    exchanges (a model the table does not name, or no token counts) are not in `usd`, which is then a lower bound."""
+
+    usd: float
+    priced: int
+    unpriced: int
+
+
 class TelemetryState(TypedDict):
     """OpenTelemetry export (telemetry.otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): spans the collector took,
     spans in batches it did not take (down, refusing, timed out), spans dropped before sending (the queue was full)."""
@@ -220,6 +229,8 @@ class Status(DaemonState):
     # Per scenario, per derived source that shares records with people (or was switched off or on): its agreement.
     sources: dict[str, dict[str, SourceAgreement]]
     telemetry: TelemetryState | None  # None while nothing is exported
+    # Per scenario (the judge's calls under reef-judge): what its exchanges cost.
+    spend: dict[str, Spend]
 
 
 class Health(TypedDict):

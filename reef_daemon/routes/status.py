@@ -58,5 +58,6 @@ async def status(request: web.Request) -> web.Response:
         "next_turn": daemon.next_turn.counts.status() if daemon.next_turn is not None else None,
         "sources": await daemon.store.trust.agreements(),
         "telemetry": daemon.telemetry.state() if daemon.telemetry is not None else None,
+        "spend": daemon.prices.spend(await daemon.store.spend.by_scenario()),
     }
     return json_response(body)

@@ -67,7 +67,7 @@ def exchange_attributes(record: StoredRecord, prices: PriceTable, capture: bool)
         optional["gen_ai.request.stream"] = True
         ttft = record["timings"]["ttft_ms"]
         optional["gen_ai.response.time_to_first_chunk"] = None if ttft is None else ttft / 1000
-    cost = prices.cost_usd(optional["gen_ai.response.model"] or optional["gen_ai.request.model"], usage)
+    cost = prices.record_cost(record)
     optional["reef.cost_usd"] = cost
     optional["gen_ai.usage.cost"] = cost
     if capture:

@@ -10,7 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.contract import Usage
+from reef_daemon.contract import Spend, StoredRecord, Usage
+from reef_daemon.store import TokenSums
 
 
 class PriceTableError(Exception):
@@ -59,6 +60,29 @@ class PriceTable:
         if price is None or input_tokens is None or output_tokens is None:
             return None
         return (input_tokens * price.input_per_million + output_tokens * price.output_per_million) / 1_000_000
+
+    def record_cost(self, record: StoredRecord) -> float | None:
+        """What a stored exchange cost, its tokens priced as the model that answered (else the one asked for)."""
+        request = record["request"]
+        asked = request.get("model") if isinstance(request, dict) else None
+        model = record["model"] or (asked if isinstance(asked, str) else None)
+        return self.cost_usd(model, record["usage"])
+
+    def spend(self, sums: list[TokenSums]) -> dict[str, Spend]:
+        """What each group's exchanges cost, from their token sums per model."""
+        spent: dict[str, Spend] = {}
+        for group in sums:
+            total = spent.setdefault(group.group, {"usd": 0.0, "priced": 0, "unpriced": 0})
+            price = self.price(group.model)
+            if price is None:
+                total["unpriced"] += group.records
+                continue
+            total["usd"] += (
+                group.input_tokens * price.input_per_million + group.output_tokens * price.output_per_million
+            ) / 1_000_000
+            total["priced"] += group.records - group.uncounted
+            total["unpriced"] += group.uncounted
+        return spent
 
 
 def _parse(text: str, where: str) -> dict[str, Price]:

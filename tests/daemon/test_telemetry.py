@@ -98,8 +98,12 @@ async def test_a_priced_model_exports_its_cost(start_reef: StartReef, app_server
     )
     record_id = await receipt(reef)
     span = await span_of(receiver, record_id)
-    usage = (await reef.record(record_id))["usage"]
-    assert span.attributes["reef.cost_usd"] == usage["input_tokens"] + 2 * usage["output_tokens"]
+    stored = await reef.record(record_id)
+    cost = stored["usage"]["input_tokens"] + 2 * stored["usage"]["output_tokens"]
+    assert span.attributes["reef.cost_usd"] == stored["cost_usd"] == cost
+    await receipt(reef, {**CHAT, "model": "unpriced-model"})
+    status = await (await reef.get("/reef/status")).json()
+    assert status["spend"][stored["scenario"]] == {"usd": cost, "priced": 1, "unpriced": 1}
 
 
 async def test_reports_and_steps_link_to_their_records(start_reef: StartReef, app_servers: AppServers) -> None:
