@@ -33,7 +33,7 @@ async def receiving(app_servers: AppServers, receiver: OtlpReceiver) -> str:
     return url_of(await app_servers.serve(receiver.app()))
 
 
-async def receipt(reef: Reef, body: dict[str, Any] = CHAT, **headers: str) -> str:
+async def receipt(reef: Reef, body: dict[str, Any] = CHAT, headers: dict[str, str] | None = None) -> str:
     response = await reef.post("/v1/chat/completions", body, headers=headers)
     assert response.status == 200, await response.text()
     await response.read()
@@ -54,7 +54,7 @@ async def test_a_proxied_chat_is_one_genai_span_without_its_words(
 ) -> None:
     receiver = OtlpReceiver()
     reef = await start_reef(telemetry__otlp_endpoint=await receiving(app_servers, receiver))
-    record_id = await receipt(reef, **{"x-reef-tag-session": "s-42"})
+    record_id = await receipt(reef, headers={"x-reef-tag-session": "s-42"})
 
     span = await span_of(receiver, record_id)
     stored = await reef.record(record_id)
