@@ -107,7 +107,7 @@ class QueueWatch:
 
     def admit(self) -> bool:
         """Whether one more ended span fits; a span that does not is counted as dropped and not ended."""
-        waiting = self.ended - self._counts.exported - self._counts.failed - self._counts.dropped
+        waiting = self.ended - self._counts.exported - self._counts.failed
         if waiting >= self._max_queue:
             self._counts.add(dropped=1)
             return False
