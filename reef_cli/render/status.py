@@ -58,7 +58,10 @@ def status_view(status: Status, url: str) -> RenderableType:
             facts.add_row("next turn", _next_turn(judged))
     spend = status.get("spend") or {}
     if JUDGE_SCENARIO in spend:
-        facts.add_row("judge calls", spend_text(spend[JUDGE_SCENARIO]))
+        by_source = ", ".join(
+            f"{name} {spend_text(part)}" for name, part in sorted((status.get("judge_spend") or {}).items())
+        )
+        facts.add_row("judge calls", f"{spend_text(spend[JUDGE_SCENARIO])} ({by_source})")
     if telemetry := status.get("telemetry"):
         facts.add_row("telemetry", telemetry_text(telemetry))
     for error in status.get("errors") or []:

@@ -231,6 +231,8 @@ class Status(DaemonState):
     telemetry: TelemetryState | None  # None while nothing is exported
     # Per scenario (the judge's calls under reef-judge): what its exchanges cost.
     spend: dict[str, Spend]
+    # The judge's calls by the source that asked for them (next-turn, group), what they cost.
+    judge_spend: dict[str, Spend]
 
 
 class Health(TypedDict):

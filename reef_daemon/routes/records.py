@@ -77,4 +77,3 @@ async def show_record(request: web.Request) -> web.Response:
         "cost_usd": daemon.prices.record_cost(record),
     }
     return json_response(detail)
-

@@ -59,5 +59,6 @@ async def status(request: web.Request) -> web.Response:
         "sources": await daemon.store.trust.agreements(),
         "telemetry": daemon.telemetry.state() if daemon.telemetry is not None else None,
         "spend": daemon.prices.spend(await daemon.store.spend.by_scenario()),
+        "judge_spend": daemon.prices.spend(await daemon.store.spend.judge_by_source()),
     }
     return json_response(body)

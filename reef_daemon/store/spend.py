@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from reef_daemon.contract import JUDGE_SCENARIO
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.live_scores import _RELEASE
 from reef_daemon.store.reader import Reader
 
+_JUDGE_SOURCE = "json_extract(tags, '$.judge')"
 _SUMS = (
     "count(*) AS records, coalesce(sum(input_tokens), 0) AS input_tokens,"
     " coalesce(sum(output_tokens), 0) AS output_tokens,"
@@ -43,6 +45,14 @@ class SpendReader:
                 (),
             )
         )
+
+    async def judge_by_source(self) -> list[TokenSums]:
+        """The judge's calls (its own scenario), per source that asked (its `judge` tag: next-turn, group)."""
+        query = (
+            f"SELECT coalesce({_JUDGE_SOURCE}, 'other') AS grp, model, {_SUMS} FROM records"  # noqa: S608
+            " WHERE scenario = ? AND type = 'inference' GROUP BY 1, model"
+        )
+        return await self._reader.run(lambda conn: _sums(conn, query, (JUDGE_SCENARIO,)))
 
     async def by_release(self, scenario: str, releases: Collection[str]) -> list[TokenSums]:
         """The exchanges of `scenario` tagged with each of `releases`, per model."""

@@ -57,6 +57,7 @@ def exchange_attributes(record: StoredRecord, prices: PriceTable, capture: bool)
         "gen_ai.usage.output_tokens": usage.get("output_tokens"),
         "gen_ai.conversation.id": record["tags"].get("session"),
         "reef.session": record["tags"].get("session"),
+        "reef.judge.source": record["tags"].get("judge") if record["scenario"] == JUDGE_SCENARIO else None,
         "reef.version": record["release"],
         "reef.release_id": record.get("release_id"),
         "http.response.status_code": record["status"],

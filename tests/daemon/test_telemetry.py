@@ -7,7 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from reef_cli.render.status import status_view
 from tests.support import counting_recipe
 from tests.support.app_servers import AppServers, url_of
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
@@ -104,6 +106,11 @@ async def test_a_priced_model_exports_its_cost(start_reef: StartReef, app_server
     await receipt(reef, {**CHAT, "model": "unpriced-model"})
     status = await (await reef.get("/reef/status")).json()
     assert status["spend"][stored["scenario"]] == {"usd": cost, "priced": 1, "unpriced": 1}
+    console = Console(width=200, record=True)
+    console.print(status_view(status, reef.url))
+    shown = console.export_text()
+    assert f"${cost:.4f} + 1 unpriced" in shown
+    assert "OTLP:" in shown and "spans exported" in shown
 
 
 async def test_reports_and_steps_link_to_their_records(start_reef: StartReef, app_servers: AppServers) -> None:
