@@ -44,7 +44,7 @@ from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings, SettingsError
 from reef_daemon.store import Budget, Protected, Store, TrustPolicy
-from reef_daemon.telemetry import PriceTable, PriceTableError, start_telemetry
+from reef_daemon.telemetry import PriceTable, PriceTableError, TelemetryError, build_telemetry
 
 log = logging.getLogger("reef")
 
@@ -64,7 +64,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
             raise SettingsError(refused)
     try:
         prices = PriceTable.load(settings.telemetry.prices)
-    except PriceTableError as error:
+        telemetry = build_telemetry(settings.telemetry.otlp_endpoint, settings.telemetry.capture_content, prices)
+    except (PriceTableError, TelemetryError) as error:
         raise SettingsError(str(error)) from None
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
@@ -93,6 +94,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         lent=RecipeContext(store, runtime, settings, gate, RequestProgress(store)),
         reports=ReportValidator(score_scale=(settings.reports.score_min, settings.reports.score_max)),
         prices=prices,
+        telemetry=telemetry,
     )
     max_body = int(settings.reef.max_body_mb * 1024 * 1024)
     app = web.Application(
@@ -178,8 +180,6 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await daemon.runtime.start()
     await daemon.recipe.start(daemon.lent)
     daemon.workers.start()
-    telemetry = daemon.settings.telemetry
-    daemon.telemetry = start_telemetry(telemetry.otlp_endpoint, telemetry.capture_content, daemon.prices)
     if daemon.telemetry is not None:
         daemon.telemetry.start(daemon.bus, daemon.store)
     canaries = CanaryWatch(daemon)

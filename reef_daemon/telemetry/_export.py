@@ -93,10 +93,14 @@ class TelemetryExport:
             export_step(self._tracer, ids, step["step"])
 
 
-def start_telemetry(
+def build_telemetry(
     endpoint: str | None, capture_setting: str, prices: PriceTable, environ: Mapping[str, str] | None = None
 ) -> TelemetryExport | None:
-    """The export, when an OTLP endpoint is configured and the SDK is not disabled; None otherwise."""
+    """The export, when an OTLP endpoint is configured and the SDK is not disabled; None otherwise.
+
+    Raises:
+        TelemetryError: an OTEL_* variable asks for what reef cannot do.
+    """
     environ = os.environ if environ is None else environ
     if not wanted(endpoint, environ):
         return None

@@ -20,6 +20,13 @@ ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPO
 DEFAULT_MAX_QUEUE = 2048  # the SDK's OTEL_BSP_MAX_QUEUE_SIZE default
 
 
+PROTOCOL_ENVS = ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+
+
+class TelemetryError(Exception):
+    """An OTEL_* setting reef cannot honour."""
+
+
 def wanted(endpoint_setting: str | None, environ: Mapping[str, str]) -> bool:
     """Whether to export at all: an endpoint is named and the SDK is not disabled."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
@@ -126,7 +133,18 @@ class Exporting:
 
 
 def build_provider(endpoint_setting: str | None, environ: Mapping[str, str]) -> Exporting:
-    """A provider exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's."""
+    """A provider exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's.
+
+    Raises:
+        TelemetryError: the environment asks for another OTLP protocol (gRPC, JSON).
+    """
+    for name in PROTOCOL_ENVS:
+        protocol = environ.get(name, "").strip()
+        if protocol and protocol != "http/protobuf":
+            raise TelemetryError(
+                f"{name}={protocol}: reef exports OTLP over HTTP (http/protobuf) only; unset it or set http/protobuf"
+                " and point the endpoint at the collector's HTTP port (4318)"
+            )
     counts = ExportCounts()
     ids = ChosenIds()
     # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; with neither it names an unknown service.

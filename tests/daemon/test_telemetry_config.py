@@ -11,15 +11,15 @@ import pytest
 from reef_daemon.app import create_app
 from reef_daemon.contract import Usage
 from reef_daemon.settings import SettingsError, load_settings
-from reef_daemon.telemetry import PriceTable, PriceTableError, capture_asked, start_telemetry
+from reef_daemon.telemetry import PriceTable, PriceTableError, build_telemetry, capture_asked
 
 PRICES = PriceTable.load()
 
 
 def test_export_is_off_unless_an_endpoint_is_named_and_the_sdk_is_not_disabled() -> None:
-    assert start_telemetry(None, "off", PRICES, {}) is None
-    assert start_telemetry(None, "off", PRICES, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}) is not None
-    assert start_telemetry("http://127.0.0.1:4318", "off", PRICES, {"OTEL_SDK_DISABLED": "TRUE"}) is None
+    assert build_telemetry(None, "off", PRICES, {}) is None
+    assert build_telemetry(None, "off", PRICES, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}) is not None
+    assert build_telemetry("http://127.0.0.1:4318", "off", PRICES, {"OTEL_SDK_DISABLED": "TRUE"}) is None
 
 
 def test_content_is_captured_only_when_asked() -> None:
@@ -49,4 +49,14 @@ def test_a_bad_price_file_is_refused_at_start_saying_what_to_fix(tmp_path: Path,
         overrides={"telemetry.prices": str(prices), "reef.state-dir": str(tmp_path / "state")}, environ={}
     )
     with pytest.raises(SettingsError, match=re.escape(said)):
+        create_app(settings)
+
+
+def test_another_otlp_protocol_is_refused_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    settings = load_settings(
+        overrides={"telemetry.otlp-endpoint": "http://127.0.0.1:4317", "reef.state-dir": str(tmp_path / "state")},
+        environ={},
+    )
+    with pytest.raises(SettingsError, match=re.escape("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: reef exports OTLP over HTTP")):
         create_app(settings)
