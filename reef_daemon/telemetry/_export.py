@@ -1,6 +1,6 @@
-"""Export off the request path: a subscriber to the events bus turns committed records, reports and steps into
-spans, which the SDK's batch processor sends from its own thread. A collector that is down or hangs fills that
-processor's queue; what does not fit is dropped and counted, and no answer waits for any of it."""
+"""Export off the request path: a subscriber to the events bus turns committed records, reports, change requests
+and steps into spans, which the SDK's batch processor sends from its own thread. A collector that is down or hangs
+fills that processor's queue; what does not fit is dropped and counted, and no answer waits for any of it."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import logging
 import os
 from collections.abc import Mapping
 
-from reef_daemon.contract import EventName, RecordEvent, ReportEvent, StepEvent, TelemetryState
+from reef_daemon.contract import EventName, RecordEvent, ReportEvent, RequestEvent, StepEvent, TelemetryState
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.store import Event, Store
 from reef_daemon.telemetry._provider import Exporting, build_provider, wanted
-from reef_daemon.telemetry._spans import export_exchange, export_report, export_step
+from reef_daemon.telemetry._spans import export_exchange, export_report, export_request, export_step
 from reef_daemon.telemetry.prices import PriceTable
 
 log = logging.getLogger("reef")
 
-_EXPORTED_EVENTS: tuple[EventName, ...] = ("record", "report", "step")
+_EXPORTED_EVENTS: tuple[EventName, ...] = ("record", "report", "request", "step")
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 # The values of CAPTURE_ENV that put content on spans: the legacy `true` and util-genai's span modes.
 _CAPTURE_VALUES = ("true", "span_only", "span_and_event")
@@ -72,6 +72,8 @@ class TelemetryExport:
 
     async def _follow(self, subscription: Subscription, store: Store) -> None:
         while (event := await subscription.next()) is not None:
+            if event.type == "request" and event.data.get("record") is None:
+                continue  # a change request moving on: no new record, no span
             if not self._exporting.queue.admit():
                 continue
             try:
@@ -88,6 +90,10 @@ class TelemetryExport:
         elif event.type == "report":
             report: ReportEvent = event.data  # type: ignore[assignment]
             export_report(self._tracer, ids, report["record"], report["references"], report["score"])
+        elif event.type == "request":
+            filed: RequestEvent = event.data  # type: ignore[assignment]
+            if filed["record"] is not None:
+                export_request(self._tracer, ids, filed["record"])
         elif event.type == "step":
             step: StepEvent = event.data  # type: ignore[assignment]
             export_step(self._tracer, ids, step["step"])

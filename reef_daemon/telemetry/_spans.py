@@ -132,6 +132,18 @@ def export_report(tracer: Tracer, ids: ChosenIds, row: RecordRow, references: li
     span.end(end_time=_ns(row["created_at"]))
 
 
+def export_request(tracer: Tracer, ids: ChosenIds, row: RecordRow) -> None:
+    """A person's change request as a span of its own, so the harness step that consumes it links to something."""
+    ids.choose(row["id"], row["id"])
+    span = tracer.start_span(
+        "reef.request",
+        kind=SpanKind.INTERNAL,
+        attributes={"reef.receipt": row["id"], "reef.scenario": row["scenario"]},
+        start_time=_ns(row["created_at"]),
+    )
+    span.end(end_time=_ns(row["created_at"]))
+
+
 def export_step(tracer: Tracer, ids: ChosenIds, step: StepRow) -> None:
     """A training or harness step as a span of its own trace, linked to the exchanges it consumed."""
     key = f"step:{step['scenario']}:{step['step']}"
