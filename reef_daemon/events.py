@@ -24,7 +24,7 @@ class Subscription:
         self.scenario = scenario
         self.types = types
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(SUBSCRIBER_BACKLOG)
-        self.lost = 0  # events it never got: its backlog when it was dropped, and the one that did not fit
+        self.lost = 0  # events it never got when it fell behind: its backlog, and the one that did not fit
 
     def offer(self, event: Event) -> bool:
         if self.scenario is not None and event.scenario != self.scenario:
@@ -63,6 +63,7 @@ class EventBus:
         for event in events:
             for subscription in list(self._subscribers):
                 if not subscription.offer(event):
+                    subscription.lost = subscription.queue.qsize() + 1
                     self._drop(subscription)
 
     def close_all(self) -> None:
@@ -71,7 +72,6 @@ class EventBus:
 
     def _drop(self, subscription: Subscription) -> None:
         self._subscribers.discard(subscription)
-        subscription.lost = subscription.queue.qsize() + 1
         while not subscription.queue.empty():
             subscription.queue.get_nowait()
         subscription.queue.put_nowait(None)
