@@ -68,8 +68,14 @@ class SpendReader:
 
 def _sums(conn: Connection, query: str, parameters: tuple[str, ...]) -> list[TokenSums]:
     return [
+        # int(): PostgreSQL sums integers as numeric (Decimal), SQLite as integers.
         TokenSums(
-            str(row["grp"]), row["model"], row["records"], row["input_tokens"], row["output_tokens"], row["uncounted"]
+            str(row["grp"]),
+            row["model"],
+            int(row["records"]),
+            int(row["input_tokens"]),
+            int(row["output_tokens"]),
+            int(row["uncounted"]),
         )
         for row in conn.execute(query, parameters).fetchall()
     ]
