@@ -625,6 +625,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         targets.append(Target("litellm", *_port_pid(args.litellm)))
     if args.baseline:
         targets.append(Target("baseline", *_port_pid(args.baseline)))
+    if args.otel:
+        targets.append(Target("reef+otel", *_port_pid(args.otel)))
     pids = [t.pid for t in targets if t.pid is not None] + ([args.mock_pid] if args.mock_pid else [])
     meter = CpuMeter(pids)
     bench = Bench(targets, settings, meter)
@@ -666,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reef", help="PORT:PID of reef serve")
     parser.add_argument("--litellm", help="PORT:PID of the LiteLLM proxy (optional)")
     parser.add_argument("--baseline", help="PORT:PID of reef serve at another commit (optional)")
+    parser.add_argument("--otel", help="PORT:PID of reef serve exporting spans to a local OTLP sink (optional)")
     parser.add_argument("--mock-pid", type=int, help="the mock's PID, for CPU accounting")
     parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run")
     parser.add_argument("--soak-s", type=float, help="soak length in seconds (full: 300, quick: 15)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-NAMES = ("direct", "floor-b", "reef", "baseline", "litellm")
+NAMES = ("direct", "floor-b", "reef", "baseline", "reef+otel", "litellm")
 DASH = "-"
 
 
@@ -77,11 +77,14 @@ def render(result: dict[str, Any]) -> str:
     names = [n for n in NAMES if n in result["targets"]]
     with_litellm = "litellm" in names
     with_baseline = "baseline" in names
+    with_otel = "reef+otel" in names
     # Ratios are "how many times worse": cost / cost, or for throughput the inverse.
     pairs = [("reef", "floor-b")]
     pairs += [("reef", "baseline")] if with_baseline else []
+    pairs += [("reef+otel", "reef")] if with_otel else []
     pairs += [("litellm", "reef")] if with_litellm else []
     titles = {("reef", "floor-b"): "reef vs floor-b", ("reef", "baseline"): "reef vs baseline"}
+    titles[("reef+otel", "reef")] = "export on vs off"
     titles[("litellm", "reef")] = "LiteLLM vs reef"
     header = ["metric", *names, *(titles[pair] for pair in pairs)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -3,7 +3,7 @@
 # 127.0.0.1 ports, runs bench/proxy_overhead.py against them, stops every process by PID, writes
 # bench/results/<time>-<mode>.json and prints the markdown table.
 #
-#   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin] [--baseline REF]
+#   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin] [--baseline REF] [--otel]
 #
 # --quick       ~1 minute smoke run (fewer rounds, 15 s soak)
 # --no-litellm  skip LiteLLM (it is also skipped, with a warning, when its install fails)
@@ -11,13 +11,15 @@
 # --no-pin      do not pin: by default, on 2+ CPUs, the mock and the client run on CPU0, every proxy on CPU1
 # --baseline REF  also run reef as it is at commit REF (a temporary worktree, the same venv) as a fourth
 #               target in the same interleaved run, and print reef's ratios against it
+# --otel        also run a second reef exporting OpenTelemetry spans to a local OTLP/HTTP sink (bench/otlp_sink.py)
+#               as the target reef+otel in the same interleaved run: export on vs off
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$root"
 
-quick=0 litellm=1 pin=1 soak_s="" baseline=""
+quick=0 litellm=1 pin=1 soak_s="" baseline="" otel=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -25,7 +27,8 @@ while [ $# -gt 0 ]; do
     --no-pin) pin=0 ;;
     --soak-s) soak_s="$2"; shift ;;
     --baseline) baseline="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --otel) otel=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -50,9 +53,9 @@ if [ "$litellm" = 1 ] && ! [ -x "$litellm_venv/bin/litellm" ]; then
 fi
 
 # Free ports, chosen by the kernel.
-read -r p_mock p_floor p_reef p_litellm p_base < <("$bench_venv/bin/python" - <<'EOF'
+read -r p_mock p_floor p_reef p_litellm p_base p_otel p_sink < <("$bench_venv/bin/python" - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(7)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))
@@ -98,6 +101,17 @@ if [ "$litellm" = 1 ]; then
   pid_litellm=$!; pids+=("$pid_litellm")
 fi
 
+otel_arg=()
+if [ "$otel" = 1 ]; then
+  $client_cpu "$reef_py" "$here/otlp_sink.py" --port "$p_sink" >"$work/sink.log" 2>&1 &
+  pids+=($!)
+  $proxy_cpu "$root/.venv/bin/reef" serve --inference.upstream-url "http://127.0.0.1:$p_mock" \
+    --reef.port "$p_otel" --reef.state-dir "$work/reef-otel" --telemetry.otlp-endpoint "http://127.0.0.1:$p_sink" \
+    >"$work/otel.log" 2>&1 &
+  pid_otel=$!; pids+=("$pid_otel")
+  otel_arg=(--otel "$p_otel:$pid_otel")
+fi
+
 base_arg=()
 if [ -n "$baseline" ]; then
   base_commit=$(git -C "$root" rev-parse --short "$baseline^{commit}") || { say "--baseline $baseline: not a commit"; exit 2; }
@@ -132,6 +146,7 @@ ready mock "$p_mock" "$pid_mock" "$work/mock.log"
 ready floor-b "$p_floor" "$pid_floor" "$work/floor.log"
 ready reef "$p_reef" "$pid_reef" "$work/reef.log"
 if [ -n "$baseline" ]; then ready "reef at $baseline" "$p_base" "$pid_base" "$work/base.log"; fi
+if [ "$otel" = 1 ]; then ready "reef exporting spans" "$p_otel" "$pid_otel" "$work/otel.log"; fi
 litellm_arg=()
 if [ "$litellm" = 1 ]; then
   if ready litellm "$p_litellm" "$pid_litellm" "$work/litellm.log"; then
@@ -158,7 +173,7 @@ fi
 mode=full; [ "$quick" = 1 ] && mode=quick
 out="$here/results/$(date +%Y%m%d-%H%M%S)-$mode.json"
 driver=("$bench_venv/bin/python" "$here/proxy_overhead.py" --direct "$p_mock" --floor "$p_floor:$pid_floor"
-  --reef "$p_reef:$pid_reef" "${litellm_arg[@]}" "${base_arg[@]}" --mock-pid "$pid_mock" --out "$out" "${meta[@]}")
+  --reef "$p_reef:$pid_reef" "${litellm_arg[@]}" "${base_arg[@]}" "${otel_arg[@]}" --mock-pid "$pid_mock" --out "$out" "${meta[@]}")
 [ "$quick" = 1 ] && driver+=(--quick)
 [ -n "$soak_s" ] && driver+=(--soak-s "$soak_s")
 soak_int=${soak_s:-300}; limit=$(( quick ? 900 : 2400 )); limit=$(( limit + ${soak_int%.*} ))

@@ -121,6 +121,10 @@ complete -c reef -n '__reef_at reef/serve' -l store.max-age -d 'trim the bodies 
 complete -c reef -n '__reef_at reef/serve' -l store.flush -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l store.flush -d 'acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server\'s synchronous_commit); off: once the database holds it, which no crash of a daemon loses (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l store.timeout-s -d 'how long to wait for the PostgreSQL server\'s answer; past it, a server that does not let a new connection in either fails the request with 503 (a long statement is waited for) (default: 10.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l telemetry.otlp-endpoint -d 'export spans over OTLP/HTTP to this collector\'s base URL (beats OTEL_EXPORTER_OTLP_ENDPOINT; none and no OTEL_EXPORTER_OTLP_ENDPOINT: nothing is exported)' -x
+complete -c reef -n '__reef_at reef/serve' -l telemetry.capture-content -x -a 'on off'
+complete -c reef -n '__reef_at reef/serve' -l telemetry.capture-content -d 'put prompts and answers on exported spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); off: token counts and ids only (default: off)'
+complete -c reef -n '__reef_at reef/serve' -l telemetry.prices -d 'a JSON price table, {"MODEL": {"input": USD, "output": USD}} per million tokens, instead of reef\'s' -r -F
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode'
 complete -c reef -n '__reef_at reef/serve' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
@@ -245,6 +249,10 @@ complete -c reef -n '__reef_at reef/start' -l store.max-age -d 'trim the bodies 
 complete -c reef -n '__reef_at reef/start' -l store.flush -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l store.flush -d 'acknowledge a write only once it is on disk (SQLite synchronous=FULL; PostgreSQL the server\'s synchronous_commit); off: once the database holds it, which no crash of a daemon loses (default: off)'
 complete -c reef -n '__reef_at reef/start' -l store.timeout-s -d 'how long to wait for the PostgreSQL server\'s answer; past it, a server that does not let a new connection in either fails the request with 503 (a long statement is waited for) (default: 10.0)' -x
+complete -c reef -n '__reef_at reef/start' -l telemetry.otlp-endpoint -d 'export spans over OTLP/HTTP to this collector\'s base URL (beats OTEL_EXPORTER_OTLP_ENDPOINT; none and no OTEL_EXPORTER_OTLP_ENDPOINT: nothing is exported)' -x
+complete -c reef -n '__reef_at reef/start' -l telemetry.capture-content -x -a 'on off'
+complete -c reef -n '__reef_at reef/start' -l telemetry.capture-content -d 'put prompts and answers on exported spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); off: token counts and ids only (default: off)'
+complete -c reef -n '__reef_at reef/start' -l telemetry.prices -d 'a JSON price table, {"MODEL": {"input": USD, "output": USD}} per million tokens, instead of reef\'s' -r -F
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode'
 complete -c reef -n '__reef_at reef/start' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
 complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x

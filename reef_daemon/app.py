@@ -44,6 +44,7 @@ from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
 from reef_daemon.settings import Settings, SettingsError
 from reef_daemon.store import Budget, Protected, Store, TrustPolicy
+from reef_daemon.telemetry import PriceTable, PriceTableError, TelemetryError, build_telemetry
 
 log = logging.getLogger("reef")
 
@@ -61,6 +62,11 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         refused = next_turn_refusal(settings.reports, recipe_class.trains_served_model(settings))
         if refused is not None:
             raise SettingsError(refused)
+    try:
+        prices = PriceTable.load(settings.telemetry.prices)
+        telemetry = build_telemetry(settings.telemetry.otlp_endpoint, settings.telemetry.capture_content, prices)
+    except (PriceTableError, TelemetryError) as error:
+        raise SettingsError(str(error)) from None
     bus = EventBus()
     scale: ScoreScale = {"min": settings.reports.score_min, "max": settings.reports.score_max}
     budget = Budget(settings.store.max_bytes, settings.store.max_age)
@@ -87,6 +93,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> web.Applic
         gate=gate,
         lent=RecipeContext(store, runtime, settings, gate, RequestProgress(store)),
         reports=ReportValidator(score_scale=(settings.reports.score_min, settings.reports.score_max)),
+        prices=prices,
+        telemetry=telemetry,
     )
     max_body = int(settings.reef.max_body_mb * 1024 * 1024)
     app = web.Application(
@@ -172,6 +180,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await daemon.runtime.start()
     await daemon.recipe.start(daemon.lent)
     daemon.workers.start()
+    if daemon.telemetry is not None:
+        daemon.telemetry.start(daemon.bus, daemon.store)
     canaries = CanaryWatch(daemon)
     canaries.start()
     retention = asyncio.create_task(daemon.store.retention.run(lambda: _in_training(daemon)))
@@ -194,6 +204,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     if daemon.next_turn is not None:
         await daemon.next_turn.stop()
     await judge.close()
+    if daemon.telemetry is not None:
+        await daemon.telemetry.stop()
     retention.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await retention

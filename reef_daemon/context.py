@@ -20,6 +20,7 @@ from reef_daemon.reports.next_turn import NextTurnSignals
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, with_live_values
 from reef_daemon.store import Scenario, Store
+from reef_daemon.telemetry import PriceTable, TelemetryExport
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Daemon:
     workers: RecipeWorkers
     # What the recipe is lent, the same object for `start` and `listening`.
     lent: RecipeContext
+    prices: PriceTable  # what each exchange cost (telemetry.prices)
     started_at: float = field(default_factory=time.time)
     # Streams being relayed, so a shutdown can bound how long it waits for them; set once it has begun.
     relays: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -42,6 +44,7 @@ class Daemon:
     # `reports.next-turn` is on.
     judge: JudgeModel | None = None
     next_turn: NextTurnSignals | None = None
+    telemetry: TelemetryExport | None = None  # None while nothing is exported
 
     def unlike_a_new_name(self, name: str) -> str | None:
         """When `name` is not a scenario yet but is close to one (a typo in x-reef-scenario makes a new scenario

@@ -24,6 +24,7 @@ class Subscription:
         self.scenario = scenario
         self.types = types
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(SUBSCRIBER_BACKLOG)
+        self.lost = 0  # events it never got when it fell behind: its backlog, and the one that did not fit
 
     def offer(self, event: Event) -> bool:
         if self.scenario is not None and event.scenario != self.scenario:
@@ -62,6 +63,7 @@ class EventBus:
         for event in events:
             for subscription in list(self._subscribers):
                 if not subscription.offer(event):
+                    subscription.lost = subscription.queue.qsize() + 1
                     self._drop(subscription)
 
     def close_all(self) -> None:

@@ -604,6 +604,43 @@ class StoreSection:
     )
 
 
+def _parse_otlp_endpoint(value: Any) -> str | None:
+    text = _parse_optional_str(value)
+    if text is None:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("expected the collector's base http:// or https:// URL (reef adds /v1/traces)")
+    return text
+
+
+OTLP_ENDPOINT = Kind("URL", _parse_otlp_endpoint)
+
+
+@dataclass(frozen=True)
+class TelemetrySection:
+    """OpenTelemetry export. The standard OTEL_* variables configure it as any SDK's (OTEL_EXPORTER_OTLP_ENDPOINT,
+    _HEADERS, OTEL_SERVICE_NAME, OTEL_SDK_DISABLED ...); these settings are reef's own."""
+
+    otlp_endpoint: str | None = setting(
+        None,
+        OTLP_ENDPOINT,
+        help="export spans over OTLP/HTTP to this collector's base URL (beats OTEL_EXPORTER_OTLP_ENDPOINT; none and "
+        "no OTEL_EXPORTER_OTLP_ENDPOINT: nothing is exported)",
+    )
+    capture_content: str = setting(
+        "off",
+        SWITCH,
+        help="put prompts and answers on exported spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+        "=true); off: token counts and ids only",
+    )
+    prices: Path | None = setting(
+        None,
+        OPTIONAL_PATH,
+        help='a JSON price table, {"MODEL": {"input": USD, "output": USD}} per million tokens, instead of reef\'s',
+    )
+
+
 # The daemon's own sections. The recipes declare theirs (`SETTINGS_SECTIONS` beside the recipe class, see
 # recipe_api.py); every built-in recipe's are known, so `--help`, the config file and completion offer them.
 CORE_SECTIONS: dict[str, type[Any]] = {
@@ -612,6 +649,7 @@ CORE_SECTIONS: dict[str, type[Any]] = {
     "reports": ReportsSection,
     "embedded": EmbeddedSection,
     "store": StoreSection,
+    "telemetry": TelemetrySection,
 }
 
 Section = TypeVar("Section")
@@ -626,6 +664,7 @@ class Settings:
     reports: ReportsSection = field(default_factory=ReportsSection)
     embedded: EmbeddedSection = field(default_factory=EmbeddedSection)
     store: StoreSection = field(default_factory=StoreSection)
+    telemetry: TelemetrySection = field(default_factory=TelemetrySection)
     recipe: str = setting("record", TEXT, help="recipe name or package.module:Class")
     # The recipes' sections, by name (`harness`, `training` ...): read one with `of`.
     recipe_sections: Mapping[str, Any] = field(default_factory=dict)
@@ -823,6 +862,7 @@ def load_settings(
         reports=reports,
         embedded=EmbeddedSection(**sections["embedded"]),
         store=StoreSection(**sections["store"]),
+        telemetry=TelemetrySection(**sections["telemetry"]),
         recipe_sections={
             name: cls(**sections[name]) for name, cls in sections_by_name.items() if name not in CORE_SECTIONS
         },

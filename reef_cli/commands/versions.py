@@ -15,7 +15,7 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, fail, print_answer, print_json
 from reef_client import ApiError, ReefClient, ReleaseRow, ShownRelease, VersionScores, mark_installed
 from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
-from reef_client.render.live_scores import canary_mark, live_table
+from reef_client.render.live_scores import canary_mark, live_table, spend_table
 from reef_client.render.versions import HEADERS, request_text, version_cells
 from reef_daemon.contract import CANARY_HIGHEST_SHARE, CANARY_LOWEST_SHARE
 
@@ -102,6 +102,8 @@ def versions(
         )
     if scores:
         console().print(live_table(scores, rows))
+        if scores["versions"]:
+            console().print(spend_table(scores, rows))
 
 
 def _save(scenario: str, version: str, folder: Path, json: bool, url: str | None, token: str | None) -> None:

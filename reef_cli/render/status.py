@@ -9,7 +9,8 @@ from reef_client import ScenarioRow, Status
 from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
 from reef_client.render.source_trust import sources_table
-from reef_daemon.contract import NextTurnStatus, SamplingDefaults, StoreStatus, Training
+from reef_client.render.spend import spend_text, telemetry_text
+from reef_daemon.contract import JUDGE_SCENARIO, NextTurnStatus, SamplingDefaults, StoreStatus, Training
 from reef_daemon.scenario_recipes import other_recipe_notice
 
 
@@ -57,12 +58,20 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("signals", _signals(judged))
         if judged["turns"]:
             facts.add_row("next turn", _next_turn(judged))
+    spend = status.get("spend") or {}
+    if JUDGE_SCENARIO in spend:
+        by_source = ", ".join(
+            f"{name} {spend_text(part)}" for name, part in sorted((status.get("judge_spend") or {}).items())
+        )
+        facts.add_row("judge calls", f"{spend_text(spend[JUDGE_SCENARIO])} ({by_source})")
+    if telemetry := status.get("telemetry"):
+        facts.add_row("telemetry", telemetry_text(telemetry))
     for error in status.get("errors") or []:
         facts.add_row("error", f"[red]{error}[/red]")
 
     per_scenario = training.get("scenarios") or {}
     scenarios = Table(title="scenarios", title_justify="left", expand=False)
-    for column in ("scenario", "recipe", "mode", "records", "reports", "unscored", "steps"):
+    for column in ("scenario", "recipe", "mode", "records", "reports", "unscored", "steps", "spend"):
         scenarios.add_column(column, justify="left" if column in ("scenario", "recipe", "mode") else "right")
     scenarios.columns[0].overflow = "fold"  # a long name (one a user types after --scenario) folds, never cut
     for name, counts in sorted((status.get("scenarios") or {}).items()):
@@ -71,7 +80,7 @@ def status_view(status: Status, url: str) -> RenderableType:
         scenarios.add_row(
             name, str(counts.get("recipe", MISSING)), str(counts.get("training_mode", MISSING)),
             str(counts.get("records", 0)), str(counts.get("reports", 0)), str(counts.get("unscored", 0)),
-            MISSING if steps is None else str(steps),
+            MISSING if steps is None else str(steps), spend_text(spend.get(name)),
         )  # fmt: skip
     if not status.get("scenarios"):
         return Group(facts, "", "no scenarios yet: send a request with the x-reef-scenario header")

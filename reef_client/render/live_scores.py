@@ -10,6 +10,7 @@ from rich.table import Table
 
 from reef_client import CanaryState, ReleaseRow, VersionScore, VersionScores
 from reef_client.render.formats import MISSING
+from reef_client.render.spend import spend_text
 
 LIVE_HEADERS = ("sessions", "records", "scored", "mean [95% CI]", "low")
 _BARS = "▁▂▃▄▅▆▇█"
@@ -84,4 +85,15 @@ def live_table(scores: VersionScores, rows: Sequence[ReleaseRow]) -> Table:
         table.add_row(f"{version} {mark}" if mark else version, *live_cells(score), trend)
     if not scores["versions"]:
         table.add_row("none yet", *live_cells(None), "")
+    return table
+
+
+def spend_table(scores: VersionScores, rows: Sequence[ReleaseRow]) -> Table:
+    """What each version's tagged sessions cost, beside its mean score (prices: telemetry.prices)."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="spend of tagged sessions")
+    for column in ("version", "records", "mean", "spend"):
+        table.add_column(column, no_wrap=True)
+    for version, score in live_rows(scores, rows):
+        mean = MISSING if score["mean"] is None else f"{score['mean']:.2f}"
+        table.add_row(version, str(score["records"]), mean, spend_text(score.get("spend")))
     return table

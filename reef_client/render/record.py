@@ -86,6 +86,8 @@ def _facts(record: RecordDetail) -> Table:
         f"first byte {first}, total {total}, reef overhead {_ms(timings.get('overhead_ms'))} before its commit",
     )
     add("tokens", _tokens(record.get("usage") or {}))
+    cost = record.get("cost_usd")
+    add("cost", "no price for this model (telemetry.prices)" if cost is None else f"${cost:.6f}")
     add("serving", _serving(record))
     tools = tool_names(record.get("request"))
     if tools:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, TypedDict
 
+from reef_daemon.contract._status import Spend
+
 # The file an install script leaves in the install root, naming what it installed (read by the wrapper).
 INSTALL_SIDECAR: Final = ".reef-harness-release"
 
@@ -148,6 +150,7 @@ class VersionScore(TypedDict):
     first_at: float | None
     last_at: float | None
     trend: list[float | None]
+    spend: Spend  # what the records tagged with it cost (telemetry.prices)
 
 
 class CanaryState(TypedDict):

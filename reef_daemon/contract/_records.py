@@ -213,9 +213,12 @@ class JudgedRecord(StoredRecord):
 
 
 class RecordDetail(JudgedRecord):
-    """`GET /reef/records/{id}`: the record and the reports that reference it, oldest first."""
+    """`GET /reef/records/{id}`: the record and the reports that reference it, oldest first, and what the exchange
+    cost in USD by the price table (telemetry.prices); `cost_usd` None: its model has no price, or no tokens were
+    counted (not a cost of 0)."""
 
     reports: list[JudgedRecord]
+    cost_usd: float | None
 
 
 class ReportAck(TypedDict):

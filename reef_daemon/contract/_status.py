@@ -202,6 +202,25 @@ class SourceEnabled(TypedDict):
     agreement: SourceAgreement
 
 
+class Spend(TypedDict):
+    """What exchanges cost in USD by the price table (telemetry.prices): `usd` over the `priced` ones; `unpriced`
+    exchanges (a model the table does not name, or no token counts) are not in `usd`, which is then a lower bound."""
+
+    usd: float
+    priced: int
+    unpriced: int
+
+
+class TelemetryState(TypedDict):
+    """OpenTelemetry export (telemetry.otlp-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): spans the collector took,
+    spans in batches it did not take (down, refusing, timed out), spans dropped before sending (the queue was full)."""
+
+    exporting: bool
+    exported: int
+    failed: int
+    dropped: int
+
+
 class Status(DaemonState):
     """`GET /reef/status`: version, the daemon's state, per-scenario counts, training, the store and the score
     scale."""
@@ -214,6 +233,11 @@ class Status(DaemonState):
     next_turn: NextTurnStatus | None  # None while every signal from the next request is off
     # Per scenario, per derived source that shares records with people (or was switched off or on): its agreement.
     sources: dict[str, dict[str, SourceAgreement]]
+    telemetry: TelemetryState | None  # None while nothing is exported
+    # Per scenario (the judge's calls under reef-judge): what its exchanges cost.
+    spend: dict[str, Spend]
+    # The judge's calls by the source that asked for them (next-turn, group), what they cost.
+    judge_spend: dict[str, Spend]
 
 
 class Health(TypedDict):

@@ -20,6 +20,7 @@ from reef_daemon.contract import (
     CANARY_LOWEST_SHARE,
     RECORD_EVENTS,
     CanaryState,
+    Spend,
     VersionScore,
     VersionScores,
     low_score_below,
@@ -42,6 +43,7 @@ log = logging.getLogger("reef.canary")
 
 TREND_WINDOWS = 12
 ROLLED_BACK = "rolled_back"
+NOTHING_SPENT: Spend = {"usd": 0.0, "priced": 0, "unpriced": 0}
 
 
 def _summary(tally: ReleaseTally | None) -> ScoreSummary:
@@ -50,8 +52,9 @@ def _summary(tally: ReleaseTally | None) -> ScoreSummary:
     return summarize(tally.scored, tally.total, tally.squares, tally.low)
 
 
-def version_score(tally: ReleaseTally, score_min: float, score_max: float) -> VersionScore:
-    """A release's live scores; its interval clipped to the score scale (a mean cannot leave it)."""
+def version_score(tally: ReleaseTally, score_min: float, score_max: float, spend: Spend) -> VersionScore:
+    """A release's live scores, and what its records cost; its interval clipped to the score scale (a mean cannot
+    leave it)."""
     summary = _summary(tally)
     interval = summary.interval
     if interval is not None:
@@ -67,6 +70,7 @@ def version_score(tally: ReleaseTally, score_min: float, score_max: float) -> Ve
         "first_at": tally.first_at,
         "last_at": tally.last_at,
         "trend": tally.trend,
+        "spend": spend,
     }
 
 
@@ -80,6 +84,7 @@ async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
     releases = await recipe.harness.versions(scenario) if isinstance(recipe, HarnessRecipe) else {}
     sources = daemon.settings.reports.sources
     tallies = await daemon.store.live_scores.tallies(scenario, releases, low_below, TREND_WINDOWS, sources)
+    spent = daemon.prices.spend(await daemon.store.spend.by_release(scenario, [t.release_id for t in tallies]))
     return {
         "scenario": scenario,
         "score_min": scale.score_min,
@@ -87,7 +92,10 @@ async def version_scores(daemon: Daemon, scenario: str) -> VersionScores:
         "low_below": low_below,
         "confidence": CONFIDENCE,
         "method": METHOD,
-        "versions": [version_score(tally, scale.score_min, scale.score_max) for tally in tallies],
+        "versions": [
+            version_score(tally, scale.score_min, scale.score_max, spent.get(tally.release_id, NOTHING_SPENT))
+            for tally in tallies
+        ],
         "canary": await daemon.store.canaries.get(scenario),
     }
 

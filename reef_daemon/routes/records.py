@@ -74,5 +74,6 @@ async def show_record(request: web.Request) -> web.Response:
         "reports": [await judged(report) for report in reports],
         "consumed_by_step": steps.get(record["id"]),
         "ineligible": await daemon.store.steps.ineligible_reason(record["id"]),
+        "cost_usd": daemon.prices.record_cost(record),
     }
     return json_response(detail)

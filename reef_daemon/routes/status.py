@@ -57,5 +57,8 @@ async def status(request: web.Request) -> web.Response:
         "score_scale": {"min": daemon.reports.score_scale[0], "max": daemon.reports.score_scale[1]},
         "next_turn": daemon.next_turn.counts.status() if daemon.next_turn is not None else None,
         "sources": await daemon.store.trust.agreements(),
+        "telemetry": daemon.telemetry.state() if daemon.telemetry is not None else None,
+        "spend": daemon.prices.spend(await daemon.store.spend.by_scenario()),
+        "judge_spend": daemon.prices.spend(await daemon.store.spend.judge_by_source()),
     }
     return json_response(body)

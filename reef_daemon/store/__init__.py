@@ -24,6 +24,7 @@ from reef_daemon.store.records import RecordQuery, RecordStore
 from reef_daemon.store.retention import Budget, Protected, RetentionStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.source_trust import SourceTrust, TrustPolicy
+from reef_daemon.store.spend import SpendReader, TokenSums
 from reef_daemon.store.steps import StepCommit, StepStore
 from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
 from reef_daemon.store.writer import Event, GroupCommitWriter
@@ -57,6 +58,7 @@ __all__ = [
     "TaskLimits",
     "TaskPage",
     "TaskStore",
+    "TokenSums",
     "TrustPolicy",
     "gate_tasks",
 ]
@@ -124,6 +126,7 @@ class Store:
         self.steps = StepStore(self.writer, self._reader)
         self.tasks = TaskStore(self.writer, self._reader, self.score_scale)
         self.live_scores = LiveScoreReader(self._reader)
+        self.spend = SpendReader(self._reader)
         self.canaries = CanaryStore(self.writer, self._reader)
         self.retention = RetentionStore(self.writer, self._reader, self._budget)
         self._reader.run_blocking(self.scenarios.load)

@@ -165,7 +165,9 @@ def test_show_includes_the_reports_and_json(daemon: Daemon, cli: Cli) -> None:
     assert "close, but verbose" in shown.stdout and "0.25" in shown.stdout
     for fact in ("timings", "tokens", "12 in, 7 out", "serving"):
         assert fact in shown.stdout
+    assert "no price for this model" in shown.stdout  # the fake model has no price, which is not $0
     record = json.loads(cli("show", receipt, "--json").stdout)
+    assert record["cost_usd"] is None
     assert record["id"] == receipt
     assert record["reports"][0]["feedback"] == "close, but verbose"
 

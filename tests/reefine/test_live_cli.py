@@ -41,6 +41,8 @@ async def test_versions_show_live_scores_and_a_canary_starts_and_ends(reefine: R
     row = next(line for line in output.splitlines() if line.split()[:1] == ["v1"] and "[" in line)
     assert row.split()[1:8] == ["3", "5", "5", "0.74", "[0.40,", "1.00]", "20%"]
     assert "95% intervals (student-t); low = below 0.5 on 0..1" in output
+    spend = next(line for line in output.splitlines() if line.split()[:1] == ["v1"] and "unpriced" in line)
+    assert spend.split()[1:] == ["5", "0.74", "unpriced", "(5)"]  # the test model has no price: not $0
 
     code, output = await reef(reefine, "promote", "--scenario", "harness", "--canary", "20", "v2")
     assert code == 0 and "canary: v2 serves 20% of new sessions beside the served version" in output, output

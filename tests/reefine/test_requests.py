@@ -9,7 +9,10 @@ from recipes.reefine.settings import HarnessSection
 from reef_daemon.context import DAEMON
 from reef_daemon.recipe_host import load_serving_settings
 from reef_daemon.settings import SettingsError
-from tests.support.reefine_testing import SCENARIO, Reefine
+from tests.support.app_servers import AppServers, url_of
+from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
+from tests.support.waiting import eventually
 
 
 @pytest.mark.parametrize(
@@ -91,3 +94,19 @@ async def test_request_events_have_one_shape_from_filing_to_settling(reefine: Re
     assert filed["record"] is not None and filed["record"]["type"] == "request"
     assert all(data["record"] is None and data["request"]["id"] == "req-2" for data in moved)
     assert moved[-1]["request"]["state"] == "settling" and moved[0]["request"]["activity"]
+
+
+async def test_a_request_and_the_step_that_consumed_it_are_exported_linked(
+    start_reefine: StartReefine, app_servers: AppServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+    receiver = OtlpReceiver()
+    endpoint = url_of(await app_servers.serve(receiver.app()))
+    reefine = await start_reefine(telemetry__otlp_endpoint=endpoint)
+    reefine.model.script("answer", "no json", "no json", "no json")
+    assert (await reefine.call("POST", "/reef/requests", {"text": "hello", "agent_record_id": "req-7"}))[0] == 202
+    await reefine.settled("req-7")
+    steps = await eventually(lambda: receiver.named("reef.step"), 30, "the step's span")
+    (request,) = await eventually(lambda: receiver.named("reef.request"), 30, "the request's span")
+    assert request.attributes["reef.receipt"] == "req-7" and "hello" not in str(request.attributes)
+    assert (request.trace_id, request.span_id) in steps[-1].links

@@ -1,0 +1,160 @@
+"""The tracer provider: built only when an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT,
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or telemetry.otlp-endpoint) and OTEL_SDK_DISABLED is not true. The SDK reads the
+standard OTEL_* variables itself (headers, timeout, compression, OTEL_BSP_* batching); reef adds counts of what
+could not be exported, and span ids it chooses."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+DEFAULT_MAX_QUEUE = 2048  # the SDK's OTEL_BSP_MAX_QUEUE_SIZE default
+
+
+PROTOCOL_ENVS = ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+
+
+class TelemetryError(Exception):
+    """An OTEL_* setting reef cannot honour."""
+
+
+def wanted(endpoint_setting: str | None, environ: Mapping[str, str]) -> bool:
+    """Whether to export at all: an endpoint is named and the SDK is not disabled."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    return endpoint_setting is not None or any(environ.get(name) for name in ENDPOINT_ENVS)
+
+
+@dataclass
+class ExportCounts:
+    """What happened to the spans handed to the exporter, counted across threads."""
+
+    exported: int = 0
+    failed: int = 0  # spans in batches the collector did not take (down, refusing, timed out)
+    dropped: int = 0  # spans never sent: the queue in front of the exporter was full
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+
+
+class _CountingExporter(SpanExporter):
+    """The OTLP exporter, counting what it sent and what failed."""
+
+    def __init__(self, inner: SpanExporter, counts: ExportCounts) -> None:
+        self._inner = inner
+        self._counts = counts
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self._inner.export(spans)
+        except Exception:  # a transport error is a failed batch, never the export thread's end
+            result = SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            self._counts.add(exported=len(spans))
+        else:
+            self._counts.add(failed=len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class ChosenIds(IdGenerator):
+    """Trace and span ids derived from reef's ids, so a span exported again is the same span: the next span started
+    takes the ids set by `choose` (random ones when none were set)."""
+
+    def __init__(self) -> None:
+        self._random = RandomIdGenerator()
+        self._next = threading.local()
+
+    def choose(self, trace_key: str, span_key: str) -> None:
+        self._next.trace_id = derived_id(f"trace:{trace_key}", 16)
+        self._next.span_id = derived_id(f"span:{span_key}", 8)
+
+    def generate_trace_id(self) -> int:
+        chosen: int | None = getattr(self._next, "trace_id", None)
+        self._next.trace_id = None
+        return chosen if chosen is not None else self._random.generate_trace_id()
+
+    def generate_span_id(self) -> int:
+        chosen: int | None = getattr(self._next, "span_id", None)
+        self._next.span_id = None
+        return chosen if chosen is not None else self._random.generate_span_id()
+
+
+def derived_id(key: str, size: int) -> int:
+    """A valid (non-zero) id of `size` bytes from a hash of `key`."""
+    value = int.from_bytes(hashlib.sha256(key.encode()).digest()[:size], "big")
+    return value or 1
+
+
+class QueueWatch:
+    """Counts the spans the batch processor would drop: it holds at most `max_queue` spans not yet handed to the
+    exporter, and drops one for each span ended beyond that."""
+
+    def __init__(self, counts: ExportCounts, max_queue: int) -> None:
+        self._counts = counts
+        self._max_queue = max_queue
+        self.ended = 0
+
+    def admit(self) -> bool:
+        """Whether one more ended span fits; a span that does not is counted as dropped and not ended."""
+        waiting = self.ended - self._counts.exported - self._counts.failed
+        if waiting >= self._max_queue:
+            self._counts.add(dropped=1)
+            return False
+        self.ended += 1
+        return True
+
+
+@dataclass
+class Exporting:
+    """A running provider and what reef keeps beside it."""
+
+    provider: TracerProvider
+    ids: ChosenIds
+    counts: ExportCounts
+    queue: QueueWatch
+
+
+def build_provider(endpoint_setting: str | None, environ: Mapping[str, str]) -> Exporting:
+    """A provider exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's.
+
+    Raises:
+        TelemetryError: the environment asks for another OTLP protocol (gRPC, JSON).
+    """
+    for name in PROTOCOL_ENVS:
+        protocol = environ.get(name, "").strip()
+        if protocol and protocol != "http/protobuf":
+            raise TelemetryError(
+                f"{name}={protocol}: reef exports OTLP over HTTP (http/protobuf) only; unset it or set http/protobuf"
+                " and point the endpoint at the collector's HTTP port (4318)"
+            )
+    counts = ExportCounts()
+    ids = ChosenIds()
+    # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; with neither it names an unknown service.
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: "reef"}))
+    provider = TracerProvider(resource=resource, id_generator=ids)
+    endpoint = None if endpoint_setting is None else endpoint_setting.rstrip("/") + "/v1/traces"
+    exporter = _CountingExporter(OTLPSpanExporter(endpoint=endpoint), counts)
+    processor = BatchSpanProcessor(exporter)
+    provider.add_span_processor(processor)
+    max_queue = int(environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or DEFAULT_MAX_QUEUE)
+    return Exporting(provider, ids, counts, QueueWatch(counts, max_queue))
