@@ -44,6 +44,7 @@ from reef_daemon.contract import (
     SCENARIO_UPDATE_ROUTE,
     SCENARIOS_ROUTE,
     SOURCE_ENABLE_ROUTE,
+    SPEND_ROUTE,
     STATUS_ROUTE,
     TASK_DISMISS_ROUTE,
     TASK_PROMOTE_ROUTE,
@@ -75,6 +76,7 @@ from reef_daemon.contract import (
     ScenarioList,
     ScenarioRow,
     SourceEnabled,
+    SpendAnswer,
     Status,
     TaskList,
     VersionScores,
@@ -173,6 +175,11 @@ class ReefClient:
     def status(self) -> Status:
         """Version, uptime, recipe, runtime, per-scenario counts and training state."""
         body: Status = self._call("GET", STATUS_ROUTE)
+        return body
+
+    def spend(self) -> SpendAnswer:
+        """What each scenario's exchanges, and the judge's calls by the source that asked, cost."""
+        body: SpendAnswer = self._call("GET", SPEND_ROUTE)
         return body
 
     # --- scenarios ------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from reef_cli.serve import settings_from_command_line
 from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DaemonFiles, running_here
 from reef_client import ReefClient, ReefClientError
-from reef_daemon.contract import DEFAULT_STATE_DIR, Status
+from reef_daemon.contract import DEFAULT_STATE_DIR, SpendAnswer, Status
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.settings import Settings, SettingsError
@@ -143,16 +143,18 @@ def status(url: UrlOption = None, token: TokenOption = None, json: JsonOption = 
     """
     targets = found_daemons(url, token)
     bodies: list[tuple[Target, Status]] = []
+    costs: list[SpendAnswer] = []
     for target in targets:
         with ReefClient(target.url, target.token) as client, reported_failures(target):
             bodies.append((target, client.status()))
+            costs.append(client.spend() if not json else {"scenarios": {}, "judge": {}})
     if json:
         if len(bodies) == 1:
             print_json(bodies[0][1])
         else:
             print_json({"daemons": [{"url": target.url, "status": body} for target, body in bodies]})
         return
-    for target, body in bodies:
+    for (target, body), cost in zip(bodies, costs, strict=True):
         if len(bodies) > 1:
             console().print(f"[bold]{target.url}[/bold] (state in {target.source})")
-        console().print(status_view(body, target.url))
+        console().print(status_view(body, target.url, cost))

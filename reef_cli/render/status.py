@@ -10,11 +10,18 @@ from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
 from reef_client.render.source_trust import sources_table
 from reef_client.render.spend import spend_text, telemetry_text
-from reef_daemon.contract import JUDGE_SCENARIO, NextTurnStatus, SamplingDefaults, StoreStatus, Training
+from reef_daemon.contract import (
+    JUDGE_SCENARIO,
+    NextTurnStatus,
+    SamplingDefaults,
+    SpendAnswer,
+    StoreStatus,
+    Training,
+)
 from reef_daemon.scenario_recipes import other_recipe_notice
 
 
-def status_view(status: Status, url: str) -> RenderableType:
+def status_view(status: Status, url: str, costs: SpendAnswer | None = None) -> RenderableType:
     """The daemon's state: version, recipe, runtime, uptime, training (and what it refused, by reason), errors,
     then one row per scenario."""
     recipe = status.get("recipe") or {}
@@ -58,11 +65,9 @@ def status_view(status: Status, url: str) -> RenderableType:
         facts.add_row("signals", _signals(judged))
         if judged["turns"]:
             facts.add_row("next turn", _next_turn(judged))
-    spend = status.get("spend") or {}
-    if JUDGE_SCENARIO in spend:
-        by_source = ", ".join(
-            f"{name} {spend_text(part)}" for name, part in sorted((status.get("judge_spend") or {}).items())
-        )
+    spend = costs["scenarios"] if costs is not None else {}
+    if costs is not None and JUDGE_SCENARIO in spend:
+        by_source = ", ".join(f"{name} {spend_text(part)}" for name, part in sorted(costs["judge"].items()))
         facts.add_row("judge calls", f"{spend_text(spend[JUDGE_SCENARIO])} ({by_source})")
     if telemetry := status.get("telemetry"):
         facts.add_row("telemetry", telemetry_text(telemetry))

@@ -30,6 +30,7 @@ INFERENCE_ROUTES: Final = (CHAT_ROUTE, RESPONSES_ROUTE, MESSAGES_ROUTE, COUNT_TO
 # Whether the daemon answers (no token needed), its state, and its live events.
 HEALTH_ROUTE: Final = "/healthz"
 STATUS_ROUTE: Final = "/reef/status"
+SPEND_ROUTE: Final = "/reef/spend"
 EVENTS_ROUTE: Final = "/reef/events"
 
 # Records and reports; records in and out.

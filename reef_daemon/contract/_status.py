@@ -234,10 +234,16 @@ class Status(DaemonState):
     # Per scenario, per derived source that shares records with people (or was switched off or on): its agreement.
     sources: dict[str, dict[str, SourceAgreement]]
     telemetry: TelemetryState | None  # None while nothing is exported
+
+
+class SpendAnswer(TypedDict):
+    """`GET /reef/spend`: what exchanges cost by the price table. It sums every exchange's token counts (a scan of
+    the store, so it is a route of its own, not part of the status clients poll)."""
+
     # Per scenario (the judge's calls under reef-judge): what its exchanges cost.
-    spend: dict[str, Spend]
+    scenarios: dict[str, Spend]
     # The judge's calls by the source that asked for them (next-turn, group), what they cost.
-    judge_spend: dict[str, Spend]
+    judge: dict[str, Spend]
 
 
 class Health(TypedDict):

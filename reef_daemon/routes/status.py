@@ -6,7 +6,7 @@ from aiohttp import web
 
 from reef_daemon import __version__
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import HEALTH_ROUTE, STATUS_ROUTE, Health, ScenarioCounts, Status
+from reef_daemon.contract import HEALTH_ROUTE, SPEND_ROUTE, STATUS_ROUTE, Health, ScenarioCounts, SpendAnswer, Status
 from reef_daemon.jsonbody import json_response
 
 routes = web.RouteTableDef()
@@ -58,7 +58,17 @@ async def status(request: web.Request) -> web.Response:
         "next_turn": daemon.next_turn.counts.status() if daemon.next_turn is not None else None,
         "sources": await daemon.store.trust.agreements(),
         "telemetry": daemon.telemetry.state() if daemon.telemetry is not None else None,
-        "spend": daemon.prices.spend(await daemon.store.spend.by_scenario()),
-        "judge_spend": daemon.prices.spend(await daemon.store.spend.judge_by_source()),
+    }
+    return json_response(body)
+
+
+@routes.get(SPEND_ROUTE)
+async def spend(request: web.Request) -> web.Response:
+    """What each scenario's exchanges, and the judge's calls by the source that asked, cost (one scan of the
+    store's token counts)."""
+    daemon = request.app[DAEMON]
+    body: SpendAnswer = {
+        "scenarios": daemon.prices.spend(await daemon.store.spend.by_scenario()),
+        "judge": daemon.prices.spend(await daemon.store.spend.judge_by_source()),
     }
     return json_response(body)

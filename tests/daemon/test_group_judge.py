@@ -61,9 +61,9 @@ async def test_a_group_is_ranked_in_one_call_and_each_answer_gets_a_judge_report
     assert report["source"] == "judge" and report["evidence"]["group"] == group
     assert (shown["score"], shown["source"]) == (1.0, "judge")
     assert len(await reef.records(scenario=JUDGE_SCENARIO)) == 1
-    status = await (await reef.get("/reef/status")).json()
+    costs = await (await reef.get("/reef/spend")).json()
     # The fake judge's model has no price: its call is counted as unpriced, under the source that asked for it.
-    assert status["judge_spend"] == {"group": {"usd": 0.0, "priced": 0, "unpriced": 1}}
+    assert costs["judge"] == {"group": {"usd": 0.0, "priced": 0, "unpriced": 1}}
 
     again = await judge_group(reef, group)
     assert [s["created"] for s in again["scores"]] == [False, False, False]  # one judge report per record

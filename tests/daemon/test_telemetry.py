@@ -105,9 +105,11 @@ async def test_a_priced_model_exports_its_cost(start_reef: StartReef, app_server
     assert span.attributes["reef.cost_usd"] == stored["cost_usd"] == cost
     await receipt(reef, {**CHAT, "model": "unpriced-model"})
     status = await (await reef.get("/reef/status")).json()
-    assert status["spend"][stored["scenario"]] == {"usd": cost, "priced": 1, "unpriced": 1}
+    assert "spend" not in status  # a scan of the store: not in the status clients poll
+    costs = await (await reef.get("/reef/spend")).json()
+    assert costs["scenarios"][stored["scenario"]] == {"usd": cost, "priced": 1, "unpriced": 1}
     console = Console(width=200, record=True)
-    console.print(status_view(status, reef.url))
+    console.print(status_view(status, reef.url, costs))
     shown = console.export_text()
     assert f"${cost:.4f} + 1 unpriced" in shown
     assert "OTLP:" in shown and "spans exported" in shown
