@@ -59,6 +59,8 @@ def status_view(status: Status, url: str, costs: SpendAnswer | None = None) -> R
     if recipe.get("proposer"):
         facts.add_row("proposer", str(recipe["proposer"]))
     facts.add_row("auth", "on" if status.get("auth") else "off")
+    if runtime.get("kind") == "http":
+        facts.add_row("upstream login", _upstream_login(status))
     if status.get("store"):
         facts.add_row("store", _store(status["store"]))
     if judged := status.get("next_turn"):
@@ -91,6 +93,14 @@ def status_view(status: Status, url: str, costs: SpendAnswer | None = None) -> R
         return Group(facts, "", "no scenarios yet: send a request with the x-reef-scenario header")
     trusted = sources_table(status.get("sources") or {})
     return Group(facts, "", scenarios) if trusted is None else Group(facts, "", scenarios, "", trusted)
+
+
+def _upstream_login(status: Status) -> str:
+    """Whose credential model calls carry upstream (inference.client-auth, inference.upstream-api-key)."""
+    own = "reef's upstream key" if status.get("upstream_key") else "no key of reef's"
+    if status.get("client_auth") == "pass":
+        return f"the client's own (client-auth pass; reef's token in x-reef-token); without one, {own}"
+    return f"{own} (client-auth reef: a client's own credential is not forwarded)"
 
 
 def _sampling(defaults: SamplingDefaults, recipe_note: str | None) -> str:

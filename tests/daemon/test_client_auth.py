@@ -7,7 +7,9 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
+from rich.console import Console
 
+from reef_cli.render.status import status_view
 from tests.support.reef_testing import CHAT, SCENARIO, Reef, StartReef
 
 TOKEN = "reef-secret-token-7f3a"
@@ -92,5 +94,18 @@ async def test_the_default_never_forwards_a_clients_key_and_status_says_which(st
     reef = await start_reef(environ={"REEF_TOKEN": TOKEN})
     await reef.post("/v1/messages", CHAT, headers={"x-reef-token": TOKEN, "x-api-key": OWN_KEY})
     assert OWN_KEY not in str(reef.upstream.received[-1].headers)
-    status = await reef.get("/reef/status", headers={"x-reef-token": TOKEN})
-    assert (await status.json())["client_auth"] == "reef"
+    status = await (await reef.get("/reef/status", headers={"x-reef-token": TOKEN})).json()
+    assert status["client_auth"] == "reef"
+    assert "a client's own credential is not forwarded" in _shown(status)
+
+
+async def test_status_says_whose_credential_goes_upstream_in_pass_mode(passing: Reef) -> None:
+    status = await (await passing.get("/reef/status", headers={"x-reef-token": TOKEN})).json()
+    assert "upstream login the client's own (client-auth pass; reef's token in x-reef-token)" in _shown(status)
+
+
+def _shown(status: dict[str, object]) -> str:
+    """`reef status` as a person reads it, its lines joined."""
+    console = Console(record=True, width=200)
+    console.print(status_view(status, "http://reef"))  # type: ignore[arg-type]
+    return " ".join(console.export_text().split())
