@@ -68,7 +68,7 @@ complete -c reef -n '__reef_at reef/serve' -l inference.upstream-url -d 'base UR
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (with client-auth pass, only when the client sent none) (env: REEF_UPSTREAM_API_KEY)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.client-auth -x -a 'reef pass'
-complete -c reef -n '__reef_at reef/serve' -l inference.client-auth -d 'reef: a client\'s Authorization / x-api-key is reef\'s token and never goes upstream; pass: a client that sends reef\'s token in x-reef-token has its own Authorization / x-api-key (a plan login, say) forwarded upstream unchanged (default: reef)'
+complete -c reef -n '__reef_at reef/serve' -l inference.client-auth -d 'reef: a client\'s Authorization / x-api-key is reef\'s token and never goes upstream; pass: a client that sends reef\'s token in reef\'s token header has its own Authorization / x-api-key (a plan login, say) forwarded upstream unchanged (default: reef)'
 complete -c reef -n '__reef_at reef/serve' -l inference.timeout-s -d 'upstream timeout: for connecting, for each read, and between a stream\'s events (keep-alive comments do not count) (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.max-answer-mb -d 'largest upstream answer reef relays and records, in MiB; a longer one fails its exchange (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.model-path -d 'a local model for the embedded runtime' -r -F
@@ -196,7 +196,7 @@ complete -c reef -n '__reef_at reef/start' -l inference.upstream-url -d 'base UR
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (with client-auth pass, only when the client sent none) (env: REEF_UPSTREAM_API_KEY)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.client-auth -x -a 'reef pass'
-complete -c reef -n '__reef_at reef/start' -l inference.client-auth -d 'reef: a client\'s Authorization / x-api-key is reef\'s token and never goes upstream; pass: a client that sends reef\'s token in x-reef-token has its own Authorization / x-api-key (a plan login, say) forwarded upstream unchanged (default: reef)'
+complete -c reef -n '__reef_at reef/start' -l inference.client-auth -d 'reef: a client\'s Authorization / x-api-key is reef\'s token and never goes upstream; pass: a client that sends reef\'s token in reef\'s token header has its own Authorization / x-api-key (a plan login, say) forwarded upstream unchanged (default: reef)'
 complete -c reef -n '__reef_at reef/start' -l inference.timeout-s -d 'upstream timeout: for connecting, for each read, and between a stream\'s events (keep-alive comments do not count) (default: 300.0; env: REEF_INFERENCE_TIMEOUT_S)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.max-answer-mb -d 'largest upstream answer reef relays and records, in MiB; a longer one fails its exchange (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.model-path -d 'a local model for the embedded runtime' -r -F

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -20,7 +20,10 @@ from reef_daemon.reports.next_turn import NextTurnSignals
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.settings import Settings, with_live_values
 from reef_daemon.store import Scenario, Store
-from reef_daemon.telemetry import PriceTable, TelemetryExport
+from reef_daemon.telemetry import PriceTable
+
+if TYPE_CHECKING:  # the SDK is imported only where export is configured
+    from reef_daemon.telemetry._export import TelemetryExport
 
 
 @dataclass

@@ -389,8 +389,8 @@ class InferenceSection:
         CLIENT_AUTH,
         live=True,
         help="reef: a client's Authorization / x-api-key is reef's token and never goes upstream; pass: a client "
-        "that sends reef's token in x-reef-token has its own Authorization / x-api-key (a plan login, say) forwarded "
-        "upstream unchanged",
+        "that sends reef's token in reef's token header has its own Authorization / x-api-key (a plan login, say) "
+        "forwarded upstream unchanged",
     )
     timeout_s: float = setting(
         300.0,

@@ -7,27 +7,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import Mapping
 
 from reef_daemon.contract import EventName, RecordEvent, ReportEvent, RequestEvent, StepEvent, TelemetryState
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.store import Event, Store
-from reef_daemon.telemetry._provider import Exporting, build_provider, wanted
+from reef_daemon.telemetry._provider import Exporting
 from reef_daemon.telemetry._spans import export_exchange, export_report, export_request, export_step
 from reef_daemon.telemetry.prices import PriceTable
 
 log = logging.getLogger("reef")
 
 _EXPORTED_EVENTS: tuple[EventName, ...] = ("record", "report", "request", "step")
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-# The values of CAPTURE_ENV that put content on spans: the legacy `true` and util-genai's span modes.
-_CAPTURE_VALUES = ("true", "span_only", "span_and_event")
-
-
-def capture_asked(setting: str, environ: Mapping[str, str]) -> bool:
-    """Whether prompts and answers go on spans: telemetry.capture-content on, or the conventions' variable."""
-    return setting == "on" or environ.get(CAPTURE_ENV, "").strip().lower() in _CAPTURE_VALUES
 
 
 class TelemetryExport:
@@ -97,17 +87,3 @@ class TelemetryExport:
         elif event.type == "step":
             step: StepEvent = event.data  # type: ignore[assignment]
             export_step(self._tracer, ids, step["step"])
-
-
-def build_telemetry(
-    endpoint: str | None, capture_setting: str, prices: PriceTable, environ: Mapping[str, str] | None = None
-) -> TelemetryExport | None:
-    """The export, when an OTLP endpoint is configured and the SDK is not disabled; None otherwise.
-
-    Raises:
-        TelemetryError: an OTEL_* variable asks for what reef cannot do.
-    """
-    environ = os.environ if environ is None else environ
-    if not wanted(endpoint, environ):
-        return None
-    return TelemetryExport(build_provider(endpoint, environ), prices, capture_asked(capture_setting, environ))

@@ -16,22 +16,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
-ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+from reef_daemon.telemetry.switch import TelemetryError
+
 DEFAULT_MAX_QUEUE = 2048  # the SDK's OTEL_BSP_MAX_QUEUE_SIZE default
 
 
 PROTOCOL_ENVS = ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-
-
-class TelemetryError(Exception):
-    """An OTEL_* setting reef cannot honour."""
-
-
-def wanted(endpoint_setting: str | None, environ: Mapping[str, str]) -> bool:
-    """Whether to export at all: an endpoint is named and the SDK is not disabled."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    return endpoint_setting is not None or any(environ.get(name) for name in ENDPOINT_ENVS)
 
 
 @dataclass

@@ -20,9 +20,6 @@ from reef_daemon.contract import JUDGE_SCENARIO, MESSAGES_ROUTE, RecordRow, Step
 from reef_daemon.telemetry._provider import ChosenIds, derived_id
 from reef_daemon.telemetry.prices import PriceTable
 
-# The operation the conventions name for each route; every other route reef serves is a chat.
-_TEXT_COMPLETION_ROUTES = ("/v1/completions",)
-
 
 def record_context(receipt: str) -> SpanContext:
     """The span context of the record `receipt` (an exchange or a report), as its span was exported: each record is
@@ -43,7 +40,7 @@ def exchange_attributes(record: StoredRecord, prices: PriceTable, capture: bool)
     answer = record["answer"]
     usage = record["usage"]
     attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "text_completion" if route in _TEXT_COMPLETION_ROUTES else "chat",
+        "gen_ai.operation.name": "chat",  # reef serves chat completions, responses and messages only
         # The API reef was called with: the best knowledge of the provider behind it.
         "gen_ai.provider.name": "anthropic" if route == MESSAGES_ROUTE else "openai",
         "reef.receipt": record["id"],

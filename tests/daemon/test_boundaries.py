@@ -57,6 +57,11 @@ NOT_WIRE_NAMES = {
     ("recipes/reefine/agent_tools.py", "REEF_STEP_URL"),
     ("recipes/reefine/agent_tools.py", "REEF_STEP_TOKEN"),
 }
+# OTLP's own path, which reef adds to a collector's base URL: a wire name of OpenTelemetry's, not reef's.
+NOT_WIRE_NAMES |= {
+    ("reef_daemon/telemetry/_provider.py", "/v1/traces"),
+    ("reef_daemon/settings.py", "expected the collector's base http:// or https:// URL (reef adds /v1/traces)"),
+}
 
 
 def wire_names_spelled(path: Path) -> list[str]:
