@@ -1,4 +1,5 @@
-"""reef's own in-session commands for agents without extensions: `reefine` and `versions` as command entries.
+"""reef's own in-session commands for agents without extensions: `reefine`, `versions`, `good` and `bad` as command
+entries (`good` and `bad` score the session's last answer as a person's report, as the TUI's keys do).
 
 For codex and dsh their text tells the session's model to drive the `reef-<adapter>` wrapper. Claude Code and
 opencode run a command's `` !`shell line` `` before the model sees it, so theirs run the wrapper themselves and only
@@ -39,12 +40,31 @@ _VERSIONS = """\
 """
 
 
+_THUMB = """\
+# Score this session's last answer {verdict}: {typed} [what was {verdict} about it]
+
+1. If the environment variable REEF_HARNESS_WRAPPER is unset, say that this session was not started with
+   {wrapper} and stop.
+2. Run this once, with the words the person typed after {typed} (if any) as one quoted argument:
+   "$REEF_HARNESS_WRAPPER" {verdict} "<their words>"
+3. Tell the person the line it printed, and nothing else. Do not change your earlier answer because of it.
+"""
+# The person's score on the session's last answer, as the TUI's keys give it: `reef-<agent> good|bad [words]`.
+THUMBS = ("good", "bad")
+
+
 def reef_commands(adapter: str, prefix: str) -> tuple[Entry, ...]:
-    """The reserved `reefine` and `versions` command entries for an agent whose commands are typed `<prefix>name`."""
+    """The reserved `reefine`, `versions`, `good` and `bad` command entries for an agent whose commands are typed
+    `<prefix>name`."""
     wrapper = f"reef-{adapter}"
+    texts = [("reefine", _REEFINE), ("versions", _VERSIONS), *((name, _THUMB) for name in THUMBS)]
     return tuple(
-        Entry(name, "command", {"name": name, "text": text.format(typed=f"{prefix}{name}", wrapper=wrapper)})
-        for name, text in (("reefine", _REEFINE), ("versions", _VERSIONS))
+        Entry(
+            name,
+            "command",
+            {"name": name, "text": text.format(typed=f"{prefix}{name}", wrapper=wrapper, verdict=name)},
+        )
+        for name, text in texts
     )
 
 
@@ -74,6 +94,19 @@ Show the person that output as it is and run nothing else.
 """
 
 
+_SHELL_THUMB = """\
+---
+{frontmatter}
+---
+
+reef scored this session's last answer {verdict}, as the person asked. What it printed:
+
+!`{wrapper} {verdict} "$ARGUMENTS"`
+
+Show the person that line as it is and run nothing else.
+"""
+
+
 def shell_commands(adapter: str, fields: dict[str, str | bool]) -> tuple[Entry, ...]:
     """The reserved `reefine` and `versions` command entries for an agent that runs `` !`...` `` lines in command
     files; `fields` are extra frontmatter lines (such as the permission to run the wrapper)."""
@@ -81,12 +114,17 @@ def shell_commands(adapter: str, fields: dict[str, str | bool]) -> tuple[Entry, 
     descriptions = {
         "reefine": f"Ask reef to change this harness: /reefine <what to change> (runs {wrapper} request)",
         "versions": f"List this harness's versions, or install one: /versions [vN install] (runs {wrapper})",
+        **{
+            name: f"Score this session's last answer {name}: /{name} [what was {name} about it] (runs {wrapper} {name})"
+            for name in THUMBS
+        },
     }
     entries = []
-    for name, text in (("reefine", _SHELL_REEFINE), ("versions", _SHELL_VERSIONS)):
+    texts = [("reefine", _SHELL_REEFINE), ("versions", _SHELL_VERSIONS), *((name, _SHELL_THUMB) for name in THUMBS)]
+    for name, text in texts:
         lines = [f"description: {json.dumps(descriptions[name])}"]
         for key, value in fields.items():
             lines.append(f"{key}: {json.dumps(value.format(wrapper=wrapper) if isinstance(value, str) else value)}")
-        body = text.format(frontmatter="\n".join(lines), wrapper=wrapper)
+        body = text.format(frontmatter="\n".join(lines), wrapper=wrapper, verdict=name)
         entries.append(Entry(name, "command", {"name": name, "text": body}))
     return tuple(entries)

@@ -1,6 +1,8 @@
-// reef's own pi extension (reserved entry `reef-requests`): /reefine, /versions, /versions vN install, and a notice
-// at session start when a newer version of this harness is served. Plain JavaScript, so node parses it too.
+// reef's own pi extension (reserved entry `reef-requests`): /reefine, /versions, /versions vN install, /good and
+// /bad (the person's score on the session's last answer, by `reef-pi good|bad`), and a notice at session start when
+// a newer version of this harness is served. Plain JavaScript, so node parses it too.
 // It reaches reef with what `reef-pi` puts in the environment; started any other way, it says so and does nothing.
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -193,6 +195,19 @@ async function notice(reef, ctx) {
   else process.stderr.write(`${text}\n`);
 }
 
+// /good and /bad: `reef-pi good|bad [words]` scores the session's last answer; its line is what the person sees.
+function thumb(reef, verdict, words, ctx) {
+  if (!reef.wrapper) return notStarted(ctx);
+  const args = words.trim() ? [verdict, words.trim()] : [verdict];
+  return new Promise((resolve) => {
+    execFile(reef.wrapper, args, { timeout: FETCH_MS, env: process.env }, (error, stdout, stderr) => {
+      const said = `${stdout || ""}${stderr || ""}`.trim();
+      say(ctx, said || (error ? `reef: ${error.message}` : "reef: scored"), error ? "error" : "info");
+      resolve();
+    });
+  });
+}
+
 function guarded(handler) {
   return async (args, ctx) => {
     const reef = session();
@@ -214,6 +229,12 @@ export default function (pi) {
     description: "This harness's versions; /versions vN install installs one",
     handler: guarded((reef, args, ctx) => versions(reef, args, ctx, pi)),
   });
+  for (const verdict of ["good", "bad"]) {
+    pi.registerCommand(verdict, {
+      description: `Score this session's last answer ${verdict}: /${verdict} [what was ${verdict} about it]`,
+      handler: guarded((reef, args, ctx) => thumb(reef, verdict, args, ctx)),
+    });
+  }
   pi.on("session_start", async (_event, ctx) => {
     const reef = session();
     if (!reef) return;

@@ -22,7 +22,9 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME = 64
 MAX_TEXT = 64 * 1024
 # reef's own entries: the install script and in-session commands own them; no proposal may touch them.
-RESERVED_IDS = frozenset({"reef-requests", "reef-version-check", "reef-pi-extension-api", "reefine", "versions"})
+RESERVED_IDS = frozenset(
+    {"reef-requests", "reef-version-check", "reef-pi-extension-api", "reefine", "versions", "good", "bad"}
+)
 _CONSOLE_WRITE = re.compile(
     r"\bconsole\.(?:log|info|warn|error|debug|trace)\s*\(|\bprocess\.std(?:out|err)\.write\s*\("
 )

@@ -83,3 +83,17 @@ def test_pi_reefine_and_versions_inside_a_session(reefine: Reefine, agent_cli: F
     installed = said(reefine.wrapper("pi", "-p", "/versions v1 install"))
     assert "installed v1" in installed and "Type /reload" in installed
     assert "In 5-7-5." in (reefine.root() / "pi-agent" / "skills" / "haiku" / "SKILL.md").read_text()
+
+
+def test_pi_bad_inside_a_session_scores_its_last_answer(reefine: Reefine, agent_cli: FindAgent) -> None:
+    """pi in print mode takes its messages in turn: a question, then `/bad wrong file`, which the extension runs as
+    `reef-pi bad` in the same session."""
+    agent_cli("pi")
+    assert reefine.install("pi").returncode == 0
+    shown = said(reefine.wrapper("pi", "-p", "where is the login handled?", "/bad wrong file"))
+    rows = reefine.call("GET", "/reef/records", scenario=SCENARIO, type="inference")["records"]
+    (answered,) = [reefine.call("GET", f"/reef/records/{row['id']}") for row in rows]
+    assert "scored the last answer" in shown and answered["id"] in shown
+    (report,) = answered["reports"]
+    scale = reefine.call("GET", "/reef/status")["score_scale"]
+    assert (report["source"], report["score"], report["feedback"]) == ("person", scale["min"], "wrong file")
