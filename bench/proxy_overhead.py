@@ -54,7 +54,11 @@ PAGE_SIZE = 500
 # The client
 
 
-def build_request(port: int, *, stream: bool) -> bytes:
+PASS_TOKEN = "bench-reef-token"  # the reef+pass target's REEF_TOKEN (bench/run.sh --pass-through)
+PASS_OWN_KEY = "bench-client-own-key"
+
+
+def build_request(port: int, *, stream: bool, headers: str = "") -> bytes:
     payload: dict[str, Any] = {
         "model": "mock",
         "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
@@ -65,7 +69,7 @@ def build_request(port: int, *, stream: bool) -> bytes:
     body = json.dumps(payload, separators=(",", ":")).encode()
     head = (
         f"POST {ROUTE} HTTP/1.1\r\nHost: {HOST}:{port}\r\ncontent-type: application/json\r\n"
-        f"x-reef-scenario: {SCENARIO}\r\ncontent-length: {len(body)}\r\n\r\n"
+        f"x-reef-scenario: {SCENARIO}\r\n{headers}content-length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
@@ -253,12 +257,13 @@ class Target:
     name: str
     port: int
     pid: int | None  # the proxy process (None for direct)
+    headers: str = ""  # more request header lines, each ending in CRLF
     request: bytes = b""
     stream_request: bytes = b""
 
     def __post_init__(self) -> None:
-        self.request = build_request(self.port, stream=False)
-        self.stream_request = build_request(self.port, stream=True)
+        self.request = build_request(self.port, stream=False, headers=self.headers)
+        self.stream_request = build_request(self.port, stream=True, headers=self.headers)
 
 
 @dataclass
@@ -627,6 +632,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         targets.append(Target("baseline", *_port_pid(args.baseline)))
     if args.otel:
         targets.append(Target("reef+otel", *_port_pid(args.otel)))
+    if args.pass_through:
+        # reef's token in its own header, the client's own key as its bearer (inference.client-auth pass)
+        own = f"x-reef-token: {PASS_TOKEN}\r\nauthorization: Bearer {PASS_OWN_KEY}\r\n"
+        targets.append(Target("reef+pass", *_port_pid(args.pass_through), headers=own))
     pids = [t.pid for t in targets if t.pid is not None] + ([args.mock_pid] if args.mock_pid else [])
     meter = CpuMeter(pids)
     bench = Bench(targets, settings, meter)
@@ -669,6 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--litellm", help="PORT:PID of the LiteLLM proxy (optional)")
     parser.add_argument("--baseline", help="PORT:PID of reef serve at another commit (optional)")
     parser.add_argument("--otel", help="PORT:PID of reef serve exporting spans to a local OTLP sink (optional)")
+    parser.add_argument(
+        "--pass-through",
+        help=f"PORT:PID of reef serve with inference.client-auth pass and REEF_TOKEN={PASS_TOKEN} (optional)",
+    )
     parser.add_argument("--mock-pid", type=int, help="the mock's PID, for CPU accounting")
     parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run")
     parser.add_argument("--soak-s", type=float, help="soak length in seconds (full: 300, quick: 15)")

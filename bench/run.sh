@@ -3,7 +3,7 @@
 # 127.0.0.1 ports, runs bench/proxy_overhead.py against them, stops every process by PID, writes
 # bench/results/<time>-<mode>.json and prints the markdown table.
 #
-#   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin] [--baseline REF] [--otel]
+#   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin] [--baseline REF] [--otel] [--pass-through]
 #
 # --quick       ~1 minute smoke run (fewer rounds, 15 s soak)
 # --no-litellm  skip LiteLLM (it is also skipped, with a warning, when its install fails)
@@ -13,13 +13,15 @@
 #               target in the same interleaved run, and print reef's ratios against it
 # --otel        also run a second reef exporting OpenTelemetry spans to a local OTLP/HTTP sink (bench/otlp_sink.py)
 #               as the target reef+otel in the same interleaved run: export on vs off
+# --pass-through  also run a reef with inference.client-auth pass (reef's token in x-reef-token, the client's own
+#               key forwarded upstream) as the target reef+pass: the client's key passed vs reef's
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cd "$root"
 
-quick=0 litellm=1 pin=1 soak_s="" baseline="" otel=0
+quick=0 litellm=1 pin=1 soak_s="" baseline="" otel=0 pass_through=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --soak-s) soak_s="$2"; shift ;;
     --baseline) baseline="$2"; shift ;;
     --otel) otel=1 ;;
+    --pass-through) pass_through=1 ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
@@ -53,9 +56,9 @@ if [ "$litellm" = 1 ] && ! [ -x "$litellm_venv/bin/litellm" ]; then
 fi
 
 # Free ports, chosen by the kernel.
-read -r p_mock p_floor p_reef p_litellm p_base p_otel p_sink < <("$bench_venv/bin/python" - <<'EOF'
+read -r p_mock p_floor p_reef p_litellm p_base p_otel p_sink p_pass < <("$bench_venv/bin/python" - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(7)]
+socks = [socket.socket() for _ in range(8)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))
@@ -112,6 +115,14 @@ if [ "$otel" = 1 ]; then
   otel_arg=(--otel "$p_otel:$pid_otel")
 fi
 
+pass_arg=()
+if [ "$pass_through" = 1 ]; then
+  REEF_TOKEN=bench-reef-token $proxy_cpu "$root/.venv/bin/reef" serve --inference.upstream-url "http://127.0.0.1:$p_mock" \
+    --reef.port "$p_pass" --reef.state-dir "$work/reef-pass" --inference.client-auth pass >"$work/pass.log" 2>&1 &
+  pid_pass=$!; pids+=("$pid_pass")
+  pass_arg=(--pass-through "$p_pass:$pid_pass")
+fi
+
 base_arg=()
 if [ -n "$baseline" ]; then
   base_commit=$(git -C "$root" rev-parse --short "$baseline^{commit}") || { say "--baseline $baseline: not a commit"; exit 2; }
@@ -129,11 +140,12 @@ if [ -n "$baseline" ]; then
 fi
 
 # Wait (bounded) until each answers a real request.
-ready() {  # name port pid log
-  local i
+ready() {  # name port pid log [one more request header]
+  local i extra=()
+  if [ -n "${5:-}" ]; then extra=(-H "$5"); fi
   for i in $(seq 1 240); do
     if ! kill -0 "$3" 2>/dev/null; then say "$1 exited; its log:"; cat "$4" >&2; return 1; fi
-    if curl -sf -m 5 -o /dev/null -H 'content-type: application/json' -H 'x-reef-scenario: bench' \
+    if curl -sf -m 5 -o /dev/null -H 'content-type: application/json' -H 'x-reef-scenario: bench' "${extra[@]}" \
       -d '{"model":"mock","messages":[{"role":"user","content":"hi"}]}' \
       "http://127.0.0.1:$2/v1/chat/completions"; then
       return 0
@@ -147,6 +159,8 @@ ready floor-b "$p_floor" "$pid_floor" "$work/floor.log"
 ready reef "$p_reef" "$pid_reef" "$work/reef.log"
 if [ -n "$baseline" ]; then ready "reef at $baseline" "$p_base" "$pid_base" "$work/base.log"; fi
 if [ "$otel" = 1 ]; then ready "reef exporting spans" "$p_otel" "$pid_otel" "$work/otel.log"; fi
+if [ "$pass_through" = 1 ]; then ready "reef passing the client's key" "$p_pass" "$pid_pass" "$work/pass.log" \
+  "x-reef-token: bench-reef-token"; fi
 litellm_arg=()
 if [ "$litellm" = 1 ]; then
   if ready litellm "$p_litellm" "$pid_litellm" "$work/litellm.log"; then
@@ -173,7 +187,7 @@ fi
 mode=full; [ "$quick" = 1 ] && mode=quick
 out="$here/results/$(date +%Y%m%d-%H%M%S)-$mode.json"
 driver=("$bench_venv/bin/python" "$here/proxy_overhead.py" --direct "$p_mock" --floor "$p_floor:$pid_floor"
-  --reef "$p_reef:$pid_reef" "${litellm_arg[@]}" "${base_arg[@]}" "${otel_arg[@]}" --mock-pid "$pid_mock" --out "$out" "${meta[@]}")
+  --reef "$p_reef:$pid_reef" "${litellm_arg[@]}" "${base_arg[@]}" "${otel_arg[@]}" "${pass_arg[@]}" --mock-pid "$pid_mock" --out "$out" "${meta[@]}")
 [ "$quick" = 1 ] && driver+=(--quick)
 [ -n "$soak_s" ] && driver+=(--soak-s "$soak_s")
 soak_int=${soak_s:-300}; limit=$(( quick ? 900 : 2400 )); limit=$(( limit + ${soak_int%.*} ))
