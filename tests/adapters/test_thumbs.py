@@ -56,6 +56,20 @@ def test_bad_in_a_session_scores_its_last_answer_low_with_the_words(reefine: Ree
     assert earlier["reports"] == []
 
 
+def test_the_calls_the_model_made_for_the_command_are_not_what_it_scores(reefine: Reefine) -> None:
+    """In codex and dsh the session's model reads `$bad ...` and runs the wrapper itself: its call for that is the
+    newest, but the answer the person meant is the one before their command."""
+    assert reefine.install("pi").returncode == 0
+    code, stdout, stderr = run_session(reefine, ["fix the login", "$bad wrong file"])
+    assert code == 0, stderr
+    rows = reefine.call("GET", "/reef/records?type=inference")["records"]
+    records = [reefine.call("GET", f"/reef/records/{row['id']}") for row in rows]
+    meant, for_the_command = sorted((r for r in records if r["tags"].get("session")), key=lambda r: r["sequence"])
+    assert meant["id"] in stdout
+    assert [report["feedback"] for report in meant["reports"]] == ["wrong file"]
+    assert for_the_command["reports"] == []
+
+
 def test_thumbs_before_any_answer_says_there_is_none(reefine: Reefine) -> None:
     assert reefine.install("pi").returncode == 0
     code, _, stderr = run_session(reefine, [])
