@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
@@ -42,13 +43,18 @@ def run_session(reefine: Reefine, asks: list[str]) -> tuple[int, str, str]:
     return code, stdout, stderr
 
 
+def session_records(reefine: Reefine) -> list[dict[str, Any]]:
+    """The session's model calls in full, oldest first."""
+    rows = reefine.call("GET", "/reef/records?type=inference")["records"]
+    records = [reefine.call("GET", f"/reef/records/{row['id']}") for row in rows]
+    return sorted((r for r in records if r["tags"].get("session")), key=lambda r: r["sequence"])
+
+
 def test_bad_in_a_session_scores_its_last_answer_low_with_the_words(reefine: Reefine) -> None:
     assert reefine.install("pi").returncode == 0
     code, stdout, stderr = run_session(reefine, ["open the config", "fix the login"])
     assert code == 0, stderr
-    rows = reefine.call("GET", "/reef/records?type=inference")["records"]
-    records = [reefine.call("GET", f"/reef/records/{row['id']}") for row in rows]
-    earlier, newest = sorted((r for r in records if r["tags"].get("session")), key=lambda r: r["sequence"])
+    earlier, newest = session_records(reefine)
     assert newest["id"] in stdout
     (report,) = newest["reports"]
     scale = reefine.call("GET", "/reef/status")["score_scale"]
@@ -62,9 +68,7 @@ def test_the_calls_the_model_made_for_the_command_are_not_what_it_scores(reefine
     assert reefine.install("pi").returncode == 0
     code, stdout, stderr = run_session(reefine, ["fix the login", "$bad wrong file"])
     assert code == 0, stderr
-    rows = reefine.call("GET", "/reef/records?type=inference")["records"]
-    records = [reefine.call("GET", f"/reef/records/{row['id']}") for row in rows]
-    meant, for_the_command = sorted((r for r in records if r["tags"].get("session")), key=lambda r: r["sequence"])
+    meant, for_the_command = session_records(reefine)
     assert meant["id"] in stdout
     assert [report["feedback"] for report in meant["reports"]] == ["wrong file"]
     assert for_the_command["reports"] == []
