@@ -54,7 +54,7 @@ PAGE_SIZE = 500
 # The client
 
 
-PASS_TOKEN = "bench-reef-token"  # the reef+pass target's REEF_TOKEN (bench/run.sh --pass-through)
+PASS_TOKEN = "bench-reef-token"  # the reef+pass and reef+token targets' REEF_TOKEN (bench/run.sh --pass-through)
 PASS_OWN_KEY = "bench-client-own-key"
 
 
@@ -636,6 +636,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # reef's token in its own header, the client's own key as its bearer (inference.client-auth pass)
         own = f"x-reef-token: {PASS_TOKEN}\r\nauthorization: Bearer {PASS_OWN_KEY}\r\n"
         targets.append(Target("reef+pass", *_port_pid(args.pass_through), headers=own))
+    if args.token:
+        targets.append(Target("reef+token", *_port_pid(args.token), headers=f"authorization: Bearer {PASS_TOKEN}\r\n"))
     pids = [t.pid for t in targets if t.pid is not None] + ([args.mock_pid] if args.mock_pid else [])
     meter = CpuMeter(pids)
     bench = Bench(targets, settings, meter)
@@ -682,6 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pass-through",
         help=f"PORT:PID of reef serve with inference.client-auth pass and REEF_TOKEN={PASS_TOKEN} (optional)",
     )
+    parser.add_argument("--token", help=f"PORT:PID of reef serve with REEF_TOKEN={PASS_TOKEN}, the default client-auth")
     parser.add_argument("--mock-pid", type=int, help="the mock's PID, for CPU accounting")
     parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run")
     parser.add_argument("--soak-s", type=float, help="soak length in seconds (full: 300, quick: 15)")

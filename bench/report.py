@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-NAMES = ("direct", "floor-b", "reef", "baseline", "reef+otel", "reef+pass", "litellm")
+NAMES = ("direct", "floor-b", "reef", "baseline", "reef+otel", "reef+token", "reef+pass", "litellm")
 DASH = "-"
 
 
@@ -82,11 +82,11 @@ def render(result: dict[str, Any]) -> str:
     pairs = [("reef", "floor-b")]
     pairs += [("reef", "baseline")] if with_baseline else []
     pairs += [("reef+otel", "reef")] if with_otel else []
-    pairs += [("reef+pass", "reef")] if "reef+pass" in names else []
+    pairs += [("reef+pass", "reef+token")] if "reef+pass" in names and "reef+token" in names else []
     pairs += [("litellm", "reef")] if with_litellm else []
     titles = {("reef", "floor-b"): "reef vs floor-b", ("reef", "baseline"): "reef vs baseline"}
     titles[("reef+otel", "reef")] = "export on vs off"
-    titles[("reef+pass", "reef")] = "client's key passed vs reef's"
+    titles[("reef+pass", "reef+token")] = "client's key passed vs reef's token"
     titles[("litellm", "reef")] = "LiteLLM vs reef"
     header = ["metric", *names, *(titles[pair] for pair in pairs)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -14,7 +14,8 @@
 # --otel        also run a second reef exporting OpenTelemetry spans to a local OTLP/HTTP sink (bench/otlp_sink.py)
 #               as the target reef+otel in the same interleaved run: export on vs off
 # --pass-through  also run a reef with inference.client-auth pass (reef's token in x-reef-token, the client's own
-#               key forwarded upstream) as the target reef+pass: the client's key passed vs reef's
+#               key forwarded upstream) as the target reef+pass, beside reef+token (the same REEF_TOKEN sent as the
+#               client's bearer, the default): the client's key passed vs reef's token checked
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,9 +57,9 @@ if [ "$litellm" = 1 ] && ! [ -x "$litellm_venv/bin/litellm" ]; then
 fi
 
 # Free ports, chosen by the kernel.
-read -r p_mock p_floor p_reef p_litellm p_base p_otel p_sink p_pass < <("$bench_venv/bin/python" - <<'EOF'
+read -r p_mock p_floor p_reef p_litellm p_base p_otel p_sink p_pass p_token < <("$bench_venv/bin/python" - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(8)]
+socks = [socket.socket() for _ in range(9)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))
@@ -120,7 +121,11 @@ if [ "$pass_through" = 1 ]; then
   REEF_TOKEN=bench-reef-token $proxy_cpu "$root/.venv/bin/reef" serve --inference.upstream-url "http://127.0.0.1:$p_mock" \
     --reef.port "$p_pass" --reef.state-dir "$work/reef-pass" --inference.client-auth pass >"$work/pass.log" 2>&1 &
   pid_pass=$!; pids+=("$pid_pass")
-  pass_arg=(--pass-through "$p_pass:$pid_pass")
+  # The same token, checked the default way (the client sends it as its bearer): what passing the key is compared to.
+  REEF_TOKEN=bench-reef-token $proxy_cpu "$root/.venv/bin/reef" serve --inference.upstream-url "http://127.0.0.1:$p_mock" \
+    --reef.port "$p_token" --reef.state-dir "$work/reef-token" >"$work/token.log" 2>&1 &
+  pid_token=$!; pids+=("$pid_token")
+  pass_arg=(--pass-through "$p_pass:$pid_pass" --token "$p_token:$pid_token")
 fi
 
 base_arg=()
@@ -158,9 +163,17 @@ ready mock "$p_mock" "$pid_mock" "$work/mock.log"
 ready floor-b "$p_floor" "$pid_floor" "$work/floor.log"
 ready reef "$p_reef" "$pid_reef" "$work/reef.log"
 if [ -n "$baseline" ]; then ready "reef at $baseline" "$p_base" "$pid_base" "$work/base.log"; fi
-if [ "$otel" = 1 ]; then ready "reef exporting spans" "$p_otel" "$pid_otel" "$work/otel.log"; fi
+exporter_pid=""
+if [ "$otel" = 1 ]; then
+  ready "reef exporting spans" "$p_otel" "$pid_otel" "$work/otel.log"
+  # reef exports from a process of its own; on a machine with a spare core that is where it runs. Here the spare
+  # core is the client's and the mock's (CPU0), so that is where it goes.
+  exporter_pid=$(pgrep -P "$pid_otel" -f reef_daemon.telemetry.exporter | head -1)
+  if [ "$pin" = 1 ] && [ -n "$exporter_pid" ] && [ -n "$client_cpu" ]; then taskset -pc 0 "$exporter_pid" >/dev/null; fi
+fi
 if [ "$pass_through" = 1 ]; then ready "reef passing the client's key" "$p_pass" "$pid_pass" "$work/pass.log" \
-  "x-reef-token: bench-reef-token"; fi
+  "x-reef-token: bench-reef-token"; ready "reef checking its token" "$p_token" "$pid_token" "$work/token.log" \
+  "Authorization: Bearer bench-reef-token"; fi
 litellm_arg=()
 if [ "$litellm" = 1 ]; then
   if ready litellm "$p_litellm" "$pid_litellm" "$work/litellm.log"; then
@@ -194,3 +207,8 @@ soak_int=${soak_s:-300}; limit=$(( quick ? 900 : 2400 )); limit=$(( limit + ${so
 say "driver: ${driver[*]}"
 # shellcheck disable=SC2086
 timeout "$limit" $client_cpu "${driver[@]}"
+if [ -n "$exporter_pid" ] && [ -r "/proc/$exporter_pid/stat" ]; then
+  ticks=$(awk '{print $14 + $15}' "/proc/$exporter_pid/stat")
+  spans=$(curl -sf "http://127.0.0.1:$p_sink/spans" | "$reef_py" -c 'import json, sys; print(json.load(sys.stdin)["spans"])')
+  "$reef_py" -c "import os; t, n = $ticks / os.sysconf('SC_CLK_TCK'), $spans; print(f'The export process (not in the proxy CPU above): {t:.1f} s CPU for {n:,} spans the sink took, {t / max(n, 1) * 1e6:.0f} µs a span.')"
+fi
