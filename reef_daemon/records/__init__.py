@@ -4,6 +4,7 @@ bytes. Imports neither the proxy nor the store; both import it."""
 
 from reef_daemon.records.assemble import assemble, json_object
 from reef_daemon.records.drafts import ClientRecordDraft, InferenceDraft
+from reef_daemon.records.facts import ExchangeFacts
 from reef_daemon.records.frames import FRAME_DELIMITER, parse_frame, split_frames
 from reef_daemon.records.preview import opening_turn, preview
 from reef_daemon.records.summary import InferenceSummary, stored_answer, summarize
@@ -11,6 +12,7 @@ from reef_daemon.records.summary import InferenceSummary, stored_answer, summari
 __all__ = [
     "FRAME_DELIMITER",
     "ClientRecordDraft",
+    "ExchangeFacts",
     "InferenceDraft",
     "InferenceSummary",
     "assemble",

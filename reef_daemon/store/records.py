@@ -19,7 +19,7 @@ from reef_daemon.contract import (
 )
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.jsoncodec import dumps_text
-from reef_daemon.records import ClientRecordDraft, InferenceDraft, summarize
+from reef_daemon.records import ClientRecordDraft, ExchangeFacts, InferenceDraft, summarize
 from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
@@ -128,7 +128,7 @@ class RecordStore:
         nulls = tuple([value is None for value in stored])
         ctx.conn.execute(_inference_insert(nulls), [value for value in stored if value is not None])
         row = record_row(*values)
-        ctx.announce(record_event(row, {}))
+        ctx.announce(record_event(row, {}, ExchangeFacts.from_draft(draft, summary)))
         return row
 
     async def append_client_record(self, draft: ClientRecordDraft) -> tuple[RecordRow, bool]:

@@ -20,6 +20,7 @@ from reef_daemon.contract import (
     StoredRecord,
     report_source,
 )
+from reef_daemon.records import ExchangeFacts
 from reef_daemon.store.engine import Columns
 from reef_daemon.store.writer import Event
 
@@ -91,9 +92,10 @@ def detail_row(row: Columns) -> StoredRecord:
     }
 
 
-def record_event(row: RecordRow, content: Mapping[str, Any]) -> Event:
+def record_event(row: RecordRow, content: Mapping[str, Any], facts: ExchangeFacts | None = None) -> Event:
     """The event a stored record publishes, named by RECORD_EVENTS: its row, and for a report what it scored; a
-    change request is announced as filed (queued), as its progress events will announce it moving on."""
+    change request is announced as filed (queued), as its progress events will announce it moving on. An exchange's
+    `facts` ride along in this process."""
     data: EventData
     if row["type"] == "report":
         data = {"record": row, "references": content.get("references", []), "score": content.get("score")}
@@ -101,7 +103,7 @@ def record_event(row: RecordRow, content: Mapping[str, Any]) -> Event:
         data = {"request": {"id": row["id"], "state": "queued", "activity": None}, "record": row}
     else:
         data = {"record": row}
-    return Event(RECORD_EVENTS[row["type"]], row["sequence"], row["scenario"], data)
+    return Event(RECORD_EVENTS[row["type"]], row["sequence"], row["scenario"], data, facts)
 
 
 def decode_body(raw: bytes | str | None) -> Any:

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from reef_daemon.contract import EventData, EventName
 from reef_daemon.errors import StoreError
+from reef_daemon.records import ExchangeFacts
 from reef_daemon.store.engine import (
     DB_ERRORS,
     Connection,
@@ -53,6 +54,7 @@ class Event:
     sequence: int
     scenario: str | None
     data: EventData
+    facts: ExchangeFacts | None = field(default=None, compare=False, repr=False)  # in this process only
 
 
 @dataclass

@@ -1,89 +1,147 @@
-"""Export off the request path: a subscriber to the events bus turns committed records, reports, change requests
-and steps into spans, which the SDK's batch processor sends from its own thread. A collector that is down or hangs
-fills that processor's queue; what does not fit is dropped and counted, and no answer waits for any of it."""
+"""Export off the request path and off the daemon's interpreter: a subscriber to the events bus turns committed
+records, reports, change requests and steps into span orders (small JSON lines) and writes them, a run at a time, to
+the export process (`telemetry.exporter`), which builds the spans and sends them in batches. A collector that is down
+or hangs fills that process's queue; what does not fit, there or in the pipe to it, is dropped and counted, and no
+answer waits for any of it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import sys
+from typing import Any
+
+import orjson
 
 from reef_daemon.contract import EventName, RecordEvent, ReportEvent, RequestEvent, StepEvent, TelemetryState
 from reef_daemon.events import EventBus, Subscription
+from reef_daemon.records import ExchangeFacts
 from reef_daemon.store import Event, Store
-from reef_daemon.telemetry._provider import Exporting
-from reef_daemon.telemetry._spans import export_exchange, export_report, export_request, export_step
+from reef_daemon.telemetry._content import conversation_attributes
 from reef_daemon.telemetry.prices import PriceTable
 
 log = logging.getLogger("reef")
 
 _EXPORTED_EVENTS: tuple[EventName, ...] = ("record", "report", "request", "step")
+RUN_ORDERS = 512  # orders written to the export process at once, at most
+PIPE_LIMIT = 16 * 1024 * 1024  # bytes waiting in the pipe to the export process; orders beyond are dropped
+STOP_WAIT_S = 40.0  # the export process's last sends are bounded by OTEL_BSP_EXPORT_TIMEOUT (30 s by default)
 
 
 class TelemetryExport:
-    """Spans for what the store commits, exported in batches while the daemon runs."""
+    """Spans for what the store commits, exported in batches by a process of their own while the daemon runs."""
 
-    def __init__(self, exporting: Exporting, prices: PriceTable, capture: bool) -> None:
-        self._exporting = exporting
-        self._tracer = exporting.provider.get_tracer("reef")
+    def __init__(self, endpoint: str | None, prices: PriceTable, capture: bool) -> None:
+        self._endpoint = endpoint
         self._prices = prices
         self._capture = capture
-        self._lost = 0  # events the bus dropped because this subscriber fell behind
-        self._task: asyncio.Task[None] | None = None
+        self._counts = {"exported": 0, "failed": 0, "dropped": 0}  # as the export process last said
+        self._dropped = 0  # orders this side never handed over: the bus or the pipe was full, or the process gone
+        self._process: asyncio.subprocess.Process | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     def start(self, bus: EventBus, store: Store) -> None:
-        self._task = asyncio.create_task(self._run(bus, store))
+        self._tasks.append(asyncio.create_task(self._run(bus, store)))
 
     async def stop(self) -> None:
-        """Stop taking events and send what is queued (bounded by OTEL_BSP_EXPORT_TIMEOUT), off the loop."""
-        if self._task is not None:
-            self._task.cancel()
+        """Stop taking events, let the export process send what it holds, and wait for it (bounded)."""
+        for task in self._tasks[:1]:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await asyncio.to_thread(self._exporting.provider.shutdown)
+                await task
+        process = self._process
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), STOP_WAIT_S)
+        except TimeoutError:
+            log.warning("telemetry: the export process did not finish its last sends in %.0f s; ended", STOP_WAIT_S)
+            process.kill()
+            await process.wait()
+        for task in self._tasks[1:]:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def state(self) -> TelemetryState:
-        counts = self._exporting.counts
         return {
             "exporting": True,
-            "exported": counts.exported,
-            "failed": counts.failed,
-            "dropped": counts.dropped + self._lost,
+            "exported": self._counts["exported"],
+            "failed": self._counts["failed"],
+            "dropped": self._counts["dropped"] + self._dropped,
         }
 
     async def _run(self, bus: EventBus, store: Store) -> None:
+        endpoint = [] if self._endpoint is None else ["--endpoint", self._endpoint]
+        self._process = process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "reef_daemon.telemetry.exporter", *endpoint,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        self._tasks.append(asyncio.create_task(self._read_counts(process)))
         while True:
             subscription = bus.subscribe(types=_EXPORTED_EVENTS)
             try:
-                await self._follow(subscription, store)
+                await self._follow(subscription, store, process)
             finally:
                 subscription.close()
-            self._lost += subscription.lost
+            self._dropped += subscription.lost
 
-    async def _follow(self, subscription: Subscription, store: Store) -> None:
+    async def _follow(self, subscription: Subscription, store: Store, process: asyncio.subprocess.Process) -> None:
+        orders: list[bytes] = []
         while (event := await subscription.next()) is not None:
-            if event.type == "request" and event.data.get("record") is None:
-                continue  # a change request moving on: no new record, no span
-            if not self._exporting.queue.admit():
-                continue
             try:
-                await self._export(event, store)
-            except Exception:  # one record that cannot become a span must not end the export
+                order = await self._order(event, store)
+            except Exception:  # one record that cannot become an order must not end the export
                 log.exception("telemetry: could not export event %s", event.sequence)
+                order = None
+            if order is not None:
+                orders.append(orjson.dumps(order) + b"\n")
+            if orders and (subscription.queue.empty() or len(orders) >= RUN_ORDERS):
+                self._hand_over(orders, process)
+                orders = []
 
-    async def _export(self, event: Event, store: Store) -> None:
-        ids = self._exporting.ids
+    def _hand_over(self, orders: list[bytes], process: asyncio.subprocess.Process) -> None:
+        """Write a run of orders to the export process, or count them dropped when it is gone or behind."""
+        pipe = process.stdin
+        if pipe is None or pipe.is_closing() or process.returncode is not None:
+            self._dropped += len(orders)
+            return
+        if pipe.transport.get_write_buffer_size() > PIPE_LIMIT:
+            self._dropped += len(orders)
+            return
+        pipe.write(b"".join(orders))
+
+    async def _order(self, event: Event, store: Store) -> list[Any] | None:
+        """What the export process needs to build the event's span; None for an event that makes none."""
         if event.type == "record":
             stored: RecordEvent = event.data  # type: ignore[assignment]
-            record = await store.records.get(stored["record"]["id"])
-            export_exchange(self._tracer, ids, record, self._prices, self._capture)
-        elif event.type == "report":
+            row, facts, content = stored["record"], event.facts, None
+            if facts is None or self._capture:  # from another process, or the messages wanted: read it back
+                record = await store.records.get(row["id"])
+                facts = ExchangeFacts.from_stored(record)
+                content = conversation_attributes(record) if self._capture else None
+            cost = self._prices.cost_usd(row["model"] or facts.requested_model, row["usage"])
+            return ["exchange", row, facts.as_list(), cost, content]
+        if event.type == "report":
             report: ReportEvent = event.data  # type: ignore[assignment]
-            export_report(self._tracer, ids, report["record"], report["references"], report["score"])
-        elif event.type == "request":
+            return ["report", report["record"], report["references"], report["score"]]
+        if event.type == "request":
             filed: RequestEvent = event.data  # type: ignore[assignment]
-            if filed["record"] is not None:
-                export_request(self._tracer, ids, filed["record"])
-        elif event.type == "step":
+            return None if filed["record"] is None else ["request", filed["record"]]  # None: one moving on
+        if event.type == "step":
             step: StepEvent = event.data  # type: ignore[assignment]
-            export_step(self._tracer, ids, step["step"])
+            return ["step", step["step"]]
+        return None
+
+    async def _read_counts(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        while line := await process.stdout.readline():
+            with contextlib.suppress(ValueError):
+                said = json.loads(line)
+                self._counts = {name: int(said[name]) for name in self._counts}
+        code = await process.wait()
+        if code != 0:
+            log.error("telemetry: the export process ended (exit %s); nothing is exported from now on", code)

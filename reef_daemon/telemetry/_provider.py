@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -16,12 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
-from reef_daemon.telemetry.switch import TelemetryError
-
 DEFAULT_MAX_QUEUE = 2048  # the SDK's OTEL_BSP_MAX_QUEUE_SIZE default
-
-
-PROTOCOL_ENVS = ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 
 
 @dataclass
@@ -31,12 +26,15 @@ class ExportCounts:
     exported: int = 0
     failed: int = 0  # spans in batches the collector did not take (down, refusing, timed out)
     dropped: int = 0  # spans never sent: the queue in front of the exporter was full
+    listener: Callable[[], None] | None = None  # told after every change
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **counts: int) -> None:
         with self._lock:
             for name, n in counts.items():
                 setattr(self, name, getattr(self, name) + n)
+        if self.listener is not None:
+            self.listener()
 
 
 class _CountingExporter(SpanExporter):
@@ -123,18 +121,8 @@ class Exporting:
 
 
 def build_provider(endpoint_setting: str | None, environ: Mapping[str, str]) -> Exporting:
-    """A provider exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's.
-
-    Raises:
-        TelemetryError: the environment asks for another OTLP protocol (gRPC, JSON).
-    """
-    for name in PROTOCOL_ENVS:
-        protocol = environ.get(name, "").strip()
-        if protocol and protocol != "http/protobuf":
-            raise TelemetryError(
-                f"{name}={protocol}: reef exports OTLP over HTTP (http/protobuf) only; unset it or set http/protobuf"
-                " and point the endpoint at the collector's HTTP port (4318)"
-            )
+    """A provider exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's
+    (whose protocol `switch.check_protocol` has checked)."""
     counts = ExportCounts()
     ids = ChosenIds()
     # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; with neither it names an unknown service.

@@ -3,7 +3,6 @@ Ids come from reef's own (`ChosenIds`), so exporting a record again yields the s
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from opentelemetry.trace import (
@@ -16,9 +15,9 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from reef_daemon.contract import JUDGE_SCENARIO, MESSAGES_ROUTE, RecordRow, StepRow, StoredRecord
+from reef_daemon.contract import JUDGE_SCENARIO, MESSAGES_ROUTE, RecordRow, StepRow
+from reef_daemon.records import ExchangeFacts
 from reef_daemon.telemetry._provider import ChosenIds, derived_id
-from reef_daemon.telemetry.prices import PriceTable
 
 
 def record_context(receipt: str) -> SpanContext:
@@ -33,77 +32,57 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
 
 
-def exchange_attributes(record: StoredRecord, prices: PriceTable, capture: bool) -> dict[str, Any]:
-    """The GenAI and reef attributes of one exchange; the messages only when `capture`."""
-    route = record["route"] or ""
-    request = record["request"] if isinstance(record["request"], dict) else {}
-    answer = record["answer"]
-    usage = record["usage"]
+def exchange_attributes(
+    row: RecordRow, facts: ExchangeFacts, cost: float | None, content: dict[str, str] | None
+) -> dict[str, Any]:
+    """The GenAI and reef attributes of one exchange; its messages only when their `content` is given."""
+    tags = facts.tags
+    judged = row["scenario"] == JUDGE_SCENARIO
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",  # reef serves chat completions, responses and messages only
         # The API reef was called with: the best knowledge of the provider behind it.
-        "gen_ai.provider.name": "anthropic" if route == MESSAGES_ROUTE else "openai",
-        "reef.receipt": record["id"],
-        "reef.scenario": record["scenario"],
-        "reef.judge": record["scenario"] == JUDGE_SCENARIO,
+        "gen_ai.provider.name": "anthropic" if row["route"] == MESSAGES_ROUTE else "openai",
+        "reef.receipt": row["id"],
+        "reef.scenario": row["scenario"],  # reef-judge: a call of the next-turn judge
     }
+    usage = row["usage"]
     optional: dict[str, Any] = {
-        "gen_ai.request.model": request.get("model") if isinstance(request.get("model"), str) else None,
-        "gen_ai.response.model": (answer["model"] if answer is not None else None) or record["model"],
+        "gen_ai.request.model": facts.requested_model,
+        "gen_ai.response.model": row["model"],
         "gen_ai.usage.input_tokens": usage.get("input_tokens"),
         "gen_ai.usage.output_tokens": usage.get("output_tokens"),
-        "gen_ai.conversation.id": record["tags"].get("session"),
-        "reef.session": record["tags"].get("session"),
-        "reef.judge.source": record["tags"].get("judge") if record["scenario"] == JUDGE_SCENARIO else None,
-        "reef.version": record["release"],
-        "reef.release_id": record.get("release_id"),
-        "http.response.status_code": record["status"],
+        "gen_ai.conversation.id": tags.get("session"),  # the session tag
+        "reef.judge.source": tags.get("judge") if judged else None,
+        "reef.version": row["release"],
+        "http.response.status_code": row["status"],
+        "reef.cost_usd": cost,
     }
-    if answer is not None and answer["finish_reason"]:
-        optional["gen_ai.response.finish_reasons"] = [answer["finish_reason"]]
-    if request.get("stream") is True:
+    if facts.finish_reason:
+        optional["gen_ai.response.finish_reasons"] = [facts.finish_reason]
+    if facts.stream:
         optional["gen_ai.request.stream"] = True
-        ttft = record["timings"]["ttft_ms"]
-        optional["gen_ai.response.time_to_first_chunk"] = None if ttft is None else ttft / 1000
-    cost = prices.record_cost(record)
-    optional["reef.cost_usd"] = cost
-    optional["gen_ai.usage.cost"] = cost
-    if capture:
-        optional.update(_content(request, answer))
+        optional["gen_ai.response.time_to_first_chunk"] = None if facts.ttft_ms is None else facts.ttft_ms / 1000
+    if content is not None:
+        optional.update(content)
     attributes.update({key: value for key, value in optional.items() if value is not None})
     return attributes
 
 
-def _content(request: dict[str, Any], answer: Any) -> dict[str, str | None]:
-    """The conversation as JSON strings (span attributes cannot hold structures in Python's SDK)."""
-    messages = request.get("messages", request.get("input"))
-    output = None
-    if answer is not None:
-        parts = [
-            {"type": "text", "content": part["text"]} if part["type"] == "text" else {"type": part["type"]}
-            for part in answer["parts"]
-        ]
-        output = [{"role": "assistant", "parts": parts, "finish_reason": answer["finish_reason"] or "stop"}]
-    system = request.get("system") if isinstance(request.get("system"), str) else None
-    return {
-        "gen_ai.input.messages": json.dumps(messages, ensure_ascii=False) if messages is not None else None,
-        "gen_ai.output.messages": json.dumps(output, ensure_ascii=False) if output is not None else None,
-        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": system}]) if system else None,
-    }
-
-
-def export_exchange(tracer: Tracer, ids: ChosenIds, record: StoredRecord, prices: PriceTable, capture: bool) -> None:
+def export_exchange(
+    tracer: Tracer, ids: ChosenIds, row: RecordRow, facts: ExchangeFacts, cost: float | None,
+    content: dict[str, str] | None,
+) -> None:  # fmt: skip
     """One span for an exchange, from its start to its end as the record says."""
-    attributes = exchange_attributes(record, prices, capture)
+    attributes = exchange_attributes(row, facts, cost, content)
     name = f"{attributes['gen_ai.operation.name']} {attributes.get('gen_ai.request.model', '')}".strip()
-    start = record["created_at"]
-    duration_s = (record["duration_ms"] or 0) / 1000
-    ids.choose(record["id"], record["id"])
+    start = row["created_at"]
+    duration_s = (row["duration_ms"] or 0) / 1000
+    ids.choose(row["id"], row["id"])
     span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes, start_time=_ns(start))
-    status = record["status"]
-    if record["error"] is not None or (status is not None and status >= 400):
+    status = row["status"]
+    if facts.error is not None or (status is not None and status >= 400):
         span.set_attribute("error.type", str(status) if status is not None else "_OTHER")
-        span.set_status(Status(StatusCode.ERROR, record["error"]))
+        span.set_status(Status(StatusCode.ERROR, facts.error))
     span.end(end_time=_ns(start + duration_s))
 
 

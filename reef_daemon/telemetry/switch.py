@@ -1,5 +1,5 @@
-"""Whether reef exports at all, read without loading the OpenTelemetry SDK: it (and its OTLP exporter) is imported
-only when an endpoint is configured, so a daemon that exports nothing pays neither its memory nor its start."""
+"""Whether reef exports at all, read without loading the OpenTelemetry SDK: the daemon never imports it; the export
+process (`telemetry.exporter`) does, and it starts only when an endpoint is configured."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from reef_daemon.telemetry.prices import PriceTable
 
 ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+PROTOCOL_ENVS = ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 
 
 class TelemetryError(Exception):
@@ -35,6 +36,17 @@ def wanted(endpoint_setting: str | None, environ: Mapping[str, str]) -> bool:
     return endpoint_setting is not None or any(environ.get(name) for name in ENDPOINT_ENVS)
 
 
+def check_protocol(environ: Mapping[str, str]) -> None:
+    """Raises TelemetryError when the environment asks for an OTLP protocol other than HTTP with protobuf."""
+    for name in PROTOCOL_ENVS:
+        protocol = environ.get(name, "").strip()
+        if protocol and protocol != "http/protobuf":
+            raise TelemetryError(
+                f"{name}={protocol}: reef exports OTLP over HTTP (http/protobuf) only; unset it or set http/protobuf"
+                " and point the endpoint at the collector's HTTP port (4318)"
+            )
+
+
 def build_telemetry(
     endpoint: str | None, capture_setting: str, prices: PriceTable, environ: Mapping[str, str] | None = None
 ) -> TelemetryExport | None:
@@ -46,7 +58,7 @@ def build_telemetry(
     environ = os.environ if environ is None else environ
     if not wanted(endpoint, environ):
         return None
-    from reef_daemon.telemetry._export import TelemetryExport  # the SDK, only now it is wanted
-    from reef_daemon.telemetry._provider import build_provider
+    check_protocol(environ)
+    from reef_daemon.telemetry._export import TelemetryExport
 
-    return TelemetryExport(build_provider(endpoint, environ), prices, capture_asked(capture_setting, environ))
+    return TelemetryExport(endpoint, prices, capture_asked(capture_setting, environ))

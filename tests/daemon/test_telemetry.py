@@ -4,6 +4,11 @@ their records, prompts only when content capture is asked for; a collector that 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import re
+import signal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,7 +75,7 @@ async def test_a_proxied_chat_is_one_genai_span_without_its_words(
     assert attributes["gen_ai.usage.output_tokens"] == stored["usage"]["output_tokens"]
     assert attributes["gen_ai.response.finish_reasons"] == [stored["answer"]["finish_reason"]]
     assert attributes["reef.scenario"] == stored["scenario"]
-    assert attributes["reef.session"] == attributes["gen_ai.conversation.id"] == "s-42"
+    assert attributes["gen_ai.conversation.id"] == "s-42"
     assert "reef.cost_usd" not in attributes  # fake-model has no price, which is not a price of 0
     assert span.start_ns == int(stored["created_at"] * 1e9)
     assert not any("capital" in str(value) for value in attributes.values())
@@ -89,6 +94,32 @@ async def test_content_capture_puts_the_conversation_on_the_span(
     span = await span_of(receiver, await receipt(reef))
     assert "capital of France" in span.attributes["gen_ai.input.messages"]
     assert '"role": "assistant"' in span.attributes["gen_ai.output.messages"]
+
+
+async def test_a_stream_reads_the_same_on_its_span_whether_its_words_are_captured_or_not(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    """Without capture the span is built from what the daemon knew as it stored the record; with capture, from the
+    record read back. Both say the same of the exchange."""
+    spans = []
+    for capture in ("off", "on"):
+        receiver = OtlpReceiver()
+        reef = await start_reef(
+            telemetry__otlp_endpoint=await receiving(app_servers, receiver), telemetry__capture_content=capture
+        )
+        streamed = {**CHAT, "stream": True}
+        response = await reef.post("/v1/chat/completions", streamed, headers={"x-reef-tag-session": "s"})
+        [record_id] = re.findall(r'"agent_record_id":\s*"([0-9a-f]{32})"', await response.text())
+        spans.append(await span_of(receiver, record_id))
+    bare, captured = (
+        {k: v for k, v in span.attributes.items() if k not in ("reef.receipt", "gen_ai.response.time_to_first_chunk")}
+        for span in spans
+    )
+    assert spans[0].attributes["gen_ai.request.stream"] is True
+    assert spans[0].attributes["gen_ai.response.time_to_first_chunk"] > 0
+    assert "gen_ai.response.time_to_first_chunk" in spans[1].attributes
+    assert {k: v for k, v in captured.items() if k not in ("gen_ai.input.messages", "gen_ai.output.messages")} == bare
+    assert "capital of France" in captured["gen_ai.input.messages"]
 
 
 async def test_a_priced_model_exports_its_cost(start_reef: StartReef, app_servers: AppServers, tmp_path: Any) -> None:
@@ -157,6 +188,39 @@ async def test_a_collector_down_or_hanging_costs_no_answer(
         lambda: _telemetry(reef), 30, "export failures counted", satisfied=lambda t: t["failed"] > 0
     )
     assert status["exported"] == 0
+
+
+async def test_an_export_process_that_dies_costs_no_answer_and_its_spans_are_counted(
+    start_reef: StartReef, app_servers: AppServers
+) -> None:
+    receiver = OtlpReceiver()
+    reef = await start_reef(telemetry__otlp_endpoint=await receiving(app_servers, receiver))
+    await span_of(receiver, await receipt(reef))
+    [exporter] = [pid for pid in _children() if b"reef_daemon.telemetry.exporter" in _cmdline(pid)]
+    os.kill(exporter, signal.SIGKILL)
+    await eventually(lambda: exporter not in _children(), 30, "the export process gone")
+
+    answers = await asyncio.gather(*(receipt(reef) for _ in range(5)))
+    assert len(set(answers)) == 5
+    await eventually(lambda: _telemetry(reef), 30, "the spans counted", satisfied=lambda t: t["dropped"] >= 5)
+
+
+def _children() -> list[int]:
+    """This process's children (the daemon under test runs in it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(entry.name))
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    with contextlib.suppress(OSError):
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    return b""
 
 
 async def _telemetry(reef: Reef) -> dict[str, Any]:
