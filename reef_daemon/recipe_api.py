@@ -123,6 +123,7 @@ __all__ = [
     "TEXT",
     "TOKENS",
     "URL",
+    "AdapterServing",
     "BadPattern",
     "BadRequest",
     "Budget",
@@ -145,6 +146,7 @@ __all__ = [
     "RequestProgress",
     "Runtime",
     "Scenario",
+    "Serving",
     "Settings",
     "SettingsError",
     "StepOutcome",
@@ -296,6 +298,22 @@ class RecipeContext:
         self._url = url
 
 
+@dataclass(frozen=True)
+class AdapterServing:
+    """LoRA adapters the runtime will serve: the largest rank and the modules they adapt."""
+
+    rank: int
+    target_modules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What a recipe asks of the serving runtime at launch (`Recipe.serving`)."""
+
+    adapters: AdapterServing | None = None
+    engines_started_by_trainer: bool = False  # a Slime run starts the SGLang engines; reef attaches to them
+
+
 class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself is the `record` recipe
     """Base of every recipe. As it stands it records traffic and never trains; override what the recipe does.
 
@@ -309,13 +327,10 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
         keeps_releases: the recipe keeps what it makes (harness releases, checkpoints) under the daemon's
             `reef.state-dir`; daemons sharing a store then train each scenario only on the daemon whose state
             directory holds its history, rather than fork it.
-        trains_adapters: the recipe trains LoRA adapters when `training.adapter` is `lora` (a weight recipe), so
-            a runtime that must be told at launch (an SGLang server reef starts) serves them.
     """
 
     name: ClassVar[str] = "recipe"
     keeps_releases: ClassVar[bool] = False
-    trains_adapters: ClassVar[bool] = False
     default_training_mode: ClassVar[str] = "auto"
     consumes: ClassVar[tuple[RecordType, ...]] = ()
     profile: ClassVar[dict[str, Any]] = {}
@@ -344,6 +359,17 @@ class Recipe(ABC):  # noqa: B024 - every method has a default: the base itself i
             Setting key -> (the value in use, as shown; why the recipe chose it). Empty by default.
         """
         return {}
+
+    @classmethod
+    def serving(cls, settings: Settings) -> Serving:
+        """What the serving runtime must know of this recipe before it starts (an SGLang server reef launches is
+        told then): the LoRA adapters it will load, and whether the recipe's trainer starts the engines itself.
+        Nothing by default.
+
+        Args:
+            settings: the daemon's settings, the recipe's profile applied.
+        """
+        return Serving()
 
     @classmethod
     def trains_served_model(cls, settings: Settings) -> bool:

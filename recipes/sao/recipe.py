@@ -37,12 +37,14 @@ from reef_daemon.contract import (
     low_score_below,
 )
 from reef_daemon.recipe_api import (
+    AdapterServing,
     Conflict,
     Ineligible,
     NotFound,
     Recipe,
     RecipeContext,
     Scenario,
+    Serving,
     Settings,
     SettingsError,
     StepOutcome,
@@ -76,7 +78,6 @@ class SaoRecipe(Recipe):
     name: ClassVar[str] = "sao"
     consumes: ClassVar[tuple[RecordType, ...]] = ("report",)
     keeps_releases: ClassVar[bool] = True  # checkpoints live under reef.state-dir
-    trains_adapters: ClassVar[bool] = True  # with training.adapter lora
     advantage: ClassVar[str] = "gae"
     # The trainer's ratios are exact for rollouts sampled at temperature 1 with top-p 1, so requests that set no
     # sampling get those instead of the embedded runtime's usual defaults.
@@ -117,6 +118,15 @@ class SaoRecipe(Recipe):
             for name in ("learning_rate", "critic_learning_rate", "critic_warmup_steps")
             if getattr(used, name) != getattr(declared, name)
         }
+
+    @classmethod
+    def serving(cls, settings: Settings) -> Serving:
+        """The adapters `training.adapter lora` trains (served beside the base); under Slime, its engines."""
+        training = settings.of(TrainingSection)
+        by_slime = training.trainer == "slime"
+        if training.adapter != "lora" or by_slime:
+            return Serving(engines_started_by_trainer=by_slime)
+        return Serving(AdapterServing(training.lora_rank, tuple(training.lora_target_modules)))
 
     @classmethod
     def trains_served_model(cls, settings: Settings) -> bool:

@@ -13,6 +13,8 @@ import pytest
 import torch
 from aiohttp.test_utils import TestServer
 
+from reef_daemon.recipe_api import Serving
+from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.runtimes.embedded.adapters import PEFT_PREFIX
 from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.sampling import SamplingParams
@@ -35,8 +37,7 @@ def adapter_state(seed: int) -> dict[str, torch.Tensor]:
 
 
 def test_a_weight_recipe_training_adapters_launches_sglang_with_lora(tmp_path: Path) -> None:
-    settings = load_settings(overrides=LORA, environ={})
-    planned = lora_launch(settings)
+    planned = lora_launch(serving(LORA))
     assert planned == launch.LoraLaunch(4, ("q_proj", "v_proj"))
     argv = launch.plan_launch(tmp_path, "v:0", EmbeddedSection(), tmp_path, planned).argv
     at = argv.index("--enable-lora")
@@ -45,9 +46,16 @@ def test_a_weight_recipe_training_adapters_launches_sglang_with_lora(tmp_path: P
         "--max-loras-per-batch", "8",
     )  # fmt: skip
     for overrides in ({**LORA, "training.adapter": "full"}, {**LORA, "recipe": "record"}):
-        assert lora_launch(load_settings(overrides=overrides, environ={})) is None
+        assert lora_launch(serving(overrides)) is None
     by_class = {**LORA, "recipe": "recipes.sao.recipe:GrpoRecipe"}  # the recipe says so, whatever it is called
-    assert lora_launch(load_settings(overrides=by_class, environ={})) == planned
+    assert lora_launch(serving(by_class)) == planned
+    assert serving({**LORA, "training.trainer": "slime"}) == Serving(engines_started_by_trainer=True)
+
+
+def serving(overrides: dict[str, str]) -> Serving:
+    """What the recipe the settings name asks of the runtime."""
+    settings = load_settings(overrides=overrides, environ={})
+    return resolve_recipe(settings.recipe).serving(settings)
 
 
 @pytest.fixture

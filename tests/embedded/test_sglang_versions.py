@@ -211,8 +211,8 @@ async def test_under_slime_the_versions_are_the_runs_own(
     """Slime loads the served weights from its own checkpoints and counts its pushes from 1 at each launch."""
     _, url = await serve(folder)
     with caplog.at_level(logging.WARNING, logger="reef.embedded"):
-        first = await start_engine(**{"training.trainer": "slime", "embedded.sglang-url": url})
-        again = await start_engine(**{"training.trainer": "slime", "embedded.sglang-url": url})
+        first = await start_engine(**{"recipe": "sao", "training.trainer": "slime", "embedded.sglang-url": url})
+        again = await start_engine(**{"recipe": "sao", "training.trainer": "slime", "embedded.sglang-url": url})
     assert first.version.startswith("random-") and again.version.startswith("random-")
     assert first.version != again.version
     assert [record.getMessage().endswith("Slime loads the weights SGLang serves from its own checkpoints")

@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 
@@ -47,6 +47,9 @@ from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.sglang import launch, protocol
 from reef_daemon.runtimes.embedded.sglang.weights import write_updated
 from reef_daemon.runtimes.embedded.stopping import StopRules, end_ids, send_text
+
+if TYPE_CHECKING:
+    from reef_daemon.recipe_api import Serving
 from reef_daemon.runtimes.embedded.versions import (
     RANDOM_PREFIX,
     WeightVersion,
@@ -70,14 +73,10 @@ class _Adapter:
     folder: Path
 
 
-def lora_launch(settings: Settings) -> launch.LoraLaunch | None:
-    """SGLang's LoRA serving when a weight recipe trains adapters with the torch trainer; None otherwise."""
-    if settings.value("training.adapter") != "lora" or settings.value("training.trainer") == "slime":
-        return None
-    if not resolve_recipe(settings.recipe).trains_adapters:
-        return None
-    targets = settings.value("training.lora-target-modules")
-    return launch.LoraLaunch(int(settings.value("training.lora-rank")), tuple(str(t) for t in targets))
+def lora_launch(serving: Serving) -> launch.LoraLaunch | None:
+    """SGLang's LoRA serving when the recipe serves adapters; None otherwise."""
+    adapters = serving.adapters
+    return None if adapters is None else launch.LoraLaunch(adapters.rank, adapters.target_modules)
 
 
 class SglangEngine(Engine):
@@ -92,7 +91,8 @@ class SglangEngine(Engine):
         self._plan: launch.LaunchPlan | None = None
         # Under a Slime run, Slime starts the engines and their router once reef's recipe has started it: reef
         # attaches to the router without waiting for it.
-        self._by_slime = settings.value("training.trainer") == "slime"
+        serving = resolve_recipe(settings.recipe).serving(settings)
+        self._by_slime = serving.engines_started_by_trainer
         if self._by_slime:
             self._url = embedded.sglang_url or f"http://{launch.node_address()}:{embedded.sglang_port}"
         elif embedded.sglang_url is None:
@@ -110,7 +110,7 @@ class SglangEngine(Engine):
         self._label = protocol.DEFAULT_VERSION
         self._sync = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._lora = None if self._by_slime else lora_launch(settings)
+        self._lora = None if self._by_slime else lora_launch(serving)
         self._adapters: dict[str, _Adapter] = {}  # by scenario: the adapter serving it
         self._in_flight: Counter[str] = Counter()  # requests running, by adapter name
         self._retired: dict[str, _Adapter] = {}  # replaced adapters, unloaded once their requests end
