@@ -133,7 +133,7 @@ def fill_sqlite(path: Path, records: int) -> None:
     """A SQLite store of `records` inference records of a realistic size (about 2 KiB of bodies each)."""
     import json
 
-    from reef_daemon.store.engine import open_engine
+    from reef_daemon.store.opening import open_engine
     from reef_daemon.store.schema import migrate
 
     engine = open_engine(f"sqlite:{path}", path.parent)

@@ -41,6 +41,28 @@ _reef() {
                 --reef.state-dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --reef.max-body-mb) return 0 ;;
                 --reef.export-page-mb) return 0 ;;
+                --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
+                --harness.max-tokens) return 0 ;;
+                --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
+                --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
+                --harness.trial-timeout-s) return 0 ;;
+                --harness.proposer-agent) return 0 ;;
+                --harness.proposer-wall-s) return 0 ;;
+                --harness.proposer-trial-s) return 0 ;;
+                --harness.proposer-model-calls) return 0 ;;
+                --harness.proposer-trials) return 0 ;;
+                --harness.gate-max-worse) return 0 ;;
+                --harness.gate-judge) COMPREPLY=($(compgen -W "pairwise ranked" -- "$cur")); return 0 ;;
+                --harness.eval-wall-s) return 0 ;;
+                --harness.eval-model-calls) return 0 ;;
+                --harness.eval-parallel) return 0 ;;
+                --harness.replays) return 0 ;;
+                --harness.max-tasks) return 0 ;;
+                --harness.max-task-fixture-chars) return 0 ;;
+                --harness.regex-compile-s) return 0 ;;
+                --harness.regex-compile-mb) return 0 ;;
+                --harness.canary-min-scored) return 0 ;;
+                --harness.canary-false-rollback) return 0 ;;
                 --inference.upstream-url) return 0 ;;
                 --inference.upstream-model) return 0 ;;
                 --inference.upstream-api-key) return 0 ;;
@@ -92,28 +114,6 @@ _reef() {
                 --telemetry.otlp-endpoint) return 0 ;;
                 --telemetry.capture-content) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
                 --telemetry.prices) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-                --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
-                --harness.max-tokens) return 0 ;;
-                --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
-                --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
-                --harness.trial-timeout-s) return 0 ;;
-                --harness.proposer-agent) return 0 ;;
-                --harness.proposer-wall-s) return 0 ;;
-                --harness.proposer-trial-s) return 0 ;;
-                --harness.proposer-model-calls) return 0 ;;
-                --harness.proposer-trials) return 0 ;;
-                --harness.gate-max-worse) return 0 ;;
-                --harness.gate-judge) COMPREPLY=($(compgen -W "pairwise ranked" -- "$cur")); return 0 ;;
-                --harness.eval-wall-s) return 0 ;;
-                --harness.eval-model-calls) return 0 ;;
-                --harness.eval-parallel) return 0 ;;
-                --harness.replays) return 0 ;;
-                --harness.max-tasks) return 0 ;;
-                --harness.max-task-fixture-chars) return 0 ;;
-                --harness.regex-compile-s) return 0 ;;
-                --harness.regex-compile-mb) return 0 ;;
-                --harness.canary-min-scored) return 0 ;;
-                --harness.canary-false-rollback) return 0 ;;
                 --training.batch-size) return 0 ;;
                 --training.learning-rate) return 0 ;;
                 --training.critic-learning-rate) return 0 ;;
@@ -144,7 +144,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.client-auth --inference.timeout-s --inference.max-answer-mb --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.retry --reports.interruption --reports.tool-error --reports.tests --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --telemetry.otlp-endpoint --telemetry.capture-content --telemetry.prices --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.derived-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --print-config --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.client-auth --inference.timeout-s --inference.max-answer-mb --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.retry --reports.interruption --reports.tool-error --reports.tests --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --telemetry.otlp-endpoint --telemetry.capture-content --telemetry.prices --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.derived-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/start)
@@ -157,6 +157,28 @@ _reef() {
                 --reef.state-dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
                 --reef.max-body-mb) return 0 ;;
                 --reef.export-page-mb) return 0 ;;
+                --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
+                --harness.max-tokens) return 0 ;;
+                --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
+                --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
+                --harness.trial-timeout-s) return 0 ;;
+                --harness.proposer-agent) return 0 ;;
+                --harness.proposer-wall-s) return 0 ;;
+                --harness.proposer-trial-s) return 0 ;;
+                --harness.proposer-model-calls) return 0 ;;
+                --harness.proposer-trials) return 0 ;;
+                --harness.gate-max-worse) return 0 ;;
+                --harness.gate-judge) COMPREPLY=($(compgen -W "pairwise ranked" -- "$cur")); return 0 ;;
+                --harness.eval-wall-s) return 0 ;;
+                --harness.eval-model-calls) return 0 ;;
+                --harness.eval-parallel) return 0 ;;
+                --harness.replays) return 0 ;;
+                --harness.max-tasks) return 0 ;;
+                --harness.max-task-fixture-chars) return 0 ;;
+                --harness.regex-compile-s) return 0 ;;
+                --harness.regex-compile-mb) return 0 ;;
+                --harness.canary-min-scored) return 0 ;;
+                --harness.canary-false-rollback) return 0 ;;
                 --inference.upstream-url) return 0 ;;
                 --inference.upstream-model) return 0 ;;
                 --inference.upstream-api-key) return 0 ;;
@@ -208,28 +230,6 @@ _reef() {
                 --telemetry.otlp-endpoint) return 0 ;;
                 --telemetry.capture-content) COMPREPLY=($(compgen -W "on off" -- "$cur")); return 0 ;;
                 --telemetry.prices) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-                --harness.adapter) COMPREPLY=($(compgen -W "pi codex dsh claude opencode" -- "$cur")); return 0 ;;
-                --harness.max-tokens) return 0 ;;
-                --harness.trial) COMPREPLY=($(compgen -W "auto off" -- "$cur")); return 0 ;;
-                --harness.sandbox) COMPREPLY=($(compgen -W "bwrap none" -- "$cur")); return 0 ;;
-                --harness.trial-timeout-s) return 0 ;;
-                --harness.proposer-agent) return 0 ;;
-                --harness.proposer-wall-s) return 0 ;;
-                --harness.proposer-trial-s) return 0 ;;
-                --harness.proposer-model-calls) return 0 ;;
-                --harness.proposer-trials) return 0 ;;
-                --harness.gate-max-worse) return 0 ;;
-                --harness.gate-judge) COMPREPLY=($(compgen -W "pairwise ranked" -- "$cur")); return 0 ;;
-                --harness.eval-wall-s) return 0 ;;
-                --harness.eval-model-calls) return 0 ;;
-                --harness.eval-parallel) return 0 ;;
-                --harness.replays) return 0 ;;
-                --harness.max-tasks) return 0 ;;
-                --harness.max-task-fixture-chars) return 0 ;;
-                --harness.regex-compile-s) return 0 ;;
-                --harness.regex-compile-mb) return 0 ;;
-                --harness.canary-min-scored) return 0 ;;
-                --harness.canary-false-rollback) return 0 ;;
                 --training.batch-size) return 0 ;;
                 --training.learning-rate) return 0 ;;
                 --training.critic-learning-rate) return 0 ;;
@@ -260,7 +260,7 @@ _reef() {
                 --recipe) COMPREPLY=($(compgen -W "record reefine sao grpo" -- "$cur")); return 0 ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.client-auth --inference.timeout-s --inference.max-answer-mb --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.retry --reports.interruption --reports.tool-error --reports.tests --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --telemetry.otlp-endpoint --telemetry.capture-content --telemetry.prices --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.derived-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
+                COMPREPLY=($(compgen -W "--config -c --reef.host --reef.port --reef.token --reef.tokens --reef.state-dir --reef.max-body-mb --reef.export-page-mb --harness.adapter --harness.max-tokens --harness.trial --harness.sandbox --harness.trial-timeout-s --harness.proposer-agent --harness.proposer-wall-s --harness.proposer-trial-s --harness.proposer-model-calls --harness.proposer-trials --harness.gate-max-worse --harness.gate-judge --harness.eval-wall-s --harness.eval-model-calls --harness.eval-parallel --harness.replays --harness.max-tasks --harness.max-task-fixture-chars --harness.regex-compile-s --harness.regex-compile-mb --harness.canary-min-scored --harness.canary-false-rollback --inference.upstream-url --inference.upstream-model --inference.upstream-api-key --inference.client-auth --inference.timeout-s --inference.max-answer-mb --inference.model-path --inference.temperature --inference.top-p --inference.max-tokens --inference.max-answer-tokens --inference.max-answer-s --inference.repeat-stop-tokens --inference.max-prompt-chars --inference.max-stop-sequences --inference.max-stop-chars --reports.score-min --reports.score-max --reports.sources --reports.words --reports.retry --reports.interruption --reports.tool-error --reports.tests --reports.min-agreement --reports.min-agreement-records --reports.next-turn --reports.next-turn-memory --reports.next-turn-max-chars --reports.judge-url --reports.judge-model --reports.judge-api-key --reports.judge-calls-per-minute --reports.judge-votes --reports.judge-max-tokens --reports.judge-max-prompt-chars --reports.judge-timeout-s --embedded.engine --embedded.sglang-url --embedded.sglang-port --embedded.sglang-tp --embedded.sglang-mem-fraction --embedded.sglang-start-timeout-s --store.url --store.max-bytes --store.max-age --store.flush --store.timeout-s --telemetry.otlp-endpoint --telemetry.capture-content --telemetry.prices --training.batch-size --training.learning-rate --training.critic-learning-rate --training.critic-steps --training.critic-warmup-steps --training.value-clip --training.max-grad-norm --training.max-staleness --training.derived-staleness --training.dis-low --training.dis-high --training.lambda-alpha --training.checkpoint-every --training.trainer --training.device --training.adapter --training.lora-rank --training.lora-alpha --training.lora-dropout --training.lora-target-modules --slime.path --slime.actor-gpus --slime.rollout-gpus --slime.num-rollout --slime.ray-port --slime.ray-dashboard-port --slime.model-args --recipe --help" -- "$cur"))
             fi
             ;;
         reef/stop)

@@ -64,6 +64,32 @@ complete -c reef -n '__reef_at reef/serve' -l reef.tokens -d 'more accepted toke
 complete -c reef -n '__reef_at reef/serve' -l reef.state-dir -d 'where records and releases are kept (default: .reef)' -r -F
 complete -c reef -n '__reef_at reef/serve' -l reef.max-body-mb -d 'largest request body accepted, in MiB (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l reef.export-page-mb -d 'how many MiB of stored records an export reads at a time; an export holds one such page and the record it is writing, whatever the records\' sizes (default: 16.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode'
+complete -c reef -n '__reef_at reef/serve' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
+complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.trial -x -a 'auto off'
+complete -c reef -n '__reef_at reef/serve' -l harness.trial -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
+complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -x -a 'bwrap none'
+complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
+complete -c reef -n '__reef_at reef/serve' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -x -a 'pairwise ranked'
+complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.max-tasks -d 'the most evaluation tasks one scenario may hold (default: 200)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.max-task-fixture-chars -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-s -d 'the most CPU seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
+complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/serve' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (with client-auth pass, only when the client sent none) (env: REEF_UPSTREAM_API_KEY)' -x
@@ -125,32 +151,6 @@ complete -c reef -n '__reef_at reef/serve' -l telemetry.otlp-endpoint -d 'export
 complete -c reef -n '__reef_at reef/serve' -l telemetry.capture-content -x -a 'on off'
 complete -c reef -n '__reef_at reef/serve' -l telemetry.capture-content -d 'put prompts and answers on exported spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); off: token counts and ids only (default: off)'
 complete -c reef -n '__reef_at reef/serve' -l telemetry.prices -d 'a JSON price table, {"MODEL": {"input": USD, "output": USD}} per million tokens, instead of reef\'s' -r -F
-complete -c reef -n '__reef_at reef/serve' -l harness.adapter -x -a 'pi codex dsh claude opencode'
-complete -c reef -n '__reef_at reef/serve' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
-complete -c reef -n '__reef_at reef/serve' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.trial -x -a 'auto off'
-complete -c reef -n '__reef_at reef/serve' -l harness.trial -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
-complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -x -a 'bwrap none'
-complete -c reef -n '__reef_at reef/serve' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
-complete -c reef -n '__reef_at reef/serve' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -x -a 'pairwise ranked'
-complete -c reef -n '__reef_at reef/serve' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.max-tasks -d 'the most evaluation tasks one scenario may hold (default: 200)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.max-task-fixture-chars -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-s -d 'the most CPU seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.regex-compile-mb -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
-complete -c reef -n '__reef_at reef/serve' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.learning-rate -d 'policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6) (default: 1e-05)' -x
 complete -c reef -n '__reef_at reef/serve' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x
@@ -192,6 +192,32 @@ complete -c reef -n '__reef_at reef/start' -l reef.tokens -d 'more accepted toke
 complete -c reef -n '__reef_at reef/start' -l reef.state-dir -d 'where records and releases are kept (default: .reef)' -r -F
 complete -c reef -n '__reef_at reef/start' -l reef.max-body-mb -d 'largest request body accepted, in MiB (default: 64.0)' -x
 complete -c reef -n '__reef_at reef/start' -l reef.export-page-mb -d 'how many MiB of stored records an export reads at a time; an export holds one such page and the record it is writing, whatever the records\' sizes (default: 16.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode'
+complete -c reef -n '__reef_at reef/start' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
+complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.trial -x -a 'auto off'
+complete -c reef -n '__reef_at reef/start' -l harness.trial -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
+complete -c reef -n '__reef_at reef/start' -l harness.sandbox -x -a 'bwrap none'
+complete -c reef -n '__reef_at reef/start' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
+complete -c reef -n '__reef_at reef/start' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -x -a 'pairwise ranked'
+complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
+complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.max-tasks -d 'the most evaluation tasks one scenario may hold (default: 200)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.max-task-fixture-chars -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-s -d 'the most CPU seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
+complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-url -d 'base URL of the model API reef fronts (env: REEF_UPSTREAM_URL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-model -d 'the model id served upstream (env: REEF_UPSTREAM_MODEL)' -x
 complete -c reef -n '__reef_at reef/start' -l inference.upstream-api-key -d 'key reef sends upstream instead of the client\'s (with client-auth pass, only when the client sent none) (env: REEF_UPSTREAM_API_KEY)' -x
@@ -253,32 +279,6 @@ complete -c reef -n '__reef_at reef/start' -l telemetry.otlp-endpoint -d 'export
 complete -c reef -n '__reef_at reef/start' -l telemetry.capture-content -x -a 'on off'
 complete -c reef -n '__reef_at reef/start' -l telemetry.capture-content -d 'put prompts and answers on exported spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true); off: token counts and ids only (default: off)'
 complete -c reef -n '__reef_at reef/start' -l telemetry.prices -d 'a JSON price table, {"MODEL": {"input": USD, "output": USD}} per million tokens, instead of reef\'s' -r -F
-complete -c reef -n '__reef_at reef/start' -l harness.adapter -x -a 'pi codex dsh claude opencode'
-complete -c reef -n '__reef_at reef/start' -l harness.adapter -d 'the agent a harness recipe renders for: pi, codex, dsh, claude or opencode (default: pi; env: REEF_HARNESS_ADAPTER)'
-complete -c reef -n '__reef_at reef/start' -l harness.max-tokens -d 'the most tokens the proposer asks the model for in one answer (unset: 512 with the embedded model) (default: 8192)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.trial -x -a 'auto off'
-complete -c reef -n '__reef_at reef/start' -l harness.trial -d 'before publishing, start the agent on the candidate once: auto (where the adapter\'s binary is on PATH), off, or the binary\'s path (default: auto)'
-complete -c reef -n '__reef_at reef/start' -l harness.sandbox -x -a 'bwrap none'
-complete -c reef -n '__reef_at reef/start' -l harness.sandbox -d 'where trial runs execute: bwrap (a bubblewrap jail: no network, read-only files) or none (a plain child, for a trusted machine) (default: bwrap; env: REEF_PROPOSER_SANDBOX)'
-complete -c reef -n '__reef_at reef/start' -l harness.trial-timeout-s -d 'how long the trial run may take before it counts as failed (default: 180.0)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-agent -d 'the agent that proposes changes as a coding agent (pi, codex, ...; off: never); the text proposer answers where it is not installed or the jail does not start (default: pi)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-wall-s -d 'the most seconds one agent proposer run may take (unset: 240 with the embedded model) (default: 900.0)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-trial-s -d 'the most seconds one harness-trial of the agent proposer may take (default: 120.0)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-model-calls -d 'the most model calls one agent proposer run may make, its trials included (default: 200)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.proposer-trials -d 'the most harness-trial runs in one agent proposer run (default: 10)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.gate-max-worse -d 'the evaluation gate publishes a candidate only if at most this many protected tasks got worse (default: 0)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -x -a 'pairwise ranked'
-complete -c reef -n '__reef_at reef/start' -l harness.gate-judge -d 'how the gate\'s judge compares a candidate\'s answer with the served version\'s where a task has no regex: pairwise (asked in both orders, two calls) or ranked (both scored against each other in one call) (default: pairwise)'
-complete -c reef -n '__reef_at reef/start' -l harness.eval-wall-s -d 'the most seconds the evaluation gate spends on one candidate, all runs together (unset: 240 with the embedded model) (default: 900.0)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.eval-model-calls -d 'the most model calls the evaluation gate may make for one candidate (agents and judge) (default: 200)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.eval-parallel -d 'how many tasks the evaluation gate runs at once, each on the served version and the candidate side by side (so twice as many agent runs in flight) (default: 2)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.replays -d 'how many of a scenario\'s most recent low-scored conversations are replayed as evaluation tasks (0: none) (default: 3)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.max-tasks -d 'the most evaluation tasks one scenario may hold (default: 200)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.max-task-fixture-chars -d 'the most characters the fixtures (workspace files) of one scenario\'s tasks may hold together (default: 20000000)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-s -d 'the most CPU seconds compiling a task\'s regex may take; a slower one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 1.0)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.regex-compile-mb -d 'the most MiB compiling a task\'s regex may take; a larger one is refused (behaviour checks and harness-trial --expect are held to the default) (default: 128)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.canary-min-scored -d 'scored records a canary and the served version each need, since the canary started, before the canary can be rolled back automatically (default: 20)' -x
-complete -c reef -n '__reef_at reef/start' -l harness.canary-false-rollback -d 'the most a canary that scores like the served version may be rolled back automatically (a share, 0.005: one in 200), however often it is checked; smaller waits for more evidence (default: 0.005)' -x
 complete -c reef -n '__reef_at reef/start' -l training.batch-size -d 'rollouts per step (default: 1; env: REEF_SAO_BATCH_SIZE)' -x
 complete -c reef -n '__reef_at reef/start' -l training.learning-rate -d 'policy learning rate (Adam; a LoRA adapter: 1e-4; Slime: 1e-6) (default: 1e-05)' -x
 complete -c reef -n '__reef_at reef/start' -l training.critic-learning-rate -d 'critic learning rate (Adam; the value head on unit-RMS hidden states; Slime: 5e-6) (default: 0.0001)' -x

@@ -15,7 +15,8 @@ from rich.table import Table
 from reef_cli.setting_options import SettingsCommand, with_setting_options
 from reef_cli.state import DaemonFiles
 from reef_daemon.recipe_host import load_serving_settings, resolve_recipe
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import Settings
 
 EXAMPLE = "Example: reef serve --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
 

@@ -26,8 +26,9 @@ from typer._click.exceptions import BadOptionUsage, NoSuchOption
 from typer.core import TyperCommand, TyperOption
 
 from reef_cli.settings_help import settings_panels
-from reef_daemon.recipe_host import BUILTIN_RECIPES
-from reef_daemon.settings import SettingInfo, SettingsError, canonical_key, catalogue
+from reef_daemon.builtin_recipes import BUILTIN_RECIPES
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import SettingInfo, canonical_key, catalogue
 
 Command = Callable[..., None]
 

@@ -42,7 +42,8 @@ from reef_daemon.routes import (
 )
 from reef_daemon.runtimes.base import Runtime
 from reef_daemon.runtimes.select import build_runtime
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import Settings
 from reef_daemon.store import Budget, Protected, Store, TrustPolicy
 from reef_daemon.telemetry import PriceTable, PriceTableError, TelemetryError, build_telemetry
 

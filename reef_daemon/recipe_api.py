@@ -82,7 +82,7 @@ from reef_daemon.jsonbody import json_response, parse_json_object, read_body
 from reef_daemon.releases import ReleaseStore
 from reef_daemon.reports.judge import Ranked, rank_group
 from reef_daemon.runtimes.base import Runtime, WeightSwappable
-from reef_daemon.settings import (
+from reef_daemon.setting_kinds import (
     COUNT,
     FRACTION,
     NUMBER,
@@ -96,11 +96,11 @@ from reef_daemon.settings import (
     TOKENS,
     URL,
     Kind,
-    Settings,
     SettingsError,
     one_of,
     setting,
 )
+from reef_daemon.settings import Settings
 from reef_daemon.store import Scenario, gate_tasks
 from reef_daemon.store.records import RecordQuery
 from reef_daemon.store.view import StoreView

@@ -15,19 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from reef_daemon.builtin_recipes import BUILTIN_RECIPES, RENAMED_RECIPES, BadSections, declared_sections
 from reef_daemon.contract import RecordType, did_you_mean, record_type
 from reef_daemon.recipe_api import Recipe
-from reef_daemon.settings import Settings, SettingsError, load_settings, read_config_table
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import Settings, load_settings, read_config_table
 
-# Built-in names. Anything else must be a dotted reference `package.module:Class`.
-BUILTIN_RECIPES: dict[str, str] = {
-    "record": "recipes.record:RecordRecipe",
-    "reefine": "recipes.reefine:ReefineRecipe",
-    "sao": "recipes.sao:SaoRecipe",
-    "grpo": "recipes.sao:GrpoRecipe",
-}
-# Old names still accepted (never offered); `reef serve` says which name replaced them.
-RENAMED_RECIPES: dict[str, str] = {"harness-evolve": "reefine"}
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
@@ -60,19 +53,10 @@ def _named_recipe(config_file: Path | None, overrides: Mapping[str, Any]) -> str
 def recipe_sections(reference: str) -> dict[str, type[Any]]:
     """The settings sections the recipe's module declares (`SETTINGS_SECTIONS`), by section name; SettingsError
     for an unknown recipe."""
-    sections = getattr(_recipe_module(reference)[0], "SETTINGS_SECTIONS", {})
-    if not (isinstance(sections, Mapping) and all(isinstance(cls, type) for cls in sections.values())):
-        raise SettingsError(f"recipe '{reference}': SETTINGS_SECTIONS must map section names to dataclasses")
-    return dict(sections)
-
-
-@functools.cache
-def builtin_sections() -> dict[str, type[Any]]:
-    """Every built-in recipe's settings sections, so that `--help`, config files and completion know them."""
-    found: dict[str, type[Any]] = {}
-    for name in BUILTIN_RECIPES:
-        found.update(recipe_sections(name))
-    return found
+    try:
+        return declared_sections(_recipe_module(reference)[0])
+    except BadSections as error:
+        raise SettingsError(f"recipe '{reference}': {error}") from None
 
 
 def resolve_recipe(reference: str) -> type[Recipe]:

@@ -18,7 +18,8 @@ from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.scenario_recipes import other_recipe_notice
-from reef_daemon.settings import Settings, SettingsError, live_changes
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import Settings, live_changes
 from reef_daemon.store import StoreUnavailable
 from reef_daemon.store.file_owner import StoreInUse
 

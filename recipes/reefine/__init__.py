@@ -1,16 +1,14 @@
 """The `reefine` recipe (old name `harness-evolve`): change requests and low scores become harness releases.
 
-`recipes.reefine:ReefineRecipe` resolves lazily, so that reading the recipe's settings (`settings.py`) does not load
-the proposers.
+`recipes.reefine:ReefineRecipe` resolves lazily, so that finding the built-in recipes' settings does not load the
+proposers (its settings are the daemon's `harness` section).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from recipes.reefine.settings import SETTINGS_SECTIONS
-
-__all__ = ["SETTINGS_SECTIONS", "ReefineRecipe"]
+__all__ = ["ReefineRecipe"]
 
 
 def __getattr__(name: str) -> Any:

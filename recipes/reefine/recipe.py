@@ -20,7 +20,6 @@ from recipes.reefine.agent_proposer import AgentProposer
 from recipes.reefine.agent_run import Bounds
 from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
-from recipes.reefine.settings import HarnessSection
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
 from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, low_score_below
@@ -74,7 +73,7 @@ class ReefineRecipe(HarnessRecipe):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.harness_settings = harness = settings.of(HarnessSection)
+        self.harness_settings = harness = settings.harness
         try:
             self.adapter = get_adapter(harness.adapter)
         except ValueError as exc:

@@ -21,7 +21,8 @@ from reef_client import ReefClient, ReefClientError
 from reef_daemon.contract import DEFAULT_STATE_DIR, SpendAnswer, Status
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.scenario_recipes import other_recipe_notice
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import Settings
 
 START_EXAMPLE = "Example: reef start --inference.upstream-url http://127.0.0.1:11434 --inference.upstream-model llama3"
 STOP_EXAMPLE = "Example: reef stop"

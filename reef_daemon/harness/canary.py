@@ -144,8 +144,8 @@ async def check_canary(daemon: Daemon, scenario: str) -> CanaryState | None:
     releases = (canary["release_id"], canary["served_release_id"])
     since, sources = canary["started_at"], daemon.settings.reports.sources
     ours, theirs = map(_sums, await daemon.store.live_scores.sums(scenario, releases, since, sources))
-    least = int(daemon.settings.value("harness.canary-min-scored"))
-    alpha = float(daemon.settings.value("harness.canary-false-rollback"))
+    least = daemon.settings.harness.canary_min_scored
+    alpha = daemon.settings.harness.canary_false_rollback
     if not clearly_worse(ours, theirs, least, alpha):
         return None
     served = describe("the served version", _period_summary(theirs))

@@ -41,7 +41,7 @@ async def list_tasks(request: web.Request) -> web.Response:
         "scenario": scenario,
         "tasks": page.tasks,
         "replays": await daemon.store.tasks.replays(
-            scenario, int(daemon.settings.value("harness.replays")), daemon.settings.reports.sources
+            scenario, daemon.settings.harness.replays, daemon.settings.reports.sources
         ),
         "next_after": page.next_after,
     }
@@ -58,10 +58,10 @@ def _page_limit(request: web.Request) -> int:
 @routes.post(TASKS_ROUTE)
 async def add_task(request: web.Request) -> web.Response:
     daemon, scenario = _scenario(request)
-    value = daemon.settings.value
-    bounds = RegexBounds(float(value("harness.regex-compile-s")), int(value("harness.regex-compile-mb")))
+    harness = daemon.settings.harness
+    bounds = RegexBounds(harness.regex_compile_s, harness.regex_compile_mb)
     draft = await checked_task(scenario, await read_json_object(request), bounds)
-    limits = TaskLimits(int(value("harness.max-tasks")), int(value("harness.max-task-fixture-chars")))
+    limits = TaskLimits(harness.max_tasks, harness.max_task_fixture_chars)
     task: EvalTask = await daemon.store.tasks.add(draft, limits)
     return json_response(task, status=201)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from reef_daemon.contract import ScoreScale
 from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
-from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable, open_engine
+from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
 from reef_daemon.store.file_owner import FileOwner
@@ -19,6 +19,7 @@ from reef_daemon.store.follower import EventFollower, last_sequence
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
 from reef_daemon.store.leases import AdvisoryLeases, Leases
 from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
+from reef_daemon.store.opening import open_engine
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RecordQuery, RecordStore
 from reef_daemon.store.retention import Budget, Protected, RetentionStore

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.store.engine import Connection, Engine, max_sequence, open_engine
+from reef_daemon.store.engine import Connection, Engine, max_sequence
+from reef_daemon.store.opening import open_engine
 from reef_daemon.store.schema import migrate
 
 BATCH = 500

@@ -13,7 +13,6 @@ import hashlib
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 DATABASE_NAME = "reef.sqlite3"
@@ -192,27 +191,6 @@ def max_sequence(conn: Connection) -> int:
         " coalesce((SELECT max(sequence) FROM events), 0) AS events"
     ).fetchone()
     return max(int(row["records"]), int(row["events"]))
-
-
-def open_engine(
-    url: str | None, state_dir: Path, *, flush: bool = False, answer_wait_s: float = ANSWER_WAIT_S
-) -> Engine:
-    """The engine for `store.url`: PostgreSQL for a `postgresql://` URL, `sqlite:PATH` for that file, and no URL
-    for the SQLite file under the state directory. `flush` (`store.flush`): a commit returns once it is on disk.
-    `answer_wait_s` (`store.timeout-s`): how long a server's answer is waited for."""
-    if url is None or not url.strip():
-        state_dir.mkdir(parents=True, exist_ok=True)
-        return Engine(str(state_dir / DATABASE_NAME), flush=flush)
-    url = url.strip()
-    if url.startswith(("postgresql://", "postgres://")):
-        from reef_daemon.store.postgres import PostgresEngine
-
-        return PostgresEngine(url, flush=flush, answer_wait_s=answer_wait_s)
-    if url.startswith("sqlite:"):
-        path = Path(url.removeprefix("sqlite:").removeprefix("//")).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return Engine(str(path), flush=flush)
-    raise ValueError("expected a postgresql://… URL or sqlite:PATH")
 
 
 def _begin_immediate(conn: Connection, wait_s: float) -> None:

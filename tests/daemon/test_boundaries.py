@@ -60,7 +60,7 @@ NOT_WIRE_NAMES = {
 # OTLP's own path, which reef adds to a collector's base URL: a wire name of OpenTelemetry's, not reef's.
 NOT_WIRE_NAMES |= {
     ("reef_daemon/telemetry/_provider.py", "/v1/traces"),
-    ("reef_daemon/settings.py", "expected the collector's base http:// or https:// URL (reef adds /v1/traces)"),
+    ("reef_daemon/setting_kinds.py", "expected the collector's base http:// or https:// URL (reef adds /v1/traces)"),
 }
 
 

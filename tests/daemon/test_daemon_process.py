@@ -130,7 +130,8 @@ async def test_kill_9_under_load_loses_no_receipt(tmp_path: Path, upstream: str)
 
 def test_a_busy_port_is_reported_before_anything_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from reef_daemon import serve
-    from reef_daemon.settings import SettingsError, load_settings
+    from reef_daemon.setting_kinds import SettingsError
+    from reef_daemon.settings import load_settings
 
     def loads_the_model(*_args: object) -> None:
         raise AssertionError("the daemon was built although its port is taken")

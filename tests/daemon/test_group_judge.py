@@ -11,7 +11,7 @@ import pytest
 from reef_daemon.contract import JUDGE_SCENARIO
 from reef_daemon.recipe_api import Recipe, Settings
 from reef_daemon.reports.judge import rank_group
-from reef_daemon.settings import SettingsError
+from reef_daemon.setting_kinds import SettingsError
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_judge import FakeJudge
 from tests.support.reef_testing import Reef, StartReef

@@ -20,7 +20,7 @@ from reef_daemon.contract import JUDGE_SCENARIO
 from reef_daemon.reports.evidence import without_code
 from reef_daemon.reports.judge import next_turn_question, parse_judgment
 from reef_daemon.reports.turns import Turn, next_turn, read_request, request_turns
-from reef_daemon.settings import SettingsError
+from reef_daemon.setting_kinds import SettingsError
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_judge import FakeJudge
 from tests.support.reef_testing import Reef, StartReef

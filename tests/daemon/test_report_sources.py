@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from reef_daemon.store import schema
-from reef_daemon.store.engine import Connection, open_engine
+from reef_daemon.store.engine import Connection
 from reef_daemon.store.live_scores import LiveScoreReader
+from reef_daemon.store.opening import open_engine
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.schema import MIGRATIONS, migrate
 from tests.support import counting_recipe

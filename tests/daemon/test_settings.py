@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
-from reef_daemon.settings import SettingsError, catalogue, load_settings
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import CORE_SECTIONS, catalogue, load_settings
 
 
 def test_precedence_command_line_over_file_over_environment(tmp_path: Path) -> None:
@@ -192,10 +193,11 @@ def test_a_recipe_section_may_not_take_a_name_reef_uses() -> None:
         load_settings(environ={}, recipe_sections={"reef": ClashingSection})
 
 
-def test_the_built_in_recipes_declare_the_harness_training_and_slime_sections() -> None:
-    from reef_daemon.recipe_host import builtin_sections
+def test_the_built_in_recipes_declare_the_training_and_slime_sections_beside_the_daemons_harness_section() -> None:
+    from reef_daemon.builtin_recipes import builtin_sections
 
-    assert set(builtin_sections()) == {"harness", "training", "slime"}
+    assert set(builtin_sections()) == {"training", "slime"}
+    assert "harness" in CORE_SECTIONS
     keys = catalogue()
     assert keys["harness.adapter"].env == "REEF_HARNESS_ADAPTER" and keys["training.batch-size"].default == 1
     assert keys["slime.ray-port"].default == 6379

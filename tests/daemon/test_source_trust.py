@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from reef_daemon.reports.agreement import kappa
-from reef_daemon.store.engine import open_engine
 from reef_daemon.store.live_scores import LiveScoreReader
+from reef_daemon.store.opening import open_engine
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.schema import migrate
 from tests.daemon.test_report_sources import add_record, add_score, derived, receipt, report

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from reef_daemon.errors import StoreError
-from reef_daemon.store.engine import Connection, open_engine
+from reef_daemon.store.engine import Connection
+from reef_daemon.store.opening import open_engine
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.schema import migrate
 

@@ -23,7 +23,8 @@ from reef_daemon.errors import StoreError
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Store
-from reef_daemon.store.engine import Engine, open_engine
+from reef_daemon.store.engine import Engine
+from reef_daemon.store.opening import open_engine
 from reef_daemon.store.records import BRIEF_EXCHANGE_BYTES, RecordStore
 from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 from tests.support.waiting import eventually

@@ -18,7 +18,8 @@ from reef_daemon.runtimes.embedded.engines import build_engine
 from reef_daemon.runtimes.embedded.sampling import SamplingParams
 from reef_daemon.runtimes.embedded.sglang import launch, protocol
 from reef_daemon.runtimes.embedded.sglang.weights import write_updated
-from reef_daemon.settings import SettingsError, load_settings
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import load_settings
 
 
 def event(ids: list[int], total: int, **meta: Any) -> dict[str, Any]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from recipes.reefine.settings import HarnessSection
 from reef_daemon.context import DAEMON
 from reef_daemon.recipe_host import load_serving_settings
-from reef_daemon.settings import SettingsError
+from reef_daemon.setting_kinds import SettingsError
 from tests.support.app_servers import AppServers, url_of
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine
@@ -71,7 +70,7 @@ async def test_unknown_request_and_adapters(reefine: Reefine) -> None:
 def test_the_profile_and_the_old_name(capsys: pytest.CaptureFixture[str]) -> None:
     settings = load_serving_settings(config_file=None, overrides={"recipe": "harness-evolve"}, environ={})
     assert settings.reef.port == 8901 and str(settings.reef.state_dir) == ".reef/reefine"
-    assert (settings.reef.host, settings.of(HarnessSection).adapter) == ("127.0.0.1", "pi")
+    assert (settings.reef.host, settings.harness.adapter) == ("127.0.0.1", "pi")
     assert "'harness-evolve' is the old name of 'reefine'" in capsys.readouterr().err
     with pytest.raises(SettingsError) as unknown:
         load_serving_settings(config_file=None, overrides={"recipe": "harness"}, environ={})
@@ -79,7 +78,7 @@ def test_the_profile_and_the_old_name(capsys: pytest.CaptureFixture[str]) -> Non
     chosen = load_serving_settings(
         config_file=None, overrides={"recipe": "reefine", "harness.adapter": "codex"}, environ={}
     )
-    assert chosen.of(HarnessSection).adapter == "codex"
+    assert chosen.harness.adapter == "codex"
 
 
 async def test_request_events_have_one_shape_from_filing_to_settling(reefine: Reefine) -> None:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from recipes.sao.trainer import training_device
-from reef_daemon.settings import SettingsError
+from reef_daemon.setting_kinds import SettingsError
 
 
 def test_auto_is_cuda_exactly_when_a_gpu_is_visible() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reef_daemon.runtimes.model_cache import user_model_cache
-from reef_daemon.settings import SettingsError
+from reef_daemon.setting_kinds import SettingsError
 
 log = logging.getLogger("reef.embedded")
 

@@ -56,7 +56,8 @@ from reef_daemon.runtimes.embedded.versions import (
     fingerprint_files,
     random_incarnation,
 )
-from reef_daemon.settings import Settings, SettingsError
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import Settings
 
 log = logging.getLogger("reef.embedded")
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import aiohttp
 
 from reef_daemon.runtimes.embedded.sglang.protocol import HEALTH
-from reef_daemon.settings import EmbeddedSection, SettingsError
+from reef_daemon.setting_kinds import SettingsError
+from reef_daemon.settings import EmbeddedSection
 
 GPU_INSTALL_HINT = "install the GPU extra on a CUDA machine: pip install -e '.[embedded,gpu]'"
 HEALTH_POLL_S = 1.0

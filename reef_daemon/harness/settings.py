@@ -1,20 +1,19 @@
-"""The reefine recipe's settings: the `harness` section.
-
-Declared here, apart from the recipe, so that `reef serve --help` lists them without loading the proposers.
-"""
+"""The `harness` section of settings: the harness recipe's proposers, trials and gate, and what the daemon's own
+harness parts (replayed tasks, their regexes, canaries) read. A section of the daemon's, read as `settings.harness`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from reef_daemon.contract import HARNESS_ADAPTER_ENV, PROPOSER_SANDBOX_ENV
-from reef_daemon.recipe_api import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, one_of, setting
+from reef_daemon.setting_kinds import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, one_of, setting
+from reef_daemon.untrusted_regex import COMPILE_MB, COMPILE_S
 
 
 @dataclass(frozen=True)
 class HarnessSection:
-    """Knobs of the harness recipe (reefine)."""
+    """Knobs of harness versions: how the harness recipe (reefine) proposes, tries and gates them, and how the
+    daemon replays tasks and watches canaries."""
 
     adapter: str = setting(
         "pi",
@@ -97,13 +96,13 @@ class HarnessSection:
         help="the most characters the fixtures (workspace files) of one scenario's tasks may hold together",
     )
     regex_compile_s: float = setting(
-        1.0,
+        COMPILE_S,
         POSITIVE_NUMBER,
         help="the most CPU seconds compiling a task's regex may take; a slower one is refused (behaviour checks and "
         "harness-trial --expect are held to the default)",
     )
     regex_compile_mb: int = setting(
-        128,
+        COMPILE_MB,
         POSITIVE_INT,
         help="the most MiB compiling a task's regex may take; a larger one is refused (behaviour checks and "
         "harness-trial --expect are held to the default)",
@@ -120,6 +119,3 @@ class HarnessSection:
         help="the most a canary that scores like the served version may be rolled back automatically (a share, "
         "0.005: one in 200), however often it is checked; smaller waits for more evidence",
     )
-
-
-SETTINGS_SECTIONS: dict[str, type[Any]] = {"harness": HarnessSection}
