@@ -147,13 +147,13 @@ def targets_met(result: dict[str, Any]) -> list[dict[str, Any]]:
     share = tput["reef"]["req_per_s"] / max(tput["floor-b"]["req_per_s"], 1e-9)
     goals += [
         {
-            "what": "added p50 vs floor-b (DESIGN.md)",
+            "what": "added p50 vs floor-b",
             "measured": f"{p50 / floor_p50:.1f}x" if floor_p50 > 0 else DASH,
             "goal": "≤ 2x",
             "met": p50 <= 2 * floor_p50,
         },
         {
-            "what": "throughput c=32 vs floor-b (DESIGN.md)",
+            "what": "throughput c=32 vs floor-b",
             "measured": f"{share:.0%}",
             "goal": "≥ 50%",
             "met": share >= 0.5,
