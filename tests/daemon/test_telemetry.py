@@ -4,11 +4,9 @@ their records, prompts only when content capture is asked for; a collector that 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +16,7 @@ from reef_cli.render.status import status_view
 from tests.support import counting_recipe
 from tests.support.app_servers import AppServers, url_of
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
+from tests.support.processes import children
 from tests.support.reef_testing import CHAT, Reef, StartReef
 from tests.support.waiting import eventually
 
@@ -196,31 +195,13 @@ async def test_an_export_process_that_dies_costs_no_answer_and_its_spans_are_cou
     receiver = OtlpReceiver()
     reef = await start_reef(telemetry__otlp_endpoint=await receiving(app_servers, receiver))
     await span_of(receiver, await receipt(reef))
-    [exporter] = [pid for pid in _children() if b"reef_daemon.telemetry.exporter" in _cmdline(pid)]
+    [exporter] = [pid for pid, argv in children().items() if b"reef_daemon.telemetry.exporter" in argv]
     os.kill(exporter, signal.SIGKILL)
-    await eventually(lambda: exporter not in _children(), 30, "the export process gone")
+    await eventually(lambda: exporter not in children(), 30, "the export process gone")
 
     answers = await asyncio.gather(*(receipt(reef) for _ in range(5)))
     assert len(set(answers)) == 5
     await eventually(lambda: _telemetry(reef), 30, "the spans counted", satisfied=lambda t: t["dropped"] >= 5)
-
-
-def _children() -> list[int]:
-    """This process's children (the daemon under test runs in it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                stat = (entry / "stat").read_text()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and stat.rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(int(entry.name))
-    return found
-
-
-def _cmdline(pid: int) -> bytes:
-    with contextlib.suppress(OSError):
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
-    return b""
 
 
 async def _telemetry(reef: Reef) -> dict[str, Any]:
