@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from reef_daemon.contract import RELEASE_HEADER, SCENARIO_HEADER
+from reef_contract import RELEASE_HEADER, SCENARIO_HEADER
 from reef_harness import Entry
 
 SESSION_ENV = "REEF_HARNESS_SESSION"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters._agent import AgentSide
-from reef_daemon.contract import AdapterInfo
+from reef_contract import AdapterInfo
 from reef_harness import Entry
 
 SKILL_DESCRIPTION_LIMIT = 200

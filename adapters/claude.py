@@ -22,7 +22,7 @@ from typing import Any
 from adapters._agent import BINDING_IS_REEFS, AgentSide, Binding, Login, reef_headers
 from adapters._base import Adapter, RenderRefused, json_file, prompt_files, sorted_files, start_files, tree_config
 from adapters._reef_commands import shell_commands
-from reef_daemon.contract import SESSION_HEADER, TOKEN_HEADER
+from reef_contract import SESSION_HEADER, TOKEN_HEADER
 from reef_harness import Entry
 
 SETTINGS = "claude/settings.json"

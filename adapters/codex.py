@@ -19,7 +19,7 @@ import tomli_w
 from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, Login, reef_headers
 from adapters._base import Adapter, RenderRefused, first_line, sorted_files, start_files, tree_config, with_frontmatter
 from adapters._reef_commands import reef_commands
-from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
+from reef_contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
 RENDERS = {

@@ -18,7 +18,7 @@ from typing import Any
 from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
 from adapters._base import Adapter, json_file, prompt_files, sorted_files, start_files, tree_config
 from adapters._reef_commands import shell_commands
-from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
+from reef_contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
 CONFIG_DIR = "opencode/config/opencode"

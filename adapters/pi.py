@@ -13,7 +13,7 @@ from pathlib import Path
 
 from adapters._agent import BINDING_IS_REEFS, SESSION_ENV, AgentSide, Binding, reef_headers
 from adapters._base import Adapter, json_file, prompt_files, sorted_files, start_files, tree_config
-from reef_daemon.contract import SESSION_HEADER, TOKEN_ENV
+from reef_contract import SESSION_HEADER, TOKEN_ENV
 from reef_harness import Entry
 
 OFFLINE_ENV = "PI_OFFLINE"  # pi's switch for its start-up network operations (tool downloads, package installs)

@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 from aiohttp.test_utils import TestServer
 
+from reef_contract import SCENARIO_HEADER
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import SCENARIO_HEADER
 from reef_daemon.settings import load_settings
 from tests.support.adapters_testing import agent_binary
 from tests.support.agent_upstream import AgentUpstream

@@ -60,7 +60,7 @@ from reef_cli.daemon_process import start_daemon, stop_daemon  # noqa: E402
 from reef_cli.demo_stats import Estimate, change, difference, question_changes  # noqa: E402
 from reef_cli.state import DaemonFiles  # noqa: E402
 from reef_client import ReefClient  # noqa: E402
-from reef_daemon.contract import RECEIPT_HEADER, SCENARIO_HEADER, SESSION_HEADER  # noqa: E402
+from reef_contract import RECEIPT_HEADER, SCENARIO_HEADER, SESSION_HEADER  # noqa: E402
 from reef_daemon.reports.words import read_words  # noqa: E402
 from reef_daemon.runtimes.model_cache import user_model_cache  # noqa: E402
 

@@ -33,7 +33,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reef_daemon.contract import JUDGE_SCENARIO
+from reef_contract import JUDGE_SCENARIO
 from reef_daemon.settings import load_settings
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_upstream import FakeUpstream

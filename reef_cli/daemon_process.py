@@ -14,7 +14,7 @@ from pathlib import Path
 
 from reef_cli.state import DaemonFiles, process_alive
 from reef_client import DaemonUnreachable, ReefClient, ReefClientError
-from reef_daemon.contract import loopback_url
+from reef_contract import loopback_url
 
 START_TIMEOUT_S = 180.0  # the embedded model's first load takes ~30 s on two cores; leave room
 STOP_TIMEOUT_S = 45.0  # the daemon gives in-flight requests 30 s to finish

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from reef_cli.state import running_here
-from reef_daemon.contract import DEFAULT_STATE_DIR, DEFAULT_URL, TOKEN_ENV, URL_ENV
+from reef_contract import DEFAULT_STATE_DIR, DEFAULT_URL, TOKEN_ENV, URL_ENV
 
 
 class SeveralDaemons(Exception):

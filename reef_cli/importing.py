@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reef_client import ApiError, ReefClient
-from reef_daemon.contract import MAX_BATCH, ImportConversation, ImportResult
+from reef_contract import MAX_BATCH, ImportConversation, ImportResult
 from reef_transcripts.sessions import (
     MAX_CONVERSATION_BYTES,
     BadLine,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from reef_daemon.contract import DEFAULT_URL, TOKEN_ENV, URL_ENV
+from reef_contract import DEFAULT_URL, TOKEN_ENV, URL_ENV
 
 UrlOption = Annotated[
     str | None,

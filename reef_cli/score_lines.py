@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reef_daemon.contract import score_problem
+from reef_contract import score_problem
 
 FIELDS = ("receipt", "references", "score", "feedback", "metadata", "id")
 _RECEIPT = re.compile(r"[0-9a-f]{32}")

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from reef_daemon.contract import DEFAULT_STATE_DIR
+from reef_contract import DEFAULT_STATE_DIR
 
 
 @dataclass(frozen=True)

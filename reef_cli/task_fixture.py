@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reef_daemon.contract import MAX_FIXTURE_CHARS, MAX_FIXTURE_FILES
+from reef_contract import MAX_FIXTURE_CHARS, MAX_FIXTURE_FILES
 
 
 class FixtureError(Exception):

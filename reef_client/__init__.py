@@ -2,7 +2,7 @@
 of the daemon API, its live events, following a change request, installing a harness release here, writing an
 export to a file, and (in `reef_client.render`) the renderers that show daemon answers in a terminal.
 
-It knows the daemon only through the wire contract (`reef_daemon.contract`); the answer types below are the
+It knows the daemon only through the wire contract (`reef_contract`); the answer types below are the
 contract's own, re-exported so that a caller needs one import.
 """
 
@@ -48,7 +48,7 @@ from reef_client._requests import (
     wait_bound,
 )
 from reef_client._scenarios import UnknownScenario, require_scenario
-from reef_daemon.contract import (
+from reef_contract import (
     Activity,
     AdapterRow,
     BatchAck,

@@ -20,7 +20,7 @@ import httpx
 from httpx_sse import SSEError, connect_sse
 
 from reef_client._events import Event, event_of
-from reef_daemon.contract import (
+from reef_contract import (
     CANARY_ROUTE,
     CHAT_ROUTE,
     EVENTS_ROUTE,

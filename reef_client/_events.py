@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from httpx_sse import ServerSentEvent
 
-from reef_daemon.contract import EVENT_NAMES, EventName, RecordRow, ReportEvent, RequestState
+from reef_contract import EVENT_NAMES, EventName, RecordRow, ReportEvent, RequestState
 
 
 @dataclass(frozen=True)

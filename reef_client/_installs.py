@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reef_daemon.contract import INSTALL_SIDECAR, PYTHON_ENV, TOKEN_ENV, ReleaseRow
+from reef_contract import INSTALL_SIDECAR, PYTHON_ENV, TOKEN_ENV, ReleaseRow
 
 # Where the install script puts a scenario's harnesses (one root per adapter, <scenario>/<adapter>) and records the
 # release each one installed.

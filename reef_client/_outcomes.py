@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reef_client._client import ApiError, ReefClient
-from reef_daemon.contract import OUTCOMES_DIR_ENV
+from reef_contract import OUTCOMES_DIR_ENV
 
 IN_TREE = 0.5  # the share of a session's added lines a tree must hold for the session's changes to be in it
 SHORTEST_LINE = 4  # shorter added lines (a brace, `end`) say nothing of whose change it was

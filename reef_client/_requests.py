@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reef_client._client import ReefClient
-from reef_daemon.contract import Activity, RequestProgress, RuntimeStatus, small_embedded_model
+from reef_contract import Activity, RequestProgress, RuntimeStatus, small_embedded_model
 
 POLL_S = 1.0
 PUBLISHED = ("selected", "pending")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reef_client._client import ReefClientError
-from reef_daemon.contract import did_you_mean
+from reef_contract import did_you_mean
 
 if TYPE_CHECKING:
     from reef_client._client import ReefClient

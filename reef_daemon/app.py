@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 import reef_daemon.routes.records_io as records_io
+from reef_contract import INFERENCE_ROUTES, JUDGE_SCENARIO, RecordType, ScoreScale, small_embedded_model
 from reef_daemon.auth import TokenGate
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import INFERENCE_ROUTES, JUDGE_SCENARIO, RecordType, ScoreScale, small_embedded_model
 from reef_daemon.events import EventBus
 from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.harness.progress import RequestProgress

@@ -8,7 +8,7 @@ import hmac
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 
-from reef_daemon.contract import HEALTH_ROUTE, SCENARIO_HEADER, TOKEN_HEADER
+from reef_contract import HEALTH_ROUTE, SCENARIO_HEADER, TOKEN_HEADER
 
 OPEN_PATHS = frozenset({HEALTH_ROUTE})
 

@@ -10,7 +10,7 @@ import asyncio
 import json
 from collections.abc import Iterable
 
-from reef_daemon.contract import EventName
+from reef_contract import EventName
 from reef_daemon.store import Event
 
 SUBSCRIBER_BACKLOG = 10_000

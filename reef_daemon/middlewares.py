@@ -9,9 +9,9 @@ import time
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from reef_contract import HEALTH_ROUTE, INFERENCE_ROUTES, OVERHEAD_HEADER, STATUS_ROUTE, TOKEN_ENV, TOKEN_HEADER
 from reef_daemon.auth import OPEN_PATHS
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import HEALTH_ROUTE, INFERENCE_ROUTES, OVERHEAD_HEADER, STATUS_ROUTE, TOKEN_ENV, TOKEN_HEADER
 from reef_daemon.errors import PayloadTooLarge, ReefError, Unauthorized
 from reef_daemon.jsonbody import json_response
 from reef_daemon.proxy.handler import UPSTREAM_SECONDS

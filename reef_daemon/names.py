@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from reef_daemon.contract import JUDGE_SCENARIO, SCENARIO_HEADER
+from reef_contract import JUDGE_SCENARIO, SCENARIO_HEADER
 from reef_daemon.errors import BadRequest
 
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")

@@ -32,7 +32,7 @@ Records reach a recipe as `Unit`s: the stored record (`contract.StoredRecord`, a
 ... for a report; `text` for a change request), and for a report the records it references, each with
 `consumed_by_step`.
 
-Besides `reef_daemon.contract` (the wire types), this module is all of reef a recipe imports: the built-in recipes
+Besides `reef_contract` (the wire types), this module is all of reef a recipe imports: the built-in recipes
 are held to it (`tests/daemon/test_boundaries.py`). What it offers beyond the interface above:
 
 - errors: the `ReefError` family a recipe raises to answer a person (`NotFound`, `Conflict`, `BadRequest`,
@@ -67,8 +67,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from reef_contract import RecipeStatus, RecordType, ReleaseRow, StoredRecord
 from reef_daemon.auth import presented_token
-from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, StoredRecord
 from reef_daemon.errors import BadRequest, Conflict, NotFound, ReefError, Unsupported, UpstreamFailed
 from reef_daemon.harness.admission import RESERVED_IDS, Refused, admit
 from reef_daemon.harness.host import HarnessHost

@@ -15,8 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from reef_contract import RecordType, did_you_mean, record_type
 from reef_daemon.builtin_recipes import BUILTIN_RECIPES, RENAMED_RECIPES, BadSections, declared_sections
-from reef_daemon.contract import RecordType, did_you_mean, record_type
 from reef_daemon.recipe_api import Recipe
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings, load_settings, read_config_table

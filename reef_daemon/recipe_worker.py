@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Any
 
-from reef_daemon.contract import (
+from reef_contract import (
     EVENT_RECORD_TYPES,
     PERSON_SOURCE,
     RECORD_EVENTS,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from aiohttp import web
 
+from reef_contract import TOKEN_ENV
 from reef_daemon.app import create_app
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import TOKEN_ENV
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings, live_changes

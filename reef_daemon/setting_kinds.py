@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from reef_daemon.contract import REPORT_SOURCES, UPSTREAM_API_KEY_ENV
+from reef_contract import REPORT_SOURCES, UPSTREAM_API_KEY_ENV
 
 
 class SettingsError(Exception):

@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from reef_daemon.builtin_recipes import builtin_sections
-from reef_daemon.contract import (
+from reef_contract import (
     CHAT_ROUTE,
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -40,6 +39,7 @@ from reef_daemon.contract import (
     UPSTREAM_URL_ENV,
     did_you_mean,
 )
+from reef_daemon.builtin_recipes import builtin_sections
 from reef_daemon.harness.settings import HarnessSection
 from reef_daemon.setting_kinds import (
     AGE,

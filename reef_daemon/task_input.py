@@ -7,7 +7,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
-from reef_daemon.contract import (
+from reef_contract import (
     MAX_FIXTURE_CHARS,
     MAX_FIXTURE_FILES,
     MAX_FIXTURE_NAME_BYTES,

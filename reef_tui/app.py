@@ -18,7 +18,7 @@ from textual.screen import ModalScreen, Screen
 from textual.signal import Signal
 
 from reef_client import Event, ReefClient, ReefClientError, Status
-from reef_daemon.contract import ScoreScale
+from reef_contract import ScoreScale
 from reef_tui.bindings import score_key
 from reef_tui.live import DaemonConnected, DaemonEvent, DaemonGone, EventFollower
 from reef_tui.scoring import KEY_LABELS, key_meaning, key_score, scale_of

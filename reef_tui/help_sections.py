@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from textual.binding import Binding, BindingType
 
-from reef_daemon.contract import ScoreScale
+from reef_contract import ScoreScale
 from reef_tui.bindings import score_key
 from reef_tui.scoring import score_table
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from reef_daemon.contract import ScoreScale, Status
+from reef_contract import ScoreScale, Status
 
 DEFAULT_SCALE: ScoreScale = {"min": 0.0, "max": 1.0}  # what a daemon that declares no scale accepts
 KEY_FRACTIONS: dict[str, float] = {"1": 0.0, "2": 0.25, "3": 0.5, "4": 0.75, "5": 1.0, "plus": 1.0, "minus": 0.0}

@@ -29,7 +29,7 @@ from reef_client import (
     wait_bound,
 )
 from reef_client.render.versions import HEADERS, request_text, version_cells
-from reef_daemon.contract import PYTHON_ENV, TOKEN_ENV
+from reef_contract import PYTHON_ENV, TOKEN_ENV
 
 VERSION_TIMEOUT_S = 60
 

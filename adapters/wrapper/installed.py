@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters import Adapter, Binding, checked_digest, get_adapter
-from reef_daemon.contract import CANARY_DIR, INSTALL_SIDECAR, TOKEN_ENV
+from reef_contract import CANARY_DIR, INSTALL_SIDECAR, TOKEN_ENV
 
 ROOT_ENV = "REEF_HARNESS_ROOT"
 TOKEN_FILE = ".reef-token"  # noqa: S105 - a file name

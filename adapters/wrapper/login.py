@@ -7,7 +7,7 @@ import os
 from adapters._agent import Login
 from adapters.wrapper.installed import Installed
 from reef_client import ReefClient
-from reef_daemon.contract import DaemonState
+from reef_contract import DaemonState
 
 PASS = "pass"  # noqa: S105 - a mode of inference.client-auth
 TURN_ON = "start the daemon with --inference.client-auth pass to run on it"

@@ -19,7 +19,7 @@ from adapters.wrapper.canary import session_install
 from adapters.wrapper.installed import NOT_INSTALLED, ROOT_ENV, Installed
 from adapters.wrapper.login import carried_login
 from reef_client import GitStart, ReefClient, ReefClientError, save_note, scan, session_changes, session_start
-from reef_daemon.contract import CANARY_DIR, TOKEN_ENV
+from reef_contract import CANARY_DIR, TOKEN_ENV
 
 SESSIONS = ".reef-sessions"
 BINARY_ENV = "REEF_HARNESS_BINARY"

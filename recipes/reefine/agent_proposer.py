@@ -38,7 +38,7 @@ from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Declined, Proposal, review_answer
 from recipes.reefine.step_tools import StartTrial, StepTools
 from recipes.reefine.workspace import CHECK, lay_out, read_back
-from reef_daemon.contract import TOKEN_ENV, TRIAL_SCENARIO
+from reef_contract import TOKEN_ENV, TRIAL_SCENARIO
 from reef_daemon.recipe_api import (
     BWRAP,
     NO_BWRAP,

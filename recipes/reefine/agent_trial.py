@@ -21,7 +21,7 @@ from pathlib import Path
 
 from adapters import SESSION_ENV, Adapter, Binding
 from recipes.reefine.transcripts import tool_calls
-from reef_daemon.contract import TOKEN_ENV, TRIAL_SCENARIO
+from reef_contract import TOKEN_ENV, TRIAL_SCENARIO
 from reef_daemon.recipe_api import Budget, bound_files, jail_argv, model_endpoint, needed_paths
 from reef_harness import Entry
 

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from recipes.reefine.answers import Unusable, first_json
-from reef_daemon.contract import EvalTask
+from reef_contract import EvalTask
 from reef_daemon.recipe_api import BadPattern, compiled
 
 BEHAVIOUR_ID = "behaviour"

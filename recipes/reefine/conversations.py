@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reef_daemon.contract import low_score_below
+from reef_contract import low_score_below
 from reef_daemon.recipe_api import RecordQuery, StoreView
 
 SHOWN = 3  # conversations

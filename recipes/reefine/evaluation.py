@@ -21,7 +21,7 @@ from typing import Literal
 from recipes.reefine.judge import Judgement, pairwise, ranked, regex_verdict
 from recipes.reefine.model import ServedModel
 from recipes.reefine.trial import Finished, TrialRunner
-from reef_daemon.contract import EvalTask, EvidenceRow
+from reef_contract import EvalTask, EvidenceRow
 from reef_daemon.recipe_api import Budget
 from reef_harness import Entry
 

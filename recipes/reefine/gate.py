@@ -33,7 +33,7 @@ from recipes.reefine.evaluation import Compared, EvalBounds, Evaluation
 from recipes.reefine.model import ServedModel
 from recipes.reefine.proposer import Note
 from recipes.reefine.trial import Trial, TrialRunner
-from reef_daemon.contract import EvalTask, Evidence, EvidenceRow
+from reef_contract import EvalTask, Evidence, EvidenceRow
 from reef_daemon.recipe_api import StoreView
 from reef_harness import Entry
 

@@ -17,7 +17,7 @@ from typing import Literal
 from recipes.reefine.answers import Unusable, first_json
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.prompts import fence
-from reef_daemon.contract import EvalTask
+from reef_contract import EvalTask
 from reef_daemon.recipe_api import Found, rank_group, search
 
 Verdict = Literal["better", "same", "worse"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.recipe_api import Runtime, UpstreamFailed
 
 

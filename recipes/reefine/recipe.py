@@ -22,7 +22,7 @@ from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.steps import HarnessSteps
 from recipes.reefine.trial import TrialRunner, check_trial_setting, trial_binary
-from reef_daemon.contract import RecipeStatus, RecordType, ReleaseRow, low_score_below
+from reef_contract import RecipeStatus, RecordType, ReleaseRow, low_score_below
 from reef_daemon.recipe_api import (
     NO_SANDBOX,
     Eligible,

@@ -11,7 +11,7 @@ from recipes.reefine.gate import Gate, Gated, not_evaluated
 from recipes.reefine.model import ModelFailed, ServedModel
 from recipes.reefine.proposer import Declined, Proposal, propose_for_request, propose_from_failures
 from recipes.reefine.trial import TrialRunner, not_run
-from reef_daemon.contract import PERSON_SOURCE, StoredRecord
+from reef_contract import PERSON_SOURCE, StoredRecord
 from reef_daemon.recipe_api import HarnessHost, RequestProgress, Runtime, StepOutcome, Unit
 from reef_harness import Entry, touches_kind
 

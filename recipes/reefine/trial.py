@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters import SESSION_ENV, Adapter, Binding, find_agent, not_found
-from reef_daemon.contract import TOKEN_ENV, TRIAL_SCENARIO
+from reef_contract import TOKEN_ENV, TRIAL_SCENARIO
 from reef_daemon.recipe_api import (
     BWRAP,
     NO_BWRAP,

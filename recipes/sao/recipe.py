@@ -27,7 +27,7 @@ from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import check_ready, node_address, plan_run
 from recipes.sao.slime.run import SlimeRun
 from recipes.sao.trainer import Trainer, training_device
-from reef_daemon.contract import (
+from reef_contract import (
     PERSON_SOURCE,
     CriticStatus,
     RecipeStatus,

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from reef_daemon.contract import IMPORTED_TAG, PERSON_SOURCE, ReportSource
+from reef_contract import IMPORTED_TAG, PERSON_SOURCE, ReportSource
 from reef_daemon.recipe_api import Eligible, Ineligible, Unit, Verdict
 
 # An imported conversation was sampled elsewhere: there are no log-probs of this model to train on.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.contract import MAX_STALENESS_ENV, SAO_BATCH_SIZE_ENV
+from reef_contract import MAX_STALENESS_ENV, SAO_BATCH_SIZE_ENV
 from reef_daemon.recipe_api import (
     COUNT,
     FRACTION,

@@ -18,7 +18,7 @@ from reef_cli.serve import settings_from_command_line
 from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DaemonFiles, running_here
 from reef_client import ReefClient, ReefClientError
-from reef_daemon.contract import DEFAULT_STATE_DIR, SpendAnswer, Status
+from reef_contract import DEFAULT_STATE_DIR, SpendAnswer, Status
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.setting_kinds import SettingsError

@@ -43,7 +43,7 @@ from reef_cli.render.demo import (
     summary,
 )
 from reef_client import ReefClient, ReefClientError
-from reef_daemon.contract import TOKEN_ENV
+from reef_contract import TOKEN_ENV
 
 EXAMPLE = "Example: reef demo sao --compare --seeds 8"
 app = typer.Typer(name="demo", help="Demonstrations on the embedded model.", epilog=EXAMPLE, no_args_is_help=True)

@@ -13,7 +13,7 @@ from reef_cli.output import console, error_console, print_json
 from reef_client import RecordRow, ReefClient
 from reef_client.render.derived import derived_origin
 from reef_client.render.records import records_view
-from reef_daemon.contract import PERSON_SOURCE, RECORD_TYPES, RecordType, awaits_score, record_type
+from reef_contract import PERSON_SOURCE, RECORD_TYPES, RecordType, awaits_score, record_type
 
 EXAMPLE = "Example: reef records --scenario demo --unscored --limit 10 --follow"
 

@@ -17,7 +17,7 @@ from reef_cli.importing import import_files, import_size
 from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import error_console, fail, print_json, say_error
 from reef_client import nothing_to_export, unwritable, whole_file
-from reef_daemon.contract import ImportResult
+from reef_contract import ImportResult
 from reef_transcripts.sessions import FORMATS, BadLine, Conversation
 
 IMPORT_EXAMPLE = "Example: reef import ~/.codex/sessions ~/.pi/agent/sessions --scenario coding"

@@ -11,7 +11,7 @@ import typer
 from reef_cli.output import console
 from reef_client import ReefClient
 from reef_client.render.record import record_view
-from reef_daemon.contract import ScoreScale
+from reef_contract import ScoreScale
 
 QUIT: Literal["quit"] = "quit"
 

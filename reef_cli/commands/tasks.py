@@ -13,7 +13,7 @@ from reef_cli.options import JsonOption, TokenOption, UrlOption
 from reef_cli.output import console, error_console, fail, print_answer, print_json
 from reef_cli.render.tasks import check_of, kind_of, tasks_table
 from reef_cli.task_fixture import FixtureError, read_fixture
-from reef_daemon.contract import EvalTask
+from reef_contract import EvalTask
 
 ADD_EXAMPLE = "Example: reef tasks add --scenario my-harness 'Add a --verbose flag' --regex verbose --protected"
 LIST_EXAMPLE = "Example: reef tasks list --scenario my-harness --json"

@@ -17,7 +17,7 @@ from reef_client import ApiError, ReefClient, ReleaseRow, ShownRelease, VersionS
 from reef_client.render.evidence import EVIDENCE_HEADERS, evidence_cells, evidence_of, evidence_summary
 from reef_client.render.live_scores import canary_mark, live_table, spend_table
 from reef_client.render.versions import HEADERS, request_text, version_cells
-from reef_daemon.contract import CANARY_HIGHEST_SHARE, CANARY_LOWEST_SHARE
+from reef_contract import CANARY_HIGHEST_SHARE, CANARY_LOWEST_SHARE
 
 VERSIONS_EXAMPLE = (
     "Example: reef versions --scenario my-harness (or ... v3 for that version's evidence; ... v3 --save DIR for a"

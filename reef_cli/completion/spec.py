@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from reef_daemon.contract import DEFAULT_STATE_DIR, DEFAULT_URL, SCENARIOS_ROUTE
+from reef_contract import DEFAULT_STATE_DIR, DEFAULT_URL, SCENARIOS_ROUTE
 
 HELP = "Show this message and exit."
 # How a script asks the daemon for its scenarios when --scenario is completed (no Python starts): its address from

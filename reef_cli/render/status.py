@@ -10,7 +10,7 @@ from reef_client.render.critic import critic_line
 from reef_client.render.formats import MISSING, duration
 from reef_client.render.source_trust import sources_table
 from reef_client.render.spend import spend_text, telemetry_text
-from reef_daemon.contract import (
+from reef_contract import (
     JUDGE_SCENARIO,
     NextTurnStatus,
     SamplingDefaults,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from reef_client.render.formats import MISSING, clock
-from reef_daemon.contract import EvalTask, TaskList
+from reef_contract import EvalTask, TaskList
 
 PROMPT_WIDTH = 70
 CHECK_WIDTH = 30

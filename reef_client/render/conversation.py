@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reef_daemon.contract import Answer
+from reef_contract import Answer
 
 PartKind = Literal["text", "tool_call", "tool_result", "thinking"]
 

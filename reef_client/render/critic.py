@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reef_client.render.formats import MISSING
-from reef_daemon.contract import CriticStatus
+from reef_contract import CriticStatus
 
 
 def critic_line(critic: CriticStatus) -> str:

@@ -5,7 +5,7 @@ what the user said there (`next_message`) and the verdict; its feedback is the r
 from __future__ import annotations
 
 from reef_client import StoredRecord
-from reef_daemon.contract import PERSON_SOURCE
+from reef_contract import PERSON_SOURCE
 
 QUOTED_CHARS = 80  # of the next message, in one line
 

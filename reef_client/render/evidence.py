@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from reef_daemon.contract import Evidence, EvidenceRow
+from reef_contract import Evidence, EvidenceRow
 
 EVIDENCE_HEADERS = ("task", "kind", "served", "candidate", "verdict", "reason")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from reef_daemon.contract import SOURCE_MARKS, report_source
+from reef_contract import SOURCE_MARKS, report_source
 
 MISSING = "-"
 

@@ -16,7 +16,7 @@ from reef_client import JudgedRecord, RecordDetail, StoredRecord
 from reef_client.render import formats
 from reef_client.render.conversation import Part, Turn, answer_turns, body_turns, request_turns, tool_names
 from reef_client.render.derived import derived_origin, turn_read
-from reef_daemon.contract import Usage
+from reef_contract import Usage
 
 # What `reef show` says of token counts an API did not report (a stream asked without usage, say).
 NOT_REPORTED = "not reported"

@@ -4,7 +4,7 @@ could not price said as such (never counted as free)."""
 from __future__ import annotations
 
 from reef_client.render.formats import MISSING
-from reef_daemon.contract import Spend, TelemetryState
+from reef_contract import Spend, TelemetryState
 
 
 def spend_text(spend: Spend | None) -> str:

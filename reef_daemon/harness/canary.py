@@ -14,8 +14,7 @@ import asyncio
 import contextlib
 import logging
 
-from reef_daemon.context import Daemon
-from reef_daemon.contract import (
+from reef_contract import (
     CANARY_HIGHEST_SHARE,
     CANARY_LOWEST_SHARE,
     RECORD_EVENTS,
@@ -25,6 +24,7 @@ from reef_daemon.contract import (
     VersionScores,
     low_score_below,
 )
+from reef_daemon.context import Daemon
 from reef_daemon.errors import BadRequest, Conflict
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.score_stats import (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters import Adapter
-from reef_daemon.contract import ReleaseRequest, ReleaseRow, StepRow
+from reef_contract import ReleaseRequest, ReleaseRow, StepRow
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.harness.releases import Release, ReleaseRepository
 from reef_daemon.store.view import StoreView

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from reef_daemon.contract import PROPOSER_SANDBOX_ENV
+from reef_contract import PROPOSER_SANDBOX_ENV
 from reef_daemon.harness.model_relay import Budget, relay_app
 
 BWRAP = "bwrap"

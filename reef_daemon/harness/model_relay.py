@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from reef_daemon.contract import INFERENCE_ROUTES, SCENARIO_HEADER, TAG_HEADER_PREFIX
+from reef_contract import INFERENCE_ROUTES, SCENARIO_HEADER, TAG_HEADER_PREFIX
 from reef_daemon.jsonbody import json_response
 from reef_daemon.proxy.headers import HOP_BY_HOP
 

@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from reef_daemon.contract import RequestEvent
+from reef_contract import RequestEvent
 from reef_daemon.store import Store
 from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.writer import WriteContext

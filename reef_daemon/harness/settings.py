@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reef_daemon.contract import HARNESS_ADAPTER_ENV, PROPOSER_SANDBOX_ENV
+from reef_contract import HARNESS_ADAPTER_ENV, PROPOSER_SANDBOX_ENV
 from reef_daemon.setting_kinds import COUNT, FRACTION, POSITIVE_INT, POSITIVE_NUMBER, TEXT, one_of, setting
 from reef_daemon.untrusted_regex import COMPILE_MB, COMPILE_S
 

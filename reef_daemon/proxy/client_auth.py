@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reef_contract import TOKEN_HEADER
 from reef_daemon.auth import TokenGate, client_credential
-from reef_daemon.contract import TOKEN_HEADER
 from reef_daemon.errors import BadRequest
 from reef_daemon.settings import InferenceSection
 

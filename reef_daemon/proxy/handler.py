@@ -17,8 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from reef_contract import NEW_SCENARIO_HEADER, OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import NEW_SCENARIO_HEADER, OVERHEAD_HEADER, RECEIPT_HEADER, SCENARIO_HEADER
 from reef_daemon.errors import ReefError, StoreError, UpstreamFailed
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import parse_json_body, read_body

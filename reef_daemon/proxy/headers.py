@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from multidict import CIMultiDict
 
-from reef_daemon.contract import REEF_HEADER_PREFIX, TAG_HEADER_PREFIX
+from reef_contract import REEF_HEADER_PREFIX, TAG_HEADER_PREFIX
 from reef_daemon.errors import BadRequest
 
 HOP_BY_HOP = frozenset(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
+from reef_contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
 from reef_daemon.jsoncodec import dumps_text, loads_lenient
 from reef_daemon.records import FRAME_DELIMITER, parse_frame
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Answer, AnswerPart, Usage
+from reef_contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, Answer, AnswerPart, Usage
 from reef_daemon.jsoncodec import loads_lenient, may_hold_a_long_integer
 from reef_daemon.records.frames import frame_data, plain_events, split_frames
 from reef_daemon.records.text_runs import run_events

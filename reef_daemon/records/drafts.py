@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import PERSON_SOURCE, ClientRecordType, ReportSource
+from reef_contract import PERSON_SOURCE, ClientRecordType, ReportSource
 
 
 @dataclass

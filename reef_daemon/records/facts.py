@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 from reef_daemon.records.drafts import InferenceDraft
 from reef_daemon.records.summary import InferenceSummary
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reef_daemon.contract import PREVIEW_CHARS, RESPONSES_ROUTE, Answer, RecordPreview
+from reef_contract import PREVIEW_CHARS, RESPONSES_ROUTE, Answer, RecordPreview
 from reef_daemon.jsoncodec import loads_lenient
 
 _TEXT_BLOCKS = ("text", "input_text", "output_text")

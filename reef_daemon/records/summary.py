@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from reef_daemon.contract import COUNT_TOKENS_ROUTE, Answer, RecordPreview
+from reef_contract import COUNT_TOKENS_ROUTE, Answer, RecordPreview
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records.assemble import assemble, json_object
 from reef_daemon.records.drafts import InferenceDraft

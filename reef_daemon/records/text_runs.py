@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.jsoncodec import may_hold_a_long_integer
 from reef_daemon.records.frames import plain_frame_events, plain_frames
 

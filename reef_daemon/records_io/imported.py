@@ -12,7 +12,7 @@ import math
 import time
 from typing import Any
 
-from reef_daemon.contract import (
+from reef_contract import (
     CHAT_ROUTE,
     IMPORTED_TAG,
     SESSION_HEADER,

@@ -13,7 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from reef_daemon.contract import (
+from reef_contract import (
     PERSON_SOURCE,
     RECEIPT_HEADER,
     ReportSource,

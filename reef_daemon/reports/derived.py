@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from reef_daemon.contract import ReportSource
+from reef_contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports import content_hash
 

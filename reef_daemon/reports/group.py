@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reef_daemon.contract import GroupAnswer, GroupScore, ReportSource, StoredRecord
+from reef_contract import GroupAnswer, GroupScore, ReportSource, StoredRecord
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.judge import JudgeModel, on_scale, rank_group
 from reef_daemon.reports.turns import answer_text, request_turns

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reef_daemon.contract import ReportSource
+from reef_contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.settings import ReportsSection

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import aiohttp
 
-from reef_daemon.contract import CHAT_ROUTE, JUDGE_SCENARIO
+from reef_contract import CHAT_ROUTE, JUDGE_SCENARIO
 from reef_daemon.errors import UpstreamFailed
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft

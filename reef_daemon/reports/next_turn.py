@@ -36,7 +36,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from reef_daemon.contract import (
+from reef_contract import (
     INTERNAL_SCENARIOS,
     RECORD_EVENTS,
     SESSION_HEADER,

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from reef_daemon.contract import ReportSource
+from reef_contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.turns import Turn

@@ -6,7 +6,7 @@ compared: without one, the same prompt twice may be two users, or a script, not 
 
 from __future__ import annotations
 
-from reef_daemon.contract import ReportSource
+from reef_contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.settings import ReportsSection

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from reef_daemon.contract import ReportSource
+from reef_contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.turns import Turn

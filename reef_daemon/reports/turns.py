@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
+from reef_contract import CHAT_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE
 from reef_daemon.reports.agent_markup import without_agent_markup
 
 Role = Literal["system", "user", "assistant", "tool"]

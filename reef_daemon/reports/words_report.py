@@ -8,7 +8,7 @@ asks any judge model, and asks the judge only when this returns None.
 
 from __future__ import annotations
 
-from reef_daemon.contract import ReportSource
+from reef_contract import ReportSource
 from reef_daemon.records import ClientRecordDraft
 from reef_daemon.reports.derived import derived_report
 from reef_daemon.reports.evidence import without_code

@@ -6,8 +6,8 @@ import asyncio
 
 from aiohttp import web
 
+from reef_contract import EVENTS_ROUTE
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import EVENTS_ROUTE
 from reef_daemon.errors import BadRequest
 from reef_daemon.events import sse_frame
 from reef_daemon.names import check_scenario_filter

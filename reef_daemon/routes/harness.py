@@ -5,8 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from adapters import ADAPTERS
-from reef_daemon.context import DAEMON
-from reef_daemon.contract import (
+from reef_contract import (
     HARNESS_ADAPTERS_ROUTE,
     HARNESS_ROUTE,
     SCENARIO_HEADER,
@@ -14,6 +13,7 @@ from reef_daemon.contract import (
     AdapterRow,
     HarnessFiles,
 )
+from reef_daemon.context import DAEMON
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import scenario_from_header

@@ -12,8 +12,8 @@ import re
 from aiohttp import web
 
 from adapters import Binding, get_adapter
+from reef_contract import INSTALL_ERROR_HEADER, INSTALL_ROUTE, SCENARIO_HEADER
 from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import INSTALL_ERROR_HEADER, INSTALL_ROUTE, SCENARIO_HEADER
 from reef_daemon.errors import BadRequest, ReefError
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.install import CanaryTree, failure_script, install_files, install_script

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from reef_contract import JUDGE_GROUP_ROUTE, MAX_GROUP, SCENARIO_HEADER
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import JUDGE_GROUP_ROUTE, MAX_GROUP, SCENARIO_HEADER
 from reef_daemon.errors import BadRequest, Conflict
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import scenario_from_header

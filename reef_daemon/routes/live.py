@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from reef_contract import CANARY_ROUTE, VERSION_SCORES_ROUTE, CanaryAnswer, CanaryEnded
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import CANARY_ROUTE, VERSION_SCORES_ROUTE, CanaryAnswer, CanaryEnded
 from reef_daemon.errors import BadRequest
 from reef_daemon.harness.canary import checked_share, start_canary, version_scores
 from reef_daemon.jsonbody import json_response, read_json_object

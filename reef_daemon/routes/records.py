@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from reef_daemon.context import DAEMON
-from reef_daemon.contract import (
+from reef_contract import (
     RECORD_ROUTE,
     RECORD_TYPES,
     RECORDS_ROUTE,
@@ -15,6 +14,7 @@ from reef_daemon.contract import (
     StoredRecord,
     record_type,
 )
+from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import check_scenario_filter

@@ -11,8 +11,7 @@ from functools import partial
 
 from aiohttp import web
 
-from reef_daemon.context import DAEMON
-from reef_daemon.contract import (
+from reef_contract import (
     EXPORT_FORMATS,
     EXPORT_ROUTE,
     EXPORT_TOTAL_HEADER,
@@ -22,6 +21,7 @@ from reef_daemon.contract import (
     BatchAck,
     ImportResult,
 )
+from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest, NotFound
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name, scenario_from_header

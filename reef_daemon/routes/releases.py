@@ -6,8 +6,7 @@ import base64
 
 from aiohttp import web
 
-from reef_daemon.context import DAEMON
-from reef_daemon.contract import (
+from reef_contract import (
     PROMOTE_ROUTE,
     RELEASE_FILES_ROUTE,
     RELEASES_ROUTE,
@@ -17,6 +16,7 @@ from reef_daemon.contract import (
     ReleaseRow,
     StepRow,
 )
+from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest, Unsupported
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name

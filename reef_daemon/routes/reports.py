@@ -6,8 +6,8 @@ import time
 
 from aiohttp import web
 
+from reef_contract import PERSON_SOURCE, REPORT_ROUTE, SCENARIO_HEADER, ReportAck
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import PERSON_SOURCE, REPORT_ROUTE, SCENARIO_HEADER, ReportAck
 from reef_daemon.ids import new_record_id
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import scenario_from_header

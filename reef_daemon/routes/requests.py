@@ -11,8 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from reef_daemon.context import DAEMON
-from reef_daemon.contract import (
+from reef_contract import (
     REQUEST_ROUTE,
     REQUESTS_ROUTE,
     SCENARIO_HEADER,
@@ -21,6 +20,7 @@ from reef_daemon.contract import (
     RequestProgress,
     StepRow,
 )
+from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest, NotFound
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.harness.screens import screen_request

@@ -6,8 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from reef_daemon.context import DAEMON
-from reef_daemon.contract import (
+from reef_contract import (
     SCENARIO_ROUTE,
     SCENARIO_UPDATE_ROUTE,
     SCENARIOS_ROUTE,
@@ -16,6 +15,7 @@ from reef_daemon.contract import (
     ScenarioList,
     ScenarioRow,
 )
+from reef_daemon.context import DAEMON
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name

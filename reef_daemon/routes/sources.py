@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from reef_contract import PERSON_SOURCE, REPORT_SOURCES, SOURCE_ENABLE_ROUTE, SourceEnabled
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import PERSON_SOURCE, REPORT_SOURCES, SOURCE_ENABLE_ROUTE, SourceEnabled
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import check_scenario_name

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from reef_contract import HEALTH_ROUTE, SPEND_ROUTE, STATUS_ROUTE, Health, ScenarioCounts, SpendAnswer, Status
 from reef_daemon import __version__
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import HEALTH_ROUTE, SPEND_ROUTE, STATUS_ROUTE, Health, ScenarioCounts, SpendAnswer, Status
 from reef_daemon.jsonbody import json_response
 
 routes = web.RouteTableDef()

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from reef_daemon.context import DAEMON, Daemon
-from reef_daemon.contract import (
+from reef_contract import (
     TASK_DISMISS_ROUTE,
     TASK_PAGE_DEFAULT,
     TASK_PAGE_MAX,
@@ -17,6 +16,7 @@ from reef_daemon.contract import (
     ReplayDismissed,
     TaskList,
 )
+from reef_daemon.context import DAEMON, Daemon
 from reef_daemon.errors import BadRequest
 from reef_daemon.jsonbody import json_response, read_json_object
 from reef_daemon.names import check_scenario_name

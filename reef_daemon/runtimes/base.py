@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.contract import RuntimeStatus
+from reef_contract import RuntimeStatus
 from reef_daemon.settings import Settings
 
 

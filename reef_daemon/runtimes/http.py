@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
-from reef_daemon.contract import MESSAGES_ROUTE, RuntimeStatus
+from reef_contract import MESSAGES_ROUTE, RuntimeStatus
 from reef_daemon.errors import UpstreamFailed
 from reef_daemon.runtimes.base import Runtime, RuntimeResponse
 from reef_daemon.runtimes.http_client import HttpClient, Origin, UpstreamError, UpstreamResponse

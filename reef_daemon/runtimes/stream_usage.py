@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.jsoncodec import dumps_text
 
 _OPTION = b'"stream_options":{"include_usage":true},'

@@ -8,7 +8,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from reef_daemon.contract import ScoreScale
+from reef_contract import ScoreScale
 from reef_daemon.store.canaries import CanaryStore
 from reef_daemon.store.checkpointer import Checkpointer
 from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from reef_daemon.contract import CANARY_EVENT, CanaryState
+from reef_contract import CANARY_EVENT, CanaryState
 from reef_daemon.store.engine import Columns, Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.writer import GroupCommitWriter, WriteContext

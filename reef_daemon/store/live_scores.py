@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from reef_daemon.contract import REPORT_SOURCES
+from reef_contract import REPORT_SOURCES
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader
 from reef_daemon.store.source_scores import score_of

@@ -8,7 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from reef_daemon.contract import (
+from reef_contract import (
     COUNT_TOKENS_ROUTE,
     INTERNAL_SCENARIOS,
     PERSON_SOURCE,

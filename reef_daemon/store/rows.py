@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from reef_daemon.contract import (
+from reef_contract import (
     RECORD_EVENTS,
     EventData,
     RecordContent,

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Literal, TypeVar, cast
 
-from reef_daemon.contract import ScenarioChange, ScenarioEvent, ScenarioInfo
+from reef_contract import ScenarioChange, ScenarioEvent, ScenarioInfo
 from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
 from reef_daemon.store.engine import Columns, Connection

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from reef_daemon.contract import SOURCE_PRECEDENCE
+from reef_contract import SOURCE_PRECEDENCE
 from reef_daemon.records import preview, stored_answer
 from reef_daemon.store.engine import Connection, Engine, StoreUnavailable
 

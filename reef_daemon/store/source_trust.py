@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from reef_daemon.contract import SOURCE_EVENT, ScoreScale, SourceAgreement, low_score_below
+from reef_contract import SOURCE_EVENT, ScoreScale, SourceAgreement, low_score_below
 from reef_daemon.reports.agreement import Agreement, kappa
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.reader import Reader

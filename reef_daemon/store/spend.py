@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from reef_daemon.contract import JUDGE_SCENARIO
+from reef_contract import JUDGE_SCENARIO
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.live_scores import _RELEASE
 from reef_daemon.store.reader import Reader

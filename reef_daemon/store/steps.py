@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from reef_daemon.contract import RecordType, StepRow, StoredRecord
+from reef_contract import RecordType, StepRow, StoredRecord
 from reef_daemon.errors import Conflict
 from reef_daemon.store.canaries import end_canary
 from reef_daemon.store.engine import INTEGRITY_ERRORS, Columns, Connection

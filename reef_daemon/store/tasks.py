@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reef_daemon.contract import (
+from reef_contract import (
     REPLAY_ID_PREFIX,
     REPORT_SOURCES,
     TASK_ID_PREFIX,

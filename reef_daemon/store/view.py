@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol
 
-from reef_daemon.contract import REPORT_SOURCES, CanaryState, EvalTask, RecordPage, ScoreScale, StepRow, StoredRecord
+from reef_contract import REPORT_SOURCES, CanaryState, EvalTask, RecordPage, ScoreScale, StepRow, StoredRecord
 from reef_daemon.store.records import RecordQuery
 from reef_daemon.store.scenarios import Scenario
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from reef_daemon.contract import EventData, EventName
+from reef_contract import EventData, EventName
 from reef_daemon.errors import StoreError
 from reef_daemon.records import ExchangeFacts
 from reef_daemon.store.engine import (

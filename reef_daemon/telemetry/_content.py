@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 
 
 def conversation_attributes(record: StoredRecord) -> dict[str, str]:

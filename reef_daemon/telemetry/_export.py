@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from reef_daemon.contract import EventName, RecordEvent, ReportEvent, RequestEvent, StepEvent, TelemetryState
+from reef_contract import EventName, RecordEvent, ReportEvent, RequestEvent, StepEvent, TelemetryState
 from reef_daemon.events import EventBus, Subscription
 from reef_daemon.records import ExchangeFacts
 from reef_daemon.store import Event, Store

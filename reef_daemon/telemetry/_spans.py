@@ -15,7 +15,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from reef_daemon.contract import JUDGE_SCENARIO, MESSAGES_ROUTE, RecordRow, StepRow
+from reef_contract import JUDGE_SCENARIO, MESSAGES_ROUTE, RecordRow, StepRow
 from reef_daemon.records import ExchangeFacts
 from reef_daemon.telemetry._provider import ChosenIds, derived_id
 

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.contract import Spend, StoredRecord, Usage
+from reef_contract import Spend, StoredRecord, Usage
 from reef_daemon.store import TokenSums
 
 

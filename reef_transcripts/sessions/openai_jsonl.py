@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.contract import import_part_problem, score_problem
+from reef_contract import import_part_problem, score_problem
 from reef_transcripts.chat import Message
 from reef_transcripts.requests import request_messages
 from reef_transcripts.sessions.items import Advance, BadLine, Conversation, json_lines, timestamp

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, RadioButton, RadioSet, Select
 
 from reef_client import unwritable
-from reef_daemon.contract import EXPORT_FORMATS
+from reef_contract import EXPORT_FORMATS
 from reef_tui.exporting import ExportChoice
 
 FORMAT_NOTES = {

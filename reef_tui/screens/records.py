@@ -15,7 +15,7 @@ from textual.binding import ActiveBinding, Binding, BindingType
 from textual.widgets import Static
 
 from reef_client import Event, RecordDetail, RecordPage, RecordRow, ReefClientError
-from reef_daemon.contract import ScoreScale, awaits_score
+from reef_contract import ScoreScale, awaits_score
 from reef_tui.bindings import HELP, score_bindings
 from reef_tui.exporting import ExportChoice, export_records
 from reef_tui.help_sections import keys_section, scores_section

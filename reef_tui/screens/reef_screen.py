@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from reef_client import Event
-from reef_daemon.contract import ScoreScale
+from reef_contract import ScoreScale
 from reef_tui.help_sections import keys_section
 from reef_tui.widgets.daemon_bar import DaemonBar
 

@@ -16,7 +16,7 @@ from reef_client import Event, ReleaseRow, Status
 from reef_client.render import formats
 from reef_client.render.critic import critic_line
 from reef_client.render.source_trust import source_line
-from reef_daemon.contract import SOURCE_EVENT
+from reef_contract import SOURCE_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.screens.scenario_screen import ScenarioScreen
 from reef_tui.widgets.metric_line import MetricLine

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Static
 from reef_client import Event, ReefClientError, ShownRelease, VersionScores, mark_installed
 from reef_client.render import formats
 from reef_client.render.live_scores import canary_mark
-from reef_daemon.contract import CANARY_EVENT
+from reef_contract import CANARY_EVENT
 from reef_tui.bindings import HELP
 from reef_tui.diffing import files_diff
 from reef_tui.screens.canary import CanaryScreen

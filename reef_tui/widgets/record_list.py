@@ -15,7 +15,7 @@ from textual.strip import Strip
 
 from reef_client import RecordRow
 from reef_client.render.records import Column
-from reef_daemon.contract import awaits_score
+from reef_contract import awaits_score
 from reef_tui.widgets.record_columns import columns_for, fitted_widths, row_line
 
 LOOKAHEAD = 60  # ask for the next older page when the cursor is this close to the end

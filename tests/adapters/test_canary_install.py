@@ -11,7 +11,7 @@ from typing import Any
 
 from adapters.wrapper.canary import in_canary
 from adapters.wrapper.session import SESSIONS
-from reef_daemon.contract import CANARY_DIR, INSTALL_SIDECAR
+from reef_contract import CANARY_DIR, INSTALL_SIDECAR
 from tests.support.adapters_testing import SCENARIO, Reefine
 from tests.support.fake_proposer_model import answer
 from tests.support.waiting import eventually_sync

@@ -20,5 +20,5 @@ LOADED = (
 def test_the_client_the_tui_and_the_wrappers_load_only_the_contract_of_the_daemon() -> None:
     done = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True, check=True, timeout=120)
     loaded = json.loads(done.stdout)
-    assert loaded[:2] == ["reef_daemon", "reef_daemon.contract"], loaded
-    assert all(name.startswith("reef_daemon.contract._") for name in loaded[2:]), loaded  # the contract's own modules
+    assert loaded[:2] == ["reef_daemon", "reef_contract"], loaded
+    assert all(name.startswith("reef_contract._") for name in loaded[2:]), loaded  # the contract's own modules

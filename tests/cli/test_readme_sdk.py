@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reef_daemon.contract import DEFAULT_PORT
+from reef_contract import DEFAULT_PORT
 from tests.support.cli_testing import Daemon
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -4,7 +4,7 @@ and how long the wait lasts."""
 from __future__ import annotations
 
 from reef_client import ProgressLines, small_model_caution, wait_bound
-from reef_daemon.contract import Activity, RequestProgress, RuntimeStatus
+from reef_contract import Activity, RequestProgress, RuntimeStatus
 
 EMBEDDED: RuntimeStatus = {
     "kind": "embedded",

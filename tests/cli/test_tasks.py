@@ -13,7 +13,7 @@ from typing import Any
 
 from typer.testing import Result
 
-from reef_daemon.contract import TASK_PAGE_DEFAULT
+from reef_contract import TASK_PAGE_DEFAULT
 from tests.support.cli_testing import Daemon
 
 Cli = Callable[..., Result]

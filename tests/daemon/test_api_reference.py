@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reef_daemon.contract import (
+from reef_contract import (
     EVENTS_ROUTE,
     PROMOTE_ROUTE,
     RECORDS_ROUTE,
@@ -13,14 +13,14 @@ from reef_daemon.contract import (
     SCENARIO_HEADER,
     TOKEN_ENV,
 )
-from reef_daemon.contract.reference import reference
+from reef_daemon.api_reference import reference
 
 REFERENCE = Path(__file__).parents[2] / "docs" / "api.md"
 
 
 def test_the_api_reference_is_current() -> None:
     assert REFERENCE.read_text(encoding="utf-8") == reference(), (
-        "docs/api.md is stale: python -m reef_daemon.contract.reference > docs/api.md"
+        "docs/api.md is stale: python -m reef_daemon.api_reference > docs/api.md"
     )
 
 

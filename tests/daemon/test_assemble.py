@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reef_daemon.contract import Answer
+from reef_contract import Answer
 from reef_daemon.records import assemble
 
 CHAT = "/v1/chat/completions"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REEF_PACKAGES = ("reef_daemon", "reef_client", "reef_cli", "reef_tui", "reef_harness", "reef_transcripts", "recipes",
+REEF_PACKAGES = ("reef_contract", "reef_daemon", "reef_client", "reef_cli", "reef_tui", "reef_harness", "reef_transcripts", "recipes",
                  "adapters")  # fmt: skip
 HTTP_CLIENTS = ("httpx", "httpx_sse", "aiohttp", "requests", "urllib.request", "http.client")
 
@@ -41,7 +41,13 @@ def sources(*folders: str) -> list[Path]:
 def test_adapters_and_the_tree_import_only_the_contract_from_the_daemon(package: str) -> None:
     for path in sources(package):
         daemon_parts = {name for name in reef_imports(path) if name.startswith("reef_daemon")}
-        assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
+        assert daemon_parts <= {"reef_contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
+
+
+def test_the_contract_imports_no_other_part_of_reef() -> None:
+    for path in sources("reef_contract"):
+        others = {name for name in reef_imports(path) if not name.startswith("reef_contract")}
+        assert others == set(), f"{path.relative_to(ROOT)} imports {sorted(others)}"
 
 
 def test_the_test_recipe_needs_only_the_recipe_interface() -> None:
@@ -85,14 +91,15 @@ def wire_names_spelled(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("package", ["reef_daemon", "recipes"])
 def test_wire_names_are_spelled_only_in_the_contract(package: str) -> None:
-    contract = ROOT / "reef_daemon" / "contract"
+    # The API reference writes the wire down for people (docs/api.md): its prose names routes and headers.
+    reference = ROOT / "reef_daemon" / "api_reference.py"
     spelled = []
     for path in sorted((ROOT / package).rglob("*.py")):
-        if path == contract.with_suffix(".py") or contract in path.parents:
+        if path == reference:
             continue
         where = path.relative_to(ROOT).as_posix()
         spelled += [f"{where}: {text!r}" for text in wire_names_spelled(path) if (where, text) not in NOT_WIRE_NAMES]
-    assert spelled == [], "use the constants of reef_daemon.contract instead"
+    assert spelled == [], "use the constants of reef_contract instead"
 
 
 def test_the_scan_finds_a_wire_name(tmp_path: Path) -> None:
@@ -121,7 +128,7 @@ def test_records_stand_below_the_proxy_and_the_store(package: str, forbidden: tu
 def test_the_client_package_imports_only_the_contract() -> None:
     for path in sources("reef_client"):
         outside = {name for name in reef_imports(path) if name.split(".")[0] != "reef_client"}
-        assert outside <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
+        assert outside <= {"reef_contract"}, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
 
 
 @pytest.mark.parametrize("package", ["reef_tui", "adapters/wrapper"])
@@ -129,7 +136,7 @@ def test_the_tui_and_the_wrappers_know_the_daemon_only_through_the_contract_and_
     for path in sources(package):
         found = reef_imports(path)
         daemon_parts = {name for name in found if name.startswith("reef_daemon")}
-        assert daemon_parts <= {"reef_daemon.contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
+        assert daemon_parts <= {"reef_contract"}, f"{path.relative_to(ROOT)} imports {sorted(daemon_parts)}"
         cli_parts = {name for name in found if name.split(".")[0] == "reef_cli"}
         assert not cli_parts, f"{path.relative_to(ROOT)} imports {sorted(cli_parts)} (shared parts go in reef_client)"
 
@@ -146,7 +153,7 @@ def test_the_client_package_is_used_through_its_public_face() -> None:
         assert not private, f"{path.relative_to(ROOT)} imports {sorted(private)}; import them from reef_client"
 
 
-RECIPE_FACES = {"reef_daemon.recipe_api", "reef_daemon.contract"}
+RECIPE_FACES = {"reef_daemon.recipe_api", "reef_contract"}
 
 
 def test_the_built_in_recipes_import_only_the_recipe_interface_and_the_contract_from_the_daemon() -> None:
@@ -182,4 +189,4 @@ def test_the_closest_name_is_found_in_one_place() -> None:
     # Settings, recipes and scenarios name what was meant in the same words: through the contract's did_you_mean.
     spelled = [str(path.relative_to(ROOT)) for path in sources(*REEF_PACKAGES)
                if "get_close_matches" in path.read_text(encoding="utf-8")]  # fmt: skip
-    assert spelled == ["reef_daemon/contract/_words.py"]
+    assert spelled == ["reef_contract/_words.py"]

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from reef_daemon.contract import JUDGE_SCENARIO
+from reef_contract import JUDGE_SCENARIO
 from reef_daemon.recipe_api import Recipe, Settings
 from reef_daemon.reports.judge import rank_group
 from reef_daemon.setting_kinds import SettingsError

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from reef_daemon.contract import RECEIPT_HEADER, SCENARIO_HEADER, TRIAL_SCENARIO
+from reef_contract import RECEIPT_HEADER, SCENARIO_HEADER, TRIAL_SCENARIO
 from reef_daemon.harness.jail import model_socket
 from tests.support.reef_testing import CHAT, SCENARIO, Reef, StartReef
 

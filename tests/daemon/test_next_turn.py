@@ -16,7 +16,7 @@ from aiohttp import web
 from rich.console import Console
 
 from reef_cli.render.status import status_view
-from reef_daemon.contract import JUDGE_SCENARIO
+from reef_contract import JUDGE_SCENARIO
 from reef_daemon.reports.evidence import without_code
 from reef_daemon.reports.judge import next_turn_question, parse_judgment
 from reef_daemon.reports.turns import Turn, next_turn, read_request, request_turns

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.contract import CHAT_ROUTE, MESSAGES_ROUTE, PREVIEW_CHARS, RESPONSES_ROUTE, Answer
+from reef_contract import CHAT_ROUTE, MESSAGES_ROUTE, PREVIEW_CHARS, RESPONSES_ROUTE, Answer
 from reef_daemon.records import preview
 from tests.daemon.test_stored_answers import write_version_3_database
 from tests.support.reef_testing import CHAT, Reef, StartReef

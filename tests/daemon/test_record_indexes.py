@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from reef_daemon.contract import INTERNAL_SCENARIOS
+from reef_contract import INTERNAL_SCENARIOS
 from reef_daemon.store.engine import Connection
 from reef_daemon.store.records import _COUNTS, _UNSCORED_SCENARIOS, RecordQuery, RecordStore
 from reef_daemon.store.schema import of_types

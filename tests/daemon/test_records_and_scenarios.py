@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reef_daemon.contract import NEW_SCENARIO_HEADER, awaits_score
+from reef_contract import NEW_SCENARIO_HEADER, awaits_score
 from tests.support.reef_testing import CHAT, Reef
 
 

@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.store import Budget, Protected, StepCommit, Store

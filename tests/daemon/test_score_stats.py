@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from reef_daemon.contract import low_score_below
+from reef_contract import low_score_below
 from reef_daemon.harness.score_stats import (
     NO_SCORES,
     ScoreSums,

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.store import Event, RecordQuery, StepCommit, Store, TaskDraft

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Event, Store, follower

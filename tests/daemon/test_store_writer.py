@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.errors import StoreError
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.contract import (
+from reef_contract import (
     CHAT_ROUTE,
     MESSAGES_ROUTE,
     PERSON_SOURCE,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from reef_contract import Usage
 from reef_daemon.app import create_app
-from reef_daemon.contract import Usage
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import load_settings
 from reef_daemon.telemetry import PriceTable, PriceTableError, build_telemetry, capture_asked

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.contract import CHAT_ROUTE, ReportSource
+from reef_contract import CHAT_ROUTE, ReportSource
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.reports.words_report import words_report

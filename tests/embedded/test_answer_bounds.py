@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from reef_cli.render.status import status_view
-from reef_daemon.contract import MESSAGES_ROUTE
+from reef_contract import MESSAGES_ROUTE
 from reef_daemon.runtimes.embedded import runtime as runtime_module
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.repetition import RepetitionWatch

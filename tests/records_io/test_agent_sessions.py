@@ -15,7 +15,7 @@ from typing import Any, cast
 import pytest
 
 from recipes.sao.rollout import Staleness, judge_report
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 from tests.support.cli_testing import Daemon
 from tests.support.fixtures import FindAgent

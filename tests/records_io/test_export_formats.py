@@ -10,7 +10,7 @@ from typing import Any
 
 import datasets
 
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from tests.support.records_io_testing import InProcessReef, conversation

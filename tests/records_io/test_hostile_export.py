@@ -18,7 +18,7 @@ from aiohttp.client_exceptions import ClientConnectionResetError
 from typer.testing import CliRunner
 
 from reef_cli.app import app
-from reef_daemon.contract import CHAT_ROUTE
+from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store.exports import ExportReader

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.contract import TRIAL_SCENARIO
+from reef_contract import TRIAL_SCENARIO
 from tests.support.fixtures import FindAgent
 from tests.support.reefine_testing import AGENT_SETTLES_S, SCENARIO, StartReefine, activity
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from reef_cli.app import app
 from reef_cli.commands.request import settle
 from reef_client import ReefClient, Status
-from reef_daemon.contract import RequestProgress
+from reef_contract import RequestProgress
 from tests.support.fake_proposer_model import answer, skill
 from tests.support.reefine_testing import Reefine
 

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from reef_cli.app import app
+from reef_contract import TRIAL_SCENARIO
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import TRIAL_SCENARIO
 from reef_daemon.harness.access import harness_recipe
 from tests.support.fake_proposer_model import answer, plan, prefers
 from tests.support.reefine_testing import SCENARIO, Reefine, StartReefine

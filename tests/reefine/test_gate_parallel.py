@@ -20,7 +20,7 @@ from recipes.reefine.evaluation import EvalBounds
 from recipes.reefine.gate import Gate, GateRules
 from recipes.reefine.model import ServedModel
 from recipes.reefine.trial import Finished, TrialRunner
-from reef_daemon.contract import REPORT_SOURCES, TRIAL_SCENARIO, EvalTask
+from reef_contract import REPORT_SOURCES, TRIAL_SCENARIO, EvalTask
 from reef_daemon.harness.model_relay import Budget
 from reef_daemon.store import Store
 from reef_harness import Entry

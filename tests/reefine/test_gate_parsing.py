@@ -11,7 +11,7 @@ import pytest
 from recipes.reefine.behaviour import plan_check
 from recipes.reefine.judge import pairwise, ranked, regex_verdict
 from recipes.reefine.model import ModelFailed, ServedModel
-from reef_daemon.contract import EvalTask
+from reef_contract import EvalTask
 
 CATASTROPHIC = "(a|a)+$"  # backtracks 2**n ways on n a's and then a b
 

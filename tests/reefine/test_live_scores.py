@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from reef_contract import CANARY_DIR, CANARY_EVENT
 from reef_daemon.context import DAEMON
-from reef_daemon.contract import CANARY_DIR, CANARY_EVENT
 from reef_daemon.harness.canary import check_canary
 from reef_daemon.harness.score_stats import summarize_scores
 from tests.support.fake_proposer_model import answer, skill

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reef_daemon.contract import TRIAL_SCENARIO
+from reef_contract import TRIAL_SCENARIO
 from reef_daemon.harness.jail import JAIL_PORT
 from tests.support.cli_testing import clean_env, run_reef
 from tests.support.fake_proposer_model import answer, plan, skill

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from recipes.sao.rollout import Staleness, judge_report
 from reef_cli.render.status import status_view
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 from tests.sao.test_sao_recipe import QUESTION, policy_logprob, rollout_of, steps_reach
 from tests.support.waiting import eventually

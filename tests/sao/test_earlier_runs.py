@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 from recipes.sao.rollout import ServedVersions, Staleness, judge_report
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 from reef_daemon.recipe_api import Eligible, Ineligible, ReferencedRecord, Unit
 
 LOADED = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 from recipes.sao.rollout import Staleness, judge_report, lineage_lag
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 from reef_daemon.recipe_api import Ineligible, ReferencedRecord, Unit
 
 LINEAGE = ["w:0", "w:3", "w:9"]  # the base, then this scenario's adapters; w:4..w:8 were another scenario's

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reef_daemon.contract import JUDGE_SCENARIO
+from reef_contract import JUDGE_SCENARIO
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_judge import FakeJudge
 from tests.support.waiting import eventually

@@ -15,7 +15,7 @@ from recipes.sao.recipe import SaoRecipe
 from recipes.sao.rollout import Rollout, Staleness, judge_report
 from reef_cli.app import app
 from reef_cli.render.status import status_view
-from reef_daemon.contract import StoredRecord
+from reef_contract import StoredRecord
 from reef_daemon.recipe_api import ReferencedRecord, Unit
 from reef_daemon.runtimes.embedded.versions import sequence_ledger
 from tests.support.app_servers import url_of

@@ -20,7 +20,7 @@ from recipes.sao.settings import TrainingSection, training_of
 from recipes.sao.slime.contract import JOB_ID, ROLLOUT_FUNCTION, check_ready, plan_run, sample_fields, slime_flags
 from recipes.sao.slime.rollout_fn import to_sample
 from recipes.sao.slime.spool import hand_over, next_index, take
-from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
+from reef_contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import load_settings
 

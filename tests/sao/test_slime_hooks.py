@@ -11,7 +11,7 @@ import torch
 
 from recipes.sao.algorithm import DisBounds, dis_policy_loss, gae, length_adaptive_lambda
 from recipes.sao.slime.hooks import dis_mask, sao_advantages
-from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV
+from reef_contract import SAO_LAMBDA_ALPHA_ENV
 
 ARGS = SimpleNamespace(eps_clip=0.3, eps_clip_high=5.0)
 

@@ -9,7 +9,7 @@ from typing import Any
 from textual.command import CommandList, CommandPalette
 
 from reef_client import ReportAck
-from reef_daemon.contract import ScoreScale
+from reef_contract import ScoreScale
 from reef_tui import ReefApp
 from reef_tui.receipts import abbreviated
 from reef_tui.screens.help import HelpScreen

@@ -29,7 +29,7 @@ from typing import Any
 
 from recipes.sao.rollout import Rollout
 from recipes.sao.settings import SlimeSection, training_of
-from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
+from reef_contract import SAO_LAMBDA_ALPHA_ENV, SLIME_SPOOL_ENV
 from reef_daemon.recipe_api import Settings, SettingsError
 
 ROLLOUT_FUNCTION = "recipes.sao.slime.rollout_fn.generate_rollout"

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from recipes.sao.algorithm import gae, length_adaptive_lambda
-from reef_daemon.contract import SAO_LAMBDA_ALPHA_ENV
+from reef_contract import SAO_LAMBDA_ALPHA_ENV
 
 DEFAULT_ALPHA = 1.5
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.sao.slime.spool import take
-from reef_daemon.contract import SLIME_SPOOL_ENV
+from reef_contract import SLIME_SPOOL_ENV
 
 
 def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from adapters import Adapter, Binding, RenderRefused, checked_digest
-from reef_daemon.contract import CANARY_DIR
+from reef_contract import CANARY_DIR
 from reef_daemon.errors import BadRequest
 from reef_harness import Entry
 

@@ -11,7 +11,7 @@ import hashlib
 import shlex
 from importlib import resources
 
-from reef_daemon.contract import INSTALL_SIDECAR, TOKEN_ENV
+from reef_contract import INSTALL_SIDECAR, TOKEN_ENV
 from reef_daemon.harness.install.files import InstallFiles
 
 _BODY = resources.files("reef_daemon.harness.install").joinpath("body.sh").read_text(encoding="utf-8")

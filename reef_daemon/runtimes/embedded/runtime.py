@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-from reef_daemon.contract import CHAT_ROUTE, COUNT_TOKENS_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, RuntimeStatus
+from reef_contract import CHAT_ROUTE, COUNT_TOKENS_ROUTE, MESSAGES_ROUTE, RESPONSES_ROUTE, RuntimeStatus
 from reef_daemon.errors import BadRequest, UpstreamFailed
 from reef_daemon.runtimes.base import RuntimeResponse, WeightSwappable
 from reef_daemon.runtimes.embedded.apis import chat, messages, responses

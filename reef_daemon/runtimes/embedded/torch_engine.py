@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from reef_daemon.contract import ServedAdapters
+from reef_contract import ServedAdapters
 from reef_daemon.runtimes.embedded.adapters import LoraAdapter, lora_layers
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.half_kernel import decoding_method

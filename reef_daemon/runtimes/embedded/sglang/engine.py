@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 
-from reef_daemon.contract import ServedAdapters
+from reef_contract import ServedAdapters
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.runtimes.embedded.adapters import write_peft_folder
 from reef_daemon.runtimes.embedded.engine import Engine

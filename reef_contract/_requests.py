@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from reef_daemon.contract._harness import Evidence
+from reef_contract._harness import Evidence
 
 
 class RequestAck(TypedDict):

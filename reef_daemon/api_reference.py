@@ -1,4 +1,4 @@
-"""The API reference, written from the contract: `python -m reef_daemon.contract.reference > docs/api.md`.
+"""The API reference, written from the contract: `python -m reef_daemon.api_reference > docs/api.md`.
 
 Routes (with the methods the daemon's route tables serve them with, and each handler's docstring), headers,
 environment variables, and the JSON shapes (the contract's TypedDicts, their docstrings and fields). A test
@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import NamedTuple
 
-from reef_daemon import contract
-from reef_daemon.contract import _env, _headers, _routes
+import reef_contract as contract
+from reef_contract import _env, _headers, _routes
 
 TITLE = "# reef's HTTP API"
 INTRO = """\
-Generated from `reef_daemon.contract` by `python -m reef_daemon.contract.reference > docs/api.md`; do not edit.
+Generated from `reef_contract` by `python -m reef_daemon.api_reference > docs/api.md`; do not edit.
 
 The daemon listens on {url} unless told otherwise. The inference routes keep their `/v1` prefix, which SDKs add
 themselves (an OpenAI or Anthropic SDK's base URL is `{url}/v1`, or `{url}` for Anthropic's); reef's own routes

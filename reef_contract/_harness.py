@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, TypedDict
 
-from reef_daemon.contract._status import Spend
+from reef_contract._status import Spend
 
 # The file an install script leaves in the install root, naming what it installed (read by the wrapper).
 INSTALL_SIDECAR: Final = ".reef-harness-release"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final, NotRequired, TypedDict
 
-from reef_daemon.contract._releases import StepRow
+from reef_contract._releases import StepRow
 
 
 class CriticStatus(TypedDict):

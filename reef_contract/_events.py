@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal, NotRequired, TypedDict, get_args
 
-from reef_daemon.contract._harness import CanaryState
-from reef_daemon.contract._records import RecordRow, RecordType
-from reef_daemon.contract._releases import StepRow
-from reef_daemon.contract._requests import RequestState
-from reef_daemon.contract._scenarios import ScenarioInfo
-from reef_daemon.contract._status import SourceAgreement
+from reef_contract._harness import CanaryState
+from reef_contract._records import RecordRow, RecordType
+from reef_contract._releases import StepRow
+from reef_contract._requests import RequestState
+from reef_contract._scenarios import ScenarioInfo
+from reef_contract._status import SourceAgreement
 
 EventName = Literal["record", "report", "request", "scenario", "step", "release", "canary", "source"]
 EVENT_NAMES: Final[tuple[EventName, ...]] = get_args(EventName)

@@ -5,12 +5,12 @@ the daemon answers with, and the events it publishes. Importable without aiohttp
 depend on it; a change of the API's shape is made here and mypy finds every place that must follow. The daemon
 spells no wire name of its own: it uses these (tests/daemon/test_boundaries.py checks).
 
-Import from the package (`from reef_daemon.contract import RecordRow`); its modules are arranged by subject.
+Import from the package (`from reef_contract import RecordRow`); its modules are arranged by subject.
 """
 
 from __future__ import annotations
 
-from reef_daemon.contract._env import (
+from reef_contract._env import (
     HARNESS_ADAPTER_ENV,
     INFERENCE_TIMEOUT_ENV,
     JUDGE_API_KEY_ENV,
@@ -28,7 +28,7 @@ from reef_daemon.contract._env import (
     UPSTREAM_URL_ENV,
     URL_ENV,
 )
-from reef_daemon.contract._events import (
+from reef_contract._events import (
     CANARY_EVENT,
     EVENT_NAMES,
     EVENT_RECORD_TYPES,
@@ -46,7 +46,7 @@ from reef_daemon.contract._events import (
     SourceEvent,
     StepEvent,
 )
-from reef_daemon.contract._harness import (
+from reef_contract._harness import (
     CANARY_DIR,
     CANARY_HIGHEST_SHARE,
     CANARY_LOWEST_SHARE,
@@ -77,7 +77,7 @@ from reef_daemon.contract._harness import (
     VersionScore,
     VersionScores,
 )
-from reef_daemon.contract._headers import (
+from reef_contract._headers import (
     EXPORT_TOTAL_HEADER,
     INSTALL_ERROR_HEADER,
     NEW_SCENARIO_HEADER,
@@ -90,7 +90,7 @@ from reef_daemon.contract._headers import (
     TAG_HEADER_PREFIX,
     TOKEN_HEADER,
 )
-from reef_daemon.contract._records import (
+from reef_contract._records import (
     EXPORT_FORMATS,
     IMPORT_TEXT_PARTS,
     IMPORTED_TAG,
@@ -134,9 +134,9 @@ from reef_daemon.contract._records import (
     record_type,
     report_source,
 )
-from reef_daemon.contract._releases import ReleaseFiles, ReleaseList, ReleaseRequest, ReleaseRow, StepRow
-from reef_daemon.contract._requests import Activity, RequestAck, RequestProgress, RequestState
-from reef_daemon.contract._routes import (
+from reef_contract._releases import ReleaseFiles, ReleaseList, ReleaseRequest, ReleaseRow, StepRow
+from reef_contract._requests import Activity, RequestAck, RequestProgress, RequestState
+from reef_contract._routes import (
     CANARY_ROUTE,
     CHAT_ROUTE,
     COUNT_TOKENS_ROUTE,
@@ -178,7 +178,7 @@ from reef_daemon.contract._routes import (
     VERSION_SCORES_ROUTE,
     loopback_url,
 )
-from reef_daemon.contract._scenarios import (
+from reef_contract._scenarios import (
     INTERNAL_SCENARIOS,
     JUDGE_SCENARIO,
     TRIAL_SCENARIO,
@@ -187,7 +187,7 @@ from reef_daemon.contract._scenarios import (
     ScenarioList,
     ScenarioRow,
 )
-from reef_daemon.contract._status import (
+from reef_contract._status import (
     CriticStatus,
     DaemonState,
     Health,
@@ -212,7 +212,7 @@ from reef_daemon.contract._status import (
     score_problem,
     small_embedded_model,
 )
-from reef_daemon.contract._words import did_you_mean
+from reef_contract._words import did_you_mean
 
 __all__ = [
     "CANARY_DIR",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
-from reef_daemon.contract._routes import COUNT_TOKENS_ROUTE
-from reef_daemon.contract._scenarios import INTERNAL_SCENARIOS
+from reef_contract._routes import COUNT_TOKENS_ROUTE
+from reef_contract._scenarios import INTERNAL_SCENARIOS
 
 # What a record is: an exchange with the model, a report scoring exchanges, or a person's change request.
 RecordType = Literal["inference", "report", "request"]
