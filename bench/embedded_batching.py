@@ -65,7 +65,7 @@ async def measure(
 
     from reef_daemon.runtimes.embedded import runtime as runtime_module
     from reef_daemon.runtimes.embedded import torch_engine
-    from reef_daemon.runtimes.embedded.versions import WeightVersion
+    from reef_daemon.runtimes.embedded.versions import ServingVersion
     from reef_daemon.settings import load_settings
 
     if threads:
@@ -77,7 +77,7 @@ async def measure(
         ).stdout
         old = types.ModuleType("turn_taking_worker")
         exec(compile(source, f"{turns_rev}:{WORKER}", "exec"), old.__dict__)
-        old.WeightVersion = lambda: WeightVersion("turns")  # type: ignore[attr-defined]  # versions were unnamed then
+        old.WeightVersion = lambda: ServingVersion("turns")  # type: ignore[attr-defined]  # versions were unnamed then
         torch_engine.GenerationWorker = old.GenerationWorker  # type: ignore[attr-defined]
     overrides = {"reef.state-dir": str(state_dir)} if state_dir else {}
     runtime = runtime_module.EmbeddedRuntime(load_settings(overrides=overrides, environ={}))

@@ -212,6 +212,7 @@ from reef_contract._status import (
     score_problem,
     small_embedded_model,
 )
+from reef_contract._versions import WeightVersion
 from reef_contract._words import did_you_mean
 
 __all__ = [
@@ -399,6 +400,7 @@ __all__ = [
     "Usage",
     "VersionScore",
     "VersionScores",
+    "WeightVersion",
     "awaits_score",
     "did_you_mean",
     "import_part_problem",

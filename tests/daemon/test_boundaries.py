@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REEF_PACKAGES = ("reef_contract", "reef_daemon", "reef_client", "reef_cli", "reef_tui", "reef_harness", "reef_transcripts", "recipes",
-                 "adapters")  # fmt: skip
+REEF_PACKAGES = ("reef_contract", "reef_daemon", "reef_client", "reef_cli", "reef_tui", "reef_harness",
+                 "reef_transcripts", "recipes", "adapters")  # fmt: skip
 HTTP_CLIENTS = ("httpx", "httpx_sse", "aiohttp", "requests", "urllib.request", "http.client")
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from reef_contract import WeightVersion
 from reef_daemon.runtimes.model_cache import user_model_cache
 
 log = logging.getLogger("reef.embedded")
@@ -91,8 +92,9 @@ def sequence_ledger(incarnation: str) -> Path:
     return user_model_cache().parent / "weight-versions" / incarnation
 
 
-class WeightVersion:
-    """The version of the weights currently serving. Only the generation thread changes it."""
+class ServingVersion:
+    """The version of the weights currently serving, and the next one a swap claims. Only the generation thread
+    changes it."""
 
     def __init__(self, incarnation: str, ledger: Path | None = None) -> None:
         self.incarnation = incarnation
@@ -102,7 +104,7 @@ class WeightVersion:
             self._ledger = ledger or sequence_ledger(incarnation)
 
     def __str__(self) -> str:
-        return f"{self.incarnation}:{self.sequence}"
+        return str(WeightVersion(self.incarnation, self.sequence))
 
     def bump(self) -> str:
         """The next version: past the last one this machine used for these weights, in any run."""

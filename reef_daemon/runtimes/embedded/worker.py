@@ -34,7 +34,7 @@ from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
 from reef_daemon.runtimes.embedded.prefix import PrefixCache
 from reef_daemon.runtimes.embedded.sampling import pick_token
 from reef_daemon.runtimes.embedded.stopping import StopRules
-from reef_daemon.runtimes.embedded.versions import WeightVersion, copy_weights, fingerprint
+from reef_daemon.runtimes.embedded.versions import ServingVersion, copy_weights, fingerprint
 
 log = logging.getLogger("reef.embedded")
 
@@ -54,7 +54,7 @@ class GenerationWorker:
     ) -> None:
         self._loaded = loaded
         self._stops = StopRules(end_ids, loaded.context_length)
-        self._numbers = WeightVersion(fingerprint(loaded.model))
+        self._numbers = ServingVersion(fingerprint(loaded.model))
         self.version = str(self._numbers)  # of the base weights: what a scenario without an adapter is served by
         self.adapters = AdapterBank(loaded.model, resident_adapters, spill_dir)
         self._lock = threading.Condition()

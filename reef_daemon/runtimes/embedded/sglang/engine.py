@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 
-from reef_contract import ServedAdapters
+from reef_contract import ServedAdapters, WeightVersion
 from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.runtimes.embedded.adapters import write_peft_folder
 from reef_daemon.runtimes.embedded.engine import Engine
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from reef_daemon.recipe_api import Serving
 from reef_daemon.runtimes.embedded.versions import (
     RANDOM_PREFIX,
-    WeightVersion,
+    ServingVersion,
     fingerprint_files,
     random_incarnation,
 )
@@ -106,7 +106,7 @@ class SglangEngine(Engine):
         self._tokenizer: Any = None
         self._stops: StopRules | None = None
         self._weights_dir: Path | None = None
-        self._weights = WeightVersion(random_incarnation())  # until start reads the served checkpoint
+        self._weights = ServingVersion(random_incarnation())  # until start reads the served checkpoint
         self._start_label = protocol.DEFAULT_VERSION
         self._label = protocol.DEFAULT_VERSION
         self._sync = asyncio.Lock()
@@ -359,9 +359,9 @@ class SglangEngine(Engine):
 
     def _next_version(self) -> str:
         """Claim the version of the next swap: past the one serving (which Slime may have moved) and the ledger's."""
-        incarnation, _, sequence = self.version.rpartition(":")
-        if incarnation == self._weights.incarnation and sequence.isdigit():
-            self._weights.sequence = max(self._weights.sequence, int(sequence))
+        serving = WeightVersion.parse(self.version)
+        if serving is not None and serving.incarnation == self._weights.incarnation:
+            self._weights.sequence = max(self._weights.sequence, serving.sequence)
         return self._weights.bump()
 
     async def _get(self, path: str) -> dict[str, Any]:
@@ -398,18 +398,18 @@ class SglangEngine(Engine):
         return self._weights_dir
 
 
-def _weights_of(folder: Path, served_by: str) -> WeightVersion:
+def _weights_of(folder: Path, served_by: str) -> ServingVersion:
     """The version of the checkpoint in `folder` as loaded: its fingerprint's `:0`, or a random incarnation (and
     the reason in the log) when the files cannot be read here."""
     try:
-        return WeightVersion(fingerprint_files(folder))
+        return ServingVersion(fingerprint_files(folder))
     except (OSError, ValueError) as exc:
         return _random_weights(f"the checkpoint {folder}{served_by} cannot be read here ({exc})")
 
 
-def _random_weights(reason: str) -> WeightVersion:
+def _random_weights(reason: str) -> ServingVersion:
     """A version of this run's own, and why in the log (once: the engine keeps it until it stops)."""
-    weights = WeightVersion(random_incarnation())
+    weights = ServingVersion(random_incarnation())
     log.warning(
         "weight versions of this run use the random incarnation %s, so they match no other run's: %s",
         weights.incarnation,
@@ -419,8 +419,8 @@ def _random_weights(reason: str) -> WeightVersion:
 
 
 def _sequence(version: str) -> int | None:
-    _, _, sequence = version.rpartition(":")
-    return int(sequence) if sequence.isdigit() else None
+    parsed = WeightVersion.parse(version)
+    return None if parsed is None else parsed.sequence
 
 
 def _finished(reason: dict[str, Any], job: Job) -> Finished:
