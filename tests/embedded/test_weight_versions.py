@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 from reef_daemon.runtimes.embedded import EmbeddedRuntime
 from reef_daemon.runtimes.embedded.versions import (
     SAMPLE_BYTES,
-    WeightVersion,
+    ServingVersion,
     fingerprint,
     fingerprint_files,
     random_incarnation,
@@ -40,10 +40,10 @@ def test_the_fingerprint_follows_the_weights() -> None:
 def test_a_restart_keeps_the_version_and_never_reuses_a_number(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger"
     weights = fingerprint(tiny_model(1))
-    first = WeightVersion(weights, ledger)
+    first = ServingVersion(weights, ledger)
     assert str(first) == f"{weights}:0"
     assert [first.bump(), first.bump()] == [f"{weights}:1", f"{weights}:2"]
-    restarted = WeightVersion(fingerprint(tiny_model(1)), ledger)
+    restarted = ServingVersion(fingerprint(tiny_model(1)), ledger)
     assert str(restarted) == f"{weights}:0"  # the same weights as loaded: the same version
     assert restarted.bump() == f"{weights}:3"  # 1 and 2 named weights of the earlier run
 
@@ -99,7 +99,7 @@ def test_a_folder_without_a_readable_checkpoint_is_refused(tmp_path: Path) -> No
 
 def test_a_random_incarnation_counts_without_a_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    weights = WeightVersion(random_incarnation())
+    weights = ServingVersion(random_incarnation())
     assert weights.incarnation.startswith("random-") and weights.incarnation != random_incarnation()
     assert [weights.bump(), weights.bump()] == [f"{weights.incarnation}:1", f"{weights.incarnation}:2"]
     assert not any(tmp_path.rglob("*"))
