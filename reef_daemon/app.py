@@ -18,8 +18,8 @@ from reef_daemon.harness.canary import CanaryWatch
 from reef_daemon.harness.progress import RequestProgress
 from reef_daemon.middlewares import errors_and_overhead, limit_body, remember_started, require_token
 from reef_daemon.proxy.handler import handle_inference
-from reef_daemon.recipe_api import RecipeContext
 from reef_daemon.recipe_host import consumed_types, resolve_recipe, units_of
+from reef_daemon.recipe_interface import RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.records import InferenceDraft
 from reef_daemon.reports import ReportValidator

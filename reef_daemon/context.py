@@ -12,7 +12,7 @@ from aiohttp import web
 from reef_contract import INTERNAL_SCENARIOS, DaemonState, did_you_mean, loopback_url
 from reef_daemon.auth import TokenGate
 from reef_daemon.events import EventBus
-from reef_daemon.recipe_api import Recipe, RecipeContext
+from reef_daemon.recipe_interface import Recipe, RecipeContext
 from reef_daemon.recipe_worker import RecipeWorkers
 from reef_daemon.reports import ReportValidator
 from reef_daemon.reports.judge import JudgeModel

@@ -1,7 +1,7 @@
 """Finding the deployment's recipe: by a built-in name or a dotted reference `package.module:Class`.
 
 Requests never choose one: every scenario is bound to the deployment's recipe when it is created. What a recipe
-implements is `recipe_api.py`; the recipe worker (`recipe_worker.py`) drives it.
+implements is `recipe_interface.py` (a recipe imports it through `recipe_api.py`); the recipe worker (`recipe_worker.py`) drives it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from reef_contract import RecordType, did_you_mean, record_type
 from reef_daemon.builtin_recipes import BUILTIN_RECIPES, RENAMED_RECIPES, BadSections, declared_sections
-from reef_daemon.recipe_api import Recipe
+from reef_daemon.recipe_interface import Recipe
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings, load_settings, read_config_table
 

@@ -27,8 +27,8 @@ from reef_contract import (
 )
 from reef_daemon.errors import Conflict
 from reef_daemon.events import EventBus, Subscription
-from reef_daemon.recipe_api import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.recipe_host import consumed_types
+from reef_daemon.recipe_interface import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.store import Scenario, StepCommit, Store
 from reef_daemon.store.leases import LEASE_RETRY_S
 

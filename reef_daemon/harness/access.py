@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reef_daemon.context import Daemon
 from reef_daemon.errors import Unsupported
-from reef_daemon.recipe_api import HarnessRecipe
+from reef_daemon.recipe_interface import HarnessRecipe
 
 
 def harness_recipe(daemon: Daemon) -> HarnessRecipe:

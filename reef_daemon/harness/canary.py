@@ -36,7 +36,7 @@ from reef_daemon.harness.score_stats import (
     describe,
     summarize,
 )
-from reef_daemon.recipe_api import HarnessRecipe
+from reef_daemon.recipe_interface import HarnessRecipe
 from reef_daemon.store import Event, PeriodSums, ReleaseTally
 
 log = logging.getLogger("reef.canary")

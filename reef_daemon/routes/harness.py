@@ -17,7 +17,7 @@ from reef_daemon.context import DAEMON
 from reef_daemon.harness.access import harness_recipe
 from reef_daemon.jsonbody import json_response
 from reef_daemon.names import scenario_from_header
-from reef_daemon.recipe_api import HarnessRecipe
+from reef_daemon.recipe_interface import HarnessRecipe
 
 routes = web.RouteTableDef()
 

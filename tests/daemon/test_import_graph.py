@@ -106,3 +106,11 @@ def test_the_daemon_reads_no_setting_by_a_string_key() -> None:
         if path.name != "settings.py" and SETTING_BY_KEY.search(path.read_text(encoding="utf-8"))
     ]
     assert readers == []
+
+
+def test_the_daemon_calls_recipes_through_the_interface_not_the_toolkit() -> None:
+    """`recipe_api` is what recipes import (the interface and the toolkit); the daemon's own parts import only the
+    interface, so a part that needs `Recipe` does not load the whole toolkit."""
+    graph = import_graph()
+    importers = sorted(name for name, targets in graph.items() if "reef_daemon.recipe_api" in targets)
+    assert importers == []

@@ -49,7 +49,7 @@ from reef_daemon.runtimes.embedded.sglang.weights import write_updated
 from reef_daemon.runtimes.embedded.stopping import StopRules, end_ids, send_text
 
 if TYPE_CHECKING:
-    from reef_daemon.recipe_api import Serving
+    from reef_daemon.recipe_interface import Serving
 from reef_daemon.runtimes.embedded.versions import (
     RANDOM_PREFIX,
     ServingVersion,
