@@ -28,10 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reef_daemon.harness.score_stats import NO_SCORES, ScoreSums, clearly_worse, summarize
-from reef_daemon.store.live_scores import LiveScoreReader
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import migrate
+from reef_daemon.harness.tables.live_scores import LiveScoreReader
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import migrate
 
 Draw = Callable[[random.Random, float], float]
 

@@ -133,8 +133,8 @@ def fill_sqlite(path: Path, records: int) -> None:
     """A SQLite store of `records` inference records of a realistic size (about 2 KiB of bodies each)."""
     import json
 
-    from reef_daemon.store.opening import open_engine
-    from reef_daemon.store.schema import migrate
+    from reef_daemon.store.engines.opening import open_engine
+    from reef_daemon.store.engines.schema import migrate
 
     engine = open_engine(f"sqlite:{path}", path.parent)
     conn = engine.connect()
@@ -235,7 +235,7 @@ async def main() -> None:
             source.parent.mkdir()
             fill_sqlite(source, args.copy_records)
             destination = server.database()
-            from reef_daemon.store.copy import copy_store
+            from reef_daemon.store.engines.copy import copy_store
 
             started_at = time.perf_counter()
             copy_store(f"sqlite:{source}", destination)

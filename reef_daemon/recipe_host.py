@@ -1,7 +1,8 @@
 """Finding the deployment's recipe: by a built-in name or a dotted reference `package.module:Class`.
 
 Requests never choose one: every scenario is bound to the deployment's recipe when it is created. What a recipe
-implements is `recipe_interface.py` (a recipe imports it through `recipe_api.py`); the recipe worker (`recipe_worker.py`) drives it.
+implements is `recipe_interface.py` (a recipe imports it through `recipe_api.py`); the recipe worker
+(`recipe_worker.py`) drives it.
 """
 
 from __future__ import annotations

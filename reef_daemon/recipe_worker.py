@@ -30,7 +30,7 @@ from reef_daemon.events import EventBus, Subscription
 from reef_daemon.recipe_host import consumed_types
 from reef_daemon.recipe_interface import Ineligible, Recipe, ReferencedRecord, StepOutcome, Unit
 from reef_daemon.store import Scenario, StepCommit, Store
-from reef_daemon.store.leases import LEASE_RETRY_S
+from reef_daemon.store.engines.leases import LEASE_RETRY_S
 
 log = logging.getLogger("reef.recipe")
 

@@ -21,7 +21,7 @@ from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings, live_changes
 from reef_daemon.store import StoreUnavailable
-from reef_daemon.store.file_owner import StoreInUse
+from reef_daemon.store.engines.file_owner import StoreInUse
 
 log = logging.getLogger("reef")
 

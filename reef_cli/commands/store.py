@@ -35,7 +35,7 @@ def copy(
     """Copy every table, into an empty store or one in use (its daemons may record meanwhile): records and events
     take the destination's next free numbers, rows already there are kept, so running it again resumes (or adds
     nothing). At the end every source row is looked up at the destination."""
-    from reef_daemon.store.copy import CopyFailed, copy_store
+    from reef_daemon.store.engines.copy import CopyFailed, copy_store
 
     started = time.monotonic()
     said: dict[str, float] = {}

@@ -13,8 +13,8 @@ from typing import Any
 
 from reef_contract import RequestEvent
 from reef_daemon.store import Store
-from reef_daemon.store.engine import Columns, Connection
-from reef_daemon.store.writer import WriteContext
+from reef_daemon.store.engines.engine import Columns, Connection
+from reef_daemon.store.engines.writer import WriteContext
 
 MAX_ACTIVITY = 200
 _COLUMNS = "id, scenario, state, design, activity, outcome, started_at, updated_at"

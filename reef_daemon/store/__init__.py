@@ -9,26 +9,26 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reef_contract import ScoreScale
-from reef_daemon.store.canaries import CanaryStore
-from reef_daemon.store.checkpointer import Checkpointer
-from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable
+from reef_daemon.harness.tables.canaries import CanaryStore
+from reef_daemon.harness.tables.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
+from reef_daemon.harness.tables.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
+from reef_daemon.store.engines.checkpointer import Checkpointer
+from reef_daemon.store.engines.engine import ANSWER_WAIT_S, DATABASE_NAME, DB_ERRORS, Engine, StoreUnavailable
+from reef_daemon.store.engines.file_owner import FileOwner
+from reef_daemon.store.engines.follower import EventFollower, last_sequence
+from reef_daemon.store.engines.leases import AdvisoryLeases, Leases
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.writer import Event, GroupCommitWriter
 from reef_daemon.store.events import EventLog
 from reef_daemon.store.exports import ExportReader
-from reef_daemon.store.file_owner import FileOwner
-from reef_daemon.store.follower import EventFollower, last_sequence
 from reef_daemon.store.imports import DraftFor, ImportDraft, ImportStore
-from reef_daemon.store.leases import AdvisoryLeases, Leases
-from reef_daemon.store.live_scores import LiveScoreReader, PeriodSums, ReleaseTally
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.reader import Reader
 from reef_daemon.store.records import RecordQuery, RecordStore
 from reef_daemon.store.retention import Budget, Protected, RetentionStore
 from reef_daemon.store.scenarios import TRAINING_MODES, Scenario, ScenarioStore
 from reef_daemon.store.source_trust import SourceTrust, TrustPolicy
 from reef_daemon.store.spend import SpendReader, TokenSums
 from reef_daemon.store.steps import StepCommit, StepStore
-from reef_daemon.store.tasks import TaskDraft, TaskLimits, TaskPage, TaskStore, gate_tasks
-from reef_daemon.store.writer import Event, GroupCommitWriter
 
 __all__ = [
     "DATABASE_NAME",

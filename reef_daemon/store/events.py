@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.reader import Reader
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.writer import Event
 from reef_daemon.store.rows import SUMMARY_COLUMNS, record_event, summary_row
-from reef_daemon.store.writer import Event
 
 # Records and the events table merged by sequence in one query. An event's row has its data (never NULL) and NULL
 # for each record column but the three both tables have; a record's row has NULL data.

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from reef_daemon.store.engine import Columns, Cursor
-from reef_daemon.store.reader import Reader
+from reef_daemon.store.engines.engine import Columns, Cursor
+from reef_daemon.store.engines.reader import Reader
 from reef_daemon.store.rows import decode_body
 
 PAGE = 200

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 from reef_daemon.store.records import RecordStore
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from reef_contract import (
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.jsoncodec import dumps_text
 from reef_daemon.records import ClientRecordDraft, ExchangeFacts, InferenceDraft, summarize
-from reef_daemon.store.engine import Columns, Connection
-from reef_daemon.store.reader import Reader
+from reef_daemon.store.engines.engine import Columns, Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import of_types
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 from reef_daemon.store.rows import DETAIL_COLUMNS, SUMMARY_COLUMNS, detail_row, record_event, record_row, summary_row
-from reef_daemon.store.schema import of_types
 from reef_daemon.store.source_trust import SourceTrust, rescore
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 _PREFIX = re.compile(r"[0-9a-f]{8,31}")  # part of a record id, from its start
 

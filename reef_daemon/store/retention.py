@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 
 log = logging.getLogger("reef.store")
 

@@ -21,8 +21,8 @@ from reef_contract import (
     report_source,
 )
 from reef_daemon.records import ExchangeFacts
-from reef_daemon.store.engine import Columns
-from reef_daemon.store.writer import Event
+from reef_daemon.store.engines.engine import Columns
+from reef_daemon.store.engines.writer import Event
 
 SUMMARY_COLUMNS = (
     "sequence, id, scenario, type, created_at, route, model, status, complete, duration_ms,"

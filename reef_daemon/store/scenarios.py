@@ -11,8 +11,8 @@ from typing import Literal, TypeVar, cast
 from reef_contract import ScenarioChange, ScenarioEvent, ScenarioInfo
 from reef_daemon.errors import Conflict, NotFound
 from reef_daemon.names import archived_name
-from reef_daemon.store.engine import Columns, Connection
-from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
+from reef_daemon.store.engines.engine import Columns, Connection
+from reef_daemon.store.engines.writer import Event, GroupCommitWriter, Operation, WriteContext
 
 T = TypeVar("T")
 

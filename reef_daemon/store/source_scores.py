@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from reef_contract import REPORT_SOURCES
-from reef_daemon.store.schema import SOURCE_RANK
+from reef_daemon.store.engines.schema import SOURCE_RANK
 from reef_daemon.store.source_trust import distrusted_in
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from reef_contract import SOURCE_EVENT, ScoreScale, SourceAgreement, low_score_below
 from reef_daemon.reports.agreement import Agreement, kappa
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import SOURCE_RANK
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import SOURCE_RANK
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 
 
 def distrusted_in(scenario: str) -> str:

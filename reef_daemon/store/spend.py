@@ -7,9 +7,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from reef_contract import JUDGE_SCENARIO
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.live_scores import _RELEASE
-from reef_daemon.store.reader import Reader
+from reef_daemon.harness.tables.live_scores import _RELEASE
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.reader import Reader
 
 _JUDGE_SOURCE = "json_extract(tags, '$.judge')"
 _SUMS = (

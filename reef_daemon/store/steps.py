@@ -14,12 +14,12 @@ from typing import Any
 
 from reef_contract import RecordType, StepRow, StoredRecord
 from reef_daemon.errors import Conflict
-from reef_daemon.store.canaries import end_canary
-from reef_daemon.store.engine import INTEGRITY_ERRORS, Columns, Connection
-from reef_daemon.store.reader import Reader
+from reef_daemon.harness.tables.canaries import end_canary
+from reef_daemon.store.engines.engine import INTEGRITY_ERRORS, Columns, Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import of_types
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 from reef_daemon.store.rows import DETAIL_COLUMNS, detail_row
-from reef_daemon.store.schema import of_types
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 STEP_COLUMNS = (
     "scenario, step, operation, result, release_id, parent_release_id, request_id, consumed, metrics, created_at"

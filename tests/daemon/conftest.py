@@ -10,9 +10,9 @@ import aiohttp
 import pytest
 
 from reef_daemon.settings import load_settings
-from reef_daemon.store.engine import Connection, Engine
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.schema import migrate
+from reef_daemon.store.engines.engine import Connection, Engine
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.schema import migrate
 from tests.support.app_servers import AppServers, url_of
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.reef_testing import Reef, StartReef

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from reef_daemon.store.engine import Connection, Engine
-from reef_daemon.store.live_scores import LiveScoreReader
-from reef_daemon.store.reader import Reader
+from reef_daemon.harness.tables.live_scores import LiveScoreReader
+from reef_daemon.store.engines.engine import Connection, Engine
+from reef_daemon.store.engines.reader import Reader
 from tests.support.query_plans import plan_of
 
 

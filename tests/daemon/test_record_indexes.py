@@ -12,9 +12,9 @@ from typing import Any, cast
 import pytest
 
 from reef_contract import INTERNAL_SCENARIOS
-from reef_daemon.store.engine import Connection
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.schema import of_types
 from reef_daemon.store.records import _COUNTS, _UNSCORED_SCENARIOS, RecordQuery, RecordStore
-from reef_daemon.store.schema import of_types
 from tests.support.query_plans import plan_of
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.harness.tables.live_scores import LiveScoreReader
 from reef_daemon.store import schema
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.live_scores import LiveScoreReader
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import MIGRATIONS, migrate
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import MIGRATIONS, migrate
 from tests.support import counting_recipe
 from tests.support.reef_testing import CHAT, Reef, StartReef
 from tests.support.waiting import eventually

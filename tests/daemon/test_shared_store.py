@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from reef_daemon.store import Store
-from reef_daemon.store.writer import WriteContext
+from reef_daemon.store.engines.writer import WriteContext
 from tests.support.daemon_process import DaemonProcess
 from tests.support.postgres import PostgresServer
 from tests.support.reef_testing import CHAT, Reef, StartReef

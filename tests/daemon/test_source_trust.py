@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from reef_daemon.harness.tables.live_scores import LiveScoreReader
 from reef_daemon.reports.agreement import kappa
-from reef_daemon.store.live_scores import LiveScoreReader
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import migrate
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import migrate
 from tests.daemon.test_report_sources import add_record, add_score, derived, receipt, report
 from tests.support import counting_recipe
 from tests.support.reef_testing import Reef, StartReef

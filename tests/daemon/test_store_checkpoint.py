@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reef_daemon.store import checkpointer
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.writer import GroupCommitWriter
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.writer import GroupCommitWriter
 from tests.daemon.test_store_writer import insert, on_thread
 from tests.support.reef_testing import CHAT, StartReef
 from tests.support.waiting import eventually

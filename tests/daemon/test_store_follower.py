@@ -16,9 +16,9 @@ from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Event, Store, follower
-from reef_daemon.store.engine import Connection
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.postgres import PostgresEngine
 from reef_daemon.store.events import EventLog
-from reef_daemon.store.postgres import PostgresEngine
 from tests.support.postgres import PostgresServer
 from tests.support.waiting import eventually
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import psycopg
 
-from reef_daemon.store.engine import lock_key
-from reef_daemon.store.leases import AdvisoryLeases
-from reef_daemon.store.opening import open_engine
+from reef_daemon.store.engines.engine import lock_key
+from reef_daemon.store.engines.leases import AdvisoryLeases
+from reef_daemon.store.engines.opening import open_engine
 from tests.support.postgres import PostgresServer
 from tests.support.waiting import eventually
 

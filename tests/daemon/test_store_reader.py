@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from reef_daemon.errors import StoreError
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.schema import migrate
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.schema import migrate
 
 
 def test_close_waits_for_a_running_read_and_later_reads_are_refused(tmp_path: Path, store_url: str | None) -> None:

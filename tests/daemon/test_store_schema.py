@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reef_daemon.store import Store, StoreUnavailable
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.schema import MIGRATIONS, migrate
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.schema import MIGRATIONS, migrate
 
 SCALE = {"min": 0.0, "max": 1.0}
 

@@ -23,10 +23,10 @@ from reef_daemon.errors import StoreError
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
 from reef_daemon.store import Store
-from reef_daemon.store.engine import Engine
-from reef_daemon.store.opening import open_engine
+from reef_daemon.store.engines.engine import Engine
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.writer import Event, GroupCommitWriter, Operation, WriteContext
 from reef_daemon.store.records import BRIEF_EXCHANGE_BYTES, RecordStore
-from reef_daemon.store.writer import Event, GroupCommitWriter, Operation, WriteContext
 from tests.support.waiting import eventually
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reef_daemon.store import DATABASE_NAME
-from reef_daemon.store.schema import MIGRATIONS
+from reef_daemon.store.engines.schema import MIGRATIONS
 from tests.support.reef_testing import CHAT, Reef, StartReef
 
 OLD_STREAM = (

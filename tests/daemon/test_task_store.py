@@ -23,10 +23,10 @@ from reef_contract import (
     ScoreScale,
 )
 from reef_daemon.errors import BadRequest, Conflict, NotFound
+from reef_daemon.harness.tables.tasks import PAGE_FIXTURE_CHARS
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.store import Store, TaskDraft, TaskLimits, gate_tasks
-from reef_daemon.store.tasks import PAGE_FIXTURE_CHARS
 
 SCENARIO = "coding"
 

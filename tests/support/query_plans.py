@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reef_daemon.store.engine import Connection
+from reef_daemon.store.engines.engine import Connection
 
 
 def plan_of(conn: Connection, query: str, *parameters: object) -> str:

@@ -16,7 +16,7 @@ import contextlib
 import threading
 import time
 
-from reef_daemon.store.engine import DB_ERRORS, Connection, Engine, lock_key
+from reef_daemon.store.engines.engine import DB_ERRORS, Connection, Engine, lock_key
 
 LEASE_RETRY_S = 1.0
 KEEP_S = 0.5  # how often a daemon that holds leases checks its lease connection

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from reef_daemon.store.engine import StoreUnavailable
+from reef_daemon.store.engines.engine import StoreUnavailable
 
 SUFFIX = ".owner"
 _HELD: dict[Path, tuple[int, int]] = {}  # this process's locks: the lock file's descriptor, how many stores hold it

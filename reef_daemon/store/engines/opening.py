@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reef_daemon.store.engine import ANSWER_WAIT_S, DATABASE_NAME, Engine
+from reef_daemon.store.engines.engine import ANSWER_WAIT_S, DATABASE_NAME, Engine
 
 
 def open_engine(
@@ -18,7 +18,7 @@ def open_engine(
         return Engine(str(state_dir / DATABASE_NAME), flush=flush)
     url = url.strip()
     if url.startswith(("postgresql://", "postgres://")):
-        from reef_daemon.store.postgres import PostgresEngine
+        from reef_daemon.store.engines.postgres import PostgresEngine
 
         return PostgresEngine(url, flush=flush, answer_wait_s=answer_wait_s)
     if url.startswith("sqlite:"):

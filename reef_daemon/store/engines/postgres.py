@@ -48,7 +48,7 @@ from psycopg.adapt import PyFormat, Transformer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from reef_daemon.store.engine import (
+from reef_daemon.store.engines.engine import (
     ANSWER_WAIT_S,
     Connection,
     Cursor,

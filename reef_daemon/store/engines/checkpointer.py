@@ -28,8 +28,8 @@ import sqlite3
 import threading
 import time
 
-from reef_daemon.store.engine import LOCK_WAIT_S, WAL_BOUND_PAGES, Connection, Engine
-from reef_daemon.store.writer import GroupCommitWriter
+from reef_daemon.store.engines.engine import LOCK_WAIT_S, WAL_BOUND_PAGES, Connection, Engine
+from reef_daemon.store.engines.writer import GroupCommitWriter
 
 log = logging.getLogger("reef.store")
 

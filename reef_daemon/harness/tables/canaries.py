@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 from reef_contract import CANARY_EVENT, CanaryState
-from reef_daemon.store.engine import Columns, Connection
-from reef_daemon.store.reader import Reader
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
+from reef_daemon.store.engines.engine import Columns, Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 
 _COLUMNS = "scenario, release_id, version, share, served_release_id, started_at"
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reef_daemon.store.engine import Connection, Engine, max_sequence
-from reef_daemon.store.opening import open_engine
-from reef_daemon.store.schema import migrate
+from reef_daemon.store.engines.engine import Connection, Engine, max_sequence
+from reef_daemon.store.engines.opening import open_engine
+from reef_daemon.store.engines.schema import migrate
 
 BATCH = 500
 # The tables copied by their keys, in an order where what a row refers to is copied before it. Records, events and

@@ -14,8 +14,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from reef_contract import REPORT_SOURCES
-from reef_daemon.store.engine import Connection
-from reef_daemon.store.reader import Reader
+from reef_daemon.store.engines.engine import Connection
+from reef_daemon.store.engines.reader import Reader
 from reef_daemon.store.source_scores import score_of
 
 _RELEASE = "json_extract(tags, '$.release')"

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 from reef_contract import EventData, EventName
 from reef_daemon.errors import StoreError
 from reef_daemon.records import ExchangeFacts
-from reef_daemon.store.engine import (
+from reef_daemon.store.engines.engine import (
     DB_ERRORS,
     Connection,
     Disconnected,
@@ -37,7 +37,7 @@ from reef_daemon.store.engine import (
     WriteLockBusy,
     max_sequence,
 )
-from reef_daemon.store.schema import migrate
+from reef_daemon.store.engines.schema import migrate
 
 log = logging.getLogger("reef.store")
 

@@ -19,9 +19,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from reef_daemon.store.engine import DB_ERRORS, Connection, Engine, max_sequence
+from reef_daemon.store.engines.engine import DB_ERRORS, Connection, Engine, max_sequence
+from reef_daemon.store.engines.writer import Event
 from reef_daemon.store.events import EventLog
-from reef_daemon.store.writer import Event
 
 log = logging.getLogger("reef.store")
 

@@ -23,10 +23,10 @@ from reef_contract import (
 )
 from reef_daemon.errors import BadRequest, Conflict, NotFound
 from reef_daemon.records import opening_turn
-from reef_daemon.store.engine import Columns, Connection
-from reef_daemon.store.reader import Reader
+from reef_daemon.store.engines.engine import Columns, Connection
+from reef_daemon.store.engines.reader import Reader
+from reef_daemon.store.engines.writer import GroupCommitWriter, WriteContext
 from reef_daemon.store.source_scores import score_of
-from reef_daemon.store.writer import GroupCommitWriter, WriteContext
 
 if TYPE_CHECKING:
     from reef_daemon.store.view import StoreView

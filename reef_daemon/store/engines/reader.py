@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from reef_daemon.errors import StoreError
-from reef_daemon.store.engine import DB_ERRORS, Connection, Disconnected, Engine, Unanswered
+from reef_daemon.store.engines.engine import DB_ERRORS, Connection, Disconnected, Engine, Unanswered
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from reef_contract import SOURCE_PRECEDENCE
 from reef_daemon.records import preview, stored_answer
-from reef_daemon.store.engine import Connection, Engine, StoreUnavailable
+from reef_daemon.store.engines.engine import Connection, Engine, StoreUnavailable
 
 Migration = str | Callable[[Connection], None]  # an SQL script, or a step that needs Python
 
