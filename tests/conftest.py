@@ -1,6 +1,7 @@
 """The test suite's tiers, and the fixtures every folder shares (tests/support/fixtures.py).
 
-A test is marked from the fixtures it uses, directly or through other fixtures, so a mark cannot be forgotten:
+A test is marked from the fixtures it uses, directly or through other fixtures, and from the process starters its
+module imports (`PROCESS_STARTERS`), so a mark cannot be forgotten:
 `model` for the embedded model, `agent` for a real agent CLI, `process` for a daemon run as its own process,
 `postgres` for the throwaway PostgreSQL server (scripts/setup installs it; without it those tests fail, not skip;
 `store_url` runs a test on each engine and marks its PostgreSQL run).
@@ -43,6 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: the test needs {meaning}")
 
 
+# What starts a daemon process without a fixture: a module that imports one of these has its tests marked `process`.
+PROCESS_STARTERS = ("start_daemon", "DaemonProcess")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -50,6 +55,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for name, (_meaning, fixtures) in TIERS.items():
             if used.keys() & fixtures:
                 item.add_marker(name)
+        module = getattr(item, "module", None)
+        if any(hasattr(module, starter) for starter in PROCESS_STARTERS):
+            item.add_marker("process")
         if any(definition.scope in ("module", "package") for definition in used.values()):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reef_daemon.harness.tables.live_scores import LiveScoreReader
-from reef_daemon.store import schema
+from reef_daemon.store.engines import schema
 from reef_daemon.store.engines.engine import Connection
 from reef_daemon.store.engines.opening import open_engine
 from reef_daemon.store.engines.reader import Reader

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reef_daemon.store import checkpointer
+from reef_daemon.store.engines import checkpointer
 from reef_daemon.store.engines.opening import open_engine
 from reef_daemon.store.engines.writer import GroupCommitWriter
 from tests.daemon.test_store_writer import insert, on_thread

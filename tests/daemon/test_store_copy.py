@@ -21,7 +21,7 @@ from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import ClientRecordDraft, InferenceDraft
 from reef_daemon.store import Event, RecordQuery, StepCommit, Store, TaskDraft
-from reef_daemon.store import copy as store_copy
+from reef_daemon.store.engines import copy as store_copy
 from reef_daemon.store.engines.copy import copy_store
 from tests.support.waiting import eventually
 

@@ -15,7 +15,8 @@ import pytest
 from reef_contract import CHAT_ROUTE
 from reef_daemon.ids import new_record_id
 from reef_daemon.records import InferenceDraft
-from reef_daemon.store import Event, Store, follower
+from reef_daemon.store import Event, Store
+from reef_daemon.store.engines import follower
 from reef_daemon.store.engines.engine import Connection
 from reef_daemon.store.engines.postgres import PostgresEngine
 from reef_daemon.store.events import EventLog

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from reef_daemon.runtimes.http_client import BUFFER_HIGH_BYTES, HttpClient, Origin, UpstreamError
+from tests.support.waiting import eventually
 
 Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -111,7 +112,8 @@ async def test_a_connection_the_upstream_closed_while_idle_is_replaced_without_f
     server, origin = await raw_server(answer)
     client = HttpClient()
     assert await post(client, origin) == (200, b'{"ok":true}')
-    await asyncio.sleep(0.05)
+    kept = [connection for idle in client._idle.values() for connection in idle]
+    await eventually(lambda: all(connection.closed for connection in kept), 30, "the client seeing the close")
     assert await post(client, origin) == (200, b'{"ok":true}')
     assert server.connections == 2 and len(server.requests) == 2
 

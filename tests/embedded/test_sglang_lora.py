@@ -23,6 +23,7 @@ from reef_daemon.runtimes.embedded.sglang.engine import SglangEngine, lora_launc
 from reef_daemon.runtimes.embedded.text import TextAssembler
 from reef_daemon.settings import EmbeddedSection, load_settings
 from tests.support.fake_sglang import FakeSglang, model_folder
+from tests.support.waiting import eventually
 
 LORA = {"recipe": "sao", "training.lora-rank": "4", "training.lora-target-modules": "q_proj,v_proj"}
 
@@ -131,10 +132,9 @@ async def test_a_new_version_loads_under_a_new_name_and_the_old_unloads_after_it
     assert not [entry for entry in fake.log if entry[0] == "unload_lora"]  # still serving a request
     await finished(running)
     assert set(running.versions) == {first}  # the whole answer came from the adapter it started with
-    for _ in range(500):  # the engine unloads it right after the request ends
-        if any(entry[0] == "unload_lora" for entry in fake.log):
-            break
-        await asyncio.sleep(0.02)
+    await eventually(  # the engine unloads it right after the request ends
+        lambda: any(entry[0] == "unload_lora" for entry in fake.log), 60, "the old adapter unloaded"
+    )
     assert [entry for entry in fake.log if entry[0] == "unload_lora"] == [("unload_lora", loads[0], True)]
     assert list(fake.adapters) == [loads[1]]
     after = job_of(sglang, "alpha", 2)
