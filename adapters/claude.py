@@ -13,7 +13,10 @@ telemetry, error reporting, auto-update and the plugin marketplace are off in th
 
 from __future__ import annotations
 
+import getpass
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -128,21 +131,25 @@ CREDENTIALS = ".credentials.json"
 def plan_login(environ: Mapping[str, str]) -> Login | None:
     """The person's Claude plan login: CLAUDE_CODE_OAUTH_TOKEN (what `claude setup-token` prints), else the access
     token of an interactive login, which Claude Code keeps in `.credentials.json` of its config folder (the person's
-    CLAUDE_CONFIG_DIR, else ~/.claude). Read, never written: a session gets it as CLAUDE_CODE_OAUTH_TOKEN, since
-    reef points CLAUDE_CONFIG_DIR at its own folder."""
+    CLAUDE_CONFIG_DIR, else ~/.claude) or, on macOS, in the login keychain (the item `Claude Code-credentials`, the
+    same JSON). Read, never written: a session gets it as CLAUDE_CODE_OAUTH_TOKEN, since reef points
+    CLAUDE_CONFIG_DIR at its own folder."""
     token = environ.get(OAUTH_ENV, "").strip()
     if token:
         return Login(f"your Claude plan login ({OAUTH_ENV})", {OAUTH_ENV: token})
     folder = environ.get("CLAUDE_CONFIG_DIR") or str(Path(environ.get("HOME") or Path.home()) / ".claude")
     path = Path(folder) / CREDENTIALS
+    stored, where = _read_text(path), str(path)
+    if stored is None and "CLAUDE_CONFIG_DIR" not in environ and reads_keychain():
+        stored, where = _keychain_item(environ), f"the macOS keychain item {KEYCHAIN_SERVICE!r}"
     try:
-        oauth = json.loads(path.read_text(encoding="utf-8"))["claudeAiOauth"]
+        oauth = json.loads(stored or "")["claudeAiOauth"]
         token = oauth["accessToken"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
     if not isinstance(token, str) or not token:
         return None
-    what = f"your Claude plan login ({path})"
+    what = f"your Claude plan login ({where})"
     expires = oauth.get("expiresAt")
     if isinstance(expires, int | float) and expires / 1000 <= time.time():
         return Login(
@@ -151,6 +158,33 @@ def plan_login(environ: Mapping[str, str]) -> Login | None:
             "to what `claude setup-token` prints",
         )
     return Login(what, {OAUTH_ENV: token})
+
+
+KEYCHAIN_SERVICE = "Claude Code-credentials"  # where Claude Code keeps an interactive login on macOS
+KEYCHAIN_WAIT_S = 10.0  # macOS may ask the person to allow the read first
+
+
+def reads_keychain() -> bool:
+    return sys.platform == "darwin"
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _keychain_item(environ: Mapping[str, str]) -> str | None:
+    """The password of the keychain item Claude Code writes, read with macOS's `security` (None when there is none,
+    the person refused the read, or it did not answer in time)."""
+    account = environ.get("USER") or getpass.getuser()
+    argv = ["security", "find-generic-password", "-s", KEYCHAIN_SERVICE, "-a", account, "-w"]
+    try:
+        found = subprocess.run(argv, capture_output=True, text=True, timeout=KEYCHAIN_WAIT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found.stdout if found.returncode == 0 else None
 
 
 def _session_env(binding: Binding, session: str, token: str, login: Login | None = None) -> dict[str, str]:

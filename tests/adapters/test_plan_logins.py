@@ -5,12 +5,14 @@ bytes are nowhere in reef's state, logs or install, nor was ~/.claude changed.""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from adapters import claude
 from adapters.codex import CHATGPT_REFUSED
 from tests.support.adapters_testing import SCENARIO, Reefine, start_reefine, stop_reefine
 from tests.support.agent_upstream import AgentUpstream
@@ -106,3 +108,34 @@ def test_an_expired_login_claude_code_keeps_is_named_and_not_sent(passing: Reefi
         f"!! login: your Claude plan login ({credentials}) is not used, its access token has expired" in doctor.stdout
     )
     assert "claude setup-token" in doctor.stdout and OAUTH not in doctor.stdout
+
+
+FAKE_SECURITY = """#!/bin/sh
+# macOS's security(1) as Claude Code's login keychain answers it: the item's password for the right service and account
+[ "$1 $2 $3 $4 $5 $6" = "find-generic-password -s Claude Code-credentials -a person -w" ] || exit 44
+printf '%s' '{"claudeAiOauth": {"accessToken": "TOKEN", "expiresAt": EXPIRES}}'
+"""
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["in-the-keychain", "nowhere"])
+def test_on_macos_the_login_claude_code_keeps_in_the_keychain_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored: bool
+) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    security = tools / "security"
+    expires = str(int((time.time() + 3600) * 1000))
+    script = FAKE_SECURITY.replace("TOKEN", OAUTH).replace("EXPIRES", expires)
+    security.write_text(script if stored else "#!/bin/sh\nexit 44\n")
+    security.chmod(0o755)
+    monkeypatch.setattr(claude, "reads_keychain", lambda: True)
+    environ = {"HOME": str(tmp_path / "home"), "USER": "person", "PATH": f"{tools}:{os.environ['PATH']}"}
+    monkeypatch.setenv("PATH", environ["PATH"])
+
+    login = claude.plan_login(environ)
+
+    if stored:
+        assert login is not None and login.env == {claude.OAUTH_ENV: OAUTH} and login.refused is None
+        assert "keychain" in login.what and OAUTH not in login.what
+    else:
+        assert login is None
