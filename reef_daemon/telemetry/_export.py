@@ -26,6 +26,7 @@ log = logging.getLogger("reef")
 
 _EXPORTED_EVENTS: tuple[EventName, ...] = ("record", "report", "request", "step")
 RUN_ORDERS = 512  # orders written to the export process at once, at most
+GATHER_S = 0.05  # how long an order may wait for others to go with it: the process wakes once per run, not per order
 PIPE_LIMIT = 16 * 1024 * 1024  # bytes waiting in the pipe to the export process; orders beyond are dropped
 STOP_WAIT_S = 40.0  # the export process's last sends are bounded by OTEL_BSP_EXPORT_TIMEOUT (30 s by default)
 
@@ -41,6 +42,8 @@ class TelemetryExport:
         self._dropped = 0  # orders this side never handed over: the bus or the pipe was full, or the process gone
         self._process: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._orders: list[bytes] = []  # waiting to be handed over
+        self._handing: asyncio.TimerHandle | None = None
 
     def start(self, bus: EventBus, store: Store) -> None:
         self._tasks.append(asyncio.create_task(self._run(bus, store)))
@@ -54,6 +57,7 @@ class TelemetryExport:
         process = self._process
         if process is None:
             return
+        self._hand_over()
         if process.stdin is not None:
             process.stdin.close()
         try:
@@ -84,29 +88,38 @@ class TelemetryExport:
         while True:
             subscription = bus.subscribe(types=_EXPORTED_EVENTS)
             try:
-                await self._follow(subscription, store, process)
+                await self._follow(subscription, store)
             finally:
                 subscription.close()
             self._dropped += subscription.lost
 
-    async def _follow(self, subscription: Subscription, store: Store, process: asyncio.subprocess.Process) -> None:
-        orders: list[bytes] = []
+    async def _follow(self, subscription: Subscription, store: Store) -> None:
         while (event := await subscription.next()) is not None:
             try:
                 order = await self._order(event, store)
             except Exception:  # one record that cannot become an order must not end the export
                 log.exception("telemetry: could not export event %s", event.sequence)
-                order = None
-            if order is not None:
-                orders.append(orjson.dumps(order) + b"\n")
-            if orders and (subscription.queue.empty() or len(orders) >= RUN_ORDERS):
-                self._hand_over(orders, process)
-                orders = []
+                continue
+            if order is None:
+                continue
+            self._orders.append(orjson.dumps(order) + b"\n")
+            if len(self._orders) >= RUN_ORDERS:
+                self._hand_over()
+            elif self._handing is None:
+                self._handing = asyncio.get_running_loop().call_later(GATHER_S, self._hand_over)
 
-    def _hand_over(self, orders: list[bytes], process: asyncio.subprocess.Process) -> None:
-        """Write a run of orders to the export process, or count them dropped when it is gone or behind."""
-        pipe = process.stdin
-        if pipe is None or pipe.is_closing() or process.returncode is not None:
+    def _hand_over(self) -> None:
+        """Write the waiting orders to the export process as one run, or count them dropped when it is gone or
+        behind."""
+        if self._handing is not None:
+            self._handing.cancel()
+            self._handing = None
+        orders, self._orders = self._orders, []
+        process = self._process
+        pipe = None if process is None else process.stdin
+        if not orders:
+            return
+        if process is None or pipe is None or pipe.is_closing() or process.returncode is not None:
             self._dropped += len(orders)
             return
         if pipe.transport.get_write_buffer_size() > PIPE_LIMIT:
