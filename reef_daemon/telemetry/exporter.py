@@ -16,6 +16,8 @@ import threading
 import time
 from typing import IO, Any
 
+from opentelemetry.trace import Tracer
+
 from reef_daemon.records import ExchangeFacts
 from reef_daemon.telemetry._provider import Exporting, build_provider
 from reef_daemon.telemetry._spans import export_exchange, export_report, export_request, export_step
@@ -45,9 +47,8 @@ class CountsOut:
             self._out.flush()
 
 
-def export_order(exporting: Exporting, order: list[Any]) -> None:
+def export_order(exporting: Exporting, tracer: Tracer, order: list[Any]) -> None:
     """One span from one order, as `TelemetryExport` wrote it."""
-    tracer = exporting.provider.get_tracer("reef")
     kind, *fields = order
     if kind == "exchange":
         row, facts, cost, content = fields
@@ -65,13 +66,14 @@ def export_order(exporting: Exporting, order: list[Any]) -> None:
 
 def run(endpoint: str | None, lines: IO[bytes], out: IO[str]) -> None:
     exporting = build_provider(endpoint, os.environ)
+    tracer = exporting.provider.get_tracer("reef")
     counts = CountsOut(exporting, out)
     exporting.counts.listener = counts.say
     for line in lines:
         if not exporting.queue.admit():
             continue  # counted as dropped
         try:
-            export_order(exporting, json.loads(line))
+            export_order(exporting, tracer, json.loads(line))
         except Exception as error:  # one order that cannot become a span must not end the export
             print(f"telemetry: could not export an order: {error!r}", file=sys.stderr, flush=True)
     exporting.provider.shutdown()  # sends what is queued, bounded by OTEL_BSP_EXPORT_TIMEOUT

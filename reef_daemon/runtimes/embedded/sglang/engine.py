@@ -47,9 +47,6 @@ from reef_daemon.runtimes.embedded.job import Finished, Job
 from reef_daemon.runtimes.embedded.sglang import launch, protocol
 from reef_daemon.runtimes.embedded.sglang.weights import write_updated
 from reef_daemon.runtimes.embedded.stopping import StopRules, end_ids, send_text
-
-if TYPE_CHECKING:
-    from reef_daemon.recipe_interface import Serving
 from reef_daemon.runtimes.embedded.versions import (
     RANDOM_PREFIX,
     ServingVersion,
@@ -58,6 +55,10 @@ from reef_daemon.runtimes.embedded.versions import (
 )
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings
+
+if TYPE_CHECKING:
+    from reef_daemon.recipe_interface import Serving
+
 
 log = logging.getLogger("reef.embedded")
 
