@@ -1,20 +1,20 @@
-"""The tracer provider: built only when an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT,
+"""The export pipeline: built only when an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or telemetry.otlp-endpoint) and OTEL_SDK_DISABLED is not true. The SDK reads the
 standard OTEL_* variables itself (headers, timeout, compression, OTEL_BSP_* batching); reef adds counts of what
-could not be exported, and span ids it chooses."""
+could not be exported."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+from reef_daemon.telemetry._spans import SpanMaker
 
 DEFAULT_MAX_QUEUE = 2048  # the SDK's OTEL_BSP_MAX_QUEUE_SIZE default
 
@@ -62,35 +62,6 @@ class _CountingExporter(SpanExporter):
         return self._inner.force_flush(timeout_millis)
 
 
-class ChosenIds(IdGenerator):
-    """Trace and span ids derived from reef's ids, so a span exported again is the same span: the next span started
-    takes the ids set by `choose` (random ones when none were set)."""
-
-    def __init__(self) -> None:
-        self._random = RandomIdGenerator()
-        self._next = threading.local()
-
-    def choose(self, trace_key: str, span_key: str) -> None:
-        self._next.trace_id = derived_id(f"trace:{trace_key}", 16)
-        self._next.span_id = derived_id(f"span:{span_key}", 8)
-
-    def generate_trace_id(self) -> int:
-        chosen: int | None = getattr(self._next, "trace_id", None)
-        self._next.trace_id = None
-        return chosen if chosen is not None else self._random.generate_trace_id()
-
-    def generate_span_id(self) -> int:
-        chosen: int | None = getattr(self._next, "span_id", None)
-        self._next.span_id = None
-        return chosen if chosen is not None else self._random.generate_span_id()
-
-
-def derived_id(key: str, size: int) -> int:
-    """A valid (non-zero) id of `size` bytes from a hash of `key`."""
-    value = int.from_bytes(hashlib.sha256(key.encode()).digest()[:size], "big")
-    return value or 1
-
-
 class QueueWatch:
     """Counts the spans the batch processor would drop: it holds at most `max_queue` spans not yet handed to the
     exporter, and drops one for each span ended beyond that."""
@@ -112,27 +83,24 @@ class QueueWatch:
 
 @dataclass
 class Exporting:
-    """A running provider and what reef keeps beside it."""
+    """A running export pipeline: the SDK's batch processor in front of the OTLP exporter, and what reef keeps beside
+    it."""
 
-    provider: TracerProvider
-    ids: ChosenIds
+    processor: BatchSpanProcessor
+    spans: SpanMaker
     counts: ExportCounts
     queue: QueueWatch
 
 
-def build_provider(endpoint_setting: str | None, environ: Mapping[str, str]) -> Exporting:
-    """A provider exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's
+def build_export(endpoint_setting: str | None, environ: Mapping[str, str]) -> Exporting:
+    """A pipeline exporting over OTLP/HTTP in batches; `endpoint_setting` (a base URL) beats the environment's
     (whose protocol `switch.check_protocol` has checked)."""
     counts = ExportCounts()
-    ids = ChosenIds()
     # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; with neither it names an unknown service.
     resource = Resource.create()
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "reef"}))
-    provider = TracerProvider(resource=resource, id_generator=ids)
     endpoint = None if endpoint_setting is None else endpoint_setting.rstrip("/") + "/v1/traces"
-    exporter = _CountingExporter(OTLPSpanExporter(endpoint=endpoint), counts)
-    processor = BatchSpanProcessor(exporter)
-    provider.add_span_processor(processor)
+    processor = BatchSpanProcessor(_CountingExporter(OTLPSpanExporter(endpoint=endpoint), counts))
     max_queue = int(environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or DEFAULT_MAX_QUEUE)
-    return Exporting(provider, ids, counts, QueueWatch(counts, max_queue))
+    return Exporting(processor, SpanMaker(resource), counts, QueueWatch(counts, max_queue))

@@ -1,31 +1,42 @@
 """Spans from what reef stored: an exchange (GenAI semantic conventions), a report, a training or harness step.
-Ids come from reef's own (`ChosenIds`), so exporting a record again yields the same span."""
+
+Each is built finished, as the SDK's `ReadableSpan` that span processors and exporters take: what reef exports has
+already happened, so nothing is gained by starting and ending a live span, which costs several times as much. Ids
+come from reef's own, so exporting a record again yields the same span."""
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.trace import (
-    Link,
-    SpanContext,
-    SpanKind,
-    Status,
-    StatusCode,
-    TraceFlags,
-    Tracer,
-)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from reef_contract import JUDGE_SCENARIO, MESSAGES_ROUTE, RecordRow, StepRow
 from reef_daemon.records import ExchangeFacts
-from reef_daemon.telemetry._provider import ChosenIds, derived_id
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_SCOPE = InstrumentationScope("reef")
+
+
+def derived_id(key: str, size: int) -> int:
+    """A valid (non-zero) id of `size` bytes from a hash of `key`."""
+    value = int.from_bytes(hashlib.sha256(key.encode()).digest()[:size], "big")
+    return value or 1
+
+
+def span_context(key: str, *, remote: bool = False) -> SpanContext:
+    """The span context reef gives the span of `key` (a receipt, or a step's key): each is the root of a trace of its
+    own, which reports and steps link to."""
+    return SpanContext(derived_id(f"trace:{key}", 16), derived_id(f"span:{key}", 8), remote, _SAMPLED)
 
 
 def record_context(receipt: str) -> SpanContext:
-    """The span context of the record `receipt` (an exchange or a report), as its span was exported: each record is
-    the root of a trace of its own, which reports and steps link to."""
-    return SpanContext(
-        derived_id(f"trace:{receipt}", 16), derived_id(f"span:{receipt}", 8), True, TraceFlags(TraceFlags.SAMPLED)
-    )
+    """The span context of the record `receipt` (an exchange or a report) as a link sees it."""
+    return span_context(receipt, remote=True)
 
 
 def _ns(seconds: float) -> int:
@@ -68,78 +79,80 @@ def exchange_attributes(
     return attributes
 
 
-def export_exchange(
-    tracer: Tracer, ids: ChosenIds, row: RecordRow, facts: ExchangeFacts, cost: float | None,
-    content: dict[str, str] | None,
-) -> None:  # fmt: skip
-    """One span for an exchange, from its start to its end as the record says."""
-    attributes = exchange_attributes(row, facts, cost, content)
-    name = f"{attributes['gen_ai.operation.name']} {attributes.get('gen_ai.request.model', '')}".strip()
-    start = row["created_at"]
-    duration_s = (row["duration_ms"] or 0) / 1000
-    ids.choose(row["id"], row["id"])
-    span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes, start_time=_ns(start))
-    status = row["status"]
-    if facts.error is not None or (status is not None and status >= 400):
-        span.set_attribute("error.type", str(status) if status is not None else "_OTHER")
-        span.set_status(Status(StatusCode.ERROR, facts.error))
-    span.end(end_time=_ns(start + duration_s))
+@dataclass(frozen=True)
+class SpanMaker:
+    """Builds reef's spans for one resource (the service) and one instrumentation scope ("reef")."""
 
+    resource: Resource
+    scope: InstrumentationScope = _SCOPE
 
-def export_report(tracer: Tracer, ids: ChosenIds, row: RecordRow, references: list[str], score: float | None) -> None:
-    """A report as a span of its own, linked to every exchange it scores (a step that consumes the report links to
-    this span in turn)."""
-    attributes: dict[str, Any] = {
-        "reef.receipt": row["id"],
-        "reef.scenario": row["scenario"],
-        "reef.report.source": row["source"] or "person",
-        "reef.report.references": references,
-    }
-    if score is not None:
-        attributes["reef.report.score"] = score
-    ids.choose(row["id"], row["id"])
-    span = tracer.start_span(
-        f"reef.report {attributes['reef.report.source']}",
-        kind=SpanKind.INTERNAL,
-        attributes=attributes,
-        links=[Link(record_context(receipt)) for receipt in references],
-        start_time=_ns(row["created_at"]),
-    )
-    span.end(end_time=_ns(row["created_at"]))
+    def _span(
+        self, name: str, key: str, kind: SpanKind, attributes: dict[str, Any], start_s: float,
+        end_s: float | None = None, links: list[Link] | None = None, status: Status | None = None,
+    ) -> ReadableSpan:  # fmt: skip
+        return ReadableSpan(
+            name,
+            context=span_context(key),
+            resource=self.resource,
+            attributes=attributes,
+            links=links or (),
+            kind=kind,
+            instrumentation_scope=self.scope,
+            status=status or Status(StatusCode.UNSET),
+            start_time=_ns(start_s),
+            end_time=_ns(start_s if end_s is None else end_s),
+        )
 
+    def exchange(
+        self, row: RecordRow, facts: ExchangeFacts, cost: float | None, content: dict[str, str] | None
+    ) -> ReadableSpan:
+        """One span for an exchange, from its start to its end as the record says."""
+        attributes = exchange_attributes(row, facts, cost, content)
+        name = f"{attributes['gen_ai.operation.name']} {attributes.get('gen_ai.request.model', '')}".strip()
+        start = row["created_at"]
+        status_code = row["status"]
+        status = None
+        if facts.error is not None or (status_code is not None and status_code >= 400):
+            attributes["error.type"] = str(status_code) if status_code is not None else "_OTHER"
+            status = Status(StatusCode.ERROR, facts.error)
+        end = start + (row["duration_ms"] or 0) / 1000
+        return self._span(name, row["id"], SpanKind.CLIENT, attributes, start, end, status=status)
 
-def export_request(tracer: Tracer, ids: ChosenIds, row: RecordRow) -> None:
-    """A person's change request as a span of its own, so the harness step that consumes it links to something."""
-    ids.choose(row["id"], row["id"])
-    span = tracer.start_span(
-        "reef.request",
-        kind=SpanKind.INTERNAL,
-        attributes={"reef.receipt": row["id"], "reef.scenario": row["scenario"]},
-        start_time=_ns(row["created_at"]),
-    )
-    span.end(end_time=_ns(row["created_at"]))
+    def report(self, row: RecordRow, references: list[str], score: float | None) -> ReadableSpan:
+        """A report as a span of its own, linked to every exchange it scores (a step that consumes the report links
+        to this span in turn)."""
+        attributes: dict[str, Any] = {
+            "reef.receipt": row["id"],
+            "reef.scenario": row["scenario"],
+            "reef.report.source": row["source"] or "person",
+            "reef.report.references": references,
+        }
+        if score is not None:
+            attributes["reef.report.score"] = score
+        links = [Link(record_context(receipt)) for receipt in references]
+        name = f"reef.report {attributes['reef.report.source']}"
+        return self._span(name, row["id"], SpanKind.INTERNAL, attributes, row["created_at"], links=links)
 
+    def request(self, row: RecordRow) -> ReadableSpan:
+        """A person's change request as a span of its own, so the harness step that consumes it links to something."""
+        attributes = {"reef.receipt": row["id"], "reef.scenario": row["scenario"]}
+        return self._span("reef.request", row["id"], SpanKind.INTERNAL, attributes, row["created_at"])
 
-def export_step(tracer: Tracer, ids: ChosenIds, step: StepRow) -> None:
-    """A training or harness step as a span of its own trace, linked to the exchanges it consumed."""
-    key = f"step:{step['scenario']}:{step['step']}"
-    attributes: dict[str, Any] = {
-        "reef.scenario": step["scenario"],
-        "reef.step": step["step"],
-        "reef.step.operation": step["operation"],
-        "reef.step.result": step["result"],
-        "reef.step.consumed": len(step["consumed"]),
-    }
-    for name, value in (("reef.version", step["version"]), ("reef.release_id", step["release_id"])):
-        if value is not None:
-            attributes[name] = value
-    created = step["created_at"] or 0.0
-    ids.choose(key, key)
-    span = tracer.start_span(
-        f"reef.step {step['operation']}",
-        kind=SpanKind.INTERNAL,
-        attributes=attributes,
-        links=[Link(record_context(receipt)) for receipt in step["consumed"]],
-        start_time=_ns(created),
-    )
-    span.end(end_time=_ns(created))
+    def step(self, step: StepRow) -> ReadableSpan:
+        """A training or harness step as a span of its own trace, linked to the exchanges it consumed."""
+        attributes: dict[str, Any] = {
+            "reef.scenario": step["scenario"],
+            "reef.step": step["step"],
+            "reef.step.operation": step["operation"],
+            "reef.step.result": step["result"],
+            "reef.step.consumed": len(step["consumed"]),
+        }
+        for name, value in (("reef.version", step["version"]), ("reef.release_id", step["release_id"])):
+            if value is not None:
+                attributes[name] = value
+        links = [Link(record_context(receipt)) for receipt in step["consumed"]]
+        key = f"step:{step['scenario']}:{step['step']}"
+        return self._span(
+            f"reef.step {step['operation']}", key, SpanKind.INTERNAL, attributes, step["created_at"] or 0.0,
+            links=links,
+        )  # fmt: skip
