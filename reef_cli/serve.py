@@ -14,7 +14,6 @@ from rich.table import Table
 
 from reef_cli.setting_options import SettingsCommand, with_setting_options
 from reef_cli.state import DaemonFiles
-from reef_daemon.recipe_host import load_serving_settings, resolve_recipe
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings
 
@@ -40,6 +39,8 @@ def serve_command(
         if print_config:
             print_settings(settings)
             return
+        from reef_daemon.recipe_host import resolve_recipe  # here: `reef --help` and client commands load no recipe
+
         resolve_recipe(settings.recipe)
     except SettingsError as exc:
         typer.echo(f"{ServeCommand.error_prefix}: {exc}", err=True)
@@ -84,6 +85,8 @@ def settings_from_command_line(
     reads the file again (the command line and the environment stay as they were at start)."""
     environ = dict(os.environ)
 
+    from reef_daemon.recipe_host import load_serving_settings
+
     def reload() -> Settings:
         return load_serving_settings(config_file=config, overrides=overrides, environ=environ)
 
@@ -93,6 +96,8 @@ def settings_from_command_line(
 def print_settings(settings: Settings) -> None:
     """Every setting, the value in use (a recipe may choose one, such as reefine's answer cap with the embedded
     model) and where it came from."""
+    from reef_daemon.recipe_host import resolve_recipe
+
     chosen = resolve_recipe(settings.recipe).chosen_settings(settings)
     table = Table(title="reef settings", show_lines=False)
     table.add_column("setting")

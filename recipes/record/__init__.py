@@ -1,11 +1,18 @@
-"""The `record` recipe: keep every exchange and report, train nothing. The default."""
+"""The `record` recipe: keep every exchange and report, train nothing. The default.
+
+`recipes.record:RecordRecipe` resolves lazily, so that finding the built-in recipes' settings loads no recipe.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any
 
-from reef_daemon.recipe_api import Recipe
+__all__ = ["RecordRecipe"]
 
 
-class RecordRecipe(Recipe):
-    name: ClassVar[str] = "record"
+def __getattr__(name: str) -> Any:
+    if name == "RecordRecipe":
+        from recipes.record import recipe
+
+        return recipe.RecordRecipe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

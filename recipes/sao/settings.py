@@ -20,10 +20,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reef_contract import MAX_STALENESS_ENV, SAO_BATCH_SIZE_ENV
-from reef_daemon.recipe_api import (
+from reef_daemon.setting_kinds import (  # the settings' vocabulary alone: `reef serve --help` loads no recipe
     COUNT,
     FRACTION,
     OPTIONAL_PATH,
@@ -32,11 +32,13 @@ from reef_daemon.recipe_api import (
     POSITIVE_NUMBER,
     TOKENS,
     Kind,
-    Settings,
     SettingsError,
     one_of,
     setting,
 )
+
+if TYPE_CHECKING:
+    from reef_daemon.recipe_api import Settings
 
 TRAINER = one_of("TRAINER", "torch", "slime")
 ADAPTER = one_of("ADAPTER", "lora", "full")

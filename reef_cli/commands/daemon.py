@@ -19,7 +19,6 @@ from reef_cli.setting_options import as_arguments, with_setting_options
 from reef_cli.state import DaemonFiles, running_here
 from reef_client import ReefClient, ReefClientError
 from reef_contract import DEFAULT_STATE_DIR, SpendAnswer, Status
-from reef_daemon.recipe_host import resolve_recipe
 from reef_daemon.scenario_recipes import other_recipe_notice
 from reef_daemon.setting_kinds import SettingsError
 from reef_daemon.settings import Settings
@@ -48,6 +47,8 @@ def start(
     """
     try:
         settings, _reload = settings_from_command_line(overrides, config)
+        from reef_daemon.recipe_host import resolve_recipe  # here: client commands load no recipe
+
         resolve_recipe(settings.recipe)
     except SettingsError as exc:
         fail(str(exc), 2)
@@ -88,6 +89,8 @@ def _beside_other_recipe(files: DaemonFiles, settings: Settings) -> dict[str, st
             running_recipe = client.status()["recipe"]["name"]
     except ReefClientError:
         return {}
+    from reef_daemon.recipe_host import resolve_recipe
+
     recipe = resolve_recipe(settings.recipe).name
     if running_recipe == recipe:
         return {}

@@ -153,7 +153,8 @@ def test_the_client_package_is_used_through_its_public_face() -> None:
         assert not private, f"{path.relative_to(ROOT)} imports {sorted(private)}; import them from reef_client"
 
 
-RECIPE_FACES = {"reef_daemon.recipe_api", "reef_contract"}
+# setting_kinds: the settings' vocabulary alone, so a recipe's settings are known without loading the toolkit.
+RECIPE_FACES = {"reef_daemon.recipe_api", "reef_daemon.setting_kinds", "reef_contract"}
 
 
 def test_the_built_in_recipes_import_only_the_recipe_interface_and_the_contract_from_the_daemon() -> None:
