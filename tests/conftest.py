@@ -20,7 +20,7 @@ TIERS = {
     "agent": ("a real agent CLI (pi, codex, claude, opencode, dsh)", {"agent_cli"}),
     "process": (
         "a daemon run as a process of its own",
-        {"daemon", "other_daemon", "reefine_daemon", "tests/adapters::reefine"},
+        {"daemon", "other_daemon", "reefine_daemon", "tests/adapters::reefine", "shared_reefine"},
     ),
     "postgres": ("a PostgreSQL server the tests start (initdb in a temporary folder)", {"postgres_server"}),
 }

@@ -15,6 +15,12 @@ import pytest
 from tests.support.adapters_testing import MODEL, REPO, Reefine
 
 
+@pytest.fixture
+def reefine(shared_reefine: Reefine, home: Path) -> Reefine:
+    """The module's daemon, at this test's own home: installs, wrappers and sessions are the test's alone."""
+    return shared_reefine.at_home(home)
+
+
 def test_tampering_stops_the_wrapper_and_the_agents_own_state_does_not(reefine: Reefine) -> None:
     assert reefine.install("pi").returncode == 0
     root = reefine.root()

@@ -6,9 +6,10 @@ work tree. Agent CLIs come from `.tools/node_modules/.bin` (npm) and the virtual
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,10 @@ class Reefine:
     home: Path
     token: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+
+    def at_home(self, home: Path) -> Reefine:
+        """The same daemon, for a person whose home is `home`."""
+        return replace(self, home=home, env=person_env(home))
 
     def headers(self, scenario: str = SCENARIO) -> dict[str, str]:
         headers = {"x-reef-scenario": scenario}
@@ -118,12 +123,23 @@ def start_reefine(
     )  # fmt: skip
     assert started.returncode == 0, started.stdout + started.stderr
     url = (state / "daemon.url").read_text().strip()
+    reefine = Reefine(url, state, upstream, home, token, person_env(home))
+    reefine.call("POST", "/reef/scenarios", {"name": SCENARIO})
+    return reefine
+
+
+def installed_files(root: Path) -> dict[str, str]:
+    """The files an install wrote under `root`, by path, as its sidecar lists them."""
+    sidecar = json.loads((root / ".reef-harness-release").read_text())
+    return {path: (root / path).read_text() for path in sidecar["files"]}
+
+
+def person_env(home: Path) -> dict[str, str]:
+    """The environment of a person whose home is `home`: the wrappers the install links and the agents on PATH."""
     path = ":".join([str(home / ".local" / "bin"), *map(str, AGENT_BIN), "/usr/local/bin", "/usr/bin", "/bin"])
     env = clean_env(HOME=str(home), PATH=path, REEF_PYTHON=sys.executable, PI_OFFLINE="1")
     env.pop("TMPDIR", None)
-    reefine = Reefine(url, state, upstream, home, token, env)
-    reefine.call("POST", "/reef/scenarios", {"name": SCENARIO})
-    return reefine
+    return env
 
 
 def stop_reefine(tmp_path: Path, reefine: Reefine) -> None:
