@@ -543,6 +543,22 @@ class Bench:
             raise RuntimeError(f"GET {path} failed: {outcome.body[:200]!r}")
         return json.loads(outcome.body)
 
+    async def spans(self, target: Target, quiet_s: float = 7.0, bound_s: float = 60.0) -> dict[str, int]:
+        """What the exporting reef's `telemetry` says once its counts have not moved for `quiet_s` (longer than the
+        SDK's 5 s batch delay: the export caught up or gave up), bounded by `bound_s`: spans exported, failed and
+        dropped, running totals."""
+        conn = await connect(target.port)
+        said: dict[str, int] = {}
+        began = moved = time.perf_counter()
+        while time.perf_counter() - began < bound_s and time.perf_counter() - moved < quiet_s:
+            telemetry = (await self._get_json(conn, target.port, "/reef/status")).get("telemetry") or {}
+            now = {name: int(telemetry.get(name, 0)) for name in ("exported", "failed", "dropped")}
+            if now != said:
+                said, moved = now, time.perf_counter()
+            await asyncio.sleep(1.0)
+        conn.close()
+        return said
+
     async def verify(self, reef: Target, floor: Target | None) -> dict[str, Any]:
         """Every receipt reef handed out must be a stored record: listed by the API and in the SQLite file."""
         conn = await connect(reef.port)
@@ -650,7 +666,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await bench.warm_up()
     lat = await bench.sequential(stream=False)
     stream = await bench.sequential(stream=True)
+    exporting = next((t for t in targets if t.name == "reef+otel"), None)
+    spans = {"after c=1": await bench.spans(exporting)} if exporting else {}
     tput = await bench.throughput()
+    if exporting:
+        spans["after c=32"] = await bench.spans(exporting)
     soak = await bench.soak(reef)
     verify = await bench.verify(reef, targets[1])
     return {
@@ -669,6 +689,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "soak": soak,
         "verify": verify,
         "errors": bench.errors,
+        **({"spans": spans} if spans else {}),
     }
 
 

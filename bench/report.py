@@ -118,6 +118,7 @@ def render(result: dict[str, Any]) -> str:
         f"Errors: {errors}. Foreign load (cores busy with other processes, median over blocks): "
         f"lat {_fmt(lat['foreign_cores']['p50'], 2)}, stream {_fmt(stream['foreign_cores']['p50'], 2)}, "
         f"soak {_fmt(soak['foreign_cores'], 2)}.",
+        *_spans(result),
         "",
         "Ratio columns say how many times worse the first is (\"reef vs floor-b\": reef's cost / floor-b's; "
         "for throughput the inverse), so 1.0x is a tie."
@@ -132,8 +133,20 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _spans(result: dict[str, Any]) -> list[str]:
+    """reef+otel's own counts of its spans, after the c=1 phases (cores to spare) and after c=32 (none)."""
+    said = result.get("spans")
+    if not said:
+        return []
+    parts = [
+        f"{when}: {counts['exported']:,} exported, {counts['failed']:,} failed, {counts['dropped']:,} dropped"
+        for when, counts in said.items()
+    ]
+    return ["", "Spans of reef+otel (its `telemetry` status, running totals): " + "; ".join(parts) + "."]
+
+
 def targets_met(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The goals of issue 2, each with the measured value."""
+    """The proxy's goals (bench/README.md, "Goals"), each with the measured value."""
     lat, stream, tput, soak, verify = (result[k] for k in ("lat", "stream", "tput", "soak", "verify"))
     p50 = _added(lat, "total_ms", "p50", "reef")
     p99 = _added(lat, "total_ms", "p99", "reef")
