@@ -3,8 +3,7 @@
 A decoding step multiplies a few rows (one per sequence) by every weight of the model. torch's fp16 product on a CPU
 without fp16 arithmetic converts the weights again for every row, so four rows cost about three times one; this
 kernel converts each weight once per step for all rows, and sums every output in a fixed order, so a row gets the
-same bits alone or in any batch, on any number of threads (torch's, shared out by output features, for the output
-head only: waking a helper thread costs more than a layer's product takes on one). It is compiled
+same bits alone or in any batch, on any number of threads (torch's, shared out by output features). It is compiled
 with the system's C compiler (`$CC`, else `cc`) for this CPU into the user's cache (~/.cache/reef/kernels), once per
 source, flags and CPU. Without a compiler, or where the build or load fails, `load_kernel` says why once and returns
 None, and decoding uses torch's fp16 product.

@@ -120,12 +120,9 @@ static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
 
 /* Helper threads. A product's panels are shared out in fixed slices, one per thread; each output is computed as
  * above whichever thread does it, so the result does not depend on the number of threads either. Between products a
- * helper spins briefly, then sleeps. Waking a sleeping helper costs tens of microseconds, more than a layer's
- * product of a decoding step takes on one thread (a 1536 x 576 weight: ~40 us), and the Python between two products
- * of a step outlasts the spin: so only a product of at least PARALLEL_MIN weights (the output head) is shared out. */
+ * helper spins briefly (the next product of a layer usually follows within microseconds), then sleeps. */
 #define MAX_THREADS 64
 #define SPIN_NS 50000
-#define PARALLEL_MIN (4 * 1024 * 1024)
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
@@ -208,7 +205,6 @@ void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint1
     int64_t total = (n_count + PANEL - 1) / PANEL;
     int count = threads < MAX_THREADS ? threads : MAX_THREADS;
     if (count > total) count = (int)total;
-    if (n_count * k_count < PARALLEL_MIN) count = 1;
     if (count > 1 && pthread_mutex_trylock(&pool_user) != 0) count = 1;
     if (count > 1) {
         count = 1 + (start_helpers(count - 1) < count - 1 ? helpers : count - 1);

@@ -28,8 +28,6 @@ import torch
 
 from reef_daemon.runtimes.embedded.adapters import AdapterBank, AdapterUnavailable, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.decode_step import decode_step
-from reef_daemon.runtimes.embedded.decode_step import supports as decoding_written_out
 from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
@@ -71,7 +69,6 @@ class GenerationWorker:
         self._reading: deque[Job] = deque()
         self._decoding: list[Job] = []
         self._batch = BatchCache()
-        self._written_out = decoding_written_out(loaded.model)  # decoding steps without the model's own forward
         self.peak_batch = 0  # the most sequences one decoding step has advanced
         self.failure: str | None = None  # why the generation thread stopped before it was closed
         self._thread = threading.Thread(target=self._run, name="reef-generation", daemon=True)
@@ -274,18 +271,18 @@ class GenerationWorker:
     def _decode_step(self) -> None:
         """One token for every decoding sequence, in one forward pass."""
         began = time.perf_counter()
-        model = self._loaded.model
         try:
             positions, mask = self._batch.step_inputs()
-            tokens = [job.output_ids[-1] for job in self._decoding]
+            inputs = torch.tensor([[job.output_ids[-1]] for job in self._decoding])
             with self.adapters.serving([job.adapter for job in self._decoding]):
-                if self._written_out:
-                    logits = decode_step(model, tokens, self._batch)
-                else:
-                    logits = model(
-                        input_ids=torch.tensor([[token] for token in tokens]), position_ids=positions,
-                        attention_mask=mask, cache=self._batch, use_cache=True, logits_to_keep=1,
-                    ).logits[:, -1]  # fmt: skip
+                out = self._loaded.model(
+                    input_ids=inputs,
+                    position_ids=positions,
+                    attention_mask=mask,
+                    cache=self._batch,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
             self._batch.advance()
         except Exception as exc:
             log.exception("generation failed")
@@ -295,7 +292,7 @@ class GenerationWorker:
             return
         ended = []
         for row, job in enumerate(self._decoding):
-            token, logprob = pick_token(logits[row], job.params, job.generator)
+            token, logprob = pick_token(out.logits[row, -1], job.params, job.generator)
             job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
             if not self._take(job, token):
                 ended.append(row)
