@@ -12,6 +12,30 @@ Phases:
   soak    reef only, c=16 (every 4th request a stream), sampling reef's RSS from /proc every second.
   verify  every receipt reef handed out is listed by GET /reef/records (and counted in its SQLite file).
 
+How each figure is measured:
+  c=1 added p50 / p99: one connection, one request at a time, non-streaming; full run: 300 warm-up requests per
+    target, then 25 rounds x 100 requests (LiteLLM: x 50, it costs ~10-25 ms each). Time from writing the
+    request to the last byte of the answer.
+  c=1 proxy CPU per request: the proxy process's user+system CPU (all threads, from `/proc/PID/stat`) over the
+    c=1 blocks, divided by the requests. 10 ms clock ticks: read to ±10 %.
+  stream added TTFT: `"stream": true`, c=1, 15 rounds x 100: time to the first body byte, i.e. the first SSE
+    chunk (not the headers, which reef sends before it). "Total" is to the end of the chunked body, receipt
+    chunk included. CPU per stream: the proxy's CPU over these blocks, as for c=1.
+  throughput c=32: 32 connections in a closed loop, non-streaming; 2 s warm-up, then a 10 s window; 4 rounds per
+    target, the order rotating; the median window, so one
+    slow window of a drifting machine does not move the figure. Latency under load and CPU per request
+    come from the same windows.
+  soak: reef alone, 16 connections in a closed loop, every 4th request a stream, for `--soak-s` seconds (300 in
+    a full run). reef's RSS (`VmRSS` of `/proc/PID/status`) is sampled every second; growth = last sample vs
+    first. The first/last tenth req/s shows whether throughput decays as the store grows.
+  records lost: every receipt reef handed out (`x-reef-agent-record-id` header; for streams
+    `reef.agent_record_id` in the last chunk), across all phases, is looked up in the records paged from `GET
+    /reef/records?limit=500&after=N` and in reef's SQLite file (read-only). Lost = receipts missing from either
+    + 200 answers without a receipt. The store holds one record more than the receipts: run.sh's readiness
+    probe.
+  foreign load: cores busy with processes other than the benchmark's own (from `/proc/stat` minus our processes'
+    CPU), per block.
+
 Only 127.0.0.1 is ever contacted. Every loop is bounded in count and in time. Usually started by run.sh:
 
     python bench/proxy_overhead.py --direct 18000 --floor 18001:PID --reef 18002:PID [--litellm 18003:PID]
