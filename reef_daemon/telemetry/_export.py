@@ -40,6 +40,7 @@ class TelemetryExport:
         self._capture = capture
         self._counts = {"exported": 0, "failed": 0, "dropped": 0}  # as the export process last said
         self._dropped = 0  # orders this side never handed over: the bus or the pipe was full, or the process gone
+        self._handed = 0  # orders written to the export process
         self._process: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._orders: list[bytes] = []  # waiting to be handed over
@@ -126,6 +127,7 @@ class TelemetryExport:
             self._dropped += len(orders)
             return
         pipe.write(b"".join(orders))
+        self._handed += len(orders)
 
     async def _order(self, event: Event, store: Store) -> list[Any] | None:
         """What the export process needs to build the event's span; None for an event that makes none."""
@@ -156,5 +158,7 @@ class TelemetryExport:
                 said = json.loads(line)
                 self._counts = {name: int(said[name]) for name in self._counts}
         code = await process.wait()
+        # What it was handed and never said it did (it died with them queued, or before it saw them) is dropped.
+        self._dropped += max(0, self._handed - sum(self._counts.values()))
         if code != 0:
             log.error("telemetry: the export process ended (exit %s); nothing is exported from now on", code)
