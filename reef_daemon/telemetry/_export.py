@@ -27,7 +27,10 @@ log = logging.getLogger("reef")
 _EXPORTED_EVENTS: tuple[EventName, ...] = ("record", "report", "request", "step")
 RUN_ORDERS = 512  # orders written to the export process at once, at most
 GATHER_S = 0.05  # how long an order may wait for others to go with it: the process wakes once per run, not per order
-PIPE_LIMIT = 16 * 1024 * 1024  # bytes waiting in the pipe to the export process; orders beyond are dropped
+# Bytes waiting for the pipe to the export process (~2,500 orders, as many as the SDK's own queue holds); orders beyond
+# are dropped. Kept small: asyncio moves what is left of this buffer each time the pipe takes some, so a large one
+# costs the loop milliseconds a write while the export process lags.
+PIPE_LIMIT = 1024 * 1024
 STOP_WAIT_S = 40.0  # the export process's last sends are bounded by OTEL_BSP_EXPORT_TIMEOUT (30 s by default)
 
 
@@ -96,6 +99,9 @@ class TelemetryExport:
 
     async def _follow(self, subscription: Subscription, store: Store) -> None:
         while (event := await subscription.next()) is not None:
+            if self._taking() is None:
+                self._dropped += 1  # it would be dropped at the hand-over: not worth building
+                continue
             try:
                 order = await self._order(event, store)
             except Exception:  # one record that cannot become an order must not end the export
@@ -116,18 +122,23 @@ class TelemetryExport:
             self._handing.cancel()
             self._handing = None
         orders, self._orders = self._orders, []
-        process = self._process
-        pipe = None if process is None else process.stdin
         if not orders:
             return
-        if process is None or pipe is None or pipe.is_closing() or process.returncode is not None:
-            self._dropped += len(orders)
-            return
-        if pipe.transport.get_write_buffer_size() > PIPE_LIMIT:
+        pipe = self._taking()
+        if pipe is None:
             self._dropped += len(orders)
             return
         pipe.write(b"".join(orders))
         self._handed += len(orders)
+
+    def _taking(self) -> asyncio.StreamWriter | None:
+        """The pipe to the export process while it takes orders; None while it is gone or behind (the pipe holds
+        more than PIPE_LIMIT), when orders are dropped."""
+        process = self._process
+        pipe = None if process is None else process.stdin
+        if process is None or pipe is None or pipe.is_closing() or process.returncode is not None:
+            return None
+        return None if pipe.transport.get_write_buffer_size() > PIPE_LIMIT else pipe
 
     async def _order(self, event: Event, store: Store) -> list[Any] | None:
         """What the export process needs to build the event's span; None for an event that makes none."""
