@@ -9,7 +9,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,12 +20,29 @@ from reef_daemon.releases import ReleaseStore, ReleaseStoreError
 WEIGHTS = os.urandom(300_000)
 
 
+OpenStore = Callable[..., ReleaseStore]
+
+
+@pytest.fixture
+def open_store() -> Iterator[OpenStore]:
+    """Opens stores and closes each after the test, so no git helper process outlives it."""
+    opened: list[ReleaseStore] = []
+
+    def opening(path: Path, **options: Any) -> ReleaseStore:
+        opened.append(ReleaseStore(path, **options))
+        return opened[-1]
+
+    yield opening
+    for store in opened:
+        store.close()
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_appended_releases_are_read_back_and_listed_oldest_first(tmp_path: Path) -> None:
-    store = ReleaseStore(tmp_path / "releases.git")
+def test_appended_releases_are_read_back_and_listed_oldest_first(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path / "releases.git")
     first = store.append("demo", {"AGENTS.md": b"be brief\n"}, {"operation": "creation"}, None, "creation")
     second = store.append("demo", {"AGENTS.md": b"be kind\n", "a/b.md": b"x"}, {"operation": "step"}, first, "step")
 
@@ -36,8 +55,8 @@ def test_appended_releases_are_read_back_and_listed_oldest_first(tmp_path: Path)
     assert git(store.path, "rev-parse", f"{second}^") == first  # built on its parent
 
 
-def test_a_release_is_found_only_in_its_own_line(tmp_path: Path) -> None:
-    store = ReleaseStore(tmp_path / "releases.git")
+def test_a_release_is_found_only_in_its_own_line(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path / "releases.git")
     mine = store.append("a.b", {"f": b"1"}, {}, None, "first")
     store.append("other", {"f": b"2"}, {}, None, "first")
 
@@ -47,8 +66,8 @@ def test_a_release_is_found_only_in_its_own_line(tmp_path: Path) -> None:
     assert store.history("never-used") == [] and store.base("never-used") is None
 
 
-def test_republish_adds_a_commit_with_the_old_files_and_rewrites_nothing(tmp_path: Path) -> None:
-    store = ReleaseStore(tmp_path / "releases.git")
+def test_republish_adds_a_commit_with_the_old_files_and_rewrites_nothing(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path / "releases.git")
     v0 = store.append("demo", {"f": b"old"}, {"v": 0}, None, "creation")
     v1 = store.append("demo", {"f": b"new"}, {"v": 1}, v0, "step")
 
@@ -64,8 +83,8 @@ def test_republish_adds_a_commit_with_the_old_files_and_rewrites_nothing(tmp_pat
         store.republish("demo", "0" * 40, {}, v1, "nothing to republish")
 
 
-def test_large_files_are_kept_by_git_lfs_and_read_back_whole(tmp_path: Path) -> None:
-    store = ReleaseStore(tmp_path / "weights", manifest="manifest.json", large_files=("*.safetensors",))
+def test_large_files_are_kept_by_git_lfs_and_read_back_whole(tmp_path: Path, open_store: OpenStore) -> None:
+    store = open_store(tmp_path / "weights", manifest="manifest.json", large_files=("*.safetensors",))
     release_id = store.append("toy", {"weights.safetensors": WEIGHTS, "note.txt": b"hi"}, {"step": 1}, None, "ckpt")
 
     pointer = git(store.path, "cat-file", "-p", f"{release_id}:weights.safetensors")
@@ -81,14 +100,14 @@ def test_large_files_are_kept_by_git_lfs_and_read_back_whole(tmp_path: Path) -> 
     assert release.manifest == {"step": 1}
 
 
-def test_a_reopened_store_reads_what_was_stored_before(tmp_path: Path) -> None:
+def test_a_reopened_store_reads_what_was_stored_before(tmp_path: Path, open_store: OpenStore) -> None:
     path = tmp_path / "weights"
-    store = ReleaseStore(path, manifest="manifest.json", large_files=("*.safetensors",))
+    store = open_store(path, manifest="manifest.json", large_files=("*.safetensors",))
     first = store.append("toy", {"weights.safetensors": WEIGHTS}, {"step": 0}, None, "base")
     second = store.republish("toy", first, {"step": 0}, first, "roll back")
     store.close()
 
-    again = ReleaseStore(path, manifest="manifest.json", large_files=("*.safetensors",))
+    again = open_store(path, manifest="manifest.json", large_files=("*.safetensors",))
     assert again.history("toy") == [first, second] and again.base("toy") == first
     release = again.read("toy", second)
     assert release is not None and release.files == {"weights.safetensors": WEIGHTS}
@@ -96,7 +115,7 @@ def test_a_reopened_store_reads_what_was_stored_before(tmp_path: Path) -> None:
     assert again.history("toy") == [first, second, third]
 
 
-def test_a_history_on_a_branch_is_adopted_with_its_commit_ids(tmp_path: Path) -> None:
+def test_a_history_on_a_branch_is_adopted_with_its_commit_ids(tmp_path: Path, open_store: OpenStore) -> None:
     work = tmp_path / "work"
     work.mkdir()
     git(work, "init", "-q", "-b", "main")
@@ -107,7 +126,7 @@ def test_a_history_on_a_branch_is_adopted_with_its_commit_ids(tmp_path: Path) ->
         git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"step {step}")
         ids.append(git(work, "rev-parse", "HEAD"))
 
-    store = ReleaseStore(work, manifest="manifest.json")
+    store = open_store(work, manifest="manifest.json")
     assert store.adopt("toy", "refs/heads/main") == ids
     assert store.history("toy") == ids and store.base("toy") == ids[0]
     assert store.manifest("toy", ids[1]) == {"step": 1}
@@ -132,6 +151,7 @@ def test_closing_while_a_read_is_in_flight_lets_the_read_finish(tmp_path: Path) 
                 failures.append(error)
             reading.set()
 
+    gc.collect()  # what earlier tests left for the collector is not this test's
     unraisable: list[BaseException | None] = []
     hook, sys.unraisablehook = sys.unraisablehook, lambda report: unraisable.append(report.exc_value)
     reader = threading.Thread(target=read_until_stopped)
@@ -143,6 +163,7 @@ def test_closing_while_a_read_is_in_flight_lets_the_read_finish(tmp_path: Path) 
             store.close()
         stop.set()
         reader.join(10)
+        store.close()  # the reads after the last close started git's helpers again
         gc.collect()
     finally:
         sys.unraisablehook = hook
