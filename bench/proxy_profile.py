@@ -6,7 +6,10 @@ for each load, and prints the functions that take the most samples: by self time
 top of the stack) and by inclusive time (anywhere on it). Nothing is asserted; it is for reading.
 
     bench/.venv-bench/bin/python bench/proxy_profile.py [--seconds 20] [--concurrency 8] [--top 25]
-        [--reef PATH_TO_REEF] [--out DIR] [--native]
+        [--reef PATH_TO_REEF] [--out DIR] [--native] [--otel]
+
+--otel has reef export OpenTelemetry spans to a local OTLP/HTTP sink (bench/otlp_sink.py), the sink and reef's
+export process on CPU0, as run.sh --otel does: the profile then shows what exporting costs the daemon.
 
 Needs py-spy in the bench venv (`bench/.venv-bench/bin/pip install py-spy`) and permission to ptrace reef
 (root, or kernel.yama.ptrace_scope=0).
@@ -123,12 +126,13 @@ def main() -> int:
     parser.add_argument("--reef", default=str(ROOT / ".venv" / "bin" / "reef"))
     parser.add_argument("--out", type=Path, help="keep the raw profiles here")
     parser.add_argument("--native", action="store_true", help="sample C frames too (py-spy --native)")
+    parser.add_argument("--otel", action="store_true", help="export spans to a local OTLP/HTTP sink")
     args = parser.parse_args()
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     work = Path(tempfile.mkdtemp(prefix="reef-profile."))
     out = args.out or work
     out.mkdir(parents=True, exist_ok=True)
-    mock_port, reef_port = free_port(), free_port()
+    mock_port, reef_port, sink_port = free_port(), free_port(), free_port()
     processes: list[subprocess.Popen[bytes]] = []
     try:
         mock_log, reef_log = work / "mock.log", work / "reef.log"
@@ -137,14 +141,24 @@ def main() -> int:
             stdout=mock_log.open("wb"), stderr=subprocess.STDOUT,
         )  # fmt: skip
         processes.append(mock)
+        export: list[str] = []
+        if args.otel:
+            sink = [str(Path(args.reef).parent / "python"), str(HERE / "otlp_sink.py"), "--port", str(sink_port)]
+            processes.append(subprocess.Popen(pinned(0, sink), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+            export = ["--telemetry.otlp-endpoint", f"http://127.0.0.1:{sink_port}"]
         reef = subprocess.Popen(
             pinned(1, [args.reef, "serve", "--inference.upstream-url", f"http://127.0.0.1:{mock_port}",
-                       "--reef.port", str(reef_port), "--reef.state-dir", str(work / "reef")]),
+                       "--reef.port", str(reef_port), "--reef.state-dir", str(work / "reef"), *export]),
             stdout=reef_log.open("wb"), stderr=subprocess.STDOUT,
         )  # fmt: skip
         processes.append(reef)
         wait_ready(mock_port, mock, mock_log)
         wait_ready(reef_port, reef, reef_log)
+        if args.otel and shutil.which("taskset"):  # reef's export process goes where the sink is, as in run.sh
+            exporters = subprocess.run(["pgrep", "-P", str(reef.pid), "-f", "reef_daemon.telemetry.exporter"],
+                                       capture_output=True, text=True).stdout.split()  # fmt: skip
+            for exporter in exporters:
+                subprocess.run(["taskset", "-pc", "0", exporter], check=True, stdout=subprocess.DEVNULL)
         uvloop.run(load(reef_port, stream=False, concurrency=args.concurrency, seconds=3))  # warm-up
         for name, stream in (("non-stream", False), ("stream", True)):
             raw = out / f"{name}.txt"

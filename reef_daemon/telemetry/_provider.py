@@ -62,6 +62,18 @@ class _CountingExporter(SpanExporter):
         return self._inner.force_flush(timeout_millis)
 
 
+class _HashedOnce(Resource):
+    """The service's resource, hashed once: the OTLP encoder groups spans by resource, hashing each span's, and the
+    SDK's hash serialises every attribute to JSON each time (~7 µs a span)."""
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource.attributes, resource.schema_url)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
 class QueueWatch:
     """Counts the spans the batch processor would drop: it holds at most `max_queue` spans not yet handed to the
     exporter, and drops one for each span ended beyond that."""
@@ -103,4 +115,4 @@ def build_export(endpoint_setting: str | None, environ: Mapping[str, str]) -> Ex
     endpoint = None if endpoint_setting is None else endpoint_setting.rstrip("/") + "/v1/traces"
     processor = BatchSpanProcessor(_CountingExporter(OTLPSpanExporter(endpoint=endpoint), counts))
     max_queue = int(environ.get("OTEL_BSP_MAX_QUEUE_SIZE") or DEFAULT_MAX_QUEUE)
-    return Exporting(processor, SpanMaker(resource), counts, QueueWatch(counts, max_queue))
+    return Exporting(processor, SpanMaker(_HashedOnce(resource)), counts, QueueWatch(counts, max_queue))

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import IO, Any
 
+import orjson
+
 from reef_daemon.records import ExchangeFacts
 from reef_daemon.telemetry._provider import Exporting, build_export
 
@@ -74,7 +76,7 @@ def run(endpoint: str | None, lines: IO[bytes], out: IO[str]) -> None:
         if not exporting.queue.admit():
             continue  # counted as dropped
         try:
-            export_order(exporting, json.loads(line))
+            export_order(exporting, orjson.loads(line))
         except Exception as error:  # one order that cannot become a span must not end the export
             print(f"telemetry: could not export an order: {error!r}", file=sys.stderr, flush=True)
     exporting.processor.shutdown()  # type: ignore[no-untyped-call]  # sends what is queued, bounded by OTEL_BSP_EXPORT_TIMEOUT

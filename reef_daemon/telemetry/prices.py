@@ -24,12 +24,16 @@ class Price:
     output_per_million: float
 
 
+MODELS_REMEMBERED = 4096  # model names (client input) whose price, or lack of one, is kept after the first look-up
+
+
 class PriceTable:
     """Prices by model name; a dated name (`gpt-4o-2024-08-06`) takes the price of the longest name it starts with."""
 
     def __init__(self, prices: dict[str, Price]) -> None:
         self._prices = prices
         self._by_length = sorted(prices, key=len, reverse=True)
+        self._found: dict[str, Price | None] = {}  # every exchange asks, mostly for the same few models
 
     @classmethod
     def load(cls, path: Path | None = None) -> PriceTable:
@@ -48,10 +52,14 @@ class PriceTable:
     def price(self, model: str | None) -> Price | None:
         if not model:
             return None
+        if model in self._found:
+            return self._found[model]
         found = self._prices.get(model)
-        if found is not None:
-            return found
-        return next((self._prices[name] for name in self._by_length if model.startswith(name)), None)
+        if found is None:
+            found = next((self._prices[name] for name in self._by_length if model.startswith(name)), None)
+        if len(self._found) < MODELS_REMEMBERED:
+            self._found[model] = found
+        return found
 
     def cost_usd(self, model: str | None, usage: Usage) -> float | None:
         """What an exchange cost, or None when the model has no price or the tokens were not counted."""
