@@ -7,9 +7,9 @@ In one run, one after the other on the same machine:
    answers of `--tokens` tokens one at a time: tokens/s from the first text delta to the last, and as a client sees
    it (all tokens over the time from sending to the last byte);
 4. py-spy over the daemon while it streams one more (`--format raw`), the generation thread's samples put in the
-   parts of a decoding step (the linear layers' products, attention, the norms, the rotary embedding, writing keys
-   and values, picking the token, the Python between them) and what the thread does besides (reading the prompt,
-   handing each token over).
+   parts of a decoding step (the decoder layers' native calls, the output head's product, the rotary embedding,
+   picking the token, the Python between them; without the decoding kernels, transformers' attention, norms and
+   key/value writes) and what the thread does besides (reading the prompt, handing each token over).
 
     .venv/bin/python bench/embedded_decode_profile.py [--tokens 160] [--rounds 3] [--no-profile]
 
@@ -51,16 +51,21 @@ def step_parts() -> dict[str, list[tuple[str, int, int]]]:
     from transformers.integrations import sdpa_attention
     from transformers.models.llama import modeling_llama as llama
 
-    from reef_daemon.runtimes.embedded import half_kernel, precision
+    from reef_daemon.runtimes.embedded import decode_kernel, decode_step, precision
 
     functions = {
-        "products (linear layers)": [half_kernel.HalfKernel.linear, precision.DecodeLinear.forward],
-        "attention": [sdpa_attention.sdpa_attention_forward, row_attention],
-        "keys and values written": [BatchCache.update],
-        "norms": [llama.LlamaRMSNorm.forward],
+        # With the decoding kernels each decoder layer is one native call of the step (decode_step.py); the products
+        # left in torch's hands are the output head's (and, without the kernels, every layer's).
+        "products outside the layers (the output head)": [
+            decode_kernel.DecodeKernel.linear, precision.DecodeLinear.forward,
+        ],
+        "decoder layers (one native call each)": [decode_step.NativeDecodeStep.logits],
+        "attention (transformers' path)": [sdpa_attention.sdpa_attention_forward, row_attention],
+        "keys and values written (transformers' path)": [BatchCache.update],
+        "norms (transformers' path)": [llama.LlamaRMSNorm.forward],
         "rotary embedding": [(llama, "apply_rotary_pos_emb"), llama.LlamaRotaryEmbedding.forward],
         "picking the token": [pick_token],
-    }
+    }  # fmt: skip
     parts: dict[str, list[tuple[str, int, int]]] = {}
     for part, found in functions.items():
         for function in found:

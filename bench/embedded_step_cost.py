@@ -1,7 +1,7 @@
 """Where one batched decoding step of the embedded model spends its time, for 1, 2, 4 and 8 rows.
 
 For each row count, a `BatchCache` of that many short contexts is stepped (the worker's forward pass, without the
-HTTP layers), once with the decoding kernel of `half_kernel.py` (as served) and once with torch's fp16 product (what
+HTTP layers), once with the decoding kernel of `decode_kernel.py` (as served) and once with torch's fp16 product (what
 decoding falls back to without a C compiler). Then the linear layers' products alone are timed on every decode
 weight: the kernel, torch's fp16 product (all rows in one call), fp32 products on a converted copy (MKL) in fixed
 groups of 4 rows (a fixed shape, so a row's result does not depend on the batch), and the time to read every fp16
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.half_kernel import HalfKernel, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, decoding_method, load_kernel
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
@@ -80,7 +80,7 @@ def step_table(model: Any, steps: int) -> list[str]:
     return lines
 
 
-def _decode_with(layers: list[DecodeLinear], kernel: HalfKernel | None) -> None:
+def _decode_with(layers: list[DecodeLinear], kernel: DecodeKernel | None) -> None:
     """Make every decoding layer multiply with `kernel`, or with torch's fp16 product where None."""
     for layer in layers:
         layer._kernel = kernel

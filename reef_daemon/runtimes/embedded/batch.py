@@ -63,13 +63,19 @@ class BatchCache:
     def capacity(self) -> int:
         return int(self.keys[0].shape[2]) if self.keys else 0
 
-    def step_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Position ids `[rows, 1]` of the next token of each row, and the boolean attention mask
-        `[rows, 1, 1, span]` that lets each row see its own positions up to that token."""
+    def step_positions(self) -> torch.Tensor:
+        """The position `[rows]` of the next token of each row, where `update` (or the native step,
+        `decode_step.py`) writes its key and value; room is made for it."""
         self._span = max(self.lengths) + 1
         self._reserve(self._span)
         self._rows = torch.arange(len(self.lengths))
         self._positions = torch.tensor(self.lengths, dtype=torch.long)
+        return self._positions
+
+    def step_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Position ids `[rows, 1]` of the next token of each row, and the boolean attention mask
+        `[rows, 1, 1, span]` that lets each row see its own positions up to that token."""
+        self.step_positions()
         mask = torch.arange(self._span).unsqueeze(0) <= self._positions.unsqueeze(1)
         return self._positions.unsqueeze(1), mask[:, None, None, :]
 

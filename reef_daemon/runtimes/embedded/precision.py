@@ -4,7 +4,7 @@ A CPU decodes one token at a time by reading every weight once, so its speed is 
 copies of the linear layers' weights roughly double the tokens/s (measured here: ~18 tok/s fp32, ~50 with the
 copies). Multi-token steps (prompt prefill) run on the fp32 weights, where fp16 matrix products are slow on CPU.
 The fp32 weights remain the model's state (what is cached, swapped and trained); the copies follow them.
-Decoding steps multiply with the kernel of `half_kernel.py` (packed copies, fp32 sums, one pass over the weights for
+Decoding steps multiply with the kernel of `decode_kernel.py` (packed copies, fp32 sums, one pass over the weights for
 all the batch's rows), or, where it cannot be built, with torch's fp16 product. Either way a row gets the same result
 whatever the number of rows beside it. Per-token log-probs differ from pure fp32 by less than 0.01 nats on SmolLM2.
 """
@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from reef_daemon.runtimes.embedded.half_kernel import HalfKernel, load_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, load_kernel
 
 DECODE_ROWS = 4  # inputs with at most this many positions per sequence use the fp16 copy
 
@@ -27,7 +27,7 @@ class DecodeLinear(nn.Module):
 
     decode_weight: torch.Tensor  # the kernel's packed panels, or (without the kernel) the weight in fp16
 
-    def __init__(self, linear: nn.Linear, kernel: HalfKernel | None) -> None:
+    def __init__(self, linear: nn.Linear, kernel: DecodeKernel | None) -> None:
         super().__init__()
         self.weight = linear.weight
         self.bias = linear.bias

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from reef_contract import ServedAdapters
 from reef_daemon.runtimes.embedded.adapters import LoraAdapter, lora_layers
+from reef_daemon.runtimes.embedded.decode_kernel import decoding_method
 from reef_daemon.runtimes.embedded.engine import Engine
-from reef_daemon.runtimes.embedded.half_kernel import decoding_method
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel, ModelSource, load_model
 from reef_daemon.runtimes.embedded.stopping import end_ids

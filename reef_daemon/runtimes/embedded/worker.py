@@ -28,6 +28,8 @@ import torch
 
 from reef_daemon.runtimes.embedded.adapters import AdapterBank, AdapterUnavailable, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
+from reef_daemon.runtimes.embedded.decode_kernel import load_kernel
+from reef_daemon.runtimes.embedded.decode_step import native_step
 from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
@@ -69,6 +71,7 @@ class GenerationWorker:
         self._reading: deque[Job] = deque()
         self._decoding: list[Job] = []
         self._batch = BatchCache()
+        self._native = native_step(loaded.model, load_kernel())  # None: transformers' forward decodes
         self.peak_batch = 0  # the most sequences one decoding step has advanced
         self.failure: str | None = None  # why the generation thread stopped before it was closed
         self._thread = threading.Thread(target=self._run, name="reef-generation", daemon=True)
@@ -272,17 +275,9 @@ class GenerationWorker:
         """One token for every decoding sequence, in one forward pass."""
         began = time.perf_counter()
         try:
-            positions, mask = self._batch.step_inputs()
-            inputs = torch.tensor([[job.output_ids[-1]] for job in self._decoding])
-            with self.adapters.serving([job.adapter for job in self._decoding]):
-                out = self._loaded.model(
-                    input_ids=inputs,
-                    position_ids=positions,
-                    attention_mask=mask,
-                    cache=self._batch,
-                    use_cache=True,
-                    logits_to_keep=1,
-                )
+            rows = [job.adapter for job in self._decoding]
+            with self.adapters.serving(rows):
+                logits = self._logits()
             self._batch.advance()
         except Exception as exc:
             log.exception("generation failed")
@@ -292,13 +287,31 @@ class GenerationWorker:
             return
         ended = []
         for row, job in enumerate(self._decoding):
-            token, logprob = pick_token(out.logits[row, -1], job.params, job.generator)
+            token, logprob = pick_token(logits[row], job.params, job.generator)
             job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
             if not self._take(job, token):
                 ended.append(row)
         self._steps.append((time.perf_counter() - began, len(self._decoding)))
         self.peak_batch = max(self.peak_batch, len(self._decoding))
         self._leave(ended)
+
+    def _logits(self) -> torch.Tensor:
+        """The next-token logits `[rows, vocab]` of every decoding sequence, its key and value written."""
+        tokens = [job.output_ids[-1] for job in self._decoding]
+        if self._native is not None:
+            adapted = any(job.adapter is not None for job in self._decoding)
+            return self._native.logits(tokens, self._batch, adapted)
+        positions, mask = self._batch.step_inputs()
+        out = self._loaded.model(
+            input_ids=torch.tensor([[token] for token in tokens]),
+            position_ids=positions,
+            attention_mask=mask,
+            cache=self._batch,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        logits: torch.Tensor = out.logits[:, -1]
+        return logits
 
     def _take(self, job: Job, token: int) -> bool:
         """Send a new token's text; False once the job is finished."""

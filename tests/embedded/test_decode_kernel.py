@@ -1,4 +1,4 @@
-"""The fp16 decoding kernel: built for this machine, right, and a row's result independent of the rows beside it."""
+"""The decoding kernels: built for this machine, right, and a row's result independent of the rows beside it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from reef_daemon.runtimes.embedded import half_kernel
-from reef_daemon.runtimes.embedded.half_kernel import HalfKernel, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded import decode_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, decoding_method, load_kernel
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
 SHAPES = [(576, 576), (70, 33), (1, 5), (49, 1536)]  # (outputs, inputs): whole panels, ragged ones, a single output
@@ -23,12 +23,12 @@ SHAPES = [(576, 576), (70, 33), (1, 5), (49, 1536)]  # (outputs, inputs): whole 
 def fresh_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A kernel cache of its own and no kernel loaded yet; the loaded one is forgotten again afterwards."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    half_kernel._loaded.cache_clear()
+    decode_kernel._loaded.cache_clear()
     yield tmp_path / "reef" / "kernels"
-    half_kernel._loaded.cache_clear()
+    decode_kernel._loaded.cache_clear()
 
 
-def _kernel() -> HalfKernel:
+def _kernel() -> DecodeKernel:
     kernel = load_kernel()
     assert kernel is not None, decoding_method()
     return kernel
@@ -79,11 +79,11 @@ def test_built_once_per_machine_and_reused(fresh_build: Path, caplog: pytest.Log
     with caplog.at_level(logging.INFO, logger="reef.embedded"):
         assert load_kernel() is not None
     said = [record.getMessage() for record in caplog.records]
-    assert said[0].startswith("building the fp16 decoding kernel for this CPU with ")  # before the wait, not after
-    assert said[-1].startswith("built the fp16 decoding kernel for this CPU: ")
-    (library,) = fresh_build.glob("half_linear-*.so")
+    assert said[0].startswith("building the decoding kernels for this CPU with ")  # before the wait, not after
+    assert said[-1].startswith("built the decoding kernels for this CPU: ")
+    (library,) = fresh_build.glob("decode_kernel-*.so")
     built = library.stat()
-    half_kernel._loaded.cache_clear()
+    decode_kernel._loaded.cache_clear()
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="reef.embedded"):
         assert load_kernel() is not None
@@ -105,6 +105,10 @@ def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch
     alone = torch.cat([kernel.linear(rows[r : r + 1], packed, 70) for r in range(5)])
     assert torch.equal(kernel.linear(rows, packed, 70), alone)
     assert torch.allclose(alone.double(), rows.double() @ weight.to(torch.float16).double().T, rtol=1e-5, atol=1e-5)
+    query, new_keys, new_values, keys, values, positions = _attention_case(generator, [4, 0, 9], dim=20)
+    one = kernel.attend(query[1:2], new_keys[1:2], new_values[1:2], keys[1:2].clone(), values[1:2].clone(),
+                        positions[1:2], 0.5)  # fmt: skip
+    assert torch.equal(kernel.attend(query, new_keys, new_values, keys, values, positions, 0.5)[1:2], one)
 
 
 def test_without_a_compiler_decoding_uses_torch_and_says_why(
@@ -114,7 +118,7 @@ def test_without_a_compiler_decoding_uses_torch_and_says_why(
     assert load_kernel() is None
     assert decoding_method().startswith("fp16 weights, torch product (no kernel: ")
     assert "/nonexistent/cc" in decoding_method()
-    assert any("fp16 decoding kernel is unavailable" in r.getMessage() for r in caplog.records)
+    assert any("the decoding kernels are unavailable" in r.getMessage() for r in caplog.records)
     linear = nn.Linear(16, 8)
     layer = DecodeLinear(linear, None)
     x = torch.randn(2, 1, 16)
@@ -126,7 +130,7 @@ def test_a_failing_build_says_what_the_compiler_said(fresh_build: Path, monkeypa
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} -DREEF_NO_SUCH_FLAG -fno-such-option")
     assert load_kernel() is None
     assert "failed" in decoding_method() and "no-such-option" in decoding_method()
-    assert not list(fresh_build.glob("half_linear-*.so"))
+    assert not list(fresh_build.glob("decode_kernel-*.so"))
 
 
 def test_products_from_several_threads_at_once_stay_right() -> None:
@@ -147,3 +151,59 @@ def test_products_from_several_threads_at_once_stay_right() -> None:
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(products, range(4)))
+
+
+def _attention_case(
+    generator: torch.Generator, positions: list[int], heads: int = 9, kv_heads: int = 3, dim: int = 64
+) -> tuple[torch.Tensor, ...]:
+    """A query per row, its new key and value, and a cache of `capacity` positions holding earlier ones."""
+    rows, capacity = len(positions), max(positions) + 5
+    query = torch.randn(rows, heads, 1, dim, generator=generator)
+    new_keys, new_values = (torch.randn(rows, kv_heads, 1, dim, generator=generator) for _ in range(2))
+    keys, values = (torch.randn(rows, kv_heads, capacity, dim, generator=generator) for _ in range(2))
+    return query, new_keys, new_values, keys, values, torch.tensor(positions)
+
+
+def test_attention_writes_the_new_keys_and_attends_over_each_rows_own_positions() -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(5)
+    query, new_keys, new_values, keys, values, positions = _attention_case(generator, [0, 6, 40, 17])
+    before_keys, before_values = keys.clone(), values.clone()
+    got = kernel.attend(query, new_keys, new_values, keys, values, positions, 0.125)
+    assert got.shape == (4, 1, 9, 64)
+    for row, position in enumerate(positions.tolist()):
+        assert torch.equal(keys[row, :, position], new_keys[row, :, 0])
+        assert torch.equal(values[row, :, position], new_values[row, :, 0])
+        assert torch.equal(keys[row, :, position + 1 :], before_keys[row, :, position + 1 :])  # nothing else
+        assert torch.equal(values[row, :, :position], before_values[row, :, :position])
+        span_keys = keys[row : row + 1, :, : position + 1].repeat_interleave(3, dim=1).double()
+        span_values = values[row : row + 1, :, : position + 1].repeat_interleave(3, dim=1).double()
+        expected = torch.nn.functional.scaled_dot_product_attention(
+            query[row : row + 1].double(), span_keys, span_values, scale=0.125
+        )  # [1, heads, 1, dim]
+        assert torch.allclose(got[row, 0].double(), expected[0, :, 0], rtol=1e-5, atol=1e-6), f"row {row}"
+
+
+def test_a_rows_attention_is_the_same_bits_alone_or_in_any_batch() -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(9)
+    case = _attention_case(generator, [3, 30, 0, 12, 7])
+    query, new_keys, new_values, keys, values, positions = case
+    alone = torch.cat([
+        kernel.attend(query[r : r + 1], new_keys[r : r + 1], new_values[r : r + 1], keys[r : r + 1].clone(),
+                      values[r : r + 1].clone(), positions[r : r + 1], 0.125)
+        for r in range(5)
+    ])  # fmt: skip
+    together = kernel.attend(query, new_keys, new_values, keys.clone(), values.clone(), positions, 0.125)
+    assert torch.equal(together, alone)
+    order = torch.tensor([4, 2, 0, 3, 1])
+    query, new_keys, new_values, keys, values = (t[order] for t in case[:5])
+    reordered = kernel.attend(query, new_keys, new_values, keys, values, positions[order], 0.125)
+    assert torch.equal(reordered, alone[order])
+
+
+def test_attention_refuses_positions_outside_the_cache() -> None:
+    kernel = _kernel()
+    query, new_keys, new_values, keys, values, _ = _attention_case(torch.Generator().manual_seed(1), [2, 3])
+    with pytest.raises(ValueError, match="outside a cache"):
+        kernel.attend(query, new_keys, new_values, keys, values, torch.tensor([2, keys.shape[2]]), 0.125)

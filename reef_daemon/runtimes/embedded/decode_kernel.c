@@ -1,4 +1,7 @@
-/* y = x W^T for decoding: fp32 inputs, fp16 weights, fp32 sums, one pass over the weights for every row.
+/* The decoding kernels: the linear layers' product (reef_half_linear) and attention (reef_decode_attention) of a
+ * decoding step, whose rows each get the same bits alone or in any batch.
+ *
+ * y = x W^T for decoding: fp32 inputs, fp16 weights, fp32 sums, one pass over the weights for every row.
  *
  * The weights are packed in panels of PANEL output features: panel p holds, for every input feature k in order,
  * the PANEL weights W[p * PANEL + j][k] (fp16 bits, zero past the last feature). Each output y[r][n] is the sum over
@@ -7,6 +10,7 @@
  * output's sum never depend on how many rows there are or which rows share a pass: a row gets the same bits alone or
  * in any batch. The weights of a panel are read once per group of rows and converted to fp32 in registers.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -50,7 +54,7 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
         panel_pass(x, k_count, panel, out, 1);
 }
 
-const char *reef_half_linear_kind(void) { return "avx2-f16c-fma"; }
+const char *reef_decode_kernel_kind(void) { return "avx2-f16c-fma"; }
 
 #else
 
@@ -91,7 +95,7 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
-const char *reef_half_linear_kind(void) { return "portable"; }
+const char *reef_decode_kernel_kind(void) { return "portable"; }
 
 #endif
 
@@ -225,4 +229,160 @@ void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint1
     while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0) {
     }
     pthread_mutex_unlock(&pool_user);
+}
+
+/* Decoding attention: one new position per row, each row attending over exactly its own positions.
+ *
+ * keys, values: the cache, [rows, kv_heads, capacity, dim] fp32. Row r's new key and value ([rows, kv_heads, dim])
+ * are written at position positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
+ * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it. Scores are
+ * scaled dot products, softmax-ed in fp32 against their maximum. Each (row, head) is computed on its own in a fixed
+ * order, so a row's output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (nothing
+ * attended; the new keys and values are written). */
+static float dot(const float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    float total = 0.0f;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 acc = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    float lanes[8];
+    _mm256_storeu_ps(lanes, acc);
+    for (int lane = 0; lane < 8; lane++) total += lanes[lane];
+#endif
+    for (; i < n; i++) total += a[i] * b[i];
+    return total;
+}
+
+static void add_scaled(float *out, float weight, const float *v, int64_t n) {
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 w = _mm256_set1_ps(weight);
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));
+#endif
+    for (; i < n; i++) out[i] += weight * v[i];
+}
+
+int reef_decode_attention(const float *query, const float *new_keys, const float *new_values, float *keys,
+                          float *values, const int64_t *positions, int64_t rows, int64_t heads, int64_t kv_heads,
+                          int64_t capacity, int64_t dim, float scale, float *out) {
+    int64_t longest = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t g = 0; g < kv_heads; g++) {
+            size_t cached = (size_t)(((r * kv_heads + g) * capacity + positions[r]) * dim);
+            size_t fresh = (size_t)((r * kv_heads + g) * dim);
+            memcpy(keys + cached, new_keys + fresh, (size_t)dim * sizeof(float));
+            memcpy(values + cached, new_values + fresh, (size_t)dim * sizeof(float));
+        }
+        if (positions[r] + 1 > longest) longest = positions[r] + 1;
+    }
+    float *scores = malloc((size_t)(longest > 0 ? longest : 1) * sizeof(float));
+    if (scores == NULL) return -1;
+    int64_t group = heads / kv_heads;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t span = positions[r] + 1;
+        for (int64_t h = 0; h < heads; h++) {
+            const float *q = query + (r * heads + h) * dim;
+            size_t head = (size_t)((r * kv_heads + h / group) * capacity * dim);
+            const float *k = keys + head, *v = values + head;
+            float top = -INFINITY;
+            for (int64_t t = 0; t < span; t++) {
+                scores[t] = dot(q, k + t * dim, dim) * scale;
+                if (scores[t] > top) top = scores[t];
+            }
+            float total = 0.0f;
+            for (int64_t t = 0; t < span; t++) {
+                scores[t] = expf(scores[t] - top);
+                total += scores[t];
+            }
+            float *o = out + (r * heads + h) * dim;
+            memset(o, 0, (size_t)dim * sizeof(float));
+            for (int64_t t = 0; t < span; t++) add_scaled(o, scores[t], v + t * dim, dim);
+            float inverse = 1.0f / total;
+            for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
+        }
+    }
+    free(scores);
+    return 0;
+}
+
+/* The other parts of a Llama decoder layer, for one position per row, each row on its own. */
+
+/* out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)), the mean summed in order. */
+void reef_rms_norm(const float *x, int64_t rows, int64_t n, const float *weight, float eps, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * n;
+        float squares = 0.0f;
+        for (int64_t i = 0; i < n; i++) squares += row[i] * row[i];
+        float inverse = 1.0f / sqrtf(squares / (float)n + eps);
+        for (int64_t i = 0; i < n; i++) out[r * n + i] = weight[i] * (row[i] * inverse);
+    }
+}
+
+/* Rotary position embedding in place, as Llama applies it: x * cos + rotate_half(x) * sin, where rotate_half
+ * swaps the two halves of a head and negates the new first one. x: [rows, heads, dim]; cos, sin: [rows, dim]. */
+void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const float *cos, const float *sin) {
+    int64_t half = dim / 2;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *c = cos + r * dim, *s = sin + r * dim;
+        for (int64_t h = 0; h < heads; h++) {
+            float *head = x + (r * heads + h) * dim;
+            for (int64_t i = 0; i < half; i++) {
+                float first = head[i], second = head[i + half];
+                head[i] = first * c[i] + (-second) * s[i];
+                head[i + half] = second * c[i + half] + first * s[i + half];
+            }
+        }
+    }
+}
+
+/* gate[i] = silu(gate[i]) * up[i] */
+void reef_silu_mul(float *gate, const float *up, int64_t count) {
+    for (int64_t i = 0; i < count; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+/* x[i] += y[i] */
+void reef_add(float *x, const float *y, int64_t count) {
+    for (int64_t i = 0; i < count; i++) x[i] += y[i];
+}
+
+/* One decoder layer's weights (the products' packed fp16 panels, the norms' fp32 weights) and sizes. */
+typedef struct {
+    const float *input_norm, *post_norm;
+    const uint16_t *q, *k, *v, *o, *gate, *up, *down;
+    int64_t hidden, heads, kv_heads, head_dim, intermediate;
+    float eps, scale;
+} reef_layer_t;
+
+/* Room for a layer's intermediate results: rows x (hidden, heads*dim, kv*dim twice, heads*dim, hidden, intermediate
+ * twice) floats. */
+typedef struct {
+    float *normed, *q, *k, *v, *attended, *out, *gate, *up;
+} reef_scratch_t;
+
+/* A whole decoder layer for one new position per row, `hidden` [rows, hidden] updated in place (the residual
+ * stream): the same parts in the same order as a caller stepping through them one at a time, so a row gets the same
+ * bits either way. Returns 0, or -1 when attention ran out of memory. */
+int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
+                      float *keys, float *values, const int64_t *positions, int64_t capacity,
+                      const reef_scratch_t *s, int threads) {
+    int64_t h = layer->hidden, attention = layer->heads * layer->head_dim, kv = layer->kv_heads * layer->head_dim;
+    reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
+    reef_half_linear(s->normed, rows, h, layer->q, attention, s->q, threads);
+    reef_half_linear(s->normed, rows, h, layer->k, kv, s->k, threads);
+    reef_half_linear(s->normed, rows, h, layer->v, kv, s->v, threads);
+    reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
+    reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
+    if (reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
+                              capacity, layer->head_dim, layer->scale, s->attended))
+        return -1;
+    reef_half_linear(s->attended, rows, attention, layer->o, h, s->out, threads);
+    reef_add(hidden, s->out, rows * h);
+    reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
+    reef_half_linear(s->normed, rows, h, layer->gate, layer->intermediate, s->gate, threads);
+    reef_half_linear(s->normed, rows, h, layer->up, layer->intermediate, s->up, threads);
+    reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
+    reef_half_linear(s->gate, rows, layer->intermediate, layer->down, h, s->out, threads);
+    reef_add(hidden, s->out, rows * h);
+    return 0;
 }

@@ -1,0 +1,184 @@
+"""The decoding kernels (`decode_kernel.c`): built for this machine on first use, loaded with ctypes.
+
+A decoding step multiplies a few rows (one per sequence) by every weight of the model. torch's fp16 product on a CPU
+without fp16 arithmetic converts the weights again for every row, so four rows cost about three times one; the
+product kernel converts each weight once per step for all rows, and sums every output in a fixed order, so a row
+gets the same bits alone or in any batch, on any number of threads (torch's, shared out by output features).
+The attention kernel writes each row's new key and value into the cache and attends over exactly that row's
+positions, reading a key/value head shared by several query heads in place (torch's path copies it per query head,
+per layer and per token, which for a long context costs more than the weights). The norms, the rotary embedding,
+the MLP's activation and a whole decoder layer made of these parts are there too, for `decode_step.py`.
+
+The library is compiled with the system's C compiler (`$CC`, else `cc`) for this CPU into the user's cache
+(~/.cache/reef/kernels), once per source, flags and CPU. Without a compiler, or where the build or load fails,
+`load_kernel` says why once and returns None, and decoding uses torch's fp16 product and attention.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import platform
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+from reef_daemon.runtimes.model_cache import user_model_cache
+
+log = logging.getLogger("reef.embedded")
+
+SOURCE = Path(__file__).with_name("decode_kernel.c")
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
+LIBRARIES = ("-lm",)  # after the source, where the linker looks for what it needs
+PANEL = 32  # output features per panel of the packed weights; matches PANEL in decode_kernel.c
+BUILD_TIMEOUT_S = 120
+
+
+class DecodeKernel:
+    """The built library: `linear`, y = x Wᵀ for fp32 rows and a weight packed by `pack`; `attend`, a decoding
+    step's attention over a cache of keys and values; the rest of a decoder layer through `library`."""
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        self.library = library  # the layer's other parts, which `decode_step.py` calls
+        self._linear = library.reef_half_linear
+        self._linear.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+            ctypes.c_int,
+        ]  # fmt: skip
+        self._linear.restype = None
+        self._attention = library.reef_decode_attention
+        self._attention.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 5 + [ctypes.c_float, ctypes.c_void_p]
+        self._attention.restype = ctypes.c_int
+        kind = library.reef_decode_kernel_kind
+        kind.restype = ctypes.c_char_p
+        self.kind: str = kind().decode()
+
+    @staticmethod
+    def pack(weight: torch.Tensor) -> torch.Tensor:
+        """The fp16 panels of `weight` [out, in]: [ceil(out / PANEL), in, PANEL], zero past the last output."""
+        half = weight.detach().to(torch.float16)
+        missing = -half.shape[0] % PANEL
+        if missing:
+            half = torch.cat([half, half.new_zeros(missing, half.shape[1])])
+        return half.view(-1, PANEL, half.shape[1]).transpose(1, 2).contiguous()
+
+    def linear(
+        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
+    ) -> torch.Tensor:
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs: [n, outputs] fp32, on `threads`
+        threads (torch's number by default; the result is the same for any)."""
+        rows = rows.contiguous()
+        if rows.dtype != torch.float32 or packed.dtype != torch.float16 or rows.shape[1] != packed.shape[1]:
+            raise ValueError(f"half kernel: rows {rows.dtype} {tuple(rows.shape)}, weight {tuple(packed.shape)}")
+        result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
+        threads = torch.get_num_threads() if threads is None else threads
+        self._linear(
+            rows.data_ptr(), rows.shape[0], rows.shape[1], packed.data_ptr(), outputs, result.data_ptr(), threads
+        )
+        return result
+
+    def attend(
+        self, query: torch.Tensor, new_keys: torch.Tensor, new_values: torch.Tensor, keys: torch.Tensor,
+        values: torch.Tensor, positions: torch.Tensor, scale: float,
+    ) -> torch.Tensor:  # fmt: skip
+        """One decoding step's attention: row r's new key and value (`[rows, kv_heads, 1, dim]`) are written into
+        the cache (`keys`, `values`: `[rows, kv_heads, capacity, dim]`) at `positions[r]`, then its query
+        (`[rows, heads, 1, dim]`) attends over positions 0 .. positions[r]. Returns `[rows, 1, heads, dim]`, the
+        layout attention outputs take in transformers. Everything fp32."""
+        rows, heads, _, dim = query.shape
+        kv_heads, capacity = keys.shape[1], keys.shape[2]
+        query, new_keys, new_values = query.contiguous(), new_keys.contiguous(), new_values.contiguous()
+        tensors = (query, new_keys, new_values, keys, values)
+        if any(t.dtype != torch.float32 for t in tensors) or not (keys.is_contiguous() and values.is_contiguous()):
+            raise ValueError("attention kernel: fp32 tensors and a contiguous cache only")
+        if (
+            heads % kv_heads
+            or new_keys.shape != (rows, kv_heads, 1, dim)
+            or keys.shape != (rows, kv_heads, capacity, dim)
+        ):
+            raise ValueError(
+                f"attention kernel: query {tuple(query.shape)}, keys {tuple(new_keys.shape)}"
+                f" into a cache {tuple(keys.shape)}"
+            )
+        positions = positions.to(torch.int64).contiguous()
+        if int(positions.max()) >= capacity or int(positions.min()) < 0:
+            raise ValueError(f"attention kernel: positions {positions.tolist()} outside a cache of {capacity}")
+        out = torch.empty(rows, 1, heads, dim, dtype=torch.float32)
+        failed = self._attention(
+            *(t.data_ptr() for t in tensors), positions.data_ptr(), rows, heads, kv_heads, capacity, dim, scale,
+            out.data_ptr(),
+        )  # fmt: skip
+        if failed:
+            raise MemoryError("attention kernel: no memory for the scores")
+        return out
+
+
+def load_kernel() -> DecodeKernel | None:
+    """The kernel for this machine, built on first use; None (said once, in the log) where it cannot be built."""
+    return _loaded()[0]
+
+
+def decoding_method() -> str:
+    """How decoding steps multiply, for `reef status`: this kernel, or torch's fp16 product and why."""
+    kernel, why = _loaded()
+    return f"fp16 weights, reef kernel ({kernel.kind})" if kernel else f"fp16 weights, torch product ({why})"
+
+
+@functools.cache
+def _loaded() -> tuple[DecodeKernel | None, str]:
+    try:
+        return DecodeKernel(ctypes.CDLL(str(_built()))), ""
+    except (OSError, subprocess.SubprocessError) as error:
+        log.warning(
+            "decoding with torch's fp16 product and attention: the decoding kernels are unavailable (%s)", error
+        )
+        return None, f"no kernel: {error}"
+
+
+def _built() -> Path:
+    compiler = shlex.split(os.environ.get("CC") or "cc")
+    key = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), " ".join([*compiler, *FLAGS, *LIBRARIES]).encode(), _machine().encode()):
+        key.update(hashlib.sha256(part).digest())
+    library = kernels_dir() / f"decode_kernel-{key.hexdigest()[:24]}.so"
+    if library.is_file():
+        return library
+    library.parent.mkdir(parents=True, exist_ok=True)
+    log.info("building the decoding kernels for this CPU with %s (once per machine)", compiler[0])
+    with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
+        built = Path(scratch) / library.name
+        result = subprocess.run(
+            [*compiler, *FLAGS, "-o", str(built), str(SOURCE), *LIBRARIES],
+            capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise OSError(f"{compiler[0]} failed: {(result.stderr or result.stdout).strip()[-500:]}")
+        os.replace(built, library)  # whole or absent, also with two daemons building at once
+    log.info("built the decoding kernels for this CPU: %s", library)
+    return library
+
+
+def kernels_dir() -> Path:
+    """Built kernels of this user, next to the converted models."""
+    return user_model_cache().parent / "kernels"
+
+
+def _machine() -> str:
+    """What `-march=native` builds for: the architecture, CPU model and feature flags."""
+    identity = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    identity.append(line.strip())
+                if line.strip() == "":
+                    break  # the first processor describes them all
+    except OSError:
+        pass
+    return "\n".join(identity)

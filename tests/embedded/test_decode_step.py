@@ -1,0 +1,123 @@
+"""The native decoding step: the logits of transformers' forward pass, a row's bits the same alone or in any batch,
+and LoRA adapters served per row through the same parts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from reef_daemon.runtimes.embedded.adapters import AdapterBank, LoraAdapter
+from reef_daemon.runtimes.embedded.batch import BatchCache, use_row_attention
+from reef_daemon.runtimes.embedded.decode_kernel import decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.decode_step import NativeDecodeStep, native_step
+from reef_daemon.runtimes.embedded.precision import add_decode_copies
+
+PROMPTS = [[3, 14, 15, 9, 2, 6], [5, 35], [8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4]]
+
+
+@pytest.fixture(scope="module")
+def model() -> Any:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=80, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, rope_theta=10000.0,
+    )  # fmt: skip
+    made = LlamaForCausalLM(config).eval()
+    add_decode_copies(made)
+    use_row_attention(made)
+    return made
+
+
+@pytest.fixture(scope="module")
+def step(model: Any) -> NativeDecodeStep:
+    made = native_step(model, load_kernel())
+    assert made is not None, decoding_method()
+    return made
+
+
+def read(model: Any, prompts: list[list[int]]) -> BatchCache:
+    from transformers import DynamicCache
+
+    batch = BatchCache()
+    with torch.inference_mode():
+        for prompt in prompts:
+            cache = DynamicCache(config=model.config)
+            model(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True)
+            batch.add(cache)
+    return batch
+
+
+def transformers_step(model: Any, tokens: list[int], batch: BatchCache) -> torch.Tensor:
+    positions, mask = batch.step_inputs()
+    out = model(
+        input_ids=torch.tensor([[t] for t in tokens]), position_ids=positions, attention_mask=mask, cache=batch,
+        use_cache=True, logits_to_keep=1,
+    )  # fmt: skip
+    batch.advance()
+    return out.logits[:, -1]
+
+
+def native(step: NativeDecodeStep, tokens: list[int], batch: BatchCache, adapted: bool = False) -> torch.Tensor:
+    logits = step.logits(tokens, batch, adapted)
+    batch.advance()
+    return logits
+
+
+def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: NativeDecodeStep) -> None:
+    ours, theirs = read(model, PROMPTS), read(model, PROMPTS)
+    tokens = [p[-1] for p in PROMPTS]
+    with torch.inference_mode():
+        for _ in range(6):
+            got, expected = native(step, tokens, ours), transformers_step(model, tokens, theirs)
+            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4), (got - expected).abs().max()
+            tokens = expected.argmax(-1).tolist()
+    for layer in range(model.config.num_hidden_layers):  # the same keys and values were written
+        assert torch.allclose(ours.keys[layer], theirs.keys[layer], atol=1e-4)
+        assert torch.allclose(ours.values[layer], theirs.values[layer], atol=1e-4)
+
+
+def test_a_row_gets_the_same_bits_alone_or_in_a_batch(model: Any, step: NativeDecodeStep) -> None:
+    with torch.inference_mode():
+        alone = [native(step, [p[-1]], read(model, [p])) for p in PROMPTS]
+        together = native(step, [p[-1] for p in PROMPTS], read(model, PROMPTS))
+    for row, logits in enumerate(alone):
+        assert torch.equal(together[row], logits[0]), f"row {row}"
+
+
+def test_an_adapted_row_gets_its_delta_and_the_others_the_same_bits(
+    model: Any, step: NativeDecodeStep, tmp_path: Path
+) -> None:
+    generator = torch.Generator().manual_seed(2)
+    layers = {
+        f"model.layers.{index}.{path}": (torch.randn(4, inputs, generator=generator) * 0.1,
+                                         torch.randn(outputs, 4, generator=generator) * 0.1)
+        for index in range(3)
+        for path, inputs, outputs in (("self_attn.q_proj", 64, 64), ("mlp.down_proj", 96, 64))
+    }  # fmt: skip
+    bank = AdapterBank(model, capacity=2, spill_dir=tmp_path)
+    bank.install(LoraAdapter("tuned", "v1", 2.0, layers))
+    adapter = bank.get("tuned")
+    tokens = [p[-1] for p in PROMPTS]
+    ours, theirs = read(model, PROMPTS), read(model, PROMPTS)  # the prompts read without the adapter
+    with torch.inference_mode():
+        plain = native(step, tokens, read(model, PROMPTS))
+        with bank.serving([None, adapter, None]):
+            adapted = native(step, tokens, ours, adapted=True)
+            expected = transformers_step(model, tokens, theirs)
+    assert torch.equal(adapted[0], plain[0]) and torch.equal(adapted[2], plain[2])
+    assert (adapted[1] - plain[1]).abs().max() > 1e-3  # the adapter changes its row
+    assert torch.allclose(adapted, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_the_kernels_cannot_step_is_left_to_transformers(model: Any) -> None:
+    assert native_step(model, None) is None
+    model.config.hidden_act = "gelu"
+    try:
+        assert native_step(model, load_kernel()) is None
+    finally:
+        model.config.hidden_act = "silu"
