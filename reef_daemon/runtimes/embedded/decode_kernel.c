@@ -8,7 +8,8 @@
  * k = 0, 1, ..., K - 1, in that order, of x[r][k] * W[n][k], each step one fused multiply-add in fp32 (or, without
  * FMA, a multiply and an add, each rounded). Rows are handled a few at a time, but the order and rounding of one
  * output's sum never depend on how many rows there are or which rows share a pass: a row gets the same bits alone or
- * in any batch. The weights of a panel are read once per group of rows and converted to fp32 in registers.
+ * in any batch. The weights of a panel are read once per group of rows and converted to fp32 in registers. The
+ * AVX-512 and AVX2 paths sum an output the same way (one fused multiply-add per k, in order): they agree bit for bit.
  */
 #include <math.h>
 #include <pthread.h>
@@ -20,10 +21,49 @@
 #include <time.h>
 
 #define PANEL 32
+#if defined(__AVX512F__) && defined(__F16C__) && defined(__FMA__)
+#include <immintrin.h>
+#define GROUP 6 /* rows per pass over a panel: GROUP x 2 accumulators of 16 floats stay in AVX-512 registers */
+
+static inline __attribute__((always_inline)) void panel_pass(
+    const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
+    __m512 acc[GROUP][2];
+    for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < k_count; k++) {
+        const uint16_t *w = panel + k * PANEL;
+        _mm_prefetch((const char *)(w + 8 * PANEL), _MM_HINT_T0);
+        __m512 low = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        __m512 high = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 16)));
+        for (int r = 0; r < rows; r++) {
+            __m512 xr = _mm512_set1_ps(x[r * k_count + k]);
+            acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        _mm512_storeu_ps(out + r * PANEL, acc[r][0]);
+        _mm512_storeu_ps(out + r * PANEL + 16, acc[r][1]);
+    }
+}
+
+static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
+    /* Constant row counts, so each pass keeps its accumulators in registers. */
+    switch (rows) {
+    case 6: panel_pass(x, k_count, panel, out, 6); break;
+    case 5: panel_pass(x, k_count, panel, out, 5); break;
+    case 4: panel_pass(x, k_count, panel, out, 4); break;
+    case 3: panel_pass(x, k_count, panel, out, 3); break;
+    case 2: panel_pass(x, k_count, panel, out, 2); break;
+    default: panel_pass(x, k_count, panel, out, 1);
+    }
+}
+
+const char *reef_decode_kernel_kind(void) { return "avx512-f16c-fma"; }
+
+#elif defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+#include <immintrin.h>
 #define GROUP 3 /* rows per pass over a panel: GROUP x PANEL / 8 accumulators stay in AVX2 registers */
 
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-#include <immintrin.h>
 
 static inline __attribute__((always_inline)) void panel_pass(
     const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
@@ -57,6 +97,7 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
 const char *reef_decode_kernel_kind(void) { return "avx2-f16c-fma"; }
 
 #else
+#define GROUP 3
 
 static float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
@@ -122,21 +163,28 @@ static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
     }
 }
 
-/* Helper threads. A product's panels are shared out in fixed slices, one per thread; each output is computed as
- * above whichever thread does it, so the result does not depend on the number of threads either. Between products a
- * helper spins briefly (the next product of a layer usually follows within microseconds), then sleeps. */
+/* Helper threads. A job (a product's panels, attention's rows and heads) is shared out in fixed slices, one per
+ * thread; each output is computed as above whichever thread does it, so the result does not depend on the number of
+ * threads either. Between jobs a helper spins briefly (the next one of a layer usually follows within microseconds),
+ * then sleeps. */
 #define MAX_THREADS 64
 #define SPIN_NS 50000
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
 static int helpers;                 /* started helper threads; helper i takes slice i + 1 */
-static product_t current;           /* the product being computed */
+typedef struct {
+    void (*run)(const void *task, int index, int count); /* computes slice `index` of `count` */
+    const void *task;
+} job_t;
+
+static job_t current;               /* the job being computed */
 static int slices;                  /* how many slices it is shared out in */
 static _Atomic int64_t generation;  /* counts products; a helper works when it sees a new one */
-static _Atomic int unfinished;      /* helpers' slices of the current product still being computed */
+static _Atomic int unfinished;      /* helpers' slices of the current job still being computed */
 
-static void slice(const product_t *p, int index, int count) {
+static void product_slice(const void *task, int index, int count) {
+    const product_t *p = task;
     int64_t total = (p->n_count + PANEL - 1) / PANEL;
     panels(p, total * index / count, total * (index + 1) / count);
 }
@@ -163,12 +211,12 @@ static void *helper(void *argument) {
         }
         pthread_mutex_lock(&pool_lock);
         while (atomic_load(&generation) == seen) pthread_cond_wait(&pool_wake, &pool_lock);
-        seen = atomic_load(&generation); /* the product and its slices as of this generation, taken together */
-        product_t product = current;
+        seen = atomic_load(&generation); /* the job and its slices as of this generation, taken together */
+        job_t job = current;
         int count = slices;
         pthread_mutex_unlock(&pool_lock);
         if (index < count) {
-            slice(&product, index, count);
+            job.run(job.task, index, count);
             atomic_fetch_sub_explicit(&unfinished, 1, memory_order_release);
         }
     }
@@ -198,37 +246,41 @@ static int start_helpers(int wanted) {
     return helpers;
 }
 
-static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the one product using the helpers */
+static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the one job using the helpers */
 
-/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
- * Computed on up to `threads` threads (this one and helpers). Calls may overlap (two models in one process): one
- * of them uses the helpers, the others compute on their own thread. */
-void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
-                      float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, y};
-    int64_t total = (n_count + PANEL - 1) / PANEL;
+/* Runs `job` in `units` slices at most, on up to `threads` threads (this one and helpers). Calls may overlap (two
+ * models in one process): one of them uses the helpers, the others compute on their own thread. */
+static void run_shared(job_t job, int64_t units, int threads) {
     int count = threads < MAX_THREADS ? threads : MAX_THREADS;
-    if (count > total) count = (int)total;
+    if (count > units) count = (int)units;
     if (count > 1 && pthread_mutex_trylock(&pool_user) != 0) count = 1;
     if (count > 1) {
         count = 1 + (start_helpers(count - 1) < count - 1 ? helpers : count - 1);
         if (count <= 1) pthread_mutex_unlock(&pool_user);
     }
     if (count <= 1) {
-        panels(&product, 0, total);
+        job.run(job.task, 0, 1);
         return;
     }
     pthread_mutex_lock(&pool_lock);
-    current = product;
+    current = job;
     slices = count;
     atomic_store(&unfinished, count - 1);
     atomic_fetch_add_explicit(&generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool_wake);
     pthread_mutex_unlock(&pool_lock);
-    slice(&product, 0, count);
+    job.run(job.task, 0, count);
     while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0) {
     }
     pthread_mutex_unlock(&pool_user);
+}
+
+/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
+ * Computed on up to `threads` threads. */
+void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
+                      float *y, int threads) {
+    product_t product = {x, rows, k_count, n_count, packed, y};
+    run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
 }
 
 /* Decoding attention: one new position per row, each row attending over exactly its own positions.
@@ -237,8 +289,9 @@ void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint1
  * are written at position positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
  * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it. Scores are
  * scaled dot products, softmax-ed in fp32 against their maximum. Each (row, head) is computed on its own in a fixed
- * order, so a row's output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (nothing
- * attended; the new keys and values are written). */
+ * order, on whichever thread (the pairs are shared out among up to `threads` when there is enough to do), so a row's
+ * output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (the new keys and values are
+ * written; what was attended is not to be used). */
 static float dot(const float *a, const float *b, int64_t n) {
     int64_t i = 0;
     float total = 0.0f;
@@ -263,10 +316,57 @@ static void add_scaled(float *out, float weight, const float *v, int64_t n) {
     for (; i < n; i++) out[i] += weight * v[i];
 }
 
+typedef struct {
+    const float *query, *keys, *values;
+    const int64_t *positions;
+    int64_t rows, heads, kv_heads, capacity, dim, longest;
+    float scale;
+    float *out;
+    _Atomic int failed;
+} attention_t;
+
+/* One (row, head) pair: its scores over the row's positions, their softmax, and the weighted sum of values. */
+static void attend_pair(const attention_t *a, int64_t pair, float *scores) {
+    int64_t r = pair / a->heads, h = pair % a->heads, dim = a->dim, span = a->positions[r] + 1;
+    const float *q = a->query + pair * dim;
+    size_t head = (size_t)((r * a->kv_heads + h / (a->heads / a->kv_heads)) * a->capacity * dim);
+    const float *k = a->keys + head, *v = a->values + head;
+    float top = -INFINITY;
+    for (int64_t t = 0; t < span; t++) {
+        scores[t] = dot(q, k + t * dim, dim) * a->scale;
+        if (scores[t] > top) top = scores[t];
+    }
+    float total = 0.0f;
+    for (int64_t t = 0; t < span; t++) {
+        scores[t] = expf(scores[t] - top);
+        total += scores[t];
+    }
+    float *o = a->out + pair * dim;
+    memset(o, 0, (size_t)dim * sizeof(float));
+    for (int64_t t = 0; t < span; t++) add_scaled(o, scores[t], v + t * dim, dim);
+    float inverse = 1.0f / total;
+    for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
+}
+
+static void attention_slice(const void *task, int index, int count) {
+    attention_t *a = (attention_t *)task;
+    int64_t pairs = a->rows * a->heads, first = pairs * index / count, end = pairs * (index + 1) / count;
+    if (first == end) return;
+    float *scores = malloc((size_t)a->longest * sizeof(float));
+    if (scores == NULL) {
+        atomic_store(&a->failed, 1);
+        return;
+    }
+    for (int64_t pair = first; pair < end; pair++) attend_pair(a, pair, scores);
+    free(scores);
+}
+
+#define SHARED_ATTENTION 65536 /* multiply-adds below which attention stays on the calling thread */
+
 int reef_decode_attention(const float *query, const float *new_keys, const float *new_values, float *keys,
                           float *values, const int64_t *positions, int64_t rows, int64_t heads, int64_t kv_heads,
-                          int64_t capacity, int64_t dim, float scale, float *out) {
-    int64_t longest = 0;
+                          int64_t capacity, int64_t dim, float scale, float *out, int threads) {
+    int64_t longest = 1, work = 0;
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t g = 0; g < kv_heads; g++) {
             size_t cached = (size_t)(((r * kv_heads + g) * capacity + positions[r]) * dim);
@@ -275,35 +375,11 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
             memcpy(values + cached, new_values + fresh, (size_t)dim * sizeof(float));
         }
         if (positions[r] + 1 > longest) longest = positions[r] + 1;
+        work += (positions[r] + 1) * heads * dim * 2;
     }
-    float *scores = malloc((size_t)(longest > 0 ? longest : 1) * sizeof(float));
-    if (scores == NULL) return -1;
-    int64_t group = heads / kv_heads;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t span = positions[r] + 1;
-        for (int64_t h = 0; h < heads; h++) {
-            const float *q = query + (r * heads + h) * dim;
-            size_t head = (size_t)((r * kv_heads + h / group) * capacity * dim);
-            const float *k = keys + head, *v = values + head;
-            float top = -INFINITY;
-            for (int64_t t = 0; t < span; t++) {
-                scores[t] = dot(q, k + t * dim, dim) * scale;
-                if (scores[t] > top) top = scores[t];
-            }
-            float total = 0.0f;
-            for (int64_t t = 0; t < span; t++) {
-                scores[t] = expf(scores[t] - top);
-                total += scores[t];
-            }
-            float *o = out + (r * heads + h) * dim;
-            memset(o, 0, (size_t)dim * sizeof(float));
-            for (int64_t t = 0; t < span; t++) add_scaled(o, scores[t], v + t * dim, dim);
-            float inverse = 1.0f / total;
-            for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
-        }
-    }
-    free(scores);
-    return 0;
+    attention_t task = {query, keys, values, positions, rows, heads, kv_heads, capacity, dim, longest, scale, out, 0};
+    run_shared((job_t){attention_slice, &task}, rows * heads, work < SHARED_ATTENTION ? 1 : threads);
+    return atomic_load(&task.failed) ? -1 : 0;
 }
 
 /* The other parts of a Llama decoder layer, for one position per row, each row on its own. */
@@ -374,7 +450,7 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
     reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
     if (reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
-                              capacity, layer->head_dim, layer->scale, s->attended))
+                              capacity, layer->head_dim, layer->scale, s->attended, threads))
         return -1;
     reef_half_linear(s->attended, rows, attention, layer->o, h, s->out, threads);
     reef_add(hidden, s->out, rows * h);

@@ -53,7 +53,9 @@ class DecodeKernel:
         ]  # fmt: skip
         self._linear.restype = None
         self._attention = library.reef_decode_attention
-        self._attention.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 5 + [ctypes.c_float, ctypes.c_void_p]
+        self._attention.argtypes = [
+            *[ctypes.c_void_p] * 6, *[ctypes.c_int64] * 5, ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
+        ]  # fmt: skip
         self._attention.restype = ctypes.c_int
         kind = library.reef_decode_kernel_kind
         kind.restype = ctypes.c_char_p
@@ -112,7 +114,7 @@ class DecodeKernel:
         out = torch.empty(rows, 1, heads, dim, dtype=torch.float32)
         failed = self._attention(
             *(t.data_ptr() for t in tensors), positions.data_ptr(), rows, heads, kv_heads, capacity, dim, scale,
-            out.data_ptr(),
+            out.data_ptr(), torch.get_num_threads(),
         )  # fmt: skip
         if failed:
             raise MemoryError("attention kernel: no memory for the scores")
