@@ -115,8 +115,11 @@ async def serve_phase(url: str, rounds: int, max_tokens: int, concurrent: int) -
     return {"single": single, "concurrent": batches}
 
 
-def start_daemon(state: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [str(ROOT / ".venv" / "bin" / "reef"), "serve", "--reef.state-dir", str(state), "--reef.port", str(port)]
+def start_daemon(state: Path, port: int, *settings: str) -> subprocess.Popen[bytes]:
+    command = [
+        str(ROOT / ".venv" / "bin" / "reef"), "serve", "--reef.state-dir", str(state), "--reef.port", str(port),
+        *settings,
+    ]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 

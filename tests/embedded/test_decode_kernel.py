@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from reef_daemon.runtimes.embedded import decode_kernel
-from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import BLOCK, DecodeKernel, decoding_method, load_kernel
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
 SHAPES = [(576, 576), (70, 33), (1, 5), (49, 1536)]  # (outputs, inputs): whole panels, ragged ones, a single output
@@ -61,6 +61,24 @@ def test_a_row_gets_the_same_bits_alone_or_in_any_batch(outputs: int, inputs: in
         assert torch.equal(kernel.linear(rows, packed, outputs, threads=threads), alone), f"{threads} threads"
 
 
+@pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
+def test_int8_products_match_fp32_arithmetic_on_the_dequantised_weights(outputs: int, inputs: int) -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(outputs + inputs)
+    weight = torch.randn(outputs, inputs, generator=generator) * 0.05
+    rows = torch.randn(7, inputs, generator=generator)
+    panels, scales = kernel.pack_int8(weight)
+    # Back from the panels: weight n, input k is q * its block's scale.
+    q = panels.transpose(1, 2).reshape(-1, inputs)[:outputs].double()
+    per_input = scales.transpose(1, 2).reshape(-1, scales.shape[1])[:outputs].repeat_interleave(BLOCK, 1)
+    dequantised = q * per_input[:, :inputs].double()
+    assert (dequantised - weight.double()).abs().max() <= per_input.max() / 2 + 1e-9  # rounding to the nearest step
+    got = kernel.linear(rows, panels, outputs, scales=scales)
+    assert torch.allclose(got.double(), rows.double() @ dequantised.T, rtol=1e-5, atol=1e-5)
+    alone = torch.cat([kernel.linear(rows[r : r + 1], panels, outputs, scales=scales) for r in range(7)])
+    assert torch.equal(got, alone)
+
+
 def test_decoding_layers_follow_a_weight_change() -> None:
     kernel = _kernel()
     linear = nn.Linear(40, 50)
@@ -105,6 +123,9 @@ def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch
     alone = torch.cat([kernel.linear(rows[r : r + 1], packed, 70) for r in range(5)])
     assert torch.equal(kernel.linear(rows, packed, 70), alone)
     assert torch.allclose(alone.double(), rows.double() @ weight.to(torch.float16).double().T, rtol=1e-5, atol=1e-5)
+    panels, scales = kernel.pack_int8(weight)
+    int8 = torch.cat([kernel.linear(rows[r : r + 1], panels, 70, scales=scales) for r in range(5)])
+    assert torch.equal(kernel.linear(rows, panels, 70, scales=scales), int8)
     query, new_keys, new_values, keys, values, positions = _attention_case(generator, [4, 0, 9], dim=20)
     one = kernel.attend(query[1:2], new_keys[1:2], new_values[1:2], keys[1:2].clone(), values[1:2].clone(),
                         positions[1:2], 0.5)  # fmt: skip
@@ -120,11 +141,14 @@ def test_the_avx512_and_avx2_products_agree_bit_for_bit(fresh_build: Path, monke
     weight = torch.randn(200, 96, generator=generator)
     rows = torch.randn(7, 96, generator=generator)
     wide = kernel.linear(rows, kernel.pack(weight), 200)
+    panels, scales = kernel.pack_int8(weight)
+    wide_int8 = kernel.linear(rows, panels, 200, scales=scales)
     decode_kernel._loaded.cache_clear()
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} -mno-avx512f")
     narrow = _kernel()
     assert narrow.kind == "avx2-f16c-fma"
     assert torch.equal(narrow.linear(rows, narrow.pack(weight), 200), wide)
+    assert torch.equal(narrow.linear(rows, panels, 200, scales=scales), wide_int8)
 
 
 def test_without_a_compiler_decoding_uses_torch_and_says_why(

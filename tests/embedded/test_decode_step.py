@@ -18,8 +18,7 @@ from reef_daemon.runtimes.embedded.precision import add_decode_copies
 PROMPTS = [[3, 14, 15, 9, 2, 6], [5, 35], [8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4]]
 
 
-@pytest.fixture(scope="module")
-def model() -> Any:
+def tiny_llama(int8: bool = False) -> Any:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -28,9 +27,14 @@ def model() -> Any:
         num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, rope_theta=10000.0,
     )  # fmt: skip
     made = LlamaForCausalLM(config).eval()
-    add_decode_copies(made)
+    add_decode_copies(made, int8)
     use_row_attention(made)
     return made
+
+
+@pytest.fixture(scope="module")
+def model() -> Any:
+    return tiny_llama()
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +83,20 @@ def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: Na
     for layer in range(model.config.num_hidden_layers):  # the same keys and values were written
         assert torch.allclose(ours.keys[layer], theirs.keys[layer], atol=1e-4)
         assert torch.allclose(ours.values[layer], theirs.values[layer], atol=1e-4)
+
+
+def test_int8_copies_step_as_transformers_does_with_them() -> None:
+    """The native step reads the int8 copies and their scales where the layer modules hold them."""
+    int8 = tiny_llama(int8=True)
+    step = native_step(int8, load_kernel())
+    assert step is not None
+    ours, theirs = read(int8, PROMPTS), read(int8, PROMPTS)
+    tokens = [p[-1] for p in PROMPTS]
+    with torch.inference_mode():
+        got, expected = native(step, tokens, ours), transformers_step(int8, tokens, theirs)
+        fp16 = native(native_step(tiny_llama(), load_kernel()), tokens, read(tiny_llama(), PROMPTS))
+    assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert not torch.equal(got, fp16)  # the int8 copies are what decoded
 
 
 def test_a_row_gets_the_same_bits_alone_or_in_a_batch(model: Any, step: NativeDecodeStep) -> None:

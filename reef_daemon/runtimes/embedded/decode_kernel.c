@@ -21,6 +21,7 @@
 #include <time.h>
 
 #define PANEL 32
+#define BLOCK 32 /* inputs sharing one scale per output in the int8 format */
 #if defined(__AVX512F__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
 #define GROUP 6 /* rows per pass over a panel: GROUP x 2 accumulators of 16 floats stay in AVX-512 registers */
@@ -43,6 +44,42 @@ static inline __attribute__((always_inline)) void panel_pass(
     for (int r = 0; r < rows; r++) {
         _mm512_storeu_ps(out + r * PANEL, acc[r][0]);
         _mm512_storeu_ps(out + r * PANEL + 16, acc[r][1]);
+    }
+}
+
+static inline __attribute__((always_inline)) void q8_panel_pass(
+    const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    __m512 acc[GROUP][2];
+    for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < k_count; k++) {
+        const int8_t *w = panel + k * PANEL;
+        const float *s = scales + (k / BLOCK) * PANEL;
+        _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
+        __m512 low = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w))),
+                                   _mm512_loadu_ps(s));
+        __m512 high = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)))),
+            _mm512_loadu_ps(s + 16));
+        for (int r = 0; r < rows; r++) {
+            __m512 xr = _mm512_set1_ps(x[r * k_count + k]);
+            acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        _mm512_storeu_ps(out + r * PANEL, acc[r][0]);
+        _mm512_storeu_ps(out + r * PANEL + 16, acc[r][1]);
+    }
+}
+
+static void q8_pass(const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    switch (rows) {
+    case 6: q8_panel_pass(x, k_count, panel, scales, out, 6); break;
+    case 5: q8_panel_pass(x, k_count, panel, scales, out, 5); break;
+    case 4: q8_panel_pass(x, k_count, panel, scales, out, 4); break;
+    case 3: q8_panel_pass(x, k_count, panel, scales, out, 3); break;
+    case 2: q8_panel_pass(x, k_count, panel, scales, out, 2); break;
+    default: q8_panel_pass(x, k_count, panel, scales, out, 1);
     }
 }
 
@@ -82,6 +119,35 @@ static inline __attribute__((always_inline)) void panel_pass(
     }
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
+}
+
+static inline __attribute__((always_inline)) void q8_panel_pass(
+    const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    __m256 acc[GROUP][4];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k_count; k++) {
+        const int8_t *w = panel + k * PANEL;
+        const float *s = scales + (k / BLOCK) * PANEL;
+        __m256 xr[GROUP];
+        for (int r = 0; r < rows; r++) xr[r] = _mm256_broadcast_ss(x + r * k_count + k);
+        for (int c = 0; c < 4; c++) {
+            __m256i bytes = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w + c * 8)));
+            __m256 wc = _mm256_mul_ps(_mm256_cvtepi32_ps(bytes), _mm256_loadu_ps(s + c * 8));
+            for (int r = 0; r < rows; r++) acc[r][c] = _mm256_fmadd_ps(xr[r], wc, acc[r][c]);
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
+}
+
+static void q8_pass(const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    if (rows == 3)
+        q8_panel_pass(x, k_count, panel, scales, out, 3);
+    else if (rows == 2)
+        q8_panel_pass(x, k_count, panel, scales, out, 2);
+    else
+        q8_panel_pass(x, k_count, panel, scales, out, 1);
 }
 
 static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
@@ -136,6 +202,23 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
+static void q8_pass(const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    float acc[GROUP][PANEL] = {{0}};
+    for (int64_t k = 0; k < k_count; k++) {
+        float w[PANEL];
+        const float *s = scales + (k / BLOCK) * PANEL;
+        for (int j = 0; j < PANEL; j++) w[j] = (float)panel[k * PANEL + j] * s[j];
+        for (int r = 0; r < rows; r++) {
+            float xr = x[r * k_count + k];
+            for (int j = 0; j < PANEL; j++) {
+                float product = xr * w[j];
+                acc[r][j] = acc[r][j] + product;
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
+}
+
 const char *reef_decode_kernel_kind(void) { return "portable"; }
 
 #endif
@@ -143,7 +226,8 @@ const char *reef_decode_kernel_kind(void) { return "portable"; }
 typedef struct {
     const float *x;
     int64_t rows, k_count, n_count;
-    const uint16_t *packed;
+    const void *packed; /* fp16 panels, or int8 panels when `scales` is not NULL */
+    const float *scales; /* int8: per panel, per block of BLOCK inputs, PANEL scales */
     float *y;
 } product_t;
 
@@ -152,11 +236,16 @@ static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
     float out[GROUP * PANEL];
     for (int64_t index = first_panel; index < end_panel; index++) {
         int64_t first = index * PANEL;
-        const uint16_t *panel = p->packed + first * p->k_count;
         int64_t width = p->n_count - first < PANEL ? p->n_count - first : PANEL;
+        int64_t blocks = (p->k_count + BLOCK - 1) / BLOCK;
         for (int64_t row = 0; row < p->rows; row += GROUP) {
             int group = p->rows - row < GROUP ? (int)(p->rows - row) : GROUP;
-            pass(p->x + row * p->k_count, p->k_count, panel, out, group);
+            const float *x = p->x + row * p->k_count;
+            if (p->scales == NULL)
+                pass(x, p->k_count, (const uint16_t *)p->packed + first * p->k_count, out, group);
+            else
+                q8_pass(x, p->k_count, (const int8_t *)p->packed + first * p->k_count,
+                        p->scales + index * blocks * PANEL, out, group);
             for (int r = 0; r < group; r++)
                 memcpy(p->y + (row + r) * p->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
         }
@@ -279,7 +368,22 @@ static void run_shared(job_t job, int64_t units, int threads) {
  * Computed on up to `threads` threads. */
 void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
                       float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, y};
+    product_t product = {x, rows, k_count, n_count, packed, NULL, y};
+    run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
+}
+
+/* The same product on int8 weights: panels as above with int8 weights, each weight W[n][k] standing for
+ * q * scales[panel][k / BLOCK][n % PANEL], that product rounded to fp32 and then summed as above. */
+void reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const int8_t *packed, const float *scales,
+                    int64_t n_count, float *y, int threads) {
+    product_t product = {x, rows, k_count, n_count, packed, scales, y};
+    run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
+}
+
+/* A product in either format: int8 when `scales` is not NULL. */
+static void linear(const float *x, int64_t rows, int64_t k_count, const void *packed, const float *scales,
+                   int64_t n_count, float *y, int threads) {
+    product_t product = {x, rows, k_count, n_count, packed, scales, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
 }
 
@@ -425,7 +529,8 @@ void reef_add(float *x, const float *y, int64_t count) {
 /* One decoder layer's weights (the products' packed fp16 panels, the norms' fp32 weights) and sizes. */
 typedef struct {
     const float *input_norm, *post_norm;
-    const uint16_t *q, *k, *v, *o, *gate, *up, *down;
+    const void *q, *k, *v, *o, *gate, *up, *down; /* fp16 panels, or int8 where the scales below are not NULL */
+    const float *q_scales, *k_scales, *v_scales, *o_scales, *gate_scales, *up_scales, *down_scales;
     int64_t hidden, heads, kv_heads, head_dim, intermediate;
     float eps, scale;
 } reef_layer_t;
@@ -444,21 +549,21 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
                       const reef_scratch_t *s, int threads) {
     int64_t h = layer->hidden, attention = layer->heads * layer->head_dim, kv = layer->kv_heads * layer->head_dim;
     reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
-    reef_half_linear(s->normed, rows, h, layer->q, attention, s->q, threads);
-    reef_half_linear(s->normed, rows, h, layer->k, kv, s->k, threads);
-    reef_half_linear(s->normed, rows, h, layer->v, kv, s->v, threads);
+    linear(s->normed, rows, h, layer->q, layer->q_scales, attention, s->q, threads);
+    linear(s->normed, rows, h, layer->k, layer->k_scales, kv, s->k, threads);
+    linear(s->normed, rows, h, layer->v, layer->v_scales, kv, s->v, threads);
     reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
     if (reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
                               capacity, layer->head_dim, layer->scale, s->attended, threads))
         return -1;
-    reef_half_linear(s->attended, rows, attention, layer->o, h, s->out, threads);
+    linear(s->attended, rows, attention, layer->o, layer->o_scales, h, s->out, threads);
     reef_add(hidden, s->out, rows * h);
     reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
-    reef_half_linear(s->normed, rows, h, layer->gate, layer->intermediate, s->gate, threads);
-    reef_half_linear(s->normed, rows, h, layer->up, layer->intermediate, s->up, threads);
+    linear(s->normed, rows, h, layer->gate, layer->gate_scales, layer->intermediate, s->gate, threads);
+    linear(s->normed, rows, h, layer->up, layer->up_scales, layer->intermediate, s->up, threads);
     reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
-    reef_half_linear(s->gate, rows, layer->intermediate, layer->down, h, s->out, threads);
+    linear(s->gate, rows, layer->intermediate, layer->down, layer->down_scales, h, s->out, threads);
     reef_add(hidden, s->out, rows * h);
     return 0;
 }

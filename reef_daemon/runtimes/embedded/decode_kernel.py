@@ -37,6 +37,7 @@ SOURCE = Path(__file__).with_name("decode_kernel.c")
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
 LIBRARIES = ("-lm",)  # after the source, where the linker looks for what it needs
 PANEL = 32  # output features per panel of the packed weights; matches PANEL in decode_kernel.c
+BLOCK = 32  # inputs sharing a scale per output in the int8 format; matches BLOCK in decode_kernel.c
 BUILD_TIMEOUT_S = 120
 
 
@@ -52,6 +53,12 @@ class DecodeKernel:
             ctypes.c_int,
         ]  # fmt: skip
         self._linear.restype = None
+        self._q8_linear = library.reef_q8_linear
+        self._q8_linear.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+            ctypes.c_void_p, ctypes.c_int,
+        ]  # fmt: skip
+        self._q8_linear.restype = None
         self._attention = library.reef_decode_attention
         self._attention.argtypes = [
             *[ctypes.c_void_p] * 6, *[ctypes.c_int64] * 5, ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
@@ -70,19 +77,43 @@ class DecodeKernel:
             half = torch.cat([half, half.new_zeros(missing, half.shape[1])])
         return half.view(-1, PANEL, half.shape[1]).transpose(1, 2).contiguous()
 
+    @staticmethod
+    def pack_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """int8 panels of `weight` [out, in] and their scales, as llama.cpp's Q8_0 keeps weights: an output's
+        weights in each block of BLOCK inputs share one scale, the block's largest magnitude over 127. Panels
+        `[ceil(out / PANEL), in, PANEL]` int8, scales `[ceil(out / PANEL), ceil(in / BLOCK), PANEL]` fp32, zero
+        past the last output."""
+        w = weight.detach().to(torch.float32)
+        outputs, inputs = w.shape
+        w = torch.nn.functional.pad(w, (0, -inputs % BLOCK, 0, -outputs % PANEL))
+        blocks = w.view(w.shape[0], -1, BLOCK)
+        scales = blocks.abs().amax(-1) / 127
+        divisor = torch.where(scales > 0, scales, torch.ones_like(scales))[..., None]
+        q = torch.round(blocks / divisor).clamp(-127, 127).to(torch.int8).view(w.shape[0], -1)[:, :inputs]
+        panels = q.reshape(-1, PANEL, inputs).transpose(1, 2).contiguous()
+        return panels, scales.view(-1, PANEL, scales.shape[1]).transpose(1, 2).contiguous()
+
     def linear(
-        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
-    ) -> torch.Tensor:
-        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs: [n, outputs] fp32, on `threads`
-        threads (torch's number by default; the result is the same for any)."""
+        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None,
+        scales: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # fmt: skip
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, or int8
+        panels from `pack_int8` with their `scales`): [n, outputs] fp32, on `threads` threads (torch's number by
+        default; the result is the same for any)."""
         rows = rows.contiguous()
-        if rows.dtype != torch.float32 or packed.dtype != torch.float16 or rows.shape[1] != packed.shape[1]:
-            raise ValueError(f"half kernel: rows {rows.dtype} {tuple(rows.shape)}, weight {tuple(packed.shape)}")
+        wanted = torch.float16 if scales is None else torch.int8
+        if rows.dtype != torch.float32 or packed.dtype != wanted or rows.shape[1] != packed.shape[1]:
+            raise ValueError(f"decoding product: rows {rows.dtype} {tuple(rows.shape)}, weight {packed.dtype}"
+                             f" {tuple(packed.shape)}")  # fmt: skip
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
         threads = torch.get_num_threads() if threads is None else threads
-        self._linear(
-            rows.data_ptr(), rows.shape[0], rows.shape[1], packed.data_ptr(), outputs, result.data_ptr(), threads
-        )
+        n, k = rows.shape
+        if scales is None:
+            self._linear(rows.data_ptr(), n, k, packed.data_ptr(), outputs, result.data_ptr(), threads)
+        else:
+            self._q8_linear(
+                rows.data_ptr(), n, k, packed.data_ptr(), scales.data_ptr(), outputs, result.data_ptr(), threads
+            )
         return result
 
     def attend(
@@ -126,10 +157,13 @@ def load_kernel() -> DecodeKernel | None:
     return _loaded()[0]
 
 
-def decoding_method() -> str:
-    """How decoding steps multiply, for `reef status`: this kernel, or torch's fp16 product and why."""
+def decoding_method(int8: bool = False) -> str:
+    """How decoding steps multiply, for `reef status`: these kernels on fp16 or int8 copies, or torch's fp16 product
+    and why (without the kernels there are no int8 copies)."""
     kernel, why = _loaded()
-    return f"fp16 weights, reef kernel ({kernel.kind})" if kernel else f"fp16 weights, torch product ({why})"
+    if kernel is None:
+        return f"fp16 weights, torch product ({why})"
+    return f"{'int8' if int8 else 'fp16'} weights, reef kernel ({kernel.kind})"
 
 
 @functools.cache

@@ -9,7 +9,8 @@ LoRA adapter calls the same parts one at a time from here instead, with every pr
 the adapters' hooks add each row's own delta (`adapters.py`); a row without one gets the same bits either way. The
 embedding, the rotary angles and the output head (a layer module, so an adapter may target it) run in torch.
 
-The weights are read where they lie: swaps copy into them in place (`versions.copy_weights`,
+The products read the fp16 or int8 copies the layer modules hold (`precision.py`, `embedded.decode-weights`). The
+weights are read where they lie: swaps copy into them in place (`versions.copy_weights`,
 `precision.refresh_decode_copies`), so the pointers taken at start stay right.
 """
 
@@ -33,6 +34,7 @@ class _Layer(ctypes.Structure):
     _fields_ = [
         ("input_norm", ctypes.c_void_p), ("post_norm", ctypes.c_void_p),
         *((name, ctypes.c_void_p) for name in _PRODUCTS),
+        *((f"{name}_scales", ctypes.c_void_p) for name in _PRODUCTS),
         ("hidden", ctypes.c_int64), ("heads", ctypes.c_int64), ("kv_heads", ctypes.c_int64),
         ("head_dim", ctypes.c_int64), ("intermediate", ctypes.c_int64), ("eps", ctypes.c_float),
         ("scale", ctypes.c_float),
@@ -124,10 +126,13 @@ class NativeDecodeStep:
 
     def _describe(self, layer: Any) -> _Layer:
         shape = self._shape
-        weights = [m.decode_weight.data_ptr() for m in (*_attention_products(layer), *_mlp_products(layer))]
+        products = (*_attention_products(layer), *_mlp_products(layer))
+        weights = [m.decode_weight.data_ptr() for m in products]
+        scales = [None if m.decode_scales is None else m.decode_scales.data_ptr() for m in products]
         return _Layer(
             layer.input_layernorm.weight.data_ptr(), layer.post_attention_layernorm.weight.data_ptr(), *weights,
-            shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate, shape.eps, self._scale,
+            *scales, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate, shape.eps,
+            self._scale,
         )  # fmt: skip
 
     def logits(self, tokens: list[int], batch: BatchCache, adapted: bool) -> torch.Tensor:

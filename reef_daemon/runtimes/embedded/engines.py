@@ -15,4 +15,5 @@ def build_engine(settings: Settings) -> Engine:
     from reef_daemon.runtimes.embedded.loading import resolve_source
     from reef_daemon.runtimes.embedded.torch_engine import TorchEngine
 
-    return TorchEngine(resolve_source(settings.inference.model_path), settings.reef.state_dir)
+    int8 = settings.embedded.decode_weights == "int8"
+    return TorchEngine(resolve_source(settings.inference.model_path), settings.reef.state_dir, int8=int8)

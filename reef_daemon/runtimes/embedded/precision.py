@@ -26,13 +26,17 @@ class DecodeLinear(nn.Module):
     """An `nn.Linear` (same parameters, same state-dict names) with an fp16 copy of its weight for decoding."""
 
     decode_weight: torch.Tensor  # the kernel's packed panels, or (without the kernel) the weight in fp16
+    decode_scales: torch.Tensor | None  # the int8 panels' scales; None for fp16
 
-    def __init__(self, linear: nn.Linear, kernel: DecodeKernel | None) -> None:
+    def __init__(self, linear: nn.Linear, kernel: DecodeKernel | None, int8: bool = False) -> None:
         super().__init__()
         self.weight = linear.weight
         self.bias = linear.bias
         self._kernel = kernel
-        self.register_buffer("decode_weight", self._decode_copy(), persistent=False)
+        self._int8 = int8 and kernel is not None
+        weight, scales = self._decode_copy()
+        self.register_buffer("decode_weight", weight, persistent=False)
+        self.register_buffer("decode_scales", scales, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         positions = x.shape[-2] if x.dim() > 2 else x.shape[0]  # [batch, positions, features] or [positions, ...]
@@ -42,27 +46,35 @@ class DecodeLinear(nn.Module):
             out = F.linear(x.to(torch.float16), self.decode_weight).to(x.dtype)
         else:
             rows = x.reshape(-1, x.shape[-1]).to(torch.float32)
-            out = self._kernel.linear(rows, self.decode_weight, self.weight.shape[0])
+            out = self._kernel.linear(rows, self.decode_weight, self.weight.shape[0], scales=self.decode_scales)
             out = out.view(*x.shape[:-1], -1).to(x.dtype)
         return out if self.bias is None else out + self.bias
 
     def refresh(self) -> None:
         """Make the fp16 copy follow the fp32 weight after it changed."""
+        weight, scales = self._decode_copy()
         with torch.no_grad():
-            self.decode_weight.copy_(self._decode_copy())
+            self.decode_weight.copy_(weight)
+            if self.decode_scales is not None and scales is not None:
+                self.decode_scales.copy_(scales)
 
-    def _decode_copy(self) -> torch.Tensor:
+    def _decode_copy(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The decoding copy of the weight and, for int8, its scales."""
         weight = self.weight.detach()
-        return weight.to(torch.float16) if self._kernel is None else self._kernel.pack(weight)
+        if self._kernel is None:
+            return weight.to(torch.float16), None
+        if self._int8:
+            return self._kernel.pack_int8(weight)
+        return self._kernel.pack(weight), None
 
 
-def add_decode_copies(model: nn.Module) -> None:
+def add_decode_copies(model: nn.Module, int8: bool = False) -> None:
     """Replace every `nn.Linear` in the model by a `DecodeLinear` over the same parameters."""
     kernel = load_kernel()
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if type(child) is nn.Linear:
-                setattr(module, name, DecodeLinear(child, kernel))
+                setattr(module, name, DecodeLinear(child, kernel, int8))
 
 
 def refresh_decode_copies(model: nn.Module, changed: Collection[str]) -> None:

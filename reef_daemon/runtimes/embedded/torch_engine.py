@@ -25,16 +25,17 @@ log = logging.getLogger("reef.embedded")
 class TorchEngine(Engine):
     name: ClassVar[str] = "torch"
 
-    def __init__(self, source: ModelSource, state_dir: Path) -> None:
+    def __init__(self, source: ModelSource, state_dir: Path, *, int8: bool = False) -> None:
         self._source = source
         self._state_dir = state_dir
+        self._int8 = int8  # decode from int8 copies of the weights (embedded.decode-weights)
         self._loaded: LoadedModel | None = None
         self._worker: GenerationWorker | None = None
         self._load_s: float | None = None
 
     async def start(self) -> None:
         began = time.perf_counter()
-        self._loaded = await asyncio.to_thread(load_model, self._source, self._state_dir)
+        self._loaded = await asyncio.to_thread(load_model, self._source, self._state_dir, self._int8)
         self._load_s = time.perf_counter() - began
         loaded = self._loaded
         # Adapters beyond the resident cap spill into the state directory, whose files outlive no run.
@@ -104,7 +105,7 @@ class TorchEngine(Engine):
             "parameters": loaded.parameters,
             "tokens_per_second": round(speed, 1) if speed is not None else None,
             "peak_batch": worker.peak_batch,
-            "decoding": decoding_method(),
+            "decoding": decoding_method(self._int8),
             "context_length": loaded.context_length,
             "weights": str(loaded.weights_dir),
             "load_s": round(self._load_s or 0.0, 3),
