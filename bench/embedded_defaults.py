@@ -8,8 +8,10 @@ must be answered by the accepted text alone (surrounding punctuation aside). Per
 mean answer length in tokens, how many answers ran into the length cap, and the time per answer (the candidate's
 wall time over the number of questions, so it also counts the answers' lengths).
 
-The `greedy-fp32` candidate decodes without the fp16 decode copies (`precision.py`): against `greedy` it shows
-what serving from fp16 copies of the dequantised weights costs in answers.
+The `greedy-fp32` candidate decodes on the fp32 weights (transformers' forward pass, without the decode copies of
+`precision.py` or the native step): against `greedy` it shows what serving from fp16 copies of the dequantised
+weights costs in answers; `greedy-int8` decodes from int8 copies (`embedded.decode-weights int8`, a runtime of its
+own).
 
     .venv/bin/python bench/embedded_defaults.py [--state-dir DIR] [--max-tokens 192] [--concurrency 4]
         [--only greedy,card]
@@ -43,12 +45,13 @@ class Candidate:
     name: str
     temperature: float
     top_p: float
-    fp32: bool = False  # decode on the fp32 weights instead of the fp16 copies
+    weights: str = "fp16"  # what decodes: the fp16 copies, the int8 ones, or the fp32 weights themselves
 
 
 CANDIDATES = [
     Candidate("greedy", 0.0, 1.0),
-    Candidate("greedy-fp32", 0.0, 1.0, fp32=True),
+    Candidate("greedy-fp32", 0.0, 1.0, weights="fp32"),
+    Candidate("greedy-int8", 0.0, 1.0, weights="int8"),
     Candidate("card", 0.2, 0.9),  # the model card's example: temperature 0.2, top-p 0.9
     Candidate("t0.5-p0.9", 0.5, 0.9),
     Candidate("t0.7-p0.95", 0.7, 0.95),
@@ -88,43 +91,59 @@ async def ask(runtime: EmbeddedRuntime, prompt: str, candidate: Candidate, seed:
 
 async def run(state_dir: Path | None, cap: int, concurrency: int, only: set[str] | None) -> dict[str, Any]:
     questions = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
-    overrides = {"reef.state-dir": str(state_dir)} if state_dir else {}
-    runtime = EmbeddedRuntime(load_settings(overrides=overrides, environ={}))
-    await runtime.start()
     results: dict[str, Any] = {
         "questions": len(questions), "max_tokens": cap, "concurrency": concurrency, "candidates": {}
     }  # fmt: skip
+    chosen = [c for c in CANDIDATES if not only or c.name in only]
+    for copies in ("fp16", "int8"):  # a runtime per kind of decoding copies; fp32 candidates use the fp16 one's
+        served = [c for c in chosen if (c.weights == "int8") == (copies == "int8")]
+        if not served:
+            continue
+        overrides = {"embedded.decode-weights": copies}
+        if state_dir:
+            overrides["reef.state-dir"] = str(state_dir)
+        runtime = EmbeddedRuntime(load_settings(overrides=overrides, environ={}))
+        await runtime.start()
+        try:
+            for candidate in served:
+                summary = await ask_all(runtime, candidate, questions, cap, concurrency)
+                results["candidates"][candidate.name] = summary
+                print(render_row(candidate.name, summary), flush=True)
+        finally:
+            await runtime.close()
+    return results
+
+
+async def ask_all(
+    runtime: EmbeddedRuntime, candidate: Candidate, questions: list[dict[str, Any]], cap: int, concurrency: int
+) -> dict[str, Any]:
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(candidate: Candidate, seed: int, question: dict[str, Any]) -> dict[str, Any]:
+    async def one(seed: int, question: dict[str, Any]) -> dict[str, Any]:
         async with gate:
             reply = await ask(runtime, question["prompt"], candidate, seed, cap)
         reply.update(id=question["id"], correct=correct(reply["text"], question))
         print(f"{candidate.name} {question['id']}: {reply['tokens']} tokens, {reply['s']:.1f} s", file=sys.stderr)
         return reply
 
+    worker = runtime.engine._worker  # type: ignore[attr-defined]  # the torch engine's generation thread
+    native = worker._native
+    if candidate.weights == "fp32":  # transformers' forward pass on the fp32 weights: no copies, no native step
+        precision.DECODE_ROWS, worker._native = 0, None
     try:
-        for candidate in CANDIDATES:
-            if only and candidate.name not in only:
-                continue
-            precision.DECODE_ROWS = 0 if candidate.fp32 else 4
-            began = time.perf_counter()
-            answers = await asyncio.gather(*(one(candidate, seed, q) for seed, q in enumerate(questions)))
-            summary = {
-                "temperature": candidate.temperature,
-                "top_p": candidate.top_p,
-                "correct": sum(a["correct"] for a in answers) / len(answers),
-                "mean_tokens": statistics.mean(a["tokens"] for a in answers),
-                "capped": sum(a["capped"] for a in answers),
-                "s_per_answer": (time.perf_counter() - began) / len(answers),
-                "answers": answers,
-            }
-            results["candidates"][candidate.name] = summary
-            print(render_row(candidate.name, summary), flush=True)
+        began = time.perf_counter()
+        answers = await asyncio.gather(*(one(seed, q) for seed, q in enumerate(questions)))
     finally:
-        precision.DECODE_ROWS = 4
-        await runtime.close()
-    return results
+        precision.DECODE_ROWS, worker._native = 4, native
+    return {
+        "temperature": candidate.temperature,
+        "top_p": candidate.top_p,
+        "correct": sum(a["correct"] for a in answers) / len(answers),
+        "mean_tokens": statistics.mean(a["tokens"] for a in answers),
+        "capped": sum(a["capped"] for a in answers),
+        "s_per_answer": (time.perf_counter() - began) / len(answers),
+        "answers": answers,
+    }
 
 
 def render_row(name: str, row: dict[str, Any]) -> str:
