@@ -5,11 +5,13 @@ this process), the aggregate tokens/s is all output tokens over the wall time fr
 end. Then, while 4 streams decode, a new request's time to first token: a short question, and a prompt of about
 1,000 tokens (read in chunks between decoding steps). Peak RSS is the process's high-water mark.
 
-"turns" is the generation worker before batched decoding (`--turns-rev`, read from git), where concurrent
-requests took turns one token each; "batched" is the current one. Each engine runs in its own process, one after
-the other, so the ratios come from one run on the same machine.
+"kernels" is decoding as served (the native step and the decoding kernels, `decode_step.py`); "torch" is what
+decoding falls back to where no C compiler builds the kernels (transformers' forward pass with torch's fp16
+product; the process is given a compiler that does not exist). Each engine runs in its own process, one after the
+other, so the ratios come from one run on the same machine. (Turn-taking, before batched decoding, is in
+bench/HISTORY.md; its worker no longer fits the engine around it.)
 
-    .venv/bin/python bench/embedded_batching.py [--state-dir DIR] [--max-tokens 96] [--turns-rev 6f176e9] [--threads N]
+    .venv/bin/python bench/embedded_batching.py [--state-dir DIR] [--max-tokens 96] [--threads N]
 
 `--threads 1` keeps other processes' load from stalling torch's threads at every operation (on a loaded 2-core
 machine, two threads made a step several times slower than one), so the ratios stay comparable.
@@ -22,16 +24,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKER = "reef_daemon/runtimes/embedded/worker.py"
+ENGINES = ("torch", "kernels")
 STORY = "Write a long story about a dog who learns to sail."
 SHORT = "What is the capital of France?"
 LONG = "Summarise this in one sentence: " + "The harbour was quiet in the morning and the boats rocked gently. " * 70
@@ -58,27 +60,14 @@ async def generate(runtime: Any, prompt: str, max_tokens: int, started: asyncio.
     return {"tokens": len(answer.token_data()["output_ids"]), "sent": sent, "first": first, "end": time.perf_counter()}
 
 
-async def measure(
-    engine: str, state_dir: Path | None, max_tokens: int, turns_rev: str, threads: int | None
-) -> dict[str, Any]:
+async def measure(engine: str, state_dir: Path | None, max_tokens: int, threads: int | None) -> dict[str, Any]:
     import torch
 
     from reef_daemon.runtimes.embedded import runtime as runtime_module
-    from reef_daemon.runtimes.embedded import torch_engine
-    from reef_daemon.runtimes.embedded.versions import ServingVersion
     from reef_daemon.settings import load_settings
 
     if threads:
         torch.set_num_threads(threads)
-
-    if engine == "turns":
-        source = subprocess.run(
-            ["git", "show", f"{turns_rev}:{WORKER}"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout
-        old = types.ModuleType("turn_taking_worker")
-        exec(compile(source, f"{turns_rev}:{WORKER}", "exec"), old.__dict__)
-        old.WeightVersion = lambda: ServingVersion("turns")  # type: ignore[attr-defined]  # versions were unnamed then
-        torch_engine.GenerationWorker = old.GenerationWorker  # type: ignore[attr-defined]
     overrides = {"reef.state-dir": str(state_dir)} if state_dir else {}
     runtime = runtime_module.EmbeddedRuntime(load_settings(overrides=overrides, environ={}))
     await runtime.start()
@@ -124,20 +113,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--state-dir", type=Path, help="a state directory holding the model cache (default: reef's)")
     parser.add_argument("--max-tokens", type=int, default=96, help="tokens per stream")
-    parser.add_argument("--turns-rev", default="6f176e9", help="the git revision of the turn-taking worker")
     parser.add_argument("--threads", type=int, help="torch threads of each engine's process (default: torch's)")
-    parser.add_argument("--engine", choices=("batched", "turns"), help=argparse.SUPPRESS)
+    parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine:
-        result = measure(args.engine, args.state_dir, args.max_tokens, args.turns_rev, args.threads)
+        result = measure(args.engine, args.state_dir, args.max_tokens, args.threads)
         print(json.dumps(asyncio.run(result)))
         return
     results = []
-    for engine in ("turns", "batched"):
+    for engine in ENGINES:
         command = [sys.executable, __file__, "--engine", engine, "--max-tokens", str(args.max_tokens)]
-        command += ["--turns-rev", args.turns_rev] + (["--state-dir", str(args.state_dir)] if args.state_dir else [])
+        command += ["--state-dir", str(args.state_dir)] if args.state_dir else []
         command += ["--threads", str(args.threads)] if args.threads else []
-        out = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
+        environ = {**os.environ, "CC": "/nonexistent/cc"} if engine == "torch" else None  # no kernels build
+        out = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True, env=environ)
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     table = render(results)
     print(table)

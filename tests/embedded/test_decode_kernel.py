@@ -79,16 +79,18 @@ def test_int8_products_match_fp32_arithmetic_on_the_dequantised_weights(outputs:
     assert torch.equal(got, alone)
 
 
-def test_decoding_layers_follow_a_weight_change() -> None:
+@pytest.mark.parametrize("int8", [False, True])
+def test_decoding_layers_follow_a_weight_change(int8: bool) -> None:
     kernel = _kernel()
     linear = nn.Linear(40, 50)
-    layer = DecodeLinear(linear, kernel)
+    layer = DecodeLinear(linear, kernel, int8)
     x = torch.randn(3, 1, 40)
+    tolerance = 3e-2 if int8 else 1e-2
     with torch.no_grad():
-        assert torch.allclose(layer(x), linear(x), atol=1e-2)
+        assert torch.allclose(layer(x), linear(x), atol=tolerance)
         linear.weight.mul_(-2)
         layer.refresh()
-        assert torch.allclose(layer(x), linear(x), atol=2e-2)
+        assert torch.allclose(layer(x), linear(x), atol=2 * tolerance)
         long = torch.randn(1, 9, 40)  # more positions than a decoding step: the fp32 weights
         assert torch.equal(layer(long), linear(long))
 
