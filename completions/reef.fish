@@ -137,7 +137,7 @@ complete -c reef -n '__reef_at reef/serve' -l reports.judge-timeout-s -d 'how lo
 complete -c reef -n '__reef_at reef/serve' -l embedded.engine -x -a 'torch sglang'
 complete -c reef -n '__reef_at reef/serve' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
 complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -x -a 'fp16 int8'
-complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 (Q8_0-like blocks: about 1.6x the tokens/s of one stream, log-probs within ~0.02 nats on average and ~0.2 at worst; for serving, not for recipes whose ratios need the trainer\'s log-probs) (default: fp16)'
+complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 (bytes with a scale and minimum per 32, as llama.cpp\'s Q8_1: about 1.5x the tokens/s of one stream, log-probs within ~0.01 nats on average and ~0.05 at worst) (default: fp16)'
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-port -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)' -x
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-tp -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)' -x
@@ -267,7 +267,7 @@ complete -c reef -n '__reef_at reef/start' -l reports.judge-timeout-s -d 'how lo
 complete -c reef -n '__reef_at reef/start' -l embedded.engine -x -a 'torch sglang'
 complete -c reef -n '__reef_at reef/start' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
 complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -x -a 'fp16 int8'
-complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 (Q8_0-like blocks: about 1.6x the tokens/s of one stream, log-probs within ~0.02 nats on average and ~0.2 at worst; for serving, not for recipes whose ratios need the trainer\'s log-probs) (default: fp16)'
+complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 (bytes with a scale and minimum per 32, as llama.cpp\'s Q8_1: about 1.5x the tokens/s of one stream, log-probs within ~0.01 nats on average and ~0.05 at worst) (default: fp16)'
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-port -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)' -x
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-tp -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)' -x

@@ -190,8 +190,8 @@ class EmbeddedSection:
         "fp16",
         DECODE_WEIGHTS,
         help="the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 "
-        "(Q8_0-like blocks: about 1.6x the tokens/s of one stream, log-probs within ~0.02 nats on average and "
-        "~0.2 at worst; for serving, not for recipes whose ratios need the trainer's log-probs)",
+        "(bytes with a scale and minimum per 32, as llama.cpp's Q8_1: about 1.5x the tokens/s of one stream, "
+        "log-probs within ~0.01 nats on average and ~0.05 at worst)",
     )
     sglang_url: str | None = setting(None, URL, help="attach to the SGLang server (or router) at this URL")
     sglang_port: int = setting(30000, PORT, help="port of the SGLang server (or Slime's router) reef starts")

@@ -68,11 +68,12 @@ def test_int8_products_match_fp32_arithmetic_on_the_dequantised_weights(outputs:
     weight = torch.randn(outputs, inputs, generator=generator) * 0.05
     rows = torch.randn(7, inputs, generator=generator)
     panels, scales = kernel.pack_int8(weight)
-    # Back from the panels: weight n, input k is q * its block's scale.
+    # Back from the panels: weight n, input k is q * its block's scale + its block's minimum.
     q = panels.transpose(1, 2).reshape(-1, inputs)[:outputs].double()
-    per_input = scales.transpose(1, 2).reshape(-1, scales.shape[1])[:outputs].repeat_interleave(BLOCK, 1)
-    dequantised = q * per_input[:, :inputs].double()
-    assert (dequantised - weight.double()).abs().max() <= per_input.max() / 2 + 1e-9  # rounding to the nearest step
+    blocks = scales.view(scales.shape[0], scales.shape[1], 2, -1).permute(0, 3, 2, 1).reshape(-1, 2, scales.shape[1])
+    step, low = (blocks[:outputs, part].repeat_interleave(BLOCK, 1)[:, :inputs].double() for part in (0, 1))
+    dequantised = q * step + low
+    assert ((dequantised - weight.double()).abs() <= step / 2 + 1e-6).all()  # the nearest of 256 levels
     got = kernel.linear(rows, panels, outputs, scales=scales)
     assert torch.allclose(got.double(), rows.double() @ dequantised.T, rtol=1e-5, atol=1e-5)
     alone = torch.cat([kernel.linear(rows[r : r + 1], panels, outputs, scales=scales) for r in range(7)])

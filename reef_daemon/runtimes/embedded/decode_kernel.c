@@ -21,10 +21,12 @@
 #include <time.h>
 
 #define PANEL 32
-#define BLOCK 32 /* inputs sharing one scale per output in the int8 format */
+#define BLOCK 32 /* inputs sharing one scale and minimum per output in the 8-bit format */
 #if defined(__AVX512F__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
 #define GROUP 6 /* rows per pass over a panel: GROUP x 2 accumulators of 16 floats stay in AVX-512 registers */
+
+static inline __m512 half16(const uint16_t *h) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)); }
 
 static inline __attribute__((always_inline)) void panel_pass(
     const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
@@ -48,22 +50,25 @@ static inline __attribute__((always_inline)) void panel_pass(
 }
 
 static inline __attribute__((always_inline)) void q8_panel_pass(
-    const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
     __m512 acc[GROUP][2];
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < k_count; k++) {
-        const int8_t *w = panel + k * PANEL;
-        const float *s = scales + (k / BLOCK) * PANEL;
-        _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
-        __m512 low = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w))),
-                                   _mm512_loadu_ps(s));
-        __m512 high = _mm512_mul_ps(
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)))),
-            _mm512_loadu_ps(s + 16));
-        for (int r = 0; r < rows; r++) {
-            __m512 xr = _mm512_set1_ps(x[r * k_count + k]);
-            acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
+    for (int64_t block = 0; block * BLOCK < k_count; block++) {
+        const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
+        __m512 s_low = half16(s), s_high = half16(s + 16), m_low = half16(m), m_high = half16(m + 16);
+        int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
+        for (int64_t k = block * BLOCK; k < end; k++) {
+            const uint8_t *w = panel + k * PANEL;
+            _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
+            __m512 low = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w))), s_low, m_low);
+            __m512 high = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)))), s_high, m_high);
+            for (int r = 0; r < rows; r++) {
+                __m512 xr = _mm512_set1_ps(x[r * k_count + k]);
+                acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
+            }
         }
     }
     for (int r = 0; r < rows; r++) {
@@ -72,7 +77,8 @@ static inline __attribute__((always_inline)) void q8_panel_pass(
     }
 }
 
-static void q8_pass(const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
+                    int rows) {
     switch (rows) {
     case 6: q8_panel_pass(x, k_count, panel, scales, out, 6); break;
     case 5: q8_panel_pass(x, k_count, panel, scales, out, 5); break;
@@ -101,6 +107,8 @@ const char *reef_decode_kernel_kind(void) { return "avx512-f16c-fma"; }
 #include <immintrin.h>
 #define GROUP 3 /* rows per pass over a panel: GROUP x PANEL / 8 accumulators stay in AVX2 registers */
 
+static inline __m256 half8(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
+
 
 static inline __attribute__((always_inline)) void panel_pass(
     const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
@@ -122,18 +130,23 @@ static inline __attribute__((always_inline)) void panel_pass(
 }
 
 static inline __attribute__((always_inline)) void q8_panel_pass(
-    const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+    const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
     __m256 acc[GROUP][4];
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < 4; c++) acc[r][c] = _mm256_setzero_ps();
+    float sm[2 * PANEL] = {0}; /* the block's scales and minimums in fp32, read from L1 by the loop below */
     for (int64_t k = 0; k < k_count; k++) {
-        const int8_t *w = panel + k * PANEL;
-        const float *s = scales + (k / BLOCK) * PANEL;
+        const uint8_t *w = panel + k * PANEL;
+        if (k % BLOCK == 0) {
+            const uint16_t *block = scales + (k / BLOCK) * 2 * PANEL;
+            for (int c = 0; c < 8; c++) _mm256_storeu_ps(sm + c * 8, half8(block + c * 8));
+        }
         __m256 xr[GROUP];
         for (int r = 0; r < rows; r++) xr[r] = _mm256_broadcast_ss(x + r * k_count + k);
         for (int c = 0; c < 4; c++) {
-            __m256i bytes = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(w + c * 8)));
-            __m256 wc = _mm256_mul_ps(_mm256_cvtepi32_ps(bytes), _mm256_loadu_ps(s + c * 8));
+            __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(w + c * 8)));
+            __m256 scale = _mm256_loadu_ps(sm + c * 8), minimum = _mm256_loadu_ps(sm + PANEL + c * 8);
+            __m256 wc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bytes), scale, minimum);
             for (int r = 0; r < rows; r++) acc[r][c] = _mm256_fmadd_ps(xr[r], wc, acc[r][c]);
         }
     }
@@ -141,7 +154,8 @@ static inline __attribute__((always_inline)) void q8_panel_pass(
         for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
 }
 
-static void q8_pass(const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
+                    int rows) {
     if (rows == 3)
         q8_panel_pass(x, k_count, panel, scales, out, 3);
     else if (rows == 2)
@@ -202,12 +216,14 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
-static void q8_pass(const float *x, int64_t k_count, const int8_t *panel, const float *scales, float *out, int rows) {
+static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
+                    int rows) {
     float acc[GROUP][PANEL] = {{0}};
     for (int64_t k = 0; k < k_count; k++) {
         float w[PANEL];
-        const float *s = scales + (k / BLOCK) * PANEL;
-        for (int j = 0; j < PANEL; j++) w[j] = (float)panel[k * PANEL + j] * s[j];
+        const uint16_t *s = scales + (k / BLOCK) * 2 * PANEL, *m = s + PANEL;
+        for (int j = 0; j < PANEL; j++)
+            w[j] = fmaf((float)panel[k * PANEL + j], half_to_float(s[j]), half_to_float(m[j]));
         for (int r = 0; r < rows; r++) {
             float xr = x[r * k_count + k];
             for (int j = 0; j < PANEL; j++) {
@@ -226,8 +242,8 @@ const char *reef_decode_kernel_kind(void) { return "portable"; }
 typedef struct {
     const float *x;
     int64_t rows, k_count, n_count;
-    const void *packed; /* fp16 panels, or int8 panels when `scales` is not NULL */
-    const float *scales; /* int8: per panel, per block of BLOCK inputs, PANEL scales */
+    const void *packed; /* fp16 panels, or 8-bit panels when `scales` is not NULL */
+    const uint16_t *scales; /* 8-bit: per panel, per block of BLOCK inputs, PANEL scales then PANEL minimums (fp16) */
     float *y;
 } product_t;
 
@@ -244,8 +260,8 @@ static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
             if (p->scales == NULL)
                 pass(x, p->k_count, (const uint16_t *)p->packed + first * p->k_count, out, group);
             else
-                q8_pass(x, p->k_count, (const int8_t *)p->packed + first * p->k_count,
-                        p->scales + index * blocks * PANEL, out, group);
+                q8_pass(x, p->k_count, (const uint8_t *)p->packed + first * p->k_count,
+                        p->scales + index * blocks * 2 * PANEL, out, group);
             for (int r = 0; r < group; r++)
                 memcpy(p->y + (row + r) * p->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
         }
@@ -372,16 +388,18 @@ void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint1
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
 }
 
-/* The same product on int8 weights: panels as above with int8 weights, each weight W[n][k] standing for
- * q * scales[panel][k / BLOCK][n % PANEL], that product rounded to fp32 and then summed as above. */
-void reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const int8_t *packed, const float *scales,
+/* The same product on 8-bit weights: panels as above with one byte q per weight, each block of BLOCK inputs of an
+ * output with a scale s and a minimum m (`scales`: per panel, per block, PANEL scales then PANEL minimums, fp16),
+ * the weight W[n][k] standing for q * s + m (one fused multiply-add in fp32; the portable build rounds it the same
+ * way), then summed as above. Asymmetric, as llama.cpp's Q8_1. */
+void reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
                     int64_t n_count, float *y, int threads) {
     product_t product = {x, rows, k_count, n_count, packed, scales, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
 }
 
 /* A product in either format: int8 when `scales` is not NULL. */
-static void linear(const float *x, int64_t rows, int64_t k_count, const void *packed, const float *scales,
+static void linear(const float *x, int64_t rows, int64_t k_count, const void *packed, const uint16_t *scales,
                    int64_t n_count, float *y, int threads) {
     product_t product = {x, rows, k_count, n_count, packed, scales, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
@@ -530,7 +548,7 @@ void reef_add(float *x, const float *y, int64_t count) {
 typedef struct {
     const float *input_norm, *post_norm;
     const void *q, *k, *v, *o, *gate, *up, *down; /* fp16 panels, or int8 where the scales below are not NULL */
-    const float *q_scales, *k_scales, *v_scales, *o_scales, *gate_scales, *up_scales, *down_scales;
+    const uint16_t *q_scales, *k_scales, *v_scales, *o_scales, *gate_scales, *up_scales, *down_scales;
     int64_t hidden, heads, kv_heads, head_dim, intermediate;
     float eps, scale;
 } reef_layer_t;

@@ -79,30 +79,36 @@ class DecodeKernel:
 
     @staticmethod
     def pack_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """int8 panels of `weight` [out, in] and their scales, as llama.cpp's Q8_0 keeps weights: an output's
-        weights in each block of BLOCK inputs share one scale, the block's largest magnitude over 127. Panels
-        `[ceil(out / PANEL), in, PANEL]` int8, scales `[ceil(out / PANEL), ceil(in / BLOCK), PANEL]` fp32, zero
+        """8-bit panels of `weight` [out, in] and their scales, as llama.cpp's Q8_1 keeps weights: an output's
+        weights in each block of BLOCK inputs are q * s + m for a byte q, the block's minimum m and s = its range
+        over 255 (both kept in fp16, and q chosen against those). Panels `[ceil(out / PANEL), in, PANEL]` uint8;
+        scales `[ceil(out / PANEL), ceil(in / BLOCK), 2 * PANEL]` fp16 (PANEL scales, then PANEL minimums); zero
         past the last output."""
         w = weight.detach().to(torch.float32)
         outputs, inputs = w.shape
         w = torch.nn.functional.pad(w, (0, -inputs % BLOCK, 0, -outputs % PANEL))
         blocks = w.view(w.shape[0], -1, BLOCK)
-        scales = blocks.abs().amax(-1) / 127
+        low = blocks.amin(-1).to(torch.float16).float()  # what the kernel will add back
+        scales = ((blocks.amax(-1) - low) / 255).to(torch.float16).float()
         divisor = torch.where(scales > 0, scales, torch.ones_like(scales))[..., None]
-        q = torch.round(blocks / divisor).clamp(-127, 127).to(torch.int8).view(w.shape[0], -1)[:, :inputs]
-        panels = q.reshape(-1, PANEL, inputs).transpose(1, 2).contiguous()
-        return panels, scales.view(-1, PANEL, scales.shape[1]).transpose(1, 2).contiguous()
+        q = torch.round((blocks - low[..., None]) / divisor).clamp(0, 255).to(torch.uint8)
+        panels = q.view(w.shape[0], -1)[:, :inputs].reshape(-1, PANEL, inputs).transpose(1, 2).contiguous()
+        per_block = torch.stack([scales, low], dim=1)  # [out, 2, blocks]
+        per_block = per_block.view(-1, PANEL, 2, per_block.shape[2]).permute(0, 3, 2, 1)  # [panels, blocks, 2, PANEL]
+        shape = (per_block.shape[0], per_block.shape[1], 2 * PANEL)
+        return panels, per_block.reshape(shape).to(torch.float16).contiguous()
 
     def linear(
         self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None,
         scales: torch.Tensor | None = None,
     ) -> torch.Tensor:  # fmt: skip
-        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, or int8
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, or 8-bit
         panels from `pack_int8` with their `scales`): [n, outputs] fp32, on `threads` threads (torch's number by
         default; the result is the same for any)."""
         rows = rows.contiguous()
-        wanted = torch.float16 if scales is None else torch.int8
-        if rows.dtype != torch.float32 or packed.dtype != wanted or rows.shape[1] != packed.shape[1]:
+        wanted = torch.float16 if scales is None else torch.uint8
+        mismatched = scales is not None and scales.dtype != torch.float16
+        if rows.dtype != torch.float32 or packed.dtype != wanted or rows.shape[1] != packed.shape[1] or mismatched:
             raise ValueError(f"decoding product: rows {rows.dtype} {tuple(rows.shape)}, weight {packed.dtype}"
                              f" {tuple(packed.shape)}")  # fmt: skip
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
