@@ -1,5 +1,5 @@
 """The native decoding step: the logits of transformers' forward pass, a row's bits the same alone or in any batch,
-and LoRA adapters served per row through the same parts."""
+and LoRA adapters served per row inside it."""
 
 from __future__ import annotations
 
@@ -66,8 +66,10 @@ def transformers_step(model: Any, tokens: list[int], batch: BatchCache) -> torch
     return out.logits[:, -1]
 
 
-def native(step: NativeDecodeStep, tokens: list[int], batch: BatchCache, adapted: bool = False) -> torch.Tensor:
-    logits = step.logits(tokens, batch, adapted)
+def native(
+    step: NativeDecodeStep, tokens: list[int], batch: BatchCache, adapters: list[LoraAdapter | None] | None = None
+) -> torch.Tensor:
+    logits = step.logits(tokens, batch, adapters or [None] * len(tokens))
     batch.advance()
     return logits
 
@@ -125,7 +127,7 @@ def test_an_adapted_row_gets_its_delta_and_the_others_the_same_bits(
     with torch.inference_mode():
         plain = native(step, tokens, read(model, PROMPTS))
         with bank.serving([None, adapter, None]):
-            adapted = native(step, tokens, ours, adapted=True)
+            adapted = native(step, tokens, ours, [None, adapter, None])
             expected = transformers_step(model, tokens, theirs)
     assert torch.equal(adapted[0], plain[0]) and torch.equal(adapted[2], plain[2])
     assert (adapted[1] - plain[1]).abs().max() > 1e-3  # the adapter changes its row

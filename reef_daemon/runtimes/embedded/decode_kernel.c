@@ -544,6 +544,29 @@ void reef_add(float *x, const float *y, int64_t count) {
     for (int64_t i = 0; i < count; i++) x[i] += y[i];
 }
 
+/* One adapter's pair on one of a layer's products: A [rank, in] and B [out, rank] in fp32, and its scale. */
+typedef struct {
+    const float *a, *b;
+    int64_t rank;
+    float scale;
+} reef_lora_t;
+
+/* y[r] += scale * B (A x[r]) for each row r whose adapter adapts this product (lora[r] not NULL; lora NULL: none),
+ * each row's delta on its own and in a fixed order. Returns 0, or -1 when memory ran out. */
+static int add_lora(const float *x, int64_t rows, int64_t in, float *y, int64_t out, const reef_lora_t *const *lora) {
+    if (lora == NULL) return 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const reef_lora_t *pair = lora[r];
+        if (pair == NULL) continue;
+        float *t = malloc((size_t)(pair->rank > 0 ? pair->rank : 1) * sizeof(float));
+        if (t == NULL) return -1;
+        for (int64_t j = 0; j < pair->rank; j++) t[j] = dot(pair->a + j * in, x + r * in, in);
+        for (int64_t o = 0; o < out; o++) y[r * out + o] += dot(pair->b + o * pair->rank, t, pair->rank) * pair->scale;
+        free(t);
+    }
+    return 0;
+}
+
 /* One decoder layer's weights (the products' packed fp16 panels, the norms' fp32 weights) and sizes. */
 typedef struct {
     const float *input_norm, *post_norm;
@@ -560,28 +583,38 @@ typedef struct {
 } reef_scratch_t;
 
 /* A whole decoder layer for one new position per row, `hidden` [rows, hidden] updated in place (the residual
- * stream): the same parts in the same order as a caller stepping through them one at a time, so a row gets the same
- * bits either way. Returns 0, or -1 when attention ran out of memory. */
+ * stream). `lora`: NULL, or for each product (q, k, v, o, gate, up, down in that order) one entry per row, the row's
+ * adapter's pair on that product or NULL, each delta added to its product's output as it is made. A row gets the
+ * same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
 int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
                       float *keys, float *values, const int64_t *positions, int64_t capacity,
-                      const reef_scratch_t *s, int threads) {
+                      const reef_scratch_t *s, const reef_lora_t *const *lora, int threads) {
     int64_t h = layer->hidden, attention = layer->heads * layer->head_dim, kv = layer->kv_heads * layer->head_dim;
+    int failed = 0;
+#define ADAPTED(product) (lora == NULL ? NULL : lora + (product) * rows)
     reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
     linear(s->normed, rows, h, layer->q, layer->q_scales, attention, s->q, threads);
+    failed |= add_lora(s->normed, rows, h, s->q, attention, ADAPTED(0));
     linear(s->normed, rows, h, layer->k, layer->k_scales, kv, s->k, threads);
+    failed |= add_lora(s->normed, rows, h, s->k, kv, ADAPTED(1));
     linear(s->normed, rows, h, layer->v, layer->v_scales, kv, s->v, threads);
+    failed |= add_lora(s->normed, rows, h, s->v, kv, ADAPTED(2));
     reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
-    if (reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
-                              capacity, layer->head_dim, layer->scale, s->attended, threads))
-        return -1;
+    failed |= reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
+                                    capacity, layer->head_dim, layer->scale, s->attended, threads);
     linear(s->attended, rows, attention, layer->o, layer->o_scales, h, s->out, threads);
+    failed |= add_lora(s->attended, rows, attention, s->out, h, ADAPTED(3));
     reef_add(hidden, s->out, rows * h);
     reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
     linear(s->normed, rows, h, layer->gate, layer->gate_scales, layer->intermediate, s->gate, threads);
+    failed |= add_lora(s->normed, rows, h, s->gate, layer->intermediate, ADAPTED(4));
     linear(s->normed, rows, h, layer->up, layer->up_scales, layer->intermediate, s->up, threads);
+    failed |= add_lora(s->normed, rows, h, s->up, layer->intermediate, ADAPTED(5));
     reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
     linear(s->gate, rows, layer->intermediate, layer->down, layer->down_scales, h, s->out, threads);
+    failed |= add_lora(s->gate, rows, layer->intermediate, s->out, h, ADAPTED(6));
     reef_add(hidden, s->out, rows * h);
-    return 0;
+#undef ADAPTED
+    return failed ? -1 : 0;
 }

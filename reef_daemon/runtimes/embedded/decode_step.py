@@ -4,10 +4,10 @@ speed.
 
 Each layer runs `reef_decode_layer` of the decoding kernels (`decode_kernel.c`): the input norm, the q/k/v products,
 the rotary embedding, the new keys and values written into the batch's cache with attention over each row's own
-positions, the output product and the residual, the second norm and the MLP. A step where some row is served by a
-LoRA adapter calls the same parts one at a time from here instead, with every product made by its layer module, so
-the adapters' hooks add each row's own delta (`adapters.py`); a row without one gets the same bits either way. The
-embedding, the rotary angles and the output head (a layer module, so an adapter may target it) run in torch.
+positions, the output product and the residual, the second norm and the MLP. A row served by a LoRA adapter gets
+its adapter's delta on each product it adapts inside that call (its A and B read where the adapter holds them), so
+a row's bits do not depend on the rows beside it, adapted or not. The embedding, the rotary angles and the output
+head (a layer module, so an adapter's hook adapts it) run in torch.
 
 The products read the fp16 or int8 copies the layer modules hold (`precision.py`, `embedded.decode-weights`). The
 weights are read where they lie: swaps copy into them in place (`versions.copy_weights`,
@@ -17,11 +17,13 @@ weights are read where they lie: swaps copy into them in place (`versions.copy_w
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from reef_daemon.runtimes.embedded.adapters import LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
@@ -39,6 +41,16 @@ class _Layer(ctypes.Structure):
         ("head_dim", ctypes.c_int64), ("intermediate", ctypes.c_int64), ("eps", ctypes.c_float),
         ("scale", ctypes.c_float),
     ]  # fmt: skip
+
+
+class _Lora(ctypes.Structure):
+    _fields_ = [("a", ctypes.c_void_p), ("b", ctypes.c_void_p), ("rank", ctypes.c_int64), ("scale", ctypes.c_float)]
+
+
+_LORA_ROWS = ctypes.POINTER(_Lora)
+_MODULE_PATHS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+                 "mlp.up_proj", "mlp.down_proj")  # fmt: skip  # the order of reef_decode_layer's products
+ADAPTERS_KEPT = 32  # adapters whose per-layer pairs are kept between steps (the worker keeps 8 resident)
 
 
 class _Scratch(ctypes.Structure):
@@ -100,21 +112,13 @@ class NativeDecodeStep:
         self._layer_call = library.reef_decode_layer
         self._layer_call.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int,
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
         self._layer_call.restype = ctypes.c_int
         self._norm = library.reef_rms_norm
         self._norm.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float,
                                ctypes.c_void_p]  # fmt: skip
-        self._rope = library.reef_rope
-        self._rope.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                               ctypes.c_void_p]  # fmt: skip
-        self._silu_mul = library.reef_silu_mul
-        self._silu_mul.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        self._add = library.reef_add
-        self._add.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        for function in (self._norm, self._rope, self._silu_mul, self._add):
-            function.restype = None
+        self._norm.restype = None
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         self._shape = _Shape(
             config.hidden_size, config.num_attention_heads, config.num_key_value_heads, head_dim,
@@ -123,6 +127,8 @@ class NativeDecodeStep:
         self._scale = head_dim**-0.5
         self._layers = [self._describe(layer) for layer in model.model.layers]
         self._scratch: dict[str, torch.Tensor] = {}
+        # Per adapter (by identity, held so it stays the same object): its fp32 pairs, per layer per product.
+        self._pairs: dict[int, tuple[LoraAdapter, list[list[_Lora | None]], list[torch.Tensor]]] = {}
 
     def _describe(self, layer: Any) -> _Layer:
         shape = self._shape
@@ -135,9 +141,10 @@ class NativeDecodeStep:
             self._scale,
         )  # fmt: skip
 
-    def logits(self, tokens: list[int], batch: BatchCache, adapted: bool) -> torch.Tensor:
-        """The next-token logits `[rows, vocab]` of every row, whose last tokens are `tokens`; the new keys and values
-        go into `batch`, which the caller then advances. With `adapted`, some row is served by an adapter."""
+    def logits(self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None]) -> torch.Tensor:
+        """The next-token logits `[rows, vocab]` of every row, whose last tokens are `tokens` and whose adapters
+        (None: the base alone) are `adapters`; the new keys and values go into `batch`, which the caller then
+        advances. An adapter on the output head is added by its hook (the caller serves the rows' adapters)."""
         rows = len(tokens)
         model = self._model.model
         positions = batch.step_positions()
@@ -146,56 +153,63 @@ class NativeDecodeStep:
         scratch = self._room(rows)
         pointers = _Scratch(*(scratch[name].data_ptr() for name in _SCRATCH))
         threads = torch.get_num_threads()
-        for index, (layer, described) in enumerate(zip(model.layers, self._layers, strict=True)):
+        lora = self._lora_rows(adapters)
+        for index, described in enumerate(self._layers):
             keys, values = batch.keys[index], batch.values[index]
-            if not adapted:
-                failed = self._layer_call(
-                    ctypes.byref(described), hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr(),
-                    keys.data_ptr(), values.data_ptr(), positions.data_ptr(), keys.shape[2], ctypes.byref(pointers),
-                    threads,
-                )  # fmt: skip
-                if failed:
-                    raise MemoryError("decoding: no memory for the attention scores")
-            else:
-                self._layer_in_parts(layer, hidden, cos, sin, keys, values, positions, scratch)
+            failed = self._layer_call(
+                ctypes.byref(described), hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr(), keys.data_ptr(),
+                values.data_ptr(), positions.data_ptr(), keys.shape[2], ctypes.byref(pointers),
+                None if lora is None else lora[index], threads,
+            )  # fmt: skip
+            if failed:
+                raise MemoryError("decoding: no memory for the attention scores or an adapter's delta")
         normed = torch.empty_like(hidden)
         self._norm(hidden.data_ptr(), rows, self._shape.hidden, model.norm.weight.data_ptr(), self._shape.eps,
                    normed.data_ptr())  # fmt: skip
         logits: torch.Tensor = self._model.lm_head(normed.unsqueeze(1))[:, 0]  # a decoding product's shape
         return logits
 
-    def _layer_in_parts(
-        self, layer: Any, hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, keys: torch.Tensor,
-        values: torch.Tensor, positions: torch.Tensor, scratch: dict[str, torch.Tensor],
-    ) -> None:  # fmt: skip
-        """`reef_decode_layer`'s parts in its order, each product by its layer module (and so its adapter hooks)."""
-        shape, rows = self._shape, hidden.shape[0]
-        normed = scratch["normed"]
-        q_proj, k_proj, v_proj, o_proj = _attention_products(layer)
-        gate_proj, up_proj, down_proj = _mlp_products(layer)
-        self._norm(hidden.data_ptr(), rows, shape.hidden, layer.input_layernorm.weight.data_ptr(), shape.eps,
-                   normed.data_ptr())  # fmt: skip
-        q, k, v = (self._product(module, normed) for module in (q_proj, k_proj, v_proj))
-        self._rope(q.data_ptr(), rows, shape.heads, shape.head_dim, cos.data_ptr(), sin.data_ptr())
-        self._rope(k.data_ptr(), rows, shape.kv_heads, shape.head_dim, cos.data_ptr(), sin.data_ptr())
-        as_heads = (rows, -1, 1, shape.head_dim)
-        attended = self._kernel.attend(
-            q.view(as_heads), k.view(as_heads), v.view(as_heads), keys, values, positions, self._scale
-        )
-        out = self._product(o_proj, attended.view(rows, -1))  # held: a pointer does not keep a tensor alive
-        self._add(hidden.data_ptr(), out.data_ptr(), hidden.numel())
-        self._norm(hidden.data_ptr(), rows, shape.hidden, layer.post_attention_layernorm.weight.data_ptr(),
-                   shape.eps, normed.data_ptr())  # fmt: skip
-        gate, up = self._product(gate_proj, normed), self._product(up_proj, normed)
-        self._silu_mul(gate.data_ptr(), up.data_ptr(), gate.numel())
-        out = self._product(down_proj, gate)
-        self._add(hidden.data_ptr(), out.data_ptr(), hidden.numel())
+    def _lora_rows(self, adapters: Sequence[LoraAdapter | None]) -> list[Any] | None:
+        """Per layer, the array reef_decode_layer reads: per product, per row, the row's adapter's pair or NULL;
+        None when no row has an adapter."""
+        if all(adapter is None for adapter in adapters):
+            return None
+        per_adapter = [None if adapter is None else self._pairs_of(adapter) for adapter in adapters]
+        rows = len(adapters)
+        arrays = []
+        for layer in range(len(self._layers)):
+            array = (_LORA_ROWS * (len(_MODULE_PATHS) * rows))()
+            for row, pairs in enumerate(per_adapter):
+                if pairs is None:
+                    continue
+                for product, pair in enumerate(pairs[layer]):
+                    if pair is not None:
+                        array[product * rows + row] = ctypes.pointer(pair)
+            arrays.append(array)
+        return arrays
 
-    @staticmethod
-    def _product(module: Any, rows: torch.Tensor) -> torch.Tensor:
-        """`module` on one position per row (a decoding product), `[rows, out]` contiguous fp32."""
-        out: torch.Tensor = module(rows.unsqueeze(1))[:, 0]
-        return out.contiguous()
+    def _pairs_of(self, adapter: LoraAdapter) -> list[list[_Lora | None]]:
+        """The adapter's pairs per layer and product, made once per adapter (A and B as contiguous fp32)."""
+        kept = self._pairs.get(id(adapter))
+        if kept is not None and kept[0] is adapter:
+            return kept[1]
+        if len(self._pairs) >= ADAPTERS_KEPT:
+            self._pairs.clear()
+        tensors: list[torch.Tensor] = []
+        layers: list[list[_Lora | None]] = []
+        for index in range(len(self._layers)):
+            products: list[_Lora | None] = []
+            for path in _MODULE_PATHS:
+                found = adapter.layers.get(f"model.layers.{index}.{path}")
+                if found is None:
+                    products.append(None)
+                    continue
+                a, b = (t.detach().to(torch.float32).contiguous() for t in found)
+                tensors += [a, b]
+                products.append(_Lora(a.data_ptr(), b.data_ptr(), a.shape[0], adapter.scale))
+            layers.append(products)
+        self._pairs[id(adapter)] = (adapter, layers, tensors)
+        return layers
 
     def _room(self, rows: int) -> dict[str, torch.Tensor]:
         """Scratch buffers for `rows` rows, kept between steps (grown when the batch grows)."""

@@ -299,8 +299,7 @@ class GenerationWorker:
         """The next-token logits `[rows, vocab]` of every decoding sequence, its key and value written."""
         tokens = [job.output_ids[-1] for job in self._decoding]
         if self._native is not None:
-            adapted = any(job.adapter is not None for job in self._decoding)
-            return self._native.logits(tokens, self._batch, adapted)
+            return self._native.logits(tokens, self._batch, [job.adapter for job in self._decoding])
         positions, mask = self._batch.step_inputs()
         out = self._loaded.model(
             input_ids=torch.tensor([[token] for token in tokens]),
