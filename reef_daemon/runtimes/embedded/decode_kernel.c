@@ -28,6 +28,24 @@
 
 static inline __m512 half16(const uint16_t *h) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)); }
 
+/* acc[r] += x[r][k] * (low, high): one input of every row against one input's PANEL weights. `x` points at row 0's
+ * input k, rows `k_count` apart. */
+static inline __attribute__((always_inline)) void add_products(
+    __m512 acc[GROUP][2], const float *x, int64_t k_count, __m512 low, __m512 high, int rows) {
+    for (int r = 0; r < rows; r++) {
+        __m512 xr = _mm512_set1_ps(x[r * k_count]);
+        acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
+    }
+}
+
+static inline __attribute__((always_inline)) void store_rows(__m512 acc[GROUP][2], float *out, int rows) {
+    for (int r = 0; r < rows; r++) {
+        _mm512_storeu_ps(out + r * PANEL, acc[r][0]);
+        _mm512_storeu_ps(out + r * PANEL + 16, acc[r][1]);
+    }
+}
+
 static inline __attribute__((always_inline)) void panel_pass(
     const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
     __m512 acc[GROUP][2];
@@ -37,16 +55,9 @@ static inline __attribute__((always_inline)) void panel_pass(
         _mm_prefetch((const char *)(w + 8 * PANEL), _MM_HINT_T0);
         __m512 low = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
         __m512 high = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 16)));
-        for (int r = 0; r < rows; r++) {
-            __m512 xr = _mm512_set1_ps(x[r * k_count + k]);
-            acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
-        }
+        add_products(acc, x + k, k_count, low, high, rows);
     }
-    for (int r = 0; r < rows; r++) {
-        _mm512_storeu_ps(out + r * PANEL, acc[r][0]);
-        _mm512_storeu_ps(out + r * PANEL + 16, acc[r][1]);
-    }
+    store_rows(acc, out, rows);
 }
 
 static inline __attribute__((always_inline)) void q8_panel_pass(
@@ -64,17 +75,10 @@ static inline __attribute__((always_inline)) void q8_panel_pass(
                 _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w))), s_low, m_low);
             __m512 high = _mm512_fmadd_ps(
                 _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)))), s_high, m_high);
-            for (int r = 0; r < rows; r++) {
-                __m512 xr = _mm512_set1_ps(x[r * k_count + k]);
-                acc[r][0] = _mm512_fmadd_ps(xr, low, acc[r][0]);
-                acc[r][1] = _mm512_fmadd_ps(xr, high, acc[r][1]);
-            }
+            add_products(acc, x + k, k_count, low, high, rows);
         }
     }
-    for (int r = 0; r < rows; r++) {
-        _mm512_storeu_ps(out + r * PANEL, acc[r][0]);
-        _mm512_storeu_ps(out + r * PANEL + 16, acc[r][1]);
-    }
+    store_rows(acc, out, rows);
 }
 
 static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
@@ -519,7 +523,7 @@ void reef_rms_norm(const float *x, int64_t rows, int64_t n, const float *weight,
 
 /* Rotary position embedding in place, as Llama applies it: x * cos + rotate_half(x) * sin, where rotate_half
  * swaps the two halves of a head and negates the new first one. x: [rows, heads, dim]; cos, sin: [rows, dim]. */
-void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const float *cos, const float *sin) {
+static void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const float *cos, const float *sin) {
     int64_t half = dim / 2;
     for (int64_t r = 0; r < rows; r++) {
         const float *c = cos + r * dim, *s = sin + r * dim;
@@ -535,12 +539,12 @@ void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const float *
 }
 
 /* gate[i] = silu(gate[i]) * up[i] */
-void reef_silu_mul(float *gate, const float *up, int64_t count) {
+static void reef_silu_mul(float *gate, const float *up, int64_t count) {
     for (int64_t i = 0; i < count; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 /* x[i] += y[i] */
-void reef_add(float *x, const float *y, int64_t count) {
+static void reef_add(float *x, const float *y, int64_t count) {
     for (int64_t i = 0; i < count; i++) x[i] += y[i];
 }
 
