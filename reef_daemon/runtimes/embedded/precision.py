@@ -23,7 +23,8 @@ DECODE_ROWS = 4  # inputs with at most this many positions per sequence use the 
 
 
 class DecodeLinear(nn.Module):
-    """An `nn.Linear` (same parameters, same state-dict names) with an fp16 copy of its weight for decoding."""
+    """An `nn.Linear` (same parameters, same state-dict names) with a copy of its weight for decoding: fp16, or with
+    the kernels and `int8`, bytes and their scales (`embedded.decode-weights`)."""
 
     decode_weight: torch.Tensor  # the kernel's packed panels, or (without the kernel) the weight in fp16
     decode_scales: torch.Tensor | None  # the int8 panels' scales; None for fp16
@@ -51,7 +52,7 @@ class DecodeLinear(nn.Module):
         return out if self.bias is None else out + self.bias
 
     def refresh(self) -> None:
-        """Make the fp16 copy follow the fp32 weight after it changed."""
+        """Make the decoding copy follow the fp32 weight after it changed."""
         weight, scales = self._decode_copy()
         with torch.no_grad():
             self.decode_weight.copy_(weight)

@@ -275,9 +275,9 @@ class GenerationWorker:
         """One token for every decoding sequence, in one forward pass."""
         began = time.perf_counter()
         try:
-            rows = [job.adapter for job in self._decoding]
-            with self.adapters.serving(rows):
-                logits = self._logits()
+            adapters = [job.adapter for job in self._decoding]
+            with self.adapters.serving(adapters):
+                logits = self._logits(adapters)
             self._batch.advance()
         except Exception as exc:
             log.exception("generation failed")
@@ -295,11 +295,12 @@ class GenerationWorker:
         self.peak_batch = max(self.peak_batch, len(self._decoding))
         self._leave(ended)
 
-    def _logits(self) -> torch.Tensor:
-        """The next-token logits `[rows, vocab]` of every decoding sequence, its key and value written."""
+    def _logits(self, adapters: list[LoraAdapter | None]) -> torch.Tensor:
+        """The next-token logits `[rows, vocab]` of every decoding sequence (served by `adapters`, which the bank
+        is serving), its key and value written."""
         tokens = [job.output_ids[-1] for job in self._decoding]
         if self._native is not None:
-            return self._native.logits(tokens, self._batch, [job.adapter for job in self._decoding])
+            return self._native.logits(tokens, self._batch, adapters)
         positions, mask = self._batch.step_inputs()
         out = self._loaded.model(
             input_ids=torch.tensor([[token] for token in tokens]),
