@@ -89,7 +89,7 @@ def _decode_with(layers: list[DecodeLinear], kernel: DecodeKernel | None) -> Non
 
 def kernel_table(model: Any, repeats: int) -> list[str]:
     kernel = load_kernel()
-    assert kernel is not None, decoding_method()
+    assert kernel is not None, decoding_method("fp16 weights")
     weights = [m.weight.detach().to(torch.float16) for m in model.modules() if isinstance(m, DecodeLinear)]
     packed = [kernel.pack(w) for w in weights]
     scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))

@@ -101,7 +101,7 @@ _reef() {
                 --reports.judge-max-prompt-chars) return 0 ;;
                 --reports.judge-timeout-s) return 0 ;;
                 --embedded.engine) COMPREPLY=($(compgen -W "torch sglang" -- "$cur")); return 0 ;;
-                --embedded.decode-weights) COMPREPLY=($(compgen -W "fp16 int8" -- "$cur")); return 0 ;;
+                --embedded.decode-weights) COMPREPLY=($(compgen -W "auto fp16 int8" -- "$cur")); return 0 ;;
                 --embedded.sglang-url) return 0 ;;
                 --embedded.sglang-port) return 0 ;;
                 --embedded.sglang-tp) return 0 ;;
@@ -218,7 +218,7 @@ _reef() {
                 --reports.judge-max-prompt-chars) return 0 ;;
                 --reports.judge-timeout-s) return 0 ;;
                 --embedded.engine) COMPREPLY=($(compgen -W "torch sglang" -- "$cur")); return 0 ;;
-                --embedded.decode-weights) COMPREPLY=($(compgen -W "fp16 int8" -- "$cur")); return 0 ;;
+                --embedded.decode-weights) COMPREPLY=($(compgen -W "auto fp16 int8" -- "$cur")); return 0 ;;
                 --embedded.sglang-url) return 0 ;;
                 --embedded.sglang-port) return 0 ;;
                 --embedded.sglang-tp) return 0 ;;

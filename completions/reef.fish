@@ -136,8 +136,8 @@ complete -c reef -n '__reef_at reef/serve' -l reports.judge-max-prompt-chars -d 
 complete -c reef -n '__reef_at reef/serve' -l reports.judge-timeout-s -d 'how long one judge call may take (default: 60.0)' -x
 complete -c reef -n '__reef_at reef/serve' -l embedded.engine -x -a 'torch sglang'
 complete -c reef -n '__reef_at reef/serve' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
-complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -x -a 'fp16 int8'
-complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 (bytes with a scale and minimum per 32, as llama.cpp\'s Q8_1: about 1.5x the tokens/s of one stream, log-probs within ~0.01 nats on average and ~0.05 at worst) (default: fp16)'
+complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -x -a 'auto fp16 int8'
+complete -c reef -n '__reef_at reef/serve' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: auto (bytes, with a scale and minimum per 32, for the weights they hold exactly, as a GGUF\'s 4- and 8-bit ones; fp16 for the others), fp16 (log-probs within ~0.01 nats of fp32) or int8 (bytes for every weight: log-probs within ~0.01 nats on average and ~0.05 at worst of weights that are not exact) (default: auto)'
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-port -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)' -x
 complete -c reef -n '__reef_at reef/serve' -l embedded.sglang-tp -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)' -x
@@ -266,8 +266,8 @@ complete -c reef -n '__reef_at reef/start' -l reports.judge-max-prompt-chars -d 
 complete -c reef -n '__reef_at reef/start' -l reports.judge-timeout-s -d 'how long one judge call may take (default: 60.0)' -x
 complete -c reef -n '__reef_at reef/start' -l embedded.engine -x -a 'torch sglang'
 complete -c reef -n '__reef_at reef/start' -l embedded.engine -d 'what generates: torch (this process) or sglang (an SGLang server reef launches from inference.model-path, or attaches to at embedded.sglang-url) (default: torch)'
-complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -x -a 'fp16 int8'
-complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 (bytes with a scale and minimum per 32, as llama.cpp\'s Q8_1: about 1.5x the tokens/s of one stream, log-probs within ~0.01 nats on average and ~0.05 at worst) (default: fp16)'
+complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -x -a 'auto fp16 int8'
+complete -c reef -n '__reef_at reef/start' -l embedded.decode-weights -d 'the copies of the weights torch decodes from: auto (bytes, with a scale and minimum per 32, for the weights they hold exactly, as a GGUF\'s 4- and 8-bit ones; fp16 for the others), fp16 (log-probs within ~0.01 nats of fp32) or int8 (bytes for every weight: log-probs within ~0.01 nats on average and ~0.05 at worst of weights that are not exact) (default: auto)'
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-url -d 'attach to the SGLang server (or router) at this URL' -x
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-port -d 'port of the SGLang server (or Slime\'s router) reef starts (default: 30000)' -x
 complete -c reef -n '__reef_at reef/start' -l embedded.sglang-tp -d 'tensor-parallel GPUs of the SGLang server reef launches (default: 1)' -x

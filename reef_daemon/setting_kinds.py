@@ -298,7 +298,7 @@ def one_of(metavar: str, *choices: str) -> Kind:
 
 
 ENGINE = one_of("ENGINE", "torch", "sglang")
-DECODE_WEIGHTS = one_of("FORMAT", "fp16", "int8")
+DECODE_WEIGHTS = one_of("FORMAT", "auto", "fp16", "int8")
 SWITCH = one_of("on|off", "on", "off")
 CLIENT_AUTH = one_of("reef|pass", "reef", "pass")
 

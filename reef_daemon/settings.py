@@ -187,11 +187,12 @@ class EmbeddedSection:
         "inference.model-path, or attaches to at embedded.sglang-url)",
     )
     decode_weights: str = setting(
-        "fp16",
+        "auto",
         DECODE_WEIGHTS,
-        help="the copies of the weights torch decodes from: fp16 (log-probs within ~0.01 nats of fp32) or int8 "
-        "(bytes with a scale and minimum per 32, as llama.cpp's Q8_1: about 1.5x the tokens/s of one stream, "
-        "log-probs within ~0.01 nats on average and ~0.05 at worst)",
+        help="the copies of the weights torch decodes from: auto (bytes, with a scale and minimum per 32, for the "
+        "weights they hold exactly, as a GGUF's 4- and 8-bit ones; fp16 for the others), fp16 (log-probs within "
+        "~0.01 nats of fp32) or int8 (bytes for every weight: log-probs within ~0.01 nats on average and ~0.05 at "
+        "worst of weights that are not exact)",
     )
     sglang_url: str | None = setting(None, URL, help="attach to the SGLang server (or router) at this URL")
     sglang_port: int = setting(30000, PORT, help="port of the SGLang server (or Slime's router) reef starts")

@@ -13,8 +13,9 @@ import torch
 from torch import nn
 
 from reef_daemon.runtimes.embedded import decode_kernel
-from reef_daemon.runtimes.embedded.decode_kernel import BLOCK, DecodeKernel, decoding_method, load_kernel
-from reef_daemon.runtimes.embedded.precision import DecodeLinear
+from reef_daemon.runtimes.embedded.decode_kernel import BLOCK, DecodeKernel, Int8Panels, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.precision import DecodeLinear, DecodeWeights
+from tests.support.gguf_grid import on_a_gguf_grid
 
 SHAPES = [(576, 576), (70, 33), (1, 5), (49, 1536)]  # (outputs, inputs): whole panels, ragged ones, a single output
 
@@ -30,7 +31,7 @@ def fresh_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 def _kernel() -> DecodeKernel:
     kernel = load_kernel()
-    assert kernel is not None, decoding_method()
+    assert kernel is not None, decoding_method("fp16 weights")
     return kernel
 
 
@@ -61,32 +62,81 @@ def test_a_row_gets_the_same_bits_alone_or_in_any_batch(outputs: int, inputs: in
         assert torch.equal(kernel.linear(rows, packed, outputs, threads=threads), alone), f"{threads} threads"
 
 
+def dequantised(packed: Int8Panels, outputs: int, inputs: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The weights the kernel reads back from 8-bit panels (weight n, input k is q * its block's scale + its block's
+    minimum, rounded once to fp32 as the kernel's fused multiply-add rounds it), and each weight's step."""
+    q = packed.panels.transpose(1, 2).reshape(-1, inputs)[:outputs].float()
+    scales = packed.scales
+    blocks = scales.view(scales.shape[0], scales.shape[1], 2, -1).permute(0, 3, 2, 1).reshape(-1, 2, scales.shape[1])
+    step, low = (blocks[:outputs, part].repeat_interleave(BLOCK, 1)[:, :inputs].float() for part in (0, 1))
+    return q * step + low, step  # q * step is exact in fp32 (a byte times an fp16): one rounding, in the sum
+
+
 @pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
 def test_int8_products_match_fp32_arithmetic_on_the_dequantised_weights(outputs: int, inputs: int) -> None:
     kernel = _kernel()
     generator = torch.Generator().manual_seed(outputs + inputs)
     weight = torch.randn(outputs, inputs, generator=generator) * 0.05
     rows = torch.randn(7, inputs, generator=generator)
-    panels, scales = kernel.pack_int8(weight)
-    # Back from the panels: weight n, input k is q * its block's scale + its block's minimum.
-    q = panels.transpose(1, 2).reshape(-1, inputs)[:outputs].double()
-    blocks = scales.view(scales.shape[0], scales.shape[1], 2, -1).permute(0, 3, 2, 1).reshape(-1, 2, scales.shape[1])
-    step, low = (blocks[:outputs, part].repeat_interleave(BLOCK, 1)[:, :inputs].double() for part in (0, 1))
-    dequantised = q * step + low
-    assert ((dequantised - weight.double()).abs() <= step / 2 + 1e-6).all()  # the nearest of 256 levels
-    got = kernel.linear(rows, panels, outputs, scales=scales)
-    assert torch.allclose(got.double(), rows.double() @ dequantised.T, rtol=1e-5, atol=1e-5)
-    alone = torch.cat([kernel.linear(rows[r : r + 1], panels, outputs, scales=scales) for r in range(7)])
+    packed = kernel.pack_int8(weight)
+    back, step = dequantised(packed, outputs, inputs)
+    # The nearest of 256 levels, give or take the minimum's rounding to fp16 (all there is in a block of one).
+    assert ((back - weight).abs() <= step / 2 + weight.abs().max() * 2**-11).all()
+    assert packed.inexact > 0 and kernel.pack_int8(weight, exact_only=True) is None
+    got = kernel.linear(rows, packed.panels, outputs, scales=packed.scales)
+    assert torch.allclose(got.double(), rows.double() @ back.double().T, rtol=1e-5, atol=1e-5)
+    alone = torch.cat([kernel.linear(rows[r : r + 1], packed.panels, outputs, scales=packed.scales) for r in range(7)])
     assert torch.equal(got, alone)
 
 
-@pytest.mark.parametrize("int8", [False, True])
-def test_decoding_layers_follow_a_weight_change(int8: bool) -> None:
+@pytest.mark.parametrize("kind", ["q4_1", "q8_0"])
+@pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
+def test_weights_from_a_gguf_s_blocks_come_back_bit_for_bit(outputs: int, inputs: int, kind: str) -> None:
+    """A GGUF's Q4_1 and Q8_0 weights are bytes on a grid already: their 8-bit copy is the weight itself, so the
+    product is fp32 arithmetic on the very weights that train."""
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(outputs * 3 + inputs)
+    weight = on_a_gguf_grid(outputs, inputs, kind, generator)
+    packed = kernel.pack_int8(weight, exact_only=True)
+    assert packed is not None and packed.inexact == 0
+    assert torch.equal(dequantised(packed, outputs, inputs)[0], weight)
+    rows = torch.randn(5, inputs, generator=generator)
+    got = kernel.linear(rows, packed.panels, outputs, scales=packed.scales)
+    assert torch.allclose(got.double(), rows.double() @ weight.double().T, rtol=1e-5, atol=1e-5)
+    moved = weight.clone()
+    moved[outputs // 2, inputs // 2] += 1e-5  # one weight off its grid, as a training step moves weights
+    assert kernel.pack_int8(moved, exact_only=True) is None
+    assert kernel.pack_int8(moved).inexact == 1
+
+
+def test_auto_copies_are_8_bit_while_the_weight_is_on_its_grid_and_fp16_once_it_moves() -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(11)
+    linear = nn.Linear(64, 40, bias=False)
+    grid = on_a_gguf_grid(40, 64, "q4_1", generator)
+    x = torch.randn(3, 1, 64, generator=generator)
+    with torch.no_grad():
+        linear.weight.copy_(grid)
+        layer = DecodeLinear(linear, kernel, "auto")
+        assert layer.int8
+        assert torch.allclose(layer(x).double(), x.double() @ grid.double().T, rtol=1e-5, atol=1e-5)
+        linear.weight.add_(torch.randn(40, 64, generator=generator) * 1e-3)
+        layer.refresh()
+        assert not layer.int8
+        fp16 = x.double() @ linear.weight.to(torch.float16).double().T
+        assert torch.allclose(layer(x).double(), fp16, rtol=1e-5, atol=1e-5)
+        linear.weight.copy_(grid)  # rolled back to the weights as read
+        layer.refresh()
+        assert layer.int8
+
+
+@pytest.mark.parametrize("weights", ["fp16", "int8"])
+def test_decoding_layers_follow_a_weight_change(weights: DecodeWeights) -> None:
     kernel = _kernel()
     linear = nn.Linear(40, 50)
-    layer = DecodeLinear(linear, kernel, int8)
+    layer = DecodeLinear(linear, kernel, weights)
     x = torch.randn(3, 1, 40)
-    tolerance = 3e-2 if int8 else 1e-2
+    tolerance = 3e-2 if weights == "int8" else 1e-2
     with torch.no_grad():
         assert torch.allclose(layer(x), linear(x), atol=tolerance)
         linear.weight.mul_(-2)
@@ -126,9 +176,10 @@ def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch
     alone = torch.cat([kernel.linear(rows[r : r + 1], packed, 70) for r in range(5)])
     assert torch.equal(kernel.linear(rows, packed, 70), alone)
     assert torch.allclose(alone.double(), rows.double() @ weight.to(torch.float16).double().T, rtol=1e-5, atol=1e-5)
-    panels, scales = kernel.pack_int8(weight)
+    panels, scales, _ = kernel.pack_int8(weight)
     int8 = torch.cat([kernel.linear(rows[r : r + 1], panels, 70, scales=scales) for r in range(5)])
     assert torch.equal(kernel.linear(rows, panels, 70, scales=scales), int8)
+    assert kernel.pack_int8(on_a_gguf_grid(70, 33, "q8_0", generator), exact_only=True) is not None
     query, new_keys, new_values, keys, values, positions = _attention_case(generator, [4, 0, 9], dim=20)
     one = kernel.attend(query[1:2], new_keys[1:2], new_values[1:2], keys[1:2].clone(), values[1:2].clone(),
                         positions[1:2], 0.5)  # fmt: skip
@@ -144,7 +195,8 @@ def test_the_avx512_and_avx2_products_agree_bit_for_bit(fresh_build: Path, monke
     weight = torch.randn(200, 96, generator=generator)
     rows = torch.randn(7, 96, generator=generator)
     wide = kernel.linear(rows, kernel.pack(weight), 200)
-    panels, scales = kernel.pack_int8(weight)
+    grid = on_a_gguf_grid(200, 96, "q4_1", generator)
+    panels, scales, _ = kernel.pack_int8(weight)
     wide_int8 = kernel.linear(rows, panels, 200, scales=scales)
     decode_kernel._loaded.cache_clear()
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} -mno-avx512f")
@@ -152,6 +204,10 @@ def test_the_avx512_and_avx2_products_agree_bit_for_bit(fresh_build: Path, monke
     assert narrow.kind == "avx2-f16c-fma"
     assert torch.equal(narrow.linear(rows, narrow.pack(weight), 200), wide)
     assert torch.equal(narrow.linear(rows, panels, 200, scales=scales), wide_int8)
+    for packing in (weight, grid):  # the weights are packed the same whatever the CPU
+        there, here = narrow.pack_int8(packing), kernel.pack_int8(packing)
+        assert torch.equal(there.panels, here.panels) and torch.equal(there.scales, here.scales)
+        assert there.inexact == here.inexact
 
 
 def test_without_a_compiler_decoding_uses_torch_and_says_why(
@@ -159,8 +215,8 @@ def test_without_a_compiler_decoding_uses_torch_and_says_why(
 ) -> None:
     monkeypatch.setenv("CC", "/nonexistent/cc")
     assert load_kernel() is None
-    assert decoding_method().startswith("fp16 weights, torch product (no kernel: ")
-    assert "/nonexistent/cc" in decoding_method()
+    assert decoding_method("int8 weights").startswith("fp16 weights, torch product (no kernel: ")
+    assert "/nonexistent/cc" in decoding_method("int8 weights")
     assert any("the decoding kernels are unavailable" in r.getMessage() for r in caplog.records)
     linear = nn.Linear(16, 8)
     layer = DecodeLinear(linear, None)
@@ -172,7 +228,7 @@ def test_without_a_compiler_decoding_uses_torch_and_says_why(
 def test_a_failing_build_says_what_the_compiler_said(fresh_build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} -DREEF_NO_SUCH_FLAG -fno-such-option")
     assert load_kernel() is None
-    assert "failed" in decoding_method() and "no-such-option" in decoding_method()
+    assert "failed" in decoding_method("int8 weights") and "no-such-option" in decoding_method("int8 weights")
     assert not list(fresh_build.glob("decode_kernel-*.so"))
 
 

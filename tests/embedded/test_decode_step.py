@@ -13,12 +13,20 @@ from reef_daemon.runtimes.embedded.adapters import AdapterBank, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache, use_row_attention
 from reef_daemon.runtimes.embedded.decode_kernel import decoding_method, load_kernel
 from reef_daemon.runtimes.embedded.decode_step import NativeDecodeStep, native_step
-from reef_daemon.runtimes.embedded.precision import add_decode_copies
+from reef_daemon.runtimes.embedded.precision import (
+    DecodeLinear,
+    DecodeWeights,
+    add_decode_copies,
+    decode_copies,
+    refresh_decode_copies,
+)
+from reef_daemon.runtimes.embedded.versions import copy_weights
+from tests.support.gguf_grid import on_a_gguf_grid
 
 PROMPTS = [[3, 14, 15, 9, 2, 6], [5, 35], [8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4]]
 
 
-def tiny_llama(int8: bool = False) -> Any:
+def tiny_llama(weights: DecodeWeights = "fp16") -> Any:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -27,7 +35,7 @@ def tiny_llama(int8: bool = False) -> Any:
         num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, rope_theta=10000.0,
     )  # fmt: skip
     made = LlamaForCausalLM(config).eval()
-    add_decode_copies(made, int8)
+    add_decode_copies(made, weights)
     use_row_attention(made)
     return made
 
@@ -40,7 +48,7 @@ def model() -> Any:
 @pytest.fixture(scope="module")
 def step(model: Any) -> NativeDecodeStep:
     made = native_step(model, load_kernel())
-    assert made is not None, decoding_method()
+    assert made is not None, decoding_method("fp16 weights")
     return made
 
 
@@ -89,7 +97,7 @@ def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: Na
 
 def test_int8_copies_step_as_transformers_does_with_them() -> None:
     """The native step reads the int8 copies and their scales where the layer modules hold them."""
-    int8 = tiny_llama(int8=True)
+    int8 = tiny_llama("int8")
     step = native_step(int8, load_kernel())
     assert step is not None
     ours, theirs = read(int8, PROMPTS), read(int8, PROMPTS)
@@ -99,6 +107,35 @@ def test_int8_copies_step_as_transformers_does_with_them() -> None:
         fp16 = native(native_step(tiny_llama(), load_kernel()), tokens, read(tiny_llama(), PROMPTS))
     assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4)
     assert not torch.equal(got, fp16)  # the int8 copies are what decoded
+
+
+def test_after_a_swap_the_step_reads_the_new_copies_of_either_kind() -> None:
+    """`auto` copies are 8-bit while the weights are on a GGUF's grid; a swap that moves one off it makes a new fp16
+    copy elsewhere, which the step reads from then on (`follow_weights`), as transformers' forward pass does."""
+    model = tiny_llama("auto")
+    generator = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, DecodeLinear):
+                module.weight.copy_(on_a_gguf_grid(*module.weight.shape, "q4_1", generator))
+                module.refresh()
+    assert decode_copies(model) == "int8 weights"
+    step = native_step(model, load_kernel())
+    assert step is not None
+    name = "model.layers.1.mlp.down_proj.weight"
+    moved = {name: model.get_parameter(name).detach() + torch.randn(64, 96, generator=generator) * 1e-3}
+    with torch.no_grad():
+        copy_weights(model, moved)
+    refresh_decode_copies(model, moved.keys())
+    step.follow_weights()
+    assert decode_copies(model) == "int8 for 21 of 22 weights, fp16 for the rest"
+    ours, theirs = read(model, PROMPTS), read(model, PROMPTS)
+    tokens = [p[-1] for p in PROMPTS]
+    with torch.inference_mode():
+        for _ in range(3):
+            got, expected = native(step, tokens, ours), transformers_step(model, tokens, theirs)
+            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4), (got - expected).abs().max()
+            tokens = expected.argmax(-1).tolist()
 
 
 def test_a_row_gets_the_same_bits_alone_or_in_a_batch(model: Any, step: NativeDecodeStep) -> None:

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "decode_half.h"
+
 #define PANEL 32
 #define BLOCK 32 /* inputs sharing one scale and minimum per output in the 8-bit format */
 #if defined(__AVX512F__) && defined(__F16C__) && defined(__FMA__)
@@ -182,27 +184,6 @@ const char *reef_decode_kernel_kind(void) { return "avx2-f16c-fma"; }
 
 #else
 #define GROUP 3
-
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
-    if (exponent == 0x1f) {
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign;
-    } else { /* subnormal: normalise */
-        exponent = 113;
-        while (!(mantissa & 0x400u)) {
-            mantissa <<= 1;
-            exponent--;
-        }
-        bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-    }
-    float value;
-    memcpy(&value, &bits, sizeof value);
-    return value;
-}
 
 static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
     float acc[GROUP][PANEL] = {{0}};

@@ -26,6 +26,7 @@ import shlex
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Literal, NamedTuple, overload
 
 import torch
 
@@ -33,12 +34,22 @@ from reef_daemon.runtimes.model_cache import user_model_cache
 
 log = logging.getLogger("reef.embedded")
 
-SOURCE = Path(__file__).with_name("decode_kernel.c")
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("decode_kernel.c", "decode_pack.c"))
+HEADERS = (Path(__file__).with_name("decode_half.h"),)  # read by both: part of what a build is keyed by
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
 LIBRARIES = ("-lm",)  # after the source, where the linker looks for what it needs
 PANEL = 32  # output features per panel of the packed weights; matches PANEL in decode_kernel.c
 BLOCK = 32  # inputs sharing a scale per output in the int8 format; matches BLOCK in decode_kernel.c
 BUILD_TIMEOUT_S = 120
+
+
+class Int8Panels(NamedTuple):
+    """A weight packed for `DecodeKernel.linear` in 8 bits: its panels, their scales and minimums, and how many blocks
+    of BLOCK weights do not come back exactly (0: the copy is the weight, bit for bit)."""
+
+    panels: torch.Tensor
+    scales: torch.Tensor
+    inexact: int
 
 
 class DecodeKernel:
@@ -59,6 +70,11 @@ class DecodeKernel:
             ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
         self._q8_linear.restype = None
+        self._pack_q8 = library.reef_pack_q8
+        self._pack_q8.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+        ]  # fmt: skip
+        self._pack_q8.restype = ctypes.c_int64
         self._attention = library.reef_decode_attention
         self._attention.argtypes = [
             *[ctypes.c_void_p] * 6, *[ctypes.c_int64] * 5, ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
@@ -77,26 +93,25 @@ class DecodeKernel:
             half = torch.cat([half, half.new_zeros(missing, half.shape[1])])
         return half.view(-1, PANEL, half.shape[1]).transpose(1, 2).contiguous()
 
-    @staticmethod
-    def pack_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """8-bit panels of `weight` [out, in] and their scales, as llama.cpp's Q8_1 keeps weights: an output's
-        weights in each block of BLOCK inputs are q * s + m for a byte q, the block's minimum m and s = its range
-        over 255 (both kept in fp16, and q chosen against those). Panels `[ceil(out / PANEL), in, PANEL]` uint8;
-        scales `[ceil(out / PANEL), ceil(in / BLOCK), 2 * PANEL]` fp16 (PANEL scales, then PANEL minimums); zero
-        past the last output."""
-        w = weight.detach().to(torch.float32)
+    @overload
+    def pack_int8(self, weight: torch.Tensor, exact_only: Literal[False] = False) -> Int8Panels: ...
+    @overload
+    def pack_int8(self, weight: torch.Tensor, exact_only: bool) -> Int8Panels | None: ...
+
+    def pack_int8(self, weight: torch.Tensor, exact_only: bool = False) -> Int8Panels | None:
+        """8-bit panels of `weight` [out, in] and their scales (`decode_pack.c`): an output's weights in each block of
+        BLOCK inputs are q * s + m for a byte q, with s and m in fp16 per block. Weights dequantised from a GGUF's
+        Q4_1 or Q8_0 blocks come back exactly; other blocks get their range over 255 (as llama.cpp's Q8_1). Panels
+        `[ceil(out / PANEL), in, PANEL]` uint8; scales `[ceil(out / PANEL), ceil(in / BLOCK), 2 * PANEL]` fp16
+        (PANEL scales, then PANEL minimums); zero past the last output. With `exact_only`, None unless every block
+        comes back exactly (found at the first block that does not)."""
+        w = weight.detach().to(torch.float32).contiguous()
         outputs, inputs = w.shape
-        w = torch.nn.functional.pad(w, (0, -inputs % BLOCK, 0, -outputs % PANEL))
-        blocks = w.view(w.shape[0], -1, BLOCK)
-        low = blocks.amin(-1).to(torch.float16).float()  # what the kernel will add back
-        scales = ((blocks.amax(-1) - low) / 255).to(torch.float16).float()
-        divisor = torch.where(scales > 0, scales, torch.ones_like(scales))[..., None]
-        q = torch.round((blocks - low[..., None]) / divisor).clamp(0, 255).to(torch.uint8)
-        panels = q.view(w.shape[0], -1)[:, :inputs].reshape(-1, PANEL, inputs).transpose(1, 2).contiguous()
-        per_block = torch.stack([scales, low], dim=1)  # [out, 2, blocks]
-        per_block = per_block.view(-1, PANEL, 2, per_block.shape[2]).permute(0, 3, 2, 1)  # [panels, blocks, 2, PANEL]
-        shape = (per_block.shape[0], per_block.shape[1], 2 * PANEL)
-        return panels, per_block.reshape(shape).to(torch.float16).contiguous()
+        panel_count = -(-outputs // PANEL)
+        panels = torch.zeros(panel_count, inputs, PANEL, dtype=torch.uint8)
+        scales = torch.zeros(panel_count, -(-inputs // BLOCK), 2 * PANEL, dtype=torch.float16)
+        inexact = int(self._pack_q8(w.data_ptr(), outputs, inputs, panels.data_ptr(), scales.data_ptr(), exact_only))
+        return None if inexact and exact_only else Int8Panels(panels, scales, inexact)
 
     def linear(
         self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None,
@@ -163,13 +178,13 @@ def load_kernel() -> DecodeKernel | None:
     return _loaded()[0]
 
 
-def decoding_method(int8: bool = False) -> str:
-    """How decoding steps multiply, for `reef status`: these kernels on fp16 or int8 copies, or torch's fp16 product
-    and why (without the kernels there are no int8 copies)."""
+def decoding_method(copies: str) -> str:
+    """How decoding steps multiply, for `reef status`: these kernels on the `copies` (`precision.decode_copies`),
+    or torch's fp16 product and why (without the kernels there are no int8 copies)."""
     kernel, why = _loaded()
     if kernel is None:
         return f"fp16 weights, torch product ({why})"
-    return f"{'int8' if int8 else 'fp16'} weights, reef kernel ({kernel.kind})"
+    return f"{copies}, reef kernel ({kernel.kind})"
 
 
 @functools.cache
@@ -186,7 +201,8 @@ def _loaded() -> tuple[DecodeKernel | None, str]:
 def _built() -> Path:
     compiler = shlex.split(os.environ.get("CC") or "cc")
     key = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join([*compiler, *FLAGS, *LIBRARIES]).encode(), _machine().encode()):
+    sources = [path.read_bytes() for path in (*SOURCES, *HEADERS)]
+    for part in (*sources, " ".join([*compiler, *FLAGS, *LIBRARIES]).encode(), _machine().encode()):
         key.update(hashlib.sha256(part).digest())
     library = kernels_dir() / f"decode_kernel-{key.hexdigest()[:24]}.so"
     if library.is_file():
@@ -196,7 +212,7 @@ def _built() -> Path:
     with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
         built = Path(scratch) / library.name
         result = subprocess.run(
-            [*compiler, *FLAGS, "-o", str(built), str(SOURCE), *LIBRARIES],
+            [*compiler, *FLAGS, "-o", str(built), *map(str, SOURCES), *LIBRARIES],
             capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
         )  # fmt: skip
         if result.returncode != 0:

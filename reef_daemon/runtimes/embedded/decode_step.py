@@ -9,9 +9,9 @@ its adapter's delta on each product it adapts inside that call (its A and B read
 a row's bits do not depend on the rows beside it, adapted or not. The embedding, the rotary angles and the output
 head (a layer module, so an adapter's hook adapts it) run in torch.
 
-The products read the fp16 or int8 copies the layer modules hold (`precision.py`, `embedded.decode-weights`). The
-weights are read where they lie: swaps copy into them in place (`versions.copy_weights`,
-`precision.refresh_decode_copies`), so the pointers taken at start stay right.
+The products read the fp16 or int8 copies the layer modules hold (`precision.py`, `embedded.decode-weights`), where
+they lie: a swap copies the fp32 weights in place (`versions.copy_weights`) but makes new copies, maybe of the other
+kind (`precision.refresh_decode_copies`), so after one the step takes their addresses again (`follow_weights`).
 """
 
 from __future__ import annotations
@@ -125,10 +125,17 @@ class NativeDecodeStep:
             config.intermediate_size, float(config.rms_norm_eps),
         )  # fmt: skip
         self._scale = head_dim**-0.5
-        self._layers = [self._describe(layer) for layer in model.model.layers]
+        self._layers = self._described()
         self._scratch: dict[str, torch.Tensor] = {}
         # Per adapter (by identity, held so it stays the same object): its fp32 pairs, per layer per product.
         self._pairs: dict[int, tuple[LoraAdapter, list[list[_Lora | None]], list[torch.Tensor]]] = {}
+
+    def follow_weights(self) -> None:
+        """After a swap: read the layers' decoding copies where they now are (`DecodeLinear.refresh` made new ones)."""
+        self._layers = self._described()
+
+    def _described(self) -> list[_Layer]:
+        return [self._describe(layer) for layer in self._model.model.layers]
 
     def _describe(self, layer: Any) -> _Layer:
         shape = self._shape

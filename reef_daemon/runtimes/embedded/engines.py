@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.settings import Settings
 
@@ -13,7 +15,8 @@ def build_engine(settings: Settings) -> Engine:
 
         return SglangEngine(settings)
     from reef_daemon.runtimes.embedded.loading import resolve_source
+    from reef_daemon.runtimes.embedded.precision import DecodeWeights
     from reef_daemon.runtimes.embedded.torch_engine import TorchEngine
 
-    int8 = settings.embedded.decode_weights == "int8"
-    return TorchEngine(resolve_source(settings.inference.model_path), settings.reef.state_dir, int8=int8)
+    weights = cast(DecodeWeights, settings.embedded.decode_weights)  # one of its kind's choices
+    return TorchEngine(resolve_source(settings.inference.model_path), settings.reef.state_dir, weights=weights)

