@@ -9,9 +9,9 @@ mean answer length in tokens, how many answers ran into the length cap, and the 
 wall time over the number of questions, so it also counts the answers' lengths).
 
 The `greedy-fp32` candidate decodes on the fp32 weights (transformers' forward pass, without the decode copies of
-`precision.py` or the native step): against `greedy` it shows what serving from fp16 copies of the dequantised
-weights costs in answers; `greedy-int8` decodes from int8 copies (`embedded.decode-weights int8`, a runtime of its
-own).
+`precision.py` or the native step): against `greedy` (the default copies, `auto`: 8-bit copies that are the GGUF's
+weights exactly) and `greedy-fp16` (`embedded.decode-weights fp16`, a runtime of its own) it shows what serving from
+each kind of copies costs in answers.
 
     .venv/bin/python bench/embedded_defaults.py [--state-dir DIR] [--max-tokens 192] [--concurrency 4]
         [--only greedy,card]
@@ -45,13 +45,13 @@ class Candidate:
     name: str
     temperature: float
     top_p: float
-    weights: str = "fp16"  # what decodes: the fp16 copies, the int8 ones, or the fp32 weights themselves
+    weights: str = "auto"  # what decodes: the default copies, fp16 ones, or the fp32 weights themselves
 
 
 CANDIDATES = [
     Candidate("greedy", 0.0, 1.0),
     Candidate("greedy-fp32", 0.0, 1.0, weights="fp32"),
-    Candidate("greedy-int8", 0.0, 1.0, weights="int8"),
+    Candidate("greedy-fp16", 0.0, 1.0, weights="fp16"),
     Candidate("card", 0.2, 0.9),  # the model card's example: temperature 0.2, top-p 0.9
     Candidate("t0.5-p0.9", 0.5, 0.9),
     Candidate("t0.7-p0.95", 0.7, 0.95),
@@ -95,8 +95,8 @@ async def run(state_dir: Path | None, cap: int, concurrency: int, only: set[str]
         "questions": len(questions), "max_tokens": cap, "concurrency": concurrency, "candidates": {}
     }  # fmt: skip
     chosen = [c for c in CANDIDATES if not only or c.name in only]
-    for copies in ("fp16", "int8"):  # a runtime per kind of decoding copies; fp32 candidates use the fp16 one's
-        served = [c for c in chosen if (c.weights == "int8") == (copies == "int8")]
+    for copies in ("auto", "fp16"):  # a runtime per kind of decoding copies; fp32 candidates use the default one's
+        served = [c for c in chosen if (c.weights == "fp16") == (copies == "fp16")]
         if not served:
             continue
         overrides = {"embedded.decode-weights": copies}

@@ -3,8 +3,8 @@
 In one run, one after the other on the same machine:
 1. reef: `reef serve` on a temporary state directory, greedy chat streams over HTTP (`embedded_model.py`'s client):
    one at a time, then four at once. A stream's tokens/s is from its first text delta to its last; four streams'
-   aggregate is the sum of theirs (they decode together). Once with the fp16 decoding copies (the default), once
-   with int8 ones (`--embedded.decode-weights int8`).
+   aggregate is the sum of theirs (they decode together). Once with the default decoding copies (`auto`: 8-bit
+   copies that are the GGUF's weights exactly), once with fp16 ones (`--embedded.decode-weights fp16`).
 2. llama.cpp: llama-cpp-python in a venv of its own (bench/.venv-llamacpp, built from PyPI on first use; a few
    minutes), on the GGUF reef's embedded model is converted from, with as many threads as cores:
    `llamacpp_decode.py`, one sequence, then four decoded together in one batch, tokens/s defined the same way.
@@ -81,16 +81,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     llamacpp_python()  # built before anything is timed
+    auto = reef_rates(args.tokens, args.rounds, "auto")
     fp16 = reef_rates(args.tokens, args.rounds, "fp16")
-    int8 = reef_rates(args.tokens, args.rounds, "int8")
     llama = llamacpp_rates(args.tokens, args.rounds)
     print(f"{os.cpu_count()} CPUs; {llama['gguf']}; llama-cpp-python {llama['version']}; {args.tokens} greedy tokens\n")
-    print("| decoding tokens/s | reef fp16 | reef int8 | llama.cpp | fp16 / llama.cpp | int8 / llama.cpp |")
+    print("| decoding tokens/s | reef (default) | reef, fp16 | llama.cpp | reef / llama.cpp | fp16 / llama.cpp |")
     print("|---|---|---|---|---|---|")
     for key, name in (("one", "one stream"), ("four", "four streams together (aggregate)")):
         print(
-            f"| {name} | {fp16[key]:.1f} | {int8[key]:.1f} | {llama[key]:.1f} | {fp16[key] / llama[key]:.2f}x"
-            f" | {int8[key] / llama[key]:.2f}x |"
+            f"| {name} | {auto[key]:.1f} | {fp16[key]:.1f} | {llama[key]:.1f} | {auto[key] / llama[key]:.2f}x"
+            f" | {fp16[key] / llama[key]:.2f}x |"
         )
 
 

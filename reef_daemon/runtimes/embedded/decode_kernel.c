@@ -63,35 +63,41 @@ static inline __attribute__((always_inline)) void panel_pass(
 }
 
 static inline __attribute__((always_inline)) void q8_panel_pass(
-    const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
-    __m512 acc[GROUP][2];
+    const float *x, const float *sums, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
+    int rows) {
+    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
+    __m512 acc[GROUP][2], part[GROUP][2];
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int64_t block = 0; block * BLOCK < k_count; block++) {
-        const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
-        __m512 s_low = half16(s), s_high = half16(s + 16), m_low = half16(m), m_high = half16(m + 16);
+    for (int64_t block = 0; block < blocks; block++) {
+        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm512_setzero_ps();
         int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
         for (int64_t k = block * BLOCK; k < end; k++) {
             const uint8_t *w = panel + k * PANEL;
             _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
-            __m512 low = _mm512_fmadd_ps(
-                _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w))), s_low, m_low);
-            __m512 high = _mm512_fmadd_ps(
-                _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + 16)))), s_high, m_high);
-            add_products(acc, x + k, k_count, low, high, rows);
+            __m512 low = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w)));
+            __m512 high = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + 16))));
+            add_products(part, x + k, k_count, low, high, rows);
+        }
+        const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
+        __m512 s_low = half16(s), s_high = half16(s + 16), m_low = half16(m), m_high = half16(m + 16);
+        for (int r = 0; r < rows; r++) {
+            __m512 sum = _mm512_set1_ps(sums[r * blocks + block]);
+            acc[r][0] = _mm512_fmadd_ps(m_low, sum, _mm512_fmadd_ps(s_low, part[r][0], acc[r][0]));
+            acc[r][1] = _mm512_fmadd_ps(m_high, sum, _mm512_fmadd_ps(s_high, part[r][1], acc[r][1]));
         }
     }
     store_rows(acc, out, rows);
 }
 
-static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
-                    int rows) {
+static void q8_pass(const float *x, const float *sums, int64_t k_count, const uint8_t *panel,
+                    const uint16_t *scales, float *out, int rows) {
     switch (rows) {
-    case 6: q8_panel_pass(x, k_count, panel, scales, out, 6); break;
-    case 5: q8_panel_pass(x, k_count, panel, scales, out, 5); break;
-    case 4: q8_panel_pass(x, k_count, panel, scales, out, 4); break;
-    case 3: q8_panel_pass(x, k_count, panel, scales, out, 3); break;
-    case 2: q8_panel_pass(x, k_count, panel, scales, out, 2); break;
-    default: q8_panel_pass(x, k_count, panel, scales, out, 1);
+    case 6: q8_panel_pass(x, sums, k_count, panel, scales, out, 6); break;
+    case 5: q8_panel_pass(x, sums, k_count, panel, scales, out, 5); break;
+    case 4: q8_panel_pass(x, sums, k_count, panel, scales, out, 4); break;
+    case 3: q8_panel_pass(x, sums, k_count, panel, scales, out, 3); break;
+    case 2: q8_panel_pass(x, sums, k_count, panel, scales, out, 2); break;
+    default: q8_panel_pass(x, sums, k_count, panel, scales, out, 1);
     }
 }
 
@@ -135,39 +141,52 @@ static inline __attribute__((always_inline)) void panel_pass(
         for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
 }
 
-static inline __attribute__((always_inline)) void q8_panel_pass(
-    const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
-    __m256 acc[GROUP][4];
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm256_setzero_ps();
-    float sm[2 * PANEL] = {0}; /* the block's scales and minimums in fp32, read from L1 by the loop below */
-    for (int64_t k = 0; k < k_count; k++) {
-        const uint8_t *w = panel + k * PANEL;
-        if (k % BLOCK == 0) {
-            const uint16_t *block = scales + (k / BLOCK) * 2 * PANEL;
-            for (int c = 0; c < 8; c++) _mm256_storeu_ps(sm + c * 8, half8(block + c * 8));
+/* Outputs [half * 16, half * 16 + 16) of the panel: the accumulators of a whole panel and its block sums would not
+ * fit in AVX2's registers. */
+static inline __attribute__((always_inline)) void q8_half_pass(
+    const float *x, const float *sums, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
+    int rows, int half) {
+    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
+    __m256 acc[GROUP][2], part[GROUP][2];
+    for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t block = 0; block < blocks; block++) {
+        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_ps();
+        int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
+        for (int64_t k = block * BLOCK; k < end; k++) {
+            const uint8_t *w = panel + k * PANEL + half * 16;
+            _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
+            __m256 low = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)w)));
+            __m256 high = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(w + 8))));
+            for (int r = 0; r < rows; r++) {
+                __m256 xr = _mm256_broadcast_ss(x + r * k_count + k);
+                part[r][0] = _mm256_fmadd_ps(xr, low, part[r][0]);
+                part[r][1] = _mm256_fmadd_ps(xr, high, part[r][1]);
+            }
         }
-        __m256 xr[GROUP];
-        for (int r = 0; r < rows; r++) xr[r] = _mm256_broadcast_ss(x + r * k_count + k);
-        for (int c = 0; c < 4; c++) {
-            __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(w + c * 8)));
-            __m256 scale = _mm256_loadu_ps(sm + c * 8), minimum = _mm256_loadu_ps(sm + PANEL + c * 8);
-            __m256 wc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bytes), scale, minimum);
-            for (int r = 0; r < rows; r++) acc[r][c] = _mm256_fmadd_ps(xr[r], wc, acc[r][c]);
+        const uint16_t *s = scales + block * 2 * PANEL + half * 16, *m = s + PANEL;
+        __m256 s_low = half8(s), s_high = half8(s + 8), m_low = half8(m), m_high = half8(m + 8);
+        for (int r = 0; r < rows; r++) {
+            __m256 sum = _mm256_set1_ps(sums[r * blocks + block]);
+            acc[r][0] = _mm256_fmadd_ps(m_low, sum, _mm256_fmadd_ps(s_low, part[r][0], acc[r][0]));
+            acc[r][1] = _mm256_fmadd_ps(m_high, sum, _mm256_fmadd_ps(s_high, part[r][1], acc[r][1]));
         }
     }
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
+    for (int r = 0; r < rows; r++) {
+        _mm256_storeu_ps(out + r * PANEL + half * 16, acc[r][0]);
+        _mm256_storeu_ps(out + r * PANEL + half * 16 + 8, acc[r][1]);
+    }
 }
 
-static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
-                    int rows) {
-    if (rows == 3)
-        q8_panel_pass(x, k_count, panel, scales, out, 3);
-    else if (rows == 2)
-        q8_panel_pass(x, k_count, panel, scales, out, 2);
-    else
-        q8_panel_pass(x, k_count, panel, scales, out, 1);
+static void q8_pass(const float *x, const float *sums, int64_t k_count, const uint8_t *panel,
+                    const uint16_t *scales, float *out, int rows) {
+    for (int half = 0; half < 2; half++) {
+        if (rows == 3)
+            q8_half_pass(x, sums, k_count, panel, scales, out, 3, half);
+        else if (rows == 2)
+            q8_half_pass(x, sums, k_count, panel, scales, out, 2, half);
+        else
+            q8_half_pass(x, sums, k_count, panel, scales, out, 1, half);
+    }
 }
 
 static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
@@ -201,21 +220,27 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
-static void q8_pass(const float *x, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
-                    int rows) {
+static void q8_pass(const float *x, const float *sums, int64_t k_count, const uint8_t *panel,
+                    const uint16_t *scales, float *out, int rows) {
+    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
     float acc[GROUP][PANEL] = {{0}};
-    for (int64_t k = 0; k < k_count; k++) {
-        float w[PANEL];
-        const uint16_t *s = scales + (k / BLOCK) * 2 * PANEL, *m = s + PANEL;
-        for (int j = 0; j < PANEL; j++)
-            w[j] = fmaf((float)panel[k * PANEL + j], half_to_float(s[j]), half_to_float(m[j]));
-        for (int r = 0; r < rows; r++) {
-            float xr = x[r * k_count + k];
-            for (int j = 0; j < PANEL; j++) {
-                float product = xr * w[j];
-                acc[r][j] = acc[r][j] + product;
+    for (int64_t block = 0; block < blocks; block++) {
+        float part[GROUP][PANEL] = {{0}};
+        int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
+        for (int64_t k = block * BLOCK; k < end; k++) {
+            for (int r = 0; r < rows; r++) {
+                float xr = x[r * k_count + k];
+                for (int j = 0; j < PANEL; j++) {
+                    float product = xr * (float)panel[k * PANEL + j];
+                    part[r][j] = part[r][j] + product;
+                }
             }
         }
+        const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < PANEL; j++)
+                acc[r][j] = fmaf(half_to_float(m[j]), sums[r * blocks + block],
+                                 fmaf(half_to_float(s[j]), part[r][j], acc[r][j]));
     }
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
@@ -229,6 +254,7 @@ typedef struct {
     int64_t rows, k_count, n_count;
     const void *packed; /* fp16 panels, or 8-bit panels when `scales` is not NULL */
     const uint16_t *scales; /* 8-bit: per panel, per block of BLOCK inputs, PANEL scales then PANEL minimums (fp16) */
+    const float *sums;      /* 8-bit: per row, per block of BLOCK inputs, the sum of the row's inputs in order */
     float *y;
 } product_t;
 
@@ -245,7 +271,7 @@ static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
             if (p->scales == NULL)
                 pass(x, p->k_count, (const uint16_t *)p->packed + first * p->k_count, out, group);
             else
-                q8_pass(x, p->k_count, (const uint8_t *)p->packed + first * p->k_count,
+                q8_pass(x, p->sums + row * blocks, p->k_count, (const uint8_t *)p->packed + first * p->k_count,
                         p->scales + index * blocks * 2 * PANEL, out, group);
             for (int r = 0; r < group; r++)
                 memcpy(p->y + (row + r) * p->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
@@ -369,25 +395,41 @@ static void run_shared(job_t job, int64_t units, int threads) {
  * Computed on up to `threads` threads. */
 void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
                       float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, NULL, y};
+    product_t product = {x, rows, k_count, n_count, packed, NULL, NULL, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
 }
 
 /* The same product on 8-bit weights: panels as above with one byte q per weight, each block of BLOCK inputs of an
  * output with a scale s and a minimum m (`scales`: per panel, per block, PANEL scales then PANEL minimums, fp16),
- * the weight W[n][k] standing for q * s + m (one fused multiply-add in fp32; the portable build rounds it the same
- * way), then summed as above. Asymmetric, as llama.cpp's Q8_1. */
-void reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
-                    int64_t n_count, float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, scales, y};
+ * the weight W[n][k] standing for q * s + m. Asymmetric, as llama.cpp's Q8_1. A block's part of an output is
+ * s * (the sum over its inputs k, in order, of x[k] * q[k]) + m * (the sum of those x[k], in order, once per row
+ * and block for every output), added to the output's sum block by block, each step one fused multiply-add (the
+ * portable build: products and sums rounded apart within a block): the bytes are multiplied as they are, with no
+ * multiply-add per weight to make it from them. Returns 0, or -1 when memory ran out. */
+int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
+                   int64_t n_count, float *y, int threads) {
+    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
+    float *sums = malloc((size_t)(rows * blocks) * sizeof(float));
+    if (sums == NULL) return -1;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t b = 0; b < blocks; b++) {
+            float sum = 0.0f;
+            for (int64_t k = b * BLOCK; k < k_count && k < (b + 1) * BLOCK; k++) sum += x[r * k_count + k];
+            sums[r * blocks + b] = sum;
+        }
+    }
+    product_t product = {x, rows, k_count, n_count, packed, scales, sums, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
+    free(sums);
+    return 0;
 }
 
-/* A product in either format: int8 when `scales` is not NULL. */
-static void linear(const float *x, int64_t rows, int64_t k_count, const void *packed, const uint16_t *scales,
-                   int64_t n_count, float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, scales, y};
-    run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
+/* A product in either format: int8 when `scales` is not NULL. Returns 0, or -1 when memory ran out. */
+static int linear(const float *x, int64_t rows, int64_t k_count, const void *packed, const uint16_t *scales,
+                  int64_t n_count, float *y, int threads) {
+    if (scales != NULL) return reef_q8_linear(x, rows, k_count, packed, scales, n_count, y, threads);
+    reef_half_linear(x, rows, k_count, packed, n_count, y, threads);
+    return 0;
 }
 
 /* Decoding attention: one new position per row, each row attending over exactly its own positions.
@@ -578,26 +620,26 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
     int failed = 0;
 #define ADAPTED(product) (lora == NULL ? NULL : lora + (product) * rows)
     reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
-    linear(s->normed, rows, h, layer->q, layer->q_scales, attention, s->q, threads);
+    failed |= linear(s->normed, rows, h, layer->q, layer->q_scales, attention, s->q, threads);
     failed |= add_lora(s->normed, rows, h, s->q, attention, ADAPTED(0));
-    linear(s->normed, rows, h, layer->k, layer->k_scales, kv, s->k, threads);
+    failed |= linear(s->normed, rows, h, layer->k, layer->k_scales, kv, s->k, threads);
     failed |= add_lora(s->normed, rows, h, s->k, kv, ADAPTED(1));
-    linear(s->normed, rows, h, layer->v, layer->v_scales, kv, s->v, threads);
+    failed |= linear(s->normed, rows, h, layer->v, layer->v_scales, kv, s->v, threads);
     failed |= add_lora(s->normed, rows, h, s->v, kv, ADAPTED(2));
     reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
     failed |= reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
                                     capacity, layer->head_dim, layer->scale, s->attended, threads);
-    linear(s->attended, rows, attention, layer->o, layer->o_scales, h, s->out, threads);
+    failed |= linear(s->attended, rows, attention, layer->o, layer->o_scales, h, s->out, threads);
     failed |= add_lora(s->attended, rows, attention, s->out, h, ADAPTED(3));
     reef_add(hidden, s->out, rows * h);
     reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
-    linear(s->normed, rows, h, layer->gate, layer->gate_scales, layer->intermediate, s->gate, threads);
+    failed |= linear(s->normed, rows, h, layer->gate, layer->gate_scales, layer->intermediate, s->gate, threads);
     failed |= add_lora(s->normed, rows, h, s->gate, layer->intermediate, ADAPTED(4));
-    linear(s->normed, rows, h, layer->up, layer->up_scales, layer->intermediate, s->up, threads);
+    failed |= linear(s->normed, rows, h, layer->up, layer->up_scales, layer->intermediate, s->up, threads);
     failed |= add_lora(s->normed, rows, h, s->up, layer->intermediate, ADAPTED(5));
     reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
-    linear(s->gate, rows, layer->intermediate, layer->down, layer->down_scales, h, s->out, threads);
+    failed |= linear(s->gate, rows, layer->intermediate, layer->down, layer->down_scales, h, s->out, threads);
     failed |= add_lora(s->gate, rows, layer->intermediate, s->out, h, ADAPTED(6));
     reef_add(hidden, s->out, rows * h);
 #undef ADAPTED

@@ -69,7 +69,7 @@ class DecodeKernel:
             ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
             ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
-        self._q8_linear.restype = None
+        self._q8_linear.restype = ctypes.c_int
         self._pack_q8 = library.reef_pack_q8
         self._pack_q8.argtypes = [
             ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
@@ -132,9 +132,11 @@ class DecodeKernel:
         if scales is None:
             self._linear(rows.data_ptr(), n, k, packed.data_ptr(), outputs, result.data_ptr(), threads)
         else:
-            self._q8_linear(
+            failed = self._q8_linear(
                 rows.data_ptr(), n, k, packed.data_ptr(), scales.data_ptr(), outputs, result.data_ptr(), threads
             )
+            if failed:
+                raise MemoryError("decoding product: no memory for the rows' block sums")
         return result
 
     def attend(
