@@ -124,8 +124,7 @@ async def test_a_new_version_loads_under_a_new_name_and_the_old_unloads_after_it
     first = await sglang.swap_adapter("alpha", adapter_state(1), 2.0)
     running = job_of(sglang, "alpha", 40)
     sglang.submit(running)
-    while not running.output_ids:  # the request is being served by the first adapter
-        await asyncio.sleep(0.01)
+    await eventually(lambda: running.output_ids, 60, "the first adapter to serve the request's first token")
     second = await sglang.swap_adapter("alpha", adapter_state(2), 2.0)
     loads = [entry[1] for entry in fake.log if entry[0] == "load_lora"]
     assert len(loads) == 2 and loads[0] != loads[1]
