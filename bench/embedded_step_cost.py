@@ -1,11 +1,11 @@
 """Where one batched decoding step of the embedded model spends its time, for 1, 2, 4 and 8 rows.
 
-For each row count, a `BatchCache` of that many short contexts is stepped (the worker's forward pass, without the
-HTTP layers), once with the decoding kernel of `decode_kernel.py` (as served) and once with torch's fp16 product (what
-decoding falls back to without a C compiler). Then the linear layers' products alone are timed on every decode
-weight: the kernel, torch's fp16 product (all rows in one call), fp32 products on a converted copy (MKL) in fixed
-groups of 4 rows (a fixed shape, so a row's result does not depend on the batch), and the time to read every fp16
-weight once (an integer maximum over their bits: the memory floor).
+For each row count, a `BatchCache` of that many short contexts is stepped through transformers' forward pass (the
+decoding layers, without the native step or the HTTP layers), once with the decoding kernels and once with torch's
+fp16 product (what decoding falls back to without a C compiler). Then the linear layers' products alone are timed on
+every decode weight: the kernel on the default 8-bit copies and on fp16 ones, torch's fp16 product (all rows in one
+call), fp32 products on a converted copy (MKL) in fixed groups of 4 rows (a fixed shape, so a row's result does not
+depend on the batch), and the time to read every fp16 weight once (an integer maximum over their bits).
 Run with one torch thread by default, so a loaded machine's scheduling noise stays out of the ratios.
 
     .venv/bin/python bench/embedded_step_cost.py [--threads 1] [--steps 12]
@@ -84,7 +84,7 @@ def _decode_with(layers: list[DecodeLinear], kernel: DecodeKernel | None) -> Non
     """Make every decoding layer multiply with `kernel`, or with torch's fp16 product where None."""
     for layer in layers:
         layer._kernel = kernel
-        layer.decode_weight = layer._decode_copy()
+        layer.refresh()
 
 
 def kernel_table(model: Any, repeats: int) -> list[str]:
@@ -92,12 +92,17 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
     assert kernel is not None, decoding_method("fp16 weights")
     weights = [m.weight.detach().to(torch.float16) for m in model.modules() if isinstance(m, DecodeLinear)]
     packed = [kernel.pack(w) for w in weights]
+    eight_bit = [kernel.pack_int8(m.weight.detach()) for m in model.modules() if isinstance(m, DecodeLinear)]
     scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))
     group = torch.zeros(GROUP, max(w.shape[1] for w in weights))
 
     def reef_kernel(rows: int) -> None:
         for w, p in zip(weights, packed, strict=True):
             kernel.linear(torch.ones(rows, w.shape[1]), p, w.shape[0])
+
+    def reef_kernel_8_bit(rows: int) -> None:
+        for w, p in zip(weights, eight_bit, strict=True):
+            kernel.linear(torch.ones(rows, w.shape[1]), p.panels, w.shape[0], scales=p.scales)
 
     def fp16(rows: int) -> None:
         for w in weights:
@@ -116,15 +121,16 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
     lines = [
         f"Reading every fp16 decode weight once ({sum(w.numel() for w in weights) * 2 / 2**20:.0f} MiB): {read:.1f} ms",
         "",
-        f"| rows | reef kernel ({kernel.kind}) ms | torch fp16, one call ms"
+        f"| rows | reef kernel ({kernel.kind}), 8-bit copies ms | fp16 copies ms | torch fp16, one call ms"
         " | fp32 on converted tiles, groups of 4 ms |",
-        "|---|---|---|---|",
+        "|---|---|---|---|---|",
     ]
     for rows in ROWS:
+        default = best_of(partial(reef_kernel_8_bit, rows), repeats)
         ours = best_of(partial(reef_kernel, rows), repeats)
         served = best_of(partial(fp16, rows), repeats)
         grouped = best_of(partial(fp32_groups, rows), repeats)
-        lines.append(f"| {rows} | {ours:.1f} | {served:.1f} | {grouped:.1f} |")
+        lines.append(f"| {rows} | {default:.1f} | {ours:.1f} | {served:.1f} | {grouped:.1f} |")
     return lines
 
 
