@@ -5,7 +5,7 @@ attention mask marks each row's own positions. The model writes each row's new k
 position (`update`, called by every attention layer). Rows join from a finished prompt read (a per-sequence
 `DynamicCache`) and leave when their sequence ends; both copy the buffers once, while a decoding step copies nothing.
 
-A sequence's tokens must not depend on which others share its steps. The fp16 linear layers give each row the same
+A sequence's tokens must not depend on which others share its steps. The decoding products give each row the same
 result whatever the number of rows, but attention over a padded span rounds differently from attention over the
 row's own span; `row_attention` therefore attends row by row over exactly each row's positions, as a sequence
 decoded alone does.
