@@ -89,6 +89,20 @@ def test_int8_products_match_fp32_arithmetic_on_the_dequantised_weights(outputs:
     assert torch.equal(got, alone)
 
 
+@pytest.mark.parametrize("magnitude", [1e-7, 1e-3, 1.0, 3e4])  # fp16's subnormals, its normals, past its largest
+def test_a_block_off_every_grid_keeps_torch_s_fp16_minimum_and_range_over_255(magnitude: float) -> None:
+    kernel = _kernel()
+    weight = torch.randn(64, 96, generator=torch.Generator().manual_seed(0)) * magnitude
+    packed = kernel.pack_int8(weight)
+    assert packed.inexact == 64 * 3
+    blocks = weight.view(64, 3, BLOCK)
+    low = blocks.amin(-1).to(torch.float16)
+    step = ((blocks.amax(-1) - low.float()) / 255).to(torch.float16)
+    written = packed.scales.view(2, 3, 2, 32).permute(0, 3, 2, 1).reshape(64, 2, 3)  # [outputs, (scale, min), blocks]
+    assert torch.equal(written[:, 1].view(torch.int16), low.view(torch.int16))
+    assert torch.equal(written[:, 0].view(torch.int16), step.view(torch.int16))
+
+
 @pytest.mark.parametrize("kind", ["q4_1", "q8_0"])
 @pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
 def test_weights_from_a_gguf_s_blocks_come_back_bit_for_bit(outputs: int, inputs: int, kind: str) -> None:
