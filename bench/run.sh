@@ -5,7 +5,7 @@
 #
 #   bench/run.sh [--quick] [--no-litellm] [--soak-s N] [--no-pin] [--baseline REF] [--otel] [--pass-through]
 #
-# --quick       ~1 minute smoke run (fewer rounds, 15 s soak)
+# --quick       a smoke run of a few minutes (fewer rounds, 15 s soak)
 # --no-litellm  skip LiteLLM (it is also skipped, with a warning, when its install fails)
 # --soak-s N    soak length in seconds (default 300; 15 with --quick)
 # --no-pin      do not pin: by default, on 2+ CPUs, the mock and the client run on CPU0, every proxy on CPU1
