@@ -82,14 +82,21 @@ def native(
     return logits
 
 
-def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: NativeDecodeStep) -> None:
+def steps_match_transformers(model: Any, step: NativeDecodeStep, steps: int) -> tuple[BatchCache, BatchCache]:
+    """Decode PROMPTS greedily for `steps` steps natively and through transformers' forward pass, asserting the same
+    logits at each; the two caches."""
     ours, theirs = read(model, PROMPTS), read(model, PROMPTS)
     tokens = [p[-1] for p in PROMPTS]
     with torch.inference_mode():
-        for _ in range(6):
+        for _ in range(steps):
             got, expected = native(step, tokens, ours), transformers_step(model, tokens, theirs)
             assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4), (got - expected).abs().max()
             tokens = expected.argmax(-1).tolist()
+    return ours, theirs
+
+
+def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: NativeDecodeStep) -> None:
+    ours, theirs = steps_match_transformers(model, step, 6)
     for layer in range(model.config.num_hidden_layers):  # the same keys and values were written
         assert torch.allclose(ours.keys[layer], theirs.keys[layer], atol=1e-4)
         assert torch.allclose(ours.values[layer], theirs.values[layer], atol=1e-4)
@@ -129,13 +136,7 @@ def test_after_a_swap_the_step_reads_the_new_copies_of_either_kind() -> None:
     refresh_decode_copies(model, moved.keys())
     step.follow_weights()
     assert decode_copies(model) == "int8 for 21 of 22 weights, fp16 for the rest"
-    ours, theirs = read(model, PROMPTS), read(model, PROMPTS)
-    tokens = [p[-1] for p in PROMPTS]
-    with torch.inference_mode():
-        for _ in range(3):
-            got, expected = native(step, tokens, ours), transformers_step(model, tokens, theirs)
-            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-4), (got - expected).abs().max()
-            tokens = expected.argmax(-1).tolist()
+    steps_match_transformers(model, step, 3)
 
 
 def test_a_row_gets_the_same_bits_alone_or_in_a_batch(model: Any, step: NativeDecodeStep) -> None:
