@@ -7,12 +7,13 @@ In one run, one after the other on the same machine:
 3. `reef serve` on a temporary state directory (the model cache of `~/.cache/reef/models`), streaming greedy
    answers of `--tokens` tokens one at a time: tokens/s from the first text delta to the last, and as a client sees
    it (all tokens over the time from sending to the last byte);
-4. py-spy over the daemon while it streams one more (`--format raw`), the generation thread's samples put in the
-   parts of a decoding step (the decoder layers' native calls, the output head's product, the rotary embedding,
-   picking the token, the Python between them; without the decoding kernels, transformers' attention, norms and
-   key/value writes) and what the thread does besides (reading the prompt, handing each token over).
+4. py-spy over the daemon while it streams one more (`--concurrent N`: N at once; `--format raw`), the generation
+   thread's samples put in the parts of a decoding step (the decoder layers' native calls, the output head's
+   product, the rotary embedding, picking the token, the Python between them; without the decoding kernels,
+   transformers' attention, norms and key/value writes) and what the thread does besides (reading the prompt,
+   handing each token over).
 
-    .venv/bin/python bench/embedded_decode_profile.py [--tokens 160] [--rounds 3] [--no-profile]
+    .venv/bin/python bench/embedded_decode_profile.py [--tokens 160] [--rounds 3] [--no-profile] [--concurrent 4]
 
 Needs py-spy (bench/.venv-bench/bin/py-spy; `bench/.venv-bench/bin/pip install py-spy`) and permission to ptrace
 (root, or kernel.yama.ptrace_scope=0). Prints markdown tables. Not a test: nothing is asserted.
@@ -120,16 +121,22 @@ def decode_bytes(model: Any) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def stream_rates(url: str, tokens: int) -> dict[str, float]:
-    """One greedy stream: tokens/s from its first text delta to its last, and over its whole wall time."""
+def stream_rates(url: str, tokens: int, concurrent: int = 1) -> dict[str, float]:
+    """`concurrent` greedy streams sent at once: tokens/s of each from its first text delta to its last (the
+    median), and all their tokens over the wall time from sending to the last byte."""
     from embedded_model import one_stream
 
-    async def run() -> dict[str, float]:
+    async def run() -> tuple[list[dict[str, float]], float]:
         async with httpx.AsyncClient(headers={"x-reef-scenario": "bench-profile"}, timeout=600) as client:
-            return await one_stream(client, url, tokens)
+            began = time.perf_counter()
+            streams = await asyncio.gather(*(one_stream(client, url, tokens) for _ in range(concurrent)))
+            return list(streams), time.perf_counter() - began
 
-    timed = asyncio.run(run())
-    return {"decoding": timed["tok_s"], "client": timed["tokens"] / timed["wall_s"]}
+    streams, wall = asyncio.run(run())
+    return {
+        "decoding": statistics.median(timed["tok_s"] for timed in streams),
+        "client": sum(timed["tokens"] for timed in streams) / wall,
+    }
 
 
 def profile(py_spy: str, pid: int, raw: Path, run: Callable[[], object]) -> collections.Counter[str]:
@@ -164,6 +171,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=160, help="greedy tokens per stream")
     parser.add_argument("--rounds", type=int, default=3, help="timed streams (the median is kept)")
     parser.add_argument("--no-profile", action="store_true", help="time only, no py-spy")
+    parser.add_argument("--concurrent", type=int, default=1, help="streams sent at once in the profiled run")
     args = parser.parse_args()
     from embedded_model import free_port, start_daemon, wait_ready
 
@@ -197,9 +205,11 @@ def main() -> None:
         py_spy = shutil.which("py-spy") or str(HERE / ".venv-bench" / "bin" / "py-spy")
         if args.no_profile or not Path(py_spy).exists():
             return
-        parts = profile(py_spy, daemon.pid, state / "profile.raw", lambda: stream_rates(url, args.tokens))
+        streams = "one stream" if args.concurrent == 1 else f"{args.concurrent} streams at once"
+        run = lambda: stream_rates(url, args.tokens, args.concurrent)  # noqa: E731
+        parts = profile(py_spy, daemon.pid, state / "profile.raw", run)
         total = sum(parts.values()) or 1
-        print("| the generation thread, one stream | share of samples |")
+        print(f"| the generation thread, {streams} | share of samples |")
         print("|---|---|")
         for part, count in parts.most_common():
             print(f"| {part} | {count / total:.0%} |")

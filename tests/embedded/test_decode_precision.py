@@ -1,6 +1,7 @@
 """What the decoding copies of the weights cost in log-probs: SmolLM2 decoding a fixed text token by token through
 the native step, against the fp32 weights that train reading it whole. The default copies (`auto`) are the weights
-themselves: what is left is the order of the sums. fp16 stays within the precision module's 0.02 nats; int8
+themselves: what is left is the order of the sums and the 8-bit product's inputs, taken to 2^-16 of their block's
+largest. fp16 stays within the precision module's 0.02 nats; int8
 (`embedded.decode-weights`) within what its setting's help says, and picks the same greedy token nearly everywhere."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from reef_daemon.runtimes.embedded.decode_step import native_step
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.runtimes.embedded.precision import DecodeWeights, decode_copies, refresh_decode_copies
 
-EXACT_NATS = 0.001  # what the order of the sums alone moves a log-prob by, at most (measured: 2e-5)
+# What the order of the sums and the inputs' rounding in the 8-bit product move a log-prob by, at most (measured:
+# 0.0025 at worst, 0.0004 on average; fp16 copies 0.005 and 0.0014)
+DEFAULT_COPIES_NATS = 0.005
 TEXT = (
     "The sailors left the harbour at dawn, hoping the wind would carry them to the island before nightfall. "
     "Their captain, an old woman who had crossed the strait a hundred times, watched the clouds gather in the west "
@@ -66,12 +69,13 @@ def state(tmp_path_factory: pytest.TempPathFactory, embedded_models: Path) -> Pa
 
 
 def test_the_default_copies_decode_as_the_fp32_weights_do(state: Path) -> None:
-    """Every weight of the GGUF is a byte on a grid: the 8-bit copies are exact, and closer than fp16's."""
+    """Every weight of the GGUF is a byte on a grid: the 8-bit copies are exact, and decode closer to fp32 than fp16
+    copies do."""
     errors, agree = decoding_errors(state, "auto")
     assert len(errors) > 50
-    assert max(errors) < EXACT_NATS and agree == 1.0
+    assert max(errors) < DEFAULT_COPIES_NATS and agree == 1.0
     fp16, _ = decoding_errors(state, "fp16")
-    assert sum(errors) < sum(fp16) / 4
+    assert sum(errors) < sum(fp16) / 2
 
 
 def test_fp16_decoding_stays_within_two_hundredths_of_a_nat_of_fp32(state: Path) -> None:

@@ -24,11 +24,31 @@
 
 #define PANEL 32
 #define BLOCK 32 /* inputs sharing one scale and minimum per output in the 8-bit format */
-#if defined(__AVX512F__) && defined(__F16C__) && defined(__FMA__)
+
+/* The rows of an 8-bit product as its passes read them: per row and block of BLOCK inputs, the inputs as 16-bit
+ * integers times a step (two to an int32, inputs 2i and 2i + 1, as the panels pair the weights), and the sum of
+ * the inputs themselves. */
+typedef struct {
+    const int32_t *x;    /* rows x pairs */
+    const float *steps;  /* rows x blocks */
+    const float *sums;   /* rows x blocks */
+    int64_t pairs, blocks;
+} q8_rows_t;
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
 #define GROUP 6 /* rows per pass over a panel: GROUP x 2 accumulators of 16 floats stay in AVX-512 registers */
 
 static inline __m512 half16(const uint16_t *h) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)); }
+
+/* part + (w[2i] x[2i] + w[2i+1] x[2i+1]) for each int32 lane i: exact integer arithmetic, one instruction with VNNI. */
+static inline __attribute__((always_inline)) __m512i pair_products(__m512i part, __m512i w, __m512i x) {
+#ifdef __AVX512VNNI__
+    return _mm512_dpwssd_epi32(part, w, x);
+#else
+    return _mm512_add_epi32(part, _mm512_madd_epi16(w, x));
+#endif
+}
 
 /* acc[r] += x[r][k] * (low, high): one input of every row against one input's PANEL weights. `x` points at row 0's
  * input k, rows `k_count` apart. */
@@ -62,42 +82,50 @@ static inline __attribute__((always_inline)) void panel_pass(
     store_rows(acc, out, rows);
 }
 
-static inline __attribute__((always_inline)) void q8_panel_pass(
-    const float *x, const float *sums, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
-    int rows) {
-    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
-    __m512 acc[GROUP][2], part[GROUP][2];
+/* acc += s * (d * the block's integer sum) + m * (the block's sum of inputs), for each of the panel's outputs. */
+static inline __attribute__((always_inline)) __m512 add_block(
+    __m512 acc, __m512i part, const uint16_t *s, const uint16_t *m, float step, float sum) {
+    __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(part), _mm512_set1_ps(step));
+    return _mm512_fmadd_ps(half16(m), _mm512_set1_ps(sum), _mm512_fmadd_ps(half16(s), scaled, acc));
+}
+
+static inline __attribute__((always_inline)) void q8_panel_pass(const q8_rows_t *in, const uint8_t *panel,
+                                                                const uint16_t *scales, float *out, int rows) {
+    __m512 acc[GROUP][2];
+    __m512i part[GROUP][2];
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int64_t block = 0; block < blocks; block++) {
-        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm512_setzero_ps();
-        int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
-        for (int64_t k = block * BLOCK; k < end; k++) {
-            const uint8_t *w = panel + k * PANEL;
-            _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
-            __m512 low = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)w)));
-            __m512 high = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + 16))));
-            add_products(part, x + k, k_count, low, high, rows);
+    for (int64_t block = 0; block < in->blocks; block++) {
+        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm512_setzero_si512();
+        int64_t end = (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
+        for (int64_t pair = block * BLOCK / 2; pair < end; pair++) {
+            const uint8_t *w = panel + pair * 2 * PANEL;
+            _mm_prefetch((const char *)(w + 8 * 2 * PANEL), _MM_HINT_T0);
+            __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w));
+            __m512i high = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(w + PANEL)));
+            for (int r = 0; r < rows; r++) {
+                __m512i xr = _mm512_set1_epi32(in->x[r * in->pairs + pair]);
+                part[r][0] = pair_products(part[r][0], low, xr);
+                part[r][1] = pair_products(part[r][1], high, xr);
+            }
         }
         const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
-        __m512 s_low = half16(s), s_high = half16(s + 16), m_low = half16(m), m_high = half16(m + 16);
         for (int r = 0; r < rows; r++) {
-            __m512 sum = _mm512_set1_ps(sums[r * blocks + block]);
-            acc[r][0] = _mm512_fmadd_ps(m_low, sum, _mm512_fmadd_ps(s_low, part[r][0], acc[r][0]));
-            acc[r][1] = _mm512_fmadd_ps(m_high, sum, _mm512_fmadd_ps(s_high, part[r][1], acc[r][1]));
+            float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
+            acc[r][0] = add_block(acc[r][0], part[r][0], s, m, step, sum);
+            acc[r][1] = add_block(acc[r][1], part[r][1], s + 16, m + 16, step, sum);
         }
     }
     store_rows(acc, out, rows);
 }
 
-static void q8_pass(const float *x, const float *sums, int64_t k_count, const uint8_t *panel,
-                    const uint16_t *scales, float *out, int rows) {
+static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
     switch (rows) {
-    case 6: q8_panel_pass(x, sums, k_count, panel, scales, out, 6); break;
-    case 5: q8_panel_pass(x, sums, k_count, panel, scales, out, 5); break;
-    case 4: q8_panel_pass(x, sums, k_count, panel, scales, out, 4); break;
-    case 3: q8_panel_pass(x, sums, k_count, panel, scales, out, 3); break;
-    case 2: q8_panel_pass(x, sums, k_count, panel, scales, out, 2); break;
-    default: q8_panel_pass(x, sums, k_count, panel, scales, out, 1);
+    case 6: q8_panel_pass(in, panel, scales, out, 6); break;
+    case 5: q8_panel_pass(in, panel, scales, out, 5); break;
+    case 4: q8_panel_pass(in, panel, scales, out, 4); break;
+    case 3: q8_panel_pass(in, panel, scales, out, 3); break;
+    case 2: q8_panel_pass(in, panel, scales, out, 2); break;
+    default: q8_panel_pass(in, panel, scales, out, 1);
     }
 }
 
@@ -113,7 +141,11 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     }
 }
 
+#ifdef __AVX512VNNI__
+const char *reef_decode_kernel_kind(void) { return "avx512-vnni-f16c-fma"; }
+#else
 const char *reef_decode_kernel_kind(void) { return "avx512-f16c-fma"; }
+#endif
 
 #elif defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
@@ -141,34 +173,36 @@ static inline __attribute__((always_inline)) void panel_pass(
         for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
 }
 
-/* Outputs [half * 16, half * 16 + 16) of the panel: the accumulators of a whole panel and its block sums would not
- * fit in AVX2's registers. */
-static inline __attribute__((always_inline)) void q8_half_pass(
-    const float *x, const float *sums, int64_t k_count, const uint8_t *panel, const uint16_t *scales, float *out,
-    int rows, int half) {
-    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
-    __m256 acc[GROUP][2], part[GROUP][2];
+/* Outputs [half * 16, half * 16 + 16) of the panel: the accumulators of a whole panel would not fit in AVX2's
+ * registers. */
+static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *in, const uint8_t *panel,
+                                                               const uint16_t *scales, float *out, int rows, int half) {
+    __m256 acc[GROUP][2];
+    __m256i part[GROUP][2];
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t block = 0; block < blocks; block++) {
-        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_ps();
-        int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
-        for (int64_t k = block * BLOCK; k < end; k++) {
-            const uint8_t *w = panel + k * PANEL + half * 16;
-            _mm_prefetch((const char *)(w + 16 * PANEL), _MM_HINT_T0);
-            __m256 low = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)w)));
-            __m256 high = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(w + 8))));
+    for (int64_t block = 0; block < in->blocks; block++) {
+        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_si256();
+        int64_t end = (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
+        for (int64_t pair = block * BLOCK / 2; pair < end; pair++) {
+            const uint8_t *w = panel + pair * 2 * PANEL + half * PANEL;
+            _mm_prefetch((const char *)(w + 8 * 2 * PANEL), _MM_HINT_T0);
+            __m256i low = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)w));
+            __m256i high = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
             for (int r = 0; r < rows; r++) {
-                __m256 xr = _mm256_broadcast_ss(x + r * k_count + k);
-                part[r][0] = _mm256_fmadd_ps(xr, low, part[r][0]);
-                part[r][1] = _mm256_fmadd_ps(xr, high, part[r][1]);
+                __m256i xr = _mm256_set1_epi32(in->x[r * in->pairs + pair]);
+                part[r][0] = _mm256_add_epi32(part[r][0], _mm256_madd_epi16(low, xr));
+                part[r][1] = _mm256_add_epi32(part[r][1], _mm256_madd_epi16(high, xr));
             }
         }
         const uint16_t *s = scales + block * 2 * PANEL + half * 16, *m = s + PANEL;
         __m256 s_low = half8(s), s_high = half8(s + 8), m_low = half8(m), m_high = half8(m + 8);
         for (int r = 0; r < rows; r++) {
-            __m256 sum = _mm256_set1_ps(sums[r * blocks + block]);
-            acc[r][0] = _mm256_fmadd_ps(m_low, sum, _mm256_fmadd_ps(s_low, part[r][0], acc[r][0]));
-            acc[r][1] = _mm256_fmadd_ps(m_high, sum, _mm256_fmadd_ps(s_high, part[r][1], acc[r][1]));
+            __m256 step = _mm256_set1_ps(in->steps[r * in->blocks + block]);
+            __m256 sum = _mm256_set1_ps(in->sums[r * in->blocks + block]);
+            __m256 low_part = _mm256_mul_ps(_mm256_cvtepi32_ps(part[r][0]), step);
+            __m256 high_part = _mm256_mul_ps(_mm256_cvtepi32_ps(part[r][1]), step);
+            acc[r][0] = _mm256_fmadd_ps(m_low, sum, _mm256_fmadd_ps(s_low, low_part, acc[r][0]));
+            acc[r][1] = _mm256_fmadd_ps(m_high, sum, _mm256_fmadd_ps(s_high, high_part, acc[r][1]));
         }
     }
     for (int r = 0; r < rows; r++) {
@@ -177,15 +211,14 @@ static inline __attribute__((always_inline)) void q8_half_pass(
     }
 }
 
-static void q8_pass(const float *x, const float *sums, int64_t k_count, const uint8_t *panel,
-                    const uint16_t *scales, float *out, int rows) {
+static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
     for (int half = 0; half < 2; half++) {
         if (rows == 3)
-            q8_half_pass(x, sums, k_count, panel, scales, out, 3, half);
+            q8_half_pass(in, panel, scales, out, 3, half);
         else if (rows == 2)
-            q8_half_pass(x, sums, k_count, panel, scales, out, 2, half);
+            q8_half_pass(in, panel, scales, out, 2, half);
         else
-            q8_half_pass(x, sums, k_count, panel, scales, out, 1, half);
+            q8_half_pass(in, panel, scales, out, 1, half);
     }
 }
 
@@ -220,27 +253,27 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
-static void q8_pass(const float *x, const float *sums, int64_t k_count, const uint8_t *panel,
-                    const uint16_t *scales, float *out, int rows) {
-    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
+static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
     float acc[GROUP][PANEL] = {{0}};
-    for (int64_t block = 0; block < blocks; block++) {
-        float part[GROUP][PANEL] = {{0}};
-        int64_t end = (block + 1) * BLOCK < k_count ? (block + 1) * BLOCK : k_count;
-        for (int64_t k = block * BLOCK; k < end; k++) {
+    for (int64_t block = 0; block < in->blocks; block++) {
+        int32_t part[GROUP][PANEL] = {{0}};
+        int64_t end = (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
+        for (int64_t pair = block * BLOCK / 2; pair < end; pair++) {
+            const uint8_t *w = panel + pair * 2 * PANEL;
             for (int r = 0; r < rows; r++) {
-                float xr = x[r * k_count + k];
-                for (int j = 0; j < PANEL; j++) {
-                    float product = xr * (float)panel[k * PANEL + j];
-                    part[r][j] = part[r][j] + product;
-                }
+                uint32_t both = (uint32_t)in->x[r * in->pairs + pair];
+                int32_t first = (int16_t)(both & 0xffff), second = (int16_t)(both >> 16);
+                for (int j = 0; j < PANEL; j++) part[r][j] += w[2 * j] * first + w[2 * j + 1] * second;
             }
         }
         const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
-        for (int r = 0; r < rows; r++)
-            for (int j = 0; j < PANEL; j++)
-                acc[r][j] = fmaf(half_to_float(m[j]), sums[r * blocks + block],
-                                 fmaf(half_to_float(s[j]), part[r][j], acc[r][j]));
+        for (int r = 0; r < rows; r++) {
+            float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
+            for (int j = 0; j < PANEL; j++) {
+                float scaled = (float)part[r][j] * step;
+                acc[r][j] = fmaf(half_to_float(m[j]), sum, fmaf(half_to_float(s[j]), scaled, acc[r][j]));
+            }
+        }
     }
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
@@ -254,7 +287,7 @@ typedef struct {
     int64_t rows, k_count, n_count;
     const void *packed; /* fp16 panels, or 8-bit panels when `scales` is not NULL */
     const uint16_t *scales; /* 8-bit: per panel, per block of BLOCK inputs, PANEL scales then PANEL minimums (fp16) */
-    const float *sums;      /* 8-bit: per row, per block of BLOCK inputs, the sum of the row's inputs in order */
+    q8_rows_t q8;           /* 8-bit: the rows as the passes read them */
     float *y;
 } product_t;
 
@@ -264,15 +297,18 @@ static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
     for (int64_t index = first_panel; index < end_panel; index++) {
         int64_t first = index * PANEL;
         int64_t width = p->n_count - first < PANEL ? p->n_count - first : PANEL;
-        int64_t blocks = (p->k_count + BLOCK - 1) / BLOCK;
+        const q8_rows_t *all = &p->q8;
         for (int64_t row = 0; row < p->rows; row += GROUP) {
             int group = p->rows - row < GROUP ? (int)(p->rows - row) : GROUP;
-            const float *x = p->x + row * p->k_count;
-            if (p->scales == NULL)
-                pass(x, p->k_count, (const uint16_t *)p->packed + first * p->k_count, out, group);
-            else
-                q8_pass(x, p->sums + row * blocks, p->k_count, (const uint8_t *)p->packed + first * p->k_count,
-                        p->scales + index * blocks * 2 * PANEL, out, group);
+            if (p->scales == NULL) {
+                pass(p->x + row * p->k_count, p->k_count, (const uint16_t *)p->packed + first * p->k_count, out,
+                     group);
+            } else {
+                q8_rows_t rows = {all->x + row * all->pairs, all->steps + row * all->blocks,
+                                  all->sums + row * all->blocks, all->pairs, all->blocks};
+                q8_pass(&rows, (const uint8_t *)p->packed + first * all->pairs * 2,
+                        p->scales + index * all->blocks * 2 * PANEL, out, group);
+            }
             for (int r = 0; r < group; r++)
                 memcpy(p->y + (row + r) * p->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
         }
@@ -395,32 +431,70 @@ static void run_shared(job_t job, int64_t units, int threads) {
  * Computed on up to `threads` threads. */
 void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
                       float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, NULL, NULL, y};
+    product_t product = {x, rows, k_count, n_count, packed, NULL, {0}, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
 }
 
-/* The same product on 8-bit weights: panels as above with one byte q per weight, each block of BLOCK inputs of an
- * output with a scale s and a minimum m (`scales`: per panel, per block, PANEL scales then PANEL minimums, fp16),
- * the weight W[n][k] standing for q * s + m. Asymmetric, as llama.cpp's Q8_1. A block's part of an output is
- * s * (the sum over its inputs k, in order, of x[k] * q[k]) + m * (the sum of those x[k], in order, once per row
- * and block for every output), added to the output's sum block by block, each step one fused multiply-add (the
- * portable build: products and sums rounded apart within a block): the bytes are multiplied as they are, with no
- * multiply-add per weight to make it from them. Returns 0, or -1 when memory ran out. */
-int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
-                   int64_t n_count, float *y, int threads) {
-    int64_t blocks = (k_count + BLOCK - 1) / BLOCK;
-    float *sums = malloc((size_t)(rows * blocks) * sizeof(float));
-    if (sums == NULL) return -1;
+/* Row r's inputs in block b as 16-bit integers v times one step d (v = x / d rounded, |v| <= INPUT_LEVELS), two to an
+ * int32 (inputs 2i and 2i + 1, an odd last input's partner 0), and the plain sum of those inputs, in order. An input
+ * that is not finite gives its block the step NaN, so its outputs are NaN as fp32 arithmetic would make them. */
+#define INPUT_LEVELS 32767.0f
+static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t *pairs_out, float *steps,
+                          float *sums) {
+    int64_t blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
     for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * k_count;
+        int32_t *out = pairs_out + r * pairs;
         for (int64_t b = 0; b < blocks; b++) {
-            float sum = 0.0f;
-            for (int64_t k = b * BLOCK; k < k_count && k < (b + 1) * BLOCK; k++) sum += x[r * k_count + k];
+            int64_t first = b * BLOCK, end = first + BLOCK < k_count ? first + BLOCK : k_count;
+            float sum = 0.0f, largest = 0.0f;
+            for (int64_t k = first; k < end; k++) {
+                sum += row[k];
+                float size = fabsf(row[k]);
+                largest = size > largest ? size : largest;
+            }
+            int finite = isfinite(sum) && isfinite(largest);
+            float inverse = finite && largest > 0.0f ? INPUT_LEVELS / largest : 0.0f;
+            steps[r * blocks + b] = finite ? largest / INPUT_LEVELS : NAN;
             sums[r * blocks + b] = sum;
+            for (int64_t k = first; k < end; k += 2) {
+                float level[2] = {0.0f, 0.0f};
+                for (int i = 0; i < 2 && k + i < end; i++) {
+                    float v = rintf(row[k + i] * inverse);
+                    level[i] = v > INPUT_LEVELS ? INPUT_LEVELS : (v < -INPUT_LEVELS ? -INPUT_LEVELS : v);
+                }
+                uint32_t low = (uint16_t)(int16_t)level[0], high = (uint16_t)(int16_t)level[1];
+                out[k / 2] = (int32_t)(low | high << 16);
+            }
         }
     }
-    product_t product = {x, rows, k_count, n_count, packed, scales, sums, y};
+}
+
+/* The same product on 8-bit weights: panels as above with one byte q per weight, an output's weights of inputs 2i
+ * and 2i + 1 side by side, and each block of BLOCK inputs of an output with a scale s and a minimum m (`scales`:
+ * per panel, per block, PANEL scales then PANEL minimums, fp16), the weight W[n][k] standing for q * s + m.
+ * Asymmetric, as llama.cpp's Q8_1. Each row's inputs in a block are taken as 16-bit integers v times a step d
+ * (d = the block's largest |x| / 32767), within d / 2 of each input: 2^-16 of the block's largest. A block's part of
+ * an output is s * (d * the integer sum over its inputs of q * v) + m * (the sum of its inputs x, in order, once per
+ * row and block for every output), added to the output's sum block by block, each step one fused multiply-add. The
+ * integer sums are exact in any order, so every path (AVX-512 with or without VNNI, AVX2, the portable C) gives the
+ * same bits, and a row the same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
+int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
+                   int64_t n_count, float *y, int threads) {
+    int64_t blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
+    float *per_block = malloc((size_t)(2 * rows * blocks) * sizeof(float));
+    int32_t *levels = malloc((size_t)(rows * pairs) * sizeof(int32_t));
+    if (per_block == NULL || levels == NULL) {
+        free(per_block);
+        free(levels);
+        return -1;
+    }
+    float *steps = per_block, *sums = per_block + rows * blocks;
+    quantise_rows(x, rows, k_count, levels, steps, sums);
+    product_t product = {x, rows, k_count, n_count, packed, scales, {levels, steps, sums, pairs, blocks}, y};
     run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
-    free(sums);
+    free(per_block);
+    free(levels);
     return 0;
 }
 

@@ -102,13 +102,14 @@ class DecodeKernel:
         """8-bit panels of `weight` [out, in] and their scales (`decode_pack.c`): an output's weights in each block of
         BLOCK inputs are q * s + m for a byte q, with s and m in fp16 per block. Weights dequantised from a GGUF's
         Q4_1 or Q8_0 blocks come back exactly; other blocks get their range over 255 (as llama.cpp's Q8_1). Panels
-        `[ceil(out / PANEL), in, PANEL]` uint8; scales `[ceil(out / PANEL), ceil(in / BLOCK), 2 * PANEL]` fp16
-        (PANEL scales, then PANEL minimums); zero past the last output. With `exact_only`, None unless every block
+        `[ceil(out / PANEL), ceil(in / 2), PANEL, 2]` uint8 (an output's weights of inputs 2i and 2i + 1 side by
+        side); scales `[ceil(out / PANEL), ceil(in / BLOCK), 2 * PANEL]` fp16 (PANEL scales, then PANEL minimums);
+        zero past the last output. With `exact_only`, None unless every block
         comes back exactly (found at the first block that does not)."""
         w = weight.detach().to(torch.float32).contiguous()
         outputs, inputs = w.shape
         panel_count = -(-outputs // PANEL)
-        panels = torch.zeros(panel_count, inputs, PANEL, dtype=torch.uint8)
+        panels = torch.zeros(panel_count, -(-inputs // 2), PANEL, 2, dtype=torch.uint8)
         scales = torch.zeros(panel_count, -(-inputs // BLOCK), 2 * PANEL, dtype=torch.float16)
         inexact = int(self._pack_q8(w.data_ptr(), outputs, inputs, panels.data_ptr(), scales.data_ptr(), exact_only))
         return None if inexact and exact_only else Int8Panels(panels, scales, inexact)
@@ -122,8 +123,9 @@ class DecodeKernel:
         default; the result is the same for any)."""
         rows = rows.contiguous()
         wanted = torch.float16 if scales is None else torch.uint8
+        inputs = rows.shape[1] if scales is None else -(-rows.shape[1] // 2)  # int8 panels hold inputs in pairs
         mismatched = scales is not None and scales.dtype != torch.float16
-        if rows.dtype != torch.float32 or packed.dtype != wanted or rows.shape[1] != packed.shape[1] or mismatched:
+        if rows.dtype != torch.float32 or packed.dtype != wanted or packed.shape[1] != inputs or mismatched:
             raise ValueError(f"decoding product: rows {rows.dtype} {tuple(rows.shape)}, weight {packed.dtype}"
                              f" {tuple(packed.shape)}")  # fmt: skip
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
@@ -136,7 +138,7 @@ class DecodeKernel:
                 rows.data_ptr(), n, k, packed.data_ptr(), scales.data_ptr(), outputs, result.data_ptr(), threads
             )
             if failed:
-                raise MemoryError("decoding product: no memory for the rows' block sums")
+                raise MemoryError("decoding product: no memory for the rows' integer copies")
         return result
 
     def attend(

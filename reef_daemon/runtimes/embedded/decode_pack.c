@@ -61,17 +61,18 @@ static int pack_block(const float *w, int count, uint8_t *q, grid_t *chosen) {
     return off_grid(w, count, bytes, q);
 }
 
-/* weight: outputs x inputs fp32. panels: ceil(outputs / PANEL) x inputs x PANEL bytes; scales: ceil(outputs / PANEL)
- * x ceil(inputs / BLOCK) x (PANEL scales, then PANEL minimums) fp16; both zeroed by the caller (the outputs past the
- * last stay zero). Returns the number of blocks whose weights do not come back exactly; with `exact_only`, 1 at the
+/* weight: outputs x inputs fp32. panels: ceil(outputs / PANEL) x ceil(inputs / 2) x PANEL x 2 bytes, an output's
+ * weights of inputs 2i and 2i + 1 side by side (the pairs the product's integer multiply-adds take); scales:
+ * ceil(outputs / PANEL) x ceil(inputs / BLOCK) x (PANEL scales, then PANEL minimums) fp16; both zeroed by the caller
+ * (the outputs past the last, and an odd last input's partner, stay zero). Returns the number of blocks whose weights do not come back exactly; with `exact_only`, 1 at the
  * first such block, the rest left unpacked (a copy that would not be exact is not wanted then). */
 int64_t reef_pack_q8(const float *weight, int64_t outputs, int64_t inputs, uint8_t *panels, uint16_t *scales,
                      int exact_only) {
-    int64_t blocks = (inputs + BLOCK - 1) / BLOCK, inexact = 0;
+    int64_t blocks = (inputs + BLOCK - 1) / BLOCK, pairs = (inputs + 1) / 2, inexact = 0;
     uint8_t q[BLOCK];
     for (int64_t n = 0; n < outputs; n++) {
         int64_t panel = n / PANEL, lane = n % PANEL;
-        uint8_t *bytes = panels + panel * inputs * PANEL + lane;
+        uint8_t *bytes = panels + panel * pairs * PANEL * 2 + lane * 2;
         uint16_t *grids = scales + panel * blocks * 2 * PANEL + lane;
         for (int64_t b = 0; b < blocks; b++) {
             int64_t first = b * BLOCK;
@@ -79,7 +80,7 @@ int64_t reef_pack_q8(const float *weight, int64_t outputs, int64_t inputs, uint8
             grid_t grid;
             inexact += pack_block(weight + n * inputs + first, count, q, &grid);
             if (inexact && exact_only) return inexact;
-            for (int i = 0; i < count; i++) bytes[(first + i) * PANEL] = q[i];
+            for (int64_t k = first; k < first + count; k++) bytes[k / 2 * PANEL * 2 + k % 2] = q[k - first];
             grids[b * 2 * PANEL] = float_to_half(grid.scale);
             grids[b * 2 * PANEL + PANEL] = float_to_half(grid.minimum);
         }
