@@ -5,7 +5,8 @@ its own keys and values (`batch.py`), sampling, stop rules and length limit. A n
 chunks, one chunk between two decoding steps, so a long prompt does not stall the others; once read, its first
 token is picked and it joins the batch. Weight swaps are applied between steps: every token is produced by exactly
 one weight set, and the sequences that straddle a swap re-read their context under the new weights before their
-next token. A prompt that starts like the last long one read starts from its cache (see `prefix.py`).
+next token. The same prompt as the last one read, or one that starts like the last long one, starts from its cache
+(see `prefix.py`).
 
 A scenario with a LoRA adapter (`adapters.py`) is served by the base plus its adapter, row by row within the same
 batched step. A new adapter of one scenario swaps in between steps too, and only that scenario's sequences re-read
@@ -33,7 +34,7 @@ from reef_daemon.runtimes.embedded.decode_step import native_step
 from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
-from reef_daemon.runtimes.embedded.prefix import PrefixCache
+from reef_daemon.runtimes.embedded.prefix import NOTHING, PrefixCache
 from reef_daemon.runtimes.embedded.sampling import pick_token
 from reef_daemon.runtimes.embedded.stopping import StopRules
 from reef_daemon.runtimes.embedded.versions import ServingVersion, copy_weights, fingerprint
@@ -252,21 +253,26 @@ class GenerationWorker:
         from transformers import DynamicCache
 
         model = self._loaded.model
+        reused = NOTHING
         if job.cache is None:
             job.adapter = self.adapters.get(job.scenario) if job.scenario is not None else None
             context = job.prompt_ids + job.output_ids
-            cache, reused = (None, 0) if job.output_ids else self._prefix.start(context, self._served_by(job))
-            job.cache = cache if cache is not None else DynamicCache(config=model.config)
-            job.pending = context[reused:]
-        with self.adapters.serving([job.adapter]):
-            if len(job.pending) > PREFILL_CHUNK:
-                chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
-                model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
-                return None
-            out = model(input_ids=torch.tensor([job.pending]), cache=job.cache, use_cache=True, logits_to_keep=1)
-        token, logprob = pick_token(out.logits[0, -1], job.params, job.generator)
-        if not job.output_ids:
-            self._prefix.keep(job.prompt_ids, job.cache, self._served_by(job))  # it holds exactly the prompt now
+            reused = NOTHING if job.output_ids else self._prefix.start(context, self._served_by(job))
+            job.cache = reused.cache if reused.cache is not None else DynamicCache(config=model.config)
+            job.pending = context[reused.shared :]
+        if reused.logits is not None:  # the same prompt was read last, by the same weights: nothing to read
+            logits = reused.logits
+        else:
+            with self.adapters.serving([job.adapter]):
+                if len(job.pending) > PREFILL_CHUNK:
+                    chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
+                    model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
+                    return None
+                out = model(input_ids=torch.tensor([job.pending]), cache=job.cache, use_cache=True, logits_to_keep=1)
+            logits = out.logits[0, -1]
+            if not job.output_ids:  # the cache holds exactly the prompt now
+                self._prefix.keep(job.prompt_ids, job.cache, logits, self._served_by(job))
+        token, logprob = pick_token(logits, job.params, job.generator)
         job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
         return token
 
