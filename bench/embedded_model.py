@@ -6,7 +6,8 @@ Each phase runs in its own process, as a user would meet it:
 2. cached load: a new process loading that cache; the library imports (torch, and the transformers modules a
    model load pulls in) are measured apart, since every Python process that uses torch pays them;
 3. serving: `reef serve` on that state directory; over HTTP, greedy chat streams of `--max-tokens` tokens,
-   one alone and then `--concurrent` at once. Time to first token is from sending the request to the first
+   one alone and then `--concurrent` identical ones at once, each round with a prompt new to the daemon (the
+   concurrent requests read it once: the others start from its kept cache). Time to first token is from sending the request to the first
    text delta; tokens/s per stream is (tokens - 1) / (last delta - first delta); aggregate is all tokens over
    the wall time of the batch. Peak RSS is the daemon's VmHWM at the end.
 
@@ -68,10 +69,15 @@ def free_port() -> int:
         return port
 
 
-async def one_stream(client: httpx.AsyncClient, url: str, max_tokens: int) -> dict[str, float]:
+def new_prompt(number: int) -> str:
+    """PROMPT made new to the daemon, so its request reads it rather than start from the cache of the last prompt."""
+    return f"{PROMPT} (Story {number}.)"
+
+
+async def one_stream(client: httpx.AsyncClient, url: str, max_tokens: int, prompt: str = PROMPT) -> dict[str, float]:
     body = {
         "model": "smollm2",
-        "messages": [{"role": "user", "content": PROMPT}],
+        "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
         "temperature": 0,
         "stream": True,
@@ -105,11 +111,14 @@ async def serve_phase(url: str, rounds: int, max_tokens: int, concurrent: int) -
     headers = {"x-reef-scenario": "bench-embedded"}
     async with httpx.AsyncClient(headers=headers, timeout=600) as client:
         await one_stream(client, url, 8)  # warm-up
-        single = [await one_stream(client, url, max_tokens) for _ in range(rounds)]
+        # Every round's prompt is new: one stream reads its prompt, and `concurrent` identical requests read theirs
+        # once (the others start from its cache).
+        single = [await one_stream(client, url, max_tokens, new_prompt(n)) for n in range(rounds)]
         batches = []
-        for _ in range(rounds):
+        for n in range(rounds, 2 * rounds):
             began = time.perf_counter()
-            streams = await asyncio.gather(*(one_stream(client, url, max_tokens) for _ in range(concurrent)))
+            together = (one_stream(client, url, max_tokens, new_prompt(n)) for _ in range(concurrent))
+            streams = await asyncio.gather(*together)
             wall = time.perf_counter() - began
             batches.append({"streams": streams, "aggregate_tok_s": sum(s["tokens"] for s in streams) / wall})
     return {"single": single, "concurrent": batches}

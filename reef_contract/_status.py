@@ -89,6 +89,8 @@ class RuntimeStatus(TypedDict):
     load_s: NotRequired[float]
     sampling: NotRequired[SamplingDefaults]
     peak_batch: NotRequired[int]
+    prompt_tokens_read: NotRequired[int]  # context tokens the model read since it started (prompts, re-reads)
+    prompt_tokens_reused: NotRequired[int]  # and those taken from the kept cache of the last prompt instead
     engine: NotRequired[str]
     decoding: NotRequired[str]
     adapters: NotRequired[ServedAdapters]  # only while a weight recipe serves LoRA adapters

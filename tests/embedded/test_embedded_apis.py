@@ -213,6 +213,30 @@ def test_a_long_shared_prompt_prefix_gives_the_same_answer(reef: RunningReef, oa
     assert max(abs(a - b) for a, b in zip(first["logprobs"], second["logprobs"], strict=True)) < 0.05
 
 
+def test_the_same_prompt_again_reads_nothing_and_answers_as_alone(reef: RunningReef, oai: openai.OpenAI) -> None:
+    """Four answers sampled for one prompt at once: one reads the prompt, the others start from its kept cache and
+    logits, and each gets the tokens and log-probs a request alone gets (a fresh prompt, read whole)."""
+    messages = [{"role": "user", "content": "Name one animal that lives in the sea."}]
+
+    def answer(_: int) -> str:
+        raw = oai.chat.completions.with_raw_response.create(model="smollm2", messages=messages, max_tokens=8, **GREEDY)
+        return raw.headers["x-reef-agent-record-id"]
+
+    def counts() -> tuple[int, int]:
+        runtime = httpx.get(f"{reef.url}/reef/status").json()["runtime"]
+        return runtime["prompt_tokens_read"], runtime["prompt_tokens_reused"]
+
+    read, reused = counts()
+    alone = assert_token_data(reef.record(answer(0)))
+    prompt = len(alone["prompt_ids"])
+    assert counts() == (read + prompt, reused)
+    with ThreadPoolExecutor(4) as pool:
+        together = [assert_token_data(reef.record(receipt)) for receipt in pool.map(answer, range(4))]
+    assert counts() == (read + prompt, reused + 4 * prompt)
+    for tokens in together:
+        assert tokens["output_ids"] == alone["output_ids"] and tokens["logprobs"] == alone["logprobs"]
+
+
 def test_bad_request_is_answered_in_the_api_shape(reef: RunningReef) -> None:
     response = httpx.post(
         f"{reef.url}/v1/messages", headers=HEADERS, json={"model": "m", "max_tokens": 0, "messages": MESSAGES}

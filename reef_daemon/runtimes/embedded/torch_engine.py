@@ -106,6 +106,8 @@ class TorchEngine(Engine):
             "parameters": loaded.parameters,
             "tokens_per_second": round(speed, 1) if speed is not None else None,
             "peak_batch": worker.peak_batch,
+            "prompt_tokens_read": worker.prompt_tokens_read,
+            "prompt_tokens_reused": worker.prompt_tokens_reused,
             "decoding": decoding_method(decode_copies(loaded.model)),
             "context_length": loaded.context_length,
             "weights": str(loaded.weights_dir),

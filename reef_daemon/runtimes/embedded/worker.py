@@ -74,6 +74,8 @@ class GenerationWorker:
         self._batch = BatchCache()
         self._native = native_step(loaded.model, load_kernel())  # None: transformers' forward decodes
         self.peak_batch = 0  # the most sequences one decoding step has advanced
+        self.prompt_tokens_read = 0  # context tokens the model read (prompts, and contexts re-read after a swap)
+        self.prompt_tokens_reused = 0  # and those taken from the prefix cache instead
         self.failure: str | None = None  # why the generation thread stopped before it was closed
         self._thread = threading.Thread(target=self._run, name="reef-generation", daemon=True)
 
@@ -260,6 +262,7 @@ class GenerationWorker:
             reused = NOTHING if job.output_ids else self._prefix.start(context, self._served_by(job))
             job.cache = reused.cache if reused.cache is not None else DynamicCache(config=model.config)
             job.pending = context[reused.shared :]
+            self.prompt_tokens_reused += reused.shared
         if reused.logits is not None:  # the same prompt was read last, by the same weights: nothing to read
             logits = reused.logits
         else:
@@ -267,7 +270,9 @@ class GenerationWorker:
                 if len(job.pending) > PREFILL_CHUNK:
                     chunk, job.pending = job.pending[:PREFILL_CHUNK], job.pending[PREFILL_CHUNK:]
                     model(input_ids=torch.tensor([chunk]), cache=job.cache, use_cache=True, logits_to_keep=1)
+                    self.prompt_tokens_read += len(chunk)
                     return None
+                self.prompt_tokens_read += len(job.pending)
                 out = model(input_ids=torch.tensor([job.pending]), cache=job.cache, use_cache=True, logits_to_keep=1)
             logits = out.logits[0, -1]
             if not job.output_ids:  # the cache holds exactly the prompt now
