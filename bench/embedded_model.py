@@ -7,11 +7,12 @@ Each phase runs in its own process, as a user would meet it:
    model load pulls in) are measured apart, since every Python process that uses torch pays them;
 3. serving: `reef serve` on that state directory; over HTTP, greedy chat streams of `--max-tokens` tokens,
    one alone and then `--concurrent` identical ones at once, each round with a prompt new to the daemon (the
-   concurrent requests read it once: the others start from its kept cache). Time to first token is from sending the request to the first
-   text delta; tokens/s per stream is (tokens - 1) / (last delta - first delta); aggregate is all tokens over
-   the wall time of the batch. Peak RSS is the daemon's VmHWM at the end.
+   concurrent requests read it once: the others start from its kept cache). Time to first token is from sending
+   the request to the first text delta; tokens/s per stream is (tokens - 1) / (last delta - first delta);
+   aggregate is all tokens over the wall time of the batch. The served ratio is that aggregate over one stream's
+   tokens over its wall time, prompt reading included on both sides. Peak RSS is the daemon's VmHWM at the end.
 
-    .venv/bin/python bench/embedded_model.py [--rounds 3] [--max-tokens 128] [--concurrent 4]
+    .venv/bin/python bench/embedded_model.py [--rounds 5] [--max-tokens 96] [--concurrent 4]
 
 Prints a markdown table and writes bench/results/<time>-embedded.json. Not a test: nothing is asserted.
 """
@@ -220,8 +221,8 @@ def render(result: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--concurrent", type=int, default=4)
     parser.add_argument("--render", type=Path, help="print the table of an earlier result file and exit")
     args = parser.parse_args()

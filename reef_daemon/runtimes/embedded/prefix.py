@@ -47,12 +47,16 @@ class PrefixCache:
         self._ids, self._version = list(ids), version
         self._cache, self._logits = copy.deepcopy(cache), logits.detach().clone()
 
+    def holds(self, ids: list[int], version: str) -> bool:
+        """Whether `ids` are the kept prompt as `version` read it: starting them reads nothing."""
+        return self._cache is not None and version == self._version and ids == self._ids
+
     def start(self, ids: list[int], version: str) -> Reuse:
         """Where `version` reading `ids` starts: all of it when they are the kept prompt; else the longest kept
         prefix of a long kept prompt (leaving at least one id to read); else nothing."""
         if self._cache is None or self._logits is None or version != self._version:
             return NOTHING
-        if ids == self._ids:
+        if self.holds(ids, version):
             return Reuse(copy.deepcopy(self._cache), len(ids), self._logits.clone())
         if len(self._ids) < MIN_PROMPT:
             return NOTHING

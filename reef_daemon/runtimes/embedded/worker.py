@@ -157,6 +157,8 @@ class GenerationWorker:
                 self._drop_cancelled()
                 if self._reading:
                     self._read_turn()
+                while self._reading and self._reads_nothing(self._reading[0]):
+                    self._read_turn()  # the same prompt again: it joins this step rather than the next
             if self._decoding:
                 with delivered_together():  # a token for every sequence of the batch, in one wake-up
                     self._decode_step()
@@ -280,6 +282,13 @@ class GenerationWorker:
         token, logprob = pick_token(logits, job.params, job.generator)
         job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
         return token
+
+    def _reads_nothing(self, job: Job) -> bool:
+        """Whether the job's whole prompt is the kept one, read by the weights that serve it."""
+        if job.cache is not None or job.output_ids:
+            return False
+        adapter = self.adapters.version(job.scenario) if job.scenario is not None else None
+        return self._prefix.holds(job.prompt_ids, adapter or self.version)
 
     def _served_by(self, job: Job) -> str:
         """The version of the weights reading the job's context: its adapter's, or the base's."""
