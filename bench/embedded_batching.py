@@ -75,7 +75,9 @@ async def measure(engine: str, state_dir: Path | None, max_tokens: int, threads:
     try:
         await generate(runtime, SHORT, 8)  # warm up
         for count in STREAMS:
-            runs = await asyncio.gather(*(generate(runtime, STORY, max_tokens) for _ in range(count)))
+            # A prompt new to the runtime for each count: the streams read it once (the others start from its cache).
+            prompt = f"{STORY} (Story {count}.)"
+            runs = await asyncio.gather(*(generate(runtime, prompt, max_tokens) for _ in range(count)))
             wall = max(r["end"] for r in runs) - min(r["sent"] for r in runs)
             result["streams"][count] = sum(r["tokens"] for r in runs) / wall
             print(f"{engine}: {count} streams, {result['streams'][count]:.1f} tok/s", file=sys.stderr, flush=True)
