@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STORY = "Write a long story about a dog who learns to sail."
 STREAMS = 8
 ROUNDS = 3
+_STORIES = itertools.count()  # numbers the prompts, so that no two streams share one
 
 
 def random_adapter(base: Any, seed: int) -> dict[str, Any]:
@@ -44,17 +46,18 @@ def random_adapter(base: Any, seed: int) -> dict[str, Any]:
 
 
 async def decode(worker: Any, tokenizer: Any, scenarios: list[str | None], max_tokens: int) -> float:
-    """Aggregate tokens/s of one greedy stream per scenario, all submitted at once."""
+    """Aggregate tokens/s of one greedy stream per scenario, all submitted at once, each with a prompt of its own
+    (new to the worker: every stream reads its prompt, whichever weights serve it)."""
     from reef_daemon.runtimes.embedded.job import Finished, Job
     from reef_daemon.runtimes.embedded.sampling import SamplingParams
     from reef_daemon.runtimes.embedded.templating import ChatTurn, render_prompt
     from reef_daemon.runtimes.embedded.text import TextAssembler
 
-    prompt = render_prompt(tokenizer, [ChatTurn("user", STORY)])
     loop = asyncio.get_running_loop()
     jobs = [
-        Job(list(prompt), SamplingParams(max_tokens=max_tokens, temperature=0.0), TextAssembler(tokenizer, ()), loop,
-            "", scenario=scenario)
+        Job(render_prompt(tokenizer, [ChatTurn("user", f"{STORY} (Story {next(_STORIES)}.)")]),
+            SamplingParams(max_tokens=max_tokens, temperature=0.0), TextAssembler(tokenizer, ()), loop, "",
+            scenario=scenario)
         for scenario in scenarios
     ]  # fmt: skip
     began = time.perf_counter()
