@@ -39,6 +39,11 @@ typedef struct {
     int64_t pairs, blocks;
 } q8_rows_t;
 
+/* The pair after the last of block `block`. */
+static inline int64_t block_end(const q8_rows_t *in, int64_t block) {
+    return (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
+}
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
 #define GROUP 6 /* rows per pass over a panel: GROUP x 2 accumulators of 16 floats stay in AVX-512 registers */
@@ -100,8 +105,7 @@ static inline __attribute__((always_inline)) void q8_panel_pass(const q8_rows_t 
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int64_t block = 0; block < in->blocks; block++) {
         for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm512_setzero_si512();
-        int64_t end = (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
-        for (int64_t pair = block * BLOCK / 2; pair < end; pair++) {
+        for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
             const uint8_t *w = panel + pair * 2 * PANEL;
             _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
             __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w));
@@ -186,8 +190,7 @@ static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t block = 0; block < in->blocks; block++) {
         for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_si256();
-        int64_t end = (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
-        for (int64_t pair = block * BLOCK / 2; pair < end; pair++) {
+        for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
             const uint8_t *w = panel + pair * 2 * PANEL + half * PANEL;
             _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
             __m256i low = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)w));
@@ -261,8 +264,7 @@ static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *s
     float acc[GROUP][PANEL] = {{0}};
     for (int64_t block = 0; block < in->blocks; block++) {
         int32_t part[GROUP][PANEL] = {{0}};
-        int64_t end = (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
-        for (int64_t pair = block * BLOCK / 2; pair < end; pair++) {
+        for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
             const uint8_t *w = panel + pair * 2 * PANEL;
             for (int r = 0; r < rows; r++) {
                 uint32_t both = (uint32_t)in->x[r * in->pairs + pair];

@@ -37,27 +37,27 @@ class PrefixCache:
 
     def __init__(self) -> None:
         self._ids: list[int] = []
-        self._cache: Any = None
-        self._logits: torch.Tensor | None = None
+        self._kept: tuple[Any, torch.Tensor] | None = None  # the cache and the last position's logits
         self._version = ""
 
     def keep(self, ids: list[int], cache: Any, logits: torch.Tensor, version: str) -> None:
         """Remember copies of `cache`, which holds exactly the keys and values of `ids` read by `version`, and of the
         logits its last position gave."""
         self._ids, self._version = list(ids), version
-        self._cache, self._logits = copy.deepcopy(cache), logits.detach().clone()
+        self._kept = copy.deepcopy(cache), logits.detach().clone()
 
     def holds(self, ids: list[int], version: str) -> bool:
         """Whether `ids` are the kept prompt as `version` read it: starting them reads nothing."""
-        return self._cache is not None and version == self._version and ids == self._ids
+        return self._kept is not None and version == self._version and ids == self._ids
 
     def start(self, ids: list[int], version: str) -> Reuse:
         """Where `version` reading `ids` starts: all of it when they are the kept prompt; else the longest kept
         prefix of a long kept prompt (leaving at least one id to read); else nothing."""
-        if self._cache is None or self._logits is None or version != self._version:
+        if self._kept is None or version != self._version:
             return NOTHING
-        if self.holds(ids, version):
-            return Reuse(copy.deepcopy(self._cache), len(ids), self._logits.clone())
+        cache, logits = self._kept
+        if ids == self._ids:
+            return Reuse(copy.deepcopy(cache), len(ids), logits.clone())
         if len(self._ids) < MIN_PROMPT:
             return NOTHING
         shared = 0
@@ -68,9 +68,9 @@ class PrefixCache:
         shared = min(shared, len(ids) - 1)
         if shared < MIN_SHARED:
             return NOTHING
-        cache = copy.deepcopy(self._cache)
+        cache = copy.deepcopy(cache)
         cache.crop(shared - len(self._ids))  # a negative count: how many positions to drop from the end
         return Reuse(cache, shared, None)
 
     def clear(self) -> None:
-        self._ids, self._cache, self._logits = [], None, None
+        self._ids, self._kept = [], None
