@@ -24,10 +24,12 @@
 
 #define PANEL 32
 #define BLOCK 32 /* inputs sharing one scale and minimum per output in the 8-bit format */
-/* Pairs of inputs the 8-bit passes fetch ahead: the products of several rows keep the core busy enough that
- * nearer fetches leave it waiting on memory (4 rows: 9.6-10.1 ms for all of SmolLM2's weights on one core at 32,
- * 11.5-11.8 at 8). */
+/* Pairs of inputs the 8-bit passes of FETCHING_ROWS rows or more fetch ahead: the products of several rows keep the
+ * core busy enough that nearer fetches leave it waiting on memory (4 rows: 9.6-10.1 ms for all of SmolLM2's weights
+ * on one core at 32, 11.5-11.8 at 8, 11.7-12.5 with none). Passes of fewer rows leave the fetching to the hardware,
+ * which streams the weights faster on its own (one row on two cores: ~6 % faster without these fetches). */
 #define FETCH_AHEAD 32
+#define FETCHING_ROWS 3
 
 /* The rows of an 8-bit product as its passes read them: per row and block of BLOCK inputs, the inputs as 16-bit
  * integers times a step (two to an int32, inputs 2i and 2i + 1, as the panels pair the weights), and the sum of
@@ -107,7 +109,7 @@ static inline __attribute__((always_inline)) void q8_panel_pass(const q8_rows_t 
         for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm512_setzero_si512();
         for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
             const uint8_t *w = panel + pair * 2 * PANEL;
-            _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
+            if (rows >= FETCHING_ROWS) _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
             __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w));
             __m512i high = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(w + PANEL)));
             for (int r = 0; r < rows; r++) {
@@ -192,7 +194,7 @@ static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *
         for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_si256();
         for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
             const uint8_t *w = panel + pair * 2 * PANEL + half * PANEL;
-            _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
+            if (rows >= FETCHING_ROWS) _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
             __m256i low = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)w));
             __m256i high = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
             for (int r = 0; r < rows; r++) {
@@ -288,35 +290,49 @@ const char *reef_decode_kernel_kind(void) { return "portable"; }
 
 #endif
 
+/* One weight of a product and where its outputs go: fp16 panels, or 8-bit panels when `scales` is not NULL (per
+ * panel, per block of BLOCK inputs, PANEL scales then PANEL minimums, fp16). */
+typedef struct {
+    const void *packed;
+    const uint16_t *scales;
+    int64_t n_count;
+    float *y; /* rows x n_count */
+} weight_t;
+
+#define MAX_WEIGHTS 3 /* weights one product reads with the same input: a layer's query, key and value */
+
+/* The products of the same rows with up to MAX_WEIGHTS weights, computed as one job: its panels are shared out among
+ * the threads as one list, so the weights read together (a layer's q, k and v; its gate and up) cost one hand-out. */
 typedef struct {
     const float *x;
-    int64_t rows, k_count, n_count;
-    const void *packed; /* fp16 panels, or 8-bit panels when `scales` is not NULL */
-    const uint16_t *scales; /* 8-bit: per panel, per block of BLOCK inputs, PANEL scales then PANEL minimums (fp16) */
-    q8_rows_t q8;           /* 8-bit: the rows as the passes read them */
-    float *y;
+    int64_t rows, k_count;
+    q8_rows_t q8; /* 8-bit: the rows as the passes read them */
+    int count;
+    weight_t weights[MAX_WEIGHTS];
 } product_t;
 
-/* Panels [first_panel, end_panel) of one product. */
-static void panels(const product_t *p, int64_t first_panel, int64_t end_panel) {
+static int64_t panel_count(const weight_t *w) { return (w->n_count + PANEL - 1) / PANEL; }
+
+/* Panels [first_panel, end_panel) of one weight. */
+static void panels(const product_t *p, const weight_t *w, int64_t first_panel, int64_t end_panel) {
     float out[GROUP * PANEL];
+    const q8_rows_t *all = &p->q8;
     for (int64_t index = first_panel; index < end_panel; index++) {
         int64_t first = index * PANEL;
-        int64_t width = p->n_count - first < PANEL ? p->n_count - first : PANEL;
-        const q8_rows_t *all = &p->q8;
+        int64_t width = w->n_count - first < PANEL ? w->n_count - first : PANEL;
         for (int64_t row = 0; row < p->rows; row += GROUP) {
             int group = p->rows - row < GROUP ? (int)(p->rows - row) : GROUP;
-            if (p->scales == NULL) {
-                pass(p->x + row * p->k_count, p->k_count, (const uint16_t *)p->packed + first * p->k_count, out,
+            if (w->scales == NULL) {
+                pass(p->x + row * p->k_count, p->k_count, (const uint16_t *)w->packed + first * p->k_count, out,
                      group);
             } else {
                 q8_rows_t rows = {all->x + row * all->pairs, all->steps + row * all->blocks,
                                   all->sums + row * all->blocks, all->pairs, all->blocks};
-                q8_pass(&rows, (const uint8_t *)p->packed + first * all->pairs * 2,
-                        p->scales + index * all->blocks * 2 * PANEL, out, group);
+                q8_pass(&rows, (const uint8_t *)w->packed + first * all->pairs * 2,
+                        w->scales + index * all->blocks * 2 * PANEL, out, group);
             }
             for (int r = 0; r < group; r++)
-                memcpy(p->y + (row + r) * p->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
+                memcpy(w->y + (row + r) * w->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
         }
     }
 }
@@ -341,10 +357,19 @@ static int slices;                  /* how many slices it is shared out in */
 static _Atomic int64_t generation;  /* counts products; a helper works when it sees a new one */
 static _Atomic int unfinished;      /* helpers' slices of the current job still being computed */
 
+/* Slice `index` of `count` of the product's panels, the weights' panels taken as one list. */
 static void product_slice(const void *task, int index, int count) {
     const product_t *p = task;
-    int64_t total = (p->n_count + PANEL - 1) / PANEL;
-    panels(p, total * index / count, total * (index + 1) / count);
+    int64_t total = 0;
+    for (int i = 0; i < p->count; i++) total += panel_count(&p->weights[i]);
+    int64_t first = total * index / count, end = total * (index + 1) / count, start = 0;
+    for (int i = 0; i < p->count && start < end; i++) {
+        const weight_t *w = &p->weights[i];
+        int64_t own_first = first > start ? first - start : 0, own_end = end - start;
+        if (own_end > panel_count(w)) own_end = panel_count(w);
+        if (own_first < own_end) panels(p, w, own_first, own_end);
+        start += panel_count(w);
+    }
 }
 
 static int64_t now_ns(void) {
@@ -433,14 +458,6 @@ static void run_shared(job_t job, int64_t units, int threads) {
     pthread_mutex_unlock(&pool_user);
 }
 
-/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
- * Computed on up to `threads` threads. */
-void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
-                      float *y, int threads) {
-    product_t product = {x, rows, k_count, n_count, packed, NULL, {0}, y};
-    run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
-}
-
 /* Row r's inputs in block b as 16-bit integers v times one step d (v = x / d rounded, |v| <= INPUT_LEVELS), two to an
  * int32 (inputs 2i and 2i + 1, an odd last input's partner 0), and the plain sum of those inputs, in order. An input
  * that is not finite gives its block the step NaN, so its outputs are NaN as fp32 arithmetic would make them. */
@@ -476,6 +493,44 @@ static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t
     }
 }
 
+/* y = x W^T for each of `count` weights (`weights`, any mix of the two formats) with the same rows x: one job,
+ * the inputs taken to integers once when a weight is 8-bit. Returns 0, or -1 when memory ran out. */
+static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_t *weights, int count, int threads) {
+    product_t product = {x, rows, k_count, {0}, count, {{0}}};
+    int64_t total = 0, blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
+    int int8 = 0;
+    for (int i = 0; i < count; i++) {
+        product.weights[i] = weights[i];
+        total += panel_count(&weights[i]);
+        int8 |= weights[i].scales != NULL;
+    }
+    float *per_block = NULL;
+    int32_t *levels = NULL;
+    if (int8) {
+        per_block = malloc((size_t)(2 * rows * blocks) * sizeof(float));
+        levels = malloc((size_t)(rows * pairs) * sizeof(int32_t));
+        if (per_block == NULL || levels == NULL) {
+            free(per_block);
+            free(levels);
+            return -1;
+        }
+        quantise_rows(x, rows, k_count, levels, per_block, per_block + rows * blocks);
+        product.q8 = (q8_rows_t){levels, per_block, per_block + rows * blocks, pairs, blocks};
+    }
+    run_shared((job_t){product_slice, &product}, total, threads);
+    free(per_block);
+    free(levels);
+    return 0;
+}
+
+/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
+ * Computed on up to `threads` threads. */
+void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
+                      float *y, int threads) {
+    weight_t weight = {packed, NULL, n_count, y};
+    multiply(x, rows, k_count, &weight, 1, threads);
+}
+
 /* The same product on 8-bit weights: panels as above with one byte q per weight, an output's weights of inputs 2i
  * and 2i + 1 side by side, and each block of BLOCK inputs of an output with a scale s and a minimum m (`scales`:
  * per panel, per block, PANEL scales then PANEL minimums, fp16), the weight W[n][k] standing for q * s + m.
@@ -487,29 +542,8 @@ static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t
  * same bits, and a row the same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
 int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
                    int64_t n_count, float *y, int threads) {
-    int64_t blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
-    float *per_block = malloc((size_t)(2 * rows * blocks) * sizeof(float));
-    int32_t *levels = malloc((size_t)(rows * pairs) * sizeof(int32_t));
-    if (per_block == NULL || levels == NULL) {
-        free(per_block);
-        free(levels);
-        return -1;
-    }
-    float *steps = per_block, *sums = per_block + rows * blocks;
-    quantise_rows(x, rows, k_count, levels, steps, sums);
-    product_t product = {x, rows, k_count, n_count, packed, scales, {levels, steps, sums, pairs, blocks}, y};
-    run_shared((job_t){product_slice, &product}, (n_count + PANEL - 1) / PANEL, threads);
-    free(per_block);
-    free(levels);
-    return 0;
-}
-
-/* A product in either format: int8 when `scales` is not NULL. Returns 0, or -1 when memory ran out. */
-static int linear(const float *x, int64_t rows, int64_t k_count, const void *packed, const uint16_t *scales,
-                  int64_t n_count, float *y, int threads) {
-    if (scales != NULL) return reef_q8_linear(x, rows, k_count, packed, scales, n_count, y, threads);
-    reef_half_linear(x, rows, k_count, packed, n_count, y, threads);
-    return 0;
+    weight_t weight = {packed, scales, n_count, y};
+    return multiply(x, rows, k_count, &weight, 1, threads);
 }
 
 /* Decoding attention: one new position per row, each row attending over exactly its own positions.
@@ -700,26 +734,29 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
     int failed = 0;
 #define ADAPTED(product) (lora == NULL ? NULL : lora + (product) * rows)
     reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
-    failed |= linear(s->normed, rows, h, layer->q, layer->q_scales, attention, s->q, threads);
+    weight_t qkv[3] = {{layer->q, layer->q_scales, attention, s->q}, {layer->k, layer->k_scales, kv, s->k},
+                       {layer->v, layer->v_scales, kv, s->v}};
+    failed |= multiply(s->normed, rows, h, qkv, 3, threads);
     failed |= add_lora(s->normed, rows, h, s->q, attention, ADAPTED(0));
-    failed |= linear(s->normed, rows, h, layer->k, layer->k_scales, kv, s->k, threads);
     failed |= add_lora(s->normed, rows, h, s->k, kv, ADAPTED(1));
-    failed |= linear(s->normed, rows, h, layer->v, layer->v_scales, kv, s->v, threads);
     failed |= add_lora(s->normed, rows, h, s->v, kv, ADAPTED(2));
     reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
     failed |= reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
                                     capacity, layer->head_dim, layer->scale, s->attended, threads);
-    failed |= linear(s->attended, rows, attention, layer->o, layer->o_scales, h, s->out, threads);
+    weight_t o = {layer->o, layer->o_scales, h, s->out};
+    failed |= multiply(s->attended, rows, attention, &o, 1, threads);
     failed |= add_lora(s->attended, rows, attention, s->out, h, ADAPTED(3));
     reef_add(hidden, s->out, rows * h);
     reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
-    failed |= linear(s->normed, rows, h, layer->gate, layer->gate_scales, layer->intermediate, s->gate, threads);
+    weight_t gate_up[2] = {{layer->gate, layer->gate_scales, layer->intermediate, s->gate},
+                           {layer->up, layer->up_scales, layer->intermediate, s->up}};
+    failed |= multiply(s->normed, rows, h, gate_up, 2, threads);
     failed |= add_lora(s->normed, rows, h, s->gate, layer->intermediate, ADAPTED(4));
-    failed |= linear(s->normed, rows, h, layer->up, layer->up_scales, layer->intermediate, s->up, threads);
     failed |= add_lora(s->normed, rows, h, s->up, layer->intermediate, ADAPTED(5));
     reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
-    failed |= linear(s->gate, rows, layer->intermediate, layer->down, layer->down_scales, h, s->out, threads);
+    weight_t down = {layer->down, layer->down_scales, h, s->out};
+    failed |= multiply(s->gate, rows, layer->intermediate, &down, 1, threads);
     failed |= add_lora(s->gate, rows, layer->intermediate, s->out, h, ADAPTED(6));
     reef_add(hidden, s->out, rows * h);
 #undef ADAPTED
