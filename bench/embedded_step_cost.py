@@ -102,7 +102,7 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
 
     def reef_kernel_8_bit(rows: int) -> None:
         for w, p in zip(weights, eight_bit, strict=True):
-            kernel.linear(torch.ones(rows, w.shape[1]), p.panels, w.shape[0], scales=p.scales)
+            kernel.linear(torch.ones(rows, w.shape[1]), p.panels, w.shape[0])
 
     def fp16(rows: int) -> None:
         for w in weights:

@@ -14,7 +14,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from reef_daemon.runtimes.embedded import decode_kernel
-from reef_daemon.runtimes.embedded.decode_kernel import BLOCK, DecodeKernel, Int8Panels, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import (
+    BLOCK,
+    BLOCK_WEIGHT_BYTES,
+    PANEL,
+    DecodeKernel,
+    Int8Panels,
+    decoding_method,
+    load_kernel,
+)
 from reef_daemon.runtimes.embedded.precision import DecodeLinear, DecodeWeights
 from tests.support.gguf_grid import on_a_gguf_grid
 
@@ -63,13 +71,20 @@ def test_a_row_gets_the_same_bits_alone_or_in_any_batch(outputs: int, inputs: in
         assert torch.equal(kernel.linear(rows, packed, outputs, threads=threads), alone), f"{threads} threads"
 
 
+def int8_grids(packed: Int8Panels) -> torch.Tensor:
+    """Each output's scale and minimum per block, as 8-bit panels hold them: [outputs, (scale, minimum), blocks]."""
+    panels = packed.panels
+    grids = panels[:, :, BLOCK_WEIGHT_BYTES:].contiguous().view(torch.float16)  # [panels, blocks, 2 * PANEL]
+    return grids.view(panels.shape[0], panels.shape[1], 2, PANEL).permute(0, 3, 2, 1).reshape(-1, 2, panels.shape[1])
+
+
 def int8_parts(packed: Int8Panels, outputs: int, inputs: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """What 8-bit panels hold for weight n, input k: its byte q, its block's scale and its block's minimum."""
     panels = packed.panels
-    q = panels.permute(0, 2, 1, 3).reshape(-1, panels.shape[1] * 2)[:outputs, :inputs].float()
-    scales = packed.scales
-    blocks = scales.view(scales.shape[0], scales.shape[1], 2, -1).permute(0, 3, 2, 1).reshape(-1, 2, scales.shape[1])
-    step, low = (blocks[:outputs, part].repeat_interleave(BLOCK, 1)[:, :inputs].float() for part in (0, 1))
+    bytes_ = panels[:, :, :BLOCK_WEIGHT_BYTES].reshape(panels.shape[0], panels.shape[1], BLOCK // 2, PANEL, 2)
+    q = bytes_.permute(0, 3, 1, 2, 4).reshape(-1, panels.shape[1] * BLOCK)[:outputs, :inputs].float()
+    grids = int8_grids(packed)
+    step, low = (grids[:outputs, part].repeat_interleave(BLOCK, 1)[:, :inputs].float() for part in (0, 1))
     return q, step, low
 
 
@@ -105,9 +120,9 @@ def test_int8_products_match_fp32_arithmetic_on_the_dequantised_weights(outputs:
     # The nearest of 256 levels, give or take the minimum's rounding to fp16 (all there is in a block of one).
     assert ((back - weight).abs() <= step / 2 + weight.abs().max() * 2**-11).all()
     assert packed.inexact > 0 and kernel.pack_int8(weight, exact_only=True) is None
-    got = kernel.linear(rows, packed.panels, outputs, scales=packed.scales)
+    got = kernel.linear(rows, packed.panels, outputs)
     assert_int8_product(got, rows, packed, outputs)
-    alone = torch.cat([kernel.linear(rows[r : r + 1], packed.panels, outputs, scales=packed.scales) for r in range(7)])
+    alone = torch.cat([kernel.linear(rows[r : r + 1], packed.panels, outputs) for r in range(7)])
     assert torch.equal(got, alone)
 
 
@@ -120,7 +135,7 @@ def test_a_block_off_every_grid_keeps_torch_s_fp16_minimum_and_range_over_255(ma
     blocks = weight.view(64, 3, BLOCK)
     low = blocks.amin(-1).to(torch.float16)
     step = ((blocks.amax(-1) - low.float()) / 255).to(torch.float16)
-    written = packed.scales.view(2, 3, 2, 32).permute(0, 3, 2, 1).reshape(64, 2, 3)  # [outputs, (scale, min), blocks]
+    written = int8_grids(packed)
     assert torch.equal(written[:, 1].view(torch.int16), low.view(torch.int16))
     assert torch.equal(written[:, 0].view(torch.int16), step.view(torch.int16))
 
@@ -137,7 +152,7 @@ def test_weights_from_a_gguf_s_blocks_come_back_bit_for_bit(outputs: int, inputs
     assert packed is not None and packed.inexact == 0
     assert torch.equal(dequantised(packed, outputs, inputs)[0], weight)
     rows = torch.randn(5, inputs, generator=generator)
-    got = kernel.linear(rows, packed.panels, outputs, scales=packed.scales)
+    got = kernel.linear(rows, packed.panels, outputs)
     assert_int8_product(got, rows, packed, outputs)
     moved = weight.clone()
     moved[outputs // 2, inputs // 2] += 1e-5  # one weight off its grid, as a training step moves weights
@@ -155,8 +170,7 @@ def test_auto_copies_are_8_bit_while_the_weight_is_on_its_grid_and_fp16_once_it_
         linear.weight.copy_(grid)
         layer = DecodeLinear(linear, kernel, "auto")
         assert layer.int8
-        assert layer.decode_scales is not None
-        copy = Int8Panels(layer.decode_weight, layer.decode_scales, 0)
+        copy = Int8Panels(layer.decode_weight, 0)
         assert_int8_product(layer(x).view(3, 40), x.view(3, 64), copy, 40)
         linear.weight.add_(torch.randn(40, 64, generator=generator) * 1e-3)
         layer.refresh()
@@ -214,9 +228,9 @@ def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch
     alone = torch.cat([kernel.linear(rows[r : r + 1], packed, 70) for r in range(5)])
     assert torch.equal(kernel.linear(rows, packed, 70), alone)
     assert torch.allclose(alone.double(), rows.double() @ weight.to(torch.float16).double().T, rtol=1e-5, atol=1e-5)
-    panels, scales, _ = kernel.pack_int8(weight)
-    int8 = torch.cat([kernel.linear(rows[r : r + 1], panels, 70, scales=scales) for r in range(5)])
-    assert torch.equal(kernel.linear(rows, panels, 70, scales=scales), int8)
+    panels, _ = kernel.pack_int8(weight)
+    int8 = torch.cat([kernel.linear(rows[r : r + 1], panels, 70) for r in range(5)])
+    assert torch.equal(kernel.linear(rows, panels, 70), int8)
     assert kernel.pack_int8(on_a_gguf_grid(70, 33, "q8_0", generator), exact_only=True) is not None
     query, new_keys, new_values, keys, values, positions = _attention_case(generator, [4, 0, 9], dim=20)
     one = kernel.attend(query[1:2], new_keys[1:2], new_values[1:2], keys[1:2].clone(), values[1:2].clone(),
@@ -245,18 +259,18 @@ def test_narrower_builds_give_the_same_bits(
     rows = torch.randn(7, 97, generator=generator)
     wide = kernel.linear(rows, kernel.pack(weight), 200)
     grid = on_a_gguf_grid(200, 97, "q4_1", generator)
-    panels, scales, _ = kernel.pack_int8(weight)
-    wide_int8 = kernel.linear(rows, panels, 200, scales=scales)
+    panels, _ = kernel.pack_int8(weight)
+    wide_int8 = kernel.linear(rows, panels, 200)
     decode_kernel._loaded.cache_clear()
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} {flags}")
     narrow = _kernel()
     assert narrow.kind == kind
     if kind != "portable":  # the portable fp16 product rounds each product and sum apart: no fused multiply-add
         assert torch.equal(narrow.linear(rows, narrow.pack(weight), 200), wide)
-    assert torch.equal(narrow.linear(rows, panels, 200, scales=scales), wide_int8)
+    assert torch.equal(narrow.linear(rows, panels, 200), wide_int8)
     for packing in (weight, grid):  # the weights are packed the same whatever the CPU
         there, here = narrow.pack_int8(packing), kernel.pack_int8(packing)
-        assert torch.equal(there.panels, here.panels) and torch.equal(there.scales, here.scales)
+        assert torch.equal(there.panels, here.panels)
         assert there.inexact == here.inexact
 
 

@@ -3,8 +3,8 @@
  *
  * y = x W^T for decoding: fp32 inputs, fp16 weights, fp32 sums, one pass over the weights for every row.
  *
- * The weights are packed in panels of PANEL output features: panel p holds, for every input feature k in order,
- * the PANEL weights W[p * PANEL + j][k] (fp16 bits, zero past the last feature). Each output y[r][n] is the sum over
+ * The weights are packed in panels of PANEL output features (decode_format.h): panel p holds, for every input k in
+ * order, the PANEL weights W[p * PANEL + j][k] (fp16 bits, zero past the last feature). Each output y[r][n] is the sum over
  * k = 0, 1, ..., K - 1, in that order, of x[r][k] * W[n][k], each step one fused multiply-add in fp32 (or, without
  * FMA, a multiply and an add, each rounded). Rows are handled a few at a time, but the order and rounding of one
  * output's sum never depend on how many rows there are or which rows share a pass: a row gets the same bits alone or
@@ -20,10 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "decode_format.h"
 #include "decode_half.h"
 
-#define PANEL 32
-#define BLOCK 32 /* inputs sharing one scale and minimum per output in the 8-bit format */
 /* Pairs of inputs the 8-bit passes of FETCHING_ROWS rows or more fetch ahead: the products of several rows keep the
  * core busy enough that nearer fetches leave it waiting on memory (4 rows: 9.6-10.1 ms for all of SmolLM2's weights
  * on one core at 32, 11.5-11.8 at 8, 11.7-12.5 with none). Passes of fewer rows leave the fetching to the hardware,
@@ -43,7 +42,12 @@ typedef struct {
 
 /* The pair after the last of block `block`. */
 static inline int64_t block_end(const q8_rows_t *in, int64_t block) {
-    return (block + 1) * BLOCK / 2 < in->pairs ? (block + 1) * BLOCK / 2 : in->pairs;
+    return (block + 1) * BLOCK_PAIRS < in->pairs ? (block + 1) * BLOCK_PAIRS : in->pairs;
+}
+
+/* Pair `pair`'s weight bytes in block `block` of a panel (the block's bytes at `bytes`). */
+static inline const uint8_t *pair_at(const uint8_t *bytes, int64_t block, int64_t pair) {
+    return bytes + (pair - block * BLOCK_PAIRS) * 2 * PANEL;
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__) && defined(__FMA__)
@@ -101,14 +105,15 @@ static inline __attribute__((always_inline)) __m512 add_block(
 }
 
 static inline __attribute__((always_inline)) void q8_panel_pass(const q8_rows_t *in, const uint8_t *panel,
-                                                                const uint16_t *scales, float *out, int rows) {
+                                                                float *out, int rows) {
     __m512 acc[GROUP][2];
     __m512i part[GROUP][2];
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int64_t block = 0; block < in->blocks; block++) {
+        const uint8_t *bytes = panel + block * BLOCK_BYTES;
         for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm512_setzero_si512();
-        for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
-            const uint8_t *w = panel + pair * 2 * PANEL;
+        for (int64_t pair = block * BLOCK_PAIRS; pair < block_end(in, block); pair++) {
+            const uint8_t *w = pair_at(bytes, block, pair);
             if (rows >= FETCHING_ROWS) _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
             __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w));
             __m512i high = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(w + PANEL)));
@@ -118,7 +123,7 @@ static inline __attribute__((always_inline)) void q8_panel_pass(const q8_rows_t 
                 part[r][1] = pair_products(part[r][1], high, xr);
             }
         }
-        const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
+        const uint16_t *s = (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES), *m = s + PANEL;
         for (int r = 0; r < rows; r++) {
             float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
             acc[r][0] = add_block(acc[r][0], part[r][0], s, m, step, sum);
@@ -128,14 +133,14 @@ static inline __attribute__((always_inline)) void q8_panel_pass(const q8_rows_t 
     store_rows(acc, out, rows);
 }
 
-static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
+static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
     switch (rows) {
-    case 6: q8_panel_pass(in, panel, scales, out, 6); break;
-    case 5: q8_panel_pass(in, panel, scales, out, 5); break;
-    case 4: q8_panel_pass(in, panel, scales, out, 4); break;
-    case 3: q8_panel_pass(in, panel, scales, out, 3); break;
-    case 2: q8_panel_pass(in, panel, scales, out, 2); break;
-    default: q8_panel_pass(in, panel, scales, out, 1);
+    case 6: q8_panel_pass(in, panel, out, 6); break;
+    case 5: q8_panel_pass(in, panel, out, 5); break;
+    case 4: q8_panel_pass(in, panel, out, 4); break;
+    case 3: q8_panel_pass(in, panel, out, 3); break;
+    case 2: q8_panel_pass(in, panel, out, 2); break;
+    default: q8_panel_pass(in, panel, out, 1);
     }
 }
 
@@ -186,14 +191,15 @@ static inline __attribute__((always_inline)) void panel_pass(
 /* Outputs [half * 16, half * 16 + 16) of the panel: the accumulators of a whole panel would not fit in AVX2's
  * registers. */
 static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *in, const uint8_t *panel,
-                                                               const uint16_t *scales, float *out, int rows, int half) {
+                                                               float *out, int rows, int half) {
     __m256 acc[GROUP][2];
     __m256i part[GROUP][2];
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t block = 0; block < in->blocks; block++) {
+        const uint8_t *bytes = panel + block * BLOCK_BYTES;
         for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_si256();
-        for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
-            const uint8_t *w = panel + pair * 2 * PANEL + half * PANEL;
+        for (int64_t pair = block * BLOCK_PAIRS; pair < block_end(in, block); pair++) {
+            const uint8_t *w = pair_at(bytes, block, pair) + half * PANEL;
             if (rows >= FETCHING_ROWS) _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
             __m256i low = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)w));
             __m256i high = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
@@ -203,7 +209,7 @@ static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *
                 part[r][1] = _mm256_add_epi32(part[r][1], _mm256_madd_epi16(high, xr));
             }
         }
-        const uint16_t *s = scales + block * 2 * PANEL + half * 16, *m = s + PANEL;
+        const uint16_t *s = (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES) + half * 16, *m = s + PANEL;
         __m256 s_low = half8(s), s_high = half8(s + 8), m_low = half8(m), m_high = half8(m + 8);
         for (int r = 0; r < rows; r++) {
             __m256 step = _mm256_set1_ps(in->steps[r * in->blocks + block]);
@@ -220,14 +226,14 @@ static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *
     }
 }
 
-static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
+static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
     for (int half = 0; half < 2; half++) {
         if (rows == 3)
-            q8_half_pass(in, panel, scales, out, 3, half);
+            q8_half_pass(in, panel, out, 3, half);
         else if (rows == 2)
-            q8_half_pass(in, panel, scales, out, 2, half);
+            q8_half_pass(in, panel, out, 2, half);
         else
-            q8_half_pass(in, panel, scales, out, 1, half);
+            q8_half_pass(in, panel, out, 1, half);
     }
 }
 
@@ -262,19 +268,20 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
-static void q8_pass(const q8_rows_t *in, const uint8_t *panel, const uint16_t *scales, float *out, int rows) {
+static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
     float acc[GROUP][PANEL] = {{0}};
     for (int64_t block = 0; block < in->blocks; block++) {
+        const uint8_t *bytes = panel + block * BLOCK_BYTES;
         int32_t part[GROUP][PANEL] = {{0}};
-        for (int64_t pair = block * BLOCK / 2; pair < block_end(in, block); pair++) {
-            const uint8_t *w = panel + pair * 2 * PANEL;
+        for (int64_t pair = block * BLOCK_PAIRS; pair < block_end(in, block); pair++) {
+            const uint8_t *w = pair_at(bytes, block, pair);
             for (int r = 0; r < rows; r++) {
                 uint32_t both = (uint32_t)in->x[r * in->pairs + pair];
                 int32_t first = (int16_t)(both & 0xffff), second = (int16_t)(both >> 16);
                 for (int j = 0; j < PANEL; j++) part[r][j] += w[2 * j] * first + w[2 * j + 1] * second;
             }
         }
-        const uint16_t *s = scales + block * 2 * PANEL, *m = s + PANEL;
+        const uint16_t *s = (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES), *m = s + PANEL;
         for (int r = 0; r < rows; r++) {
             float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
             for (int j = 0; j < PANEL; j++) {
@@ -290,11 +297,10 @@ const char *reef_decode_kernel_kind(void) { return "portable"; }
 
 #endif
 
-/* One weight of a product and where its outputs go: fp16 panels, or 8-bit panels when `scales` is not NULL (per
- * panel, per block of BLOCK inputs, PANEL scales then PANEL minimums, fp16). */
+/* One weight of a product and where its outputs go: its panels (decode_format.h), fp16 or 8-bit. */
 typedef struct {
     const void *packed;
-    const uint16_t *scales;
+    int int8;
     int64_t n_count;
     float *y; /* rows x n_count */
 } weight_t;
@@ -309,6 +315,7 @@ typedef struct {
     q8_rows_t q8; /* 8-bit: the rows as the passes read them */
     int count;
     weight_t weights[MAX_WEIGHTS];
+    int64_t total; /* panels of all the weights */
 } product_t;
 
 static int64_t panel_count(const weight_t *w) { return (w->n_count + PANEL - 1) / PANEL; }
@@ -322,14 +329,13 @@ static void panels(const product_t *p, const weight_t *w, int64_t first_panel, i
         int64_t width = w->n_count - first < PANEL ? w->n_count - first : PANEL;
         for (int64_t row = 0; row < p->rows; row += GROUP) {
             int group = p->rows - row < GROUP ? (int)(p->rows - row) : GROUP;
-            if (w->scales == NULL) {
+            if (!w->int8) {
                 pass(p->x + row * p->k_count, p->k_count, (const uint16_t *)w->packed + first * p->k_count, out,
                      group);
             } else {
                 q8_rows_t rows = {all->x + row * all->pairs, all->steps + row * all->blocks,
                                   all->sums + row * all->blocks, all->pairs, all->blocks};
-                q8_pass(&rows, (const uint8_t *)w->packed + first * all->pairs * 2,
-                        w->scales + index * all->blocks * 2 * PANEL, out, group);
+                q8_pass(&rows, (const uint8_t *)w->packed + index * all->blocks * BLOCK_BYTES, out, group);
             }
             for (int r = 0; r < group; r++)
                 memcpy(w->y + (row + r) * w->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
@@ -357,12 +363,9 @@ static int slices;                  /* how many slices it is shared out in */
 static _Atomic int64_t generation;  /* counts products; a helper works when it sees a new one */
 static _Atomic int unfinished;      /* helpers' slices of the current job still being computed */
 
-/* Slice `index` of `count` of the product's panels, the weights' panels taken as one list. */
-static void product_slice(const void *task, int index, int count) {
-    const product_t *p = task;
-    int64_t total = 0;
-    for (int i = 0; i < p->count; i++) total += panel_count(&p->weights[i]);
-    int64_t first = total * index / count, end = total * (index + 1) / count, start = 0;
+/* Panels [first, end) of the product, the weights' panels taken as one list. */
+static void product_panels(const product_t *p, int64_t first, int64_t end) {
+    int64_t start = 0;
     for (int i = 0; i < p->count && start < end; i++) {
         const weight_t *w = &p->weights[i];
         int64_t own_first = first > start ? first - start : 0, own_end = end - start;
@@ -370,6 +373,12 @@ static void product_slice(const void *task, int index, int count) {
         if (own_first < own_end) panels(p, w, own_first, own_end);
         start += panel_count(w);
     }
+}
+
+/* Slice `index` of `count` of the product's panels. */
+static void product_slice(const void *task, int index, int count) {
+    const product_t *p = task;
+    product_panels(p, p->total * index / count, p->total * (index + 1) / count);
 }
 
 static int64_t now_ns(void) {
@@ -496,13 +505,13 @@ static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t
 /* y = x W^T for each of `count` weights (`weights`, any mix of the two formats) with the same rows x: one job,
  * the inputs taken to integers once when a weight is 8-bit. Returns 0, or -1 when memory ran out. */
 static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_t *weights, int count, int threads) {
-    product_t product = {x, rows, k_count, {0}, count, {{0}}};
+    product_t product = {x, rows, k_count, {0}, count, {{0}}, 0};
     int64_t total = 0, blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
     int int8 = 0;
     for (int i = 0; i < count; i++) {
         product.weights[i] = weights[i];
         total += panel_count(&weights[i]);
-        int8 |= weights[i].scales != NULL;
+        int8 |= weights[i].int8;
     }
     float *per_block = NULL;
     int32_t *levels = NULL;
@@ -517,6 +526,7 @@ static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_
         quantise_rows(x, rows, k_count, levels, per_block, per_block + rows * blocks);
         product.q8 = (q8_rows_t){levels, per_block, per_block + rows * blocks, pairs, blocks};
     }
+    product.total = total;
     run_shared((job_t){product_slice, &product}, total, threads);
     free(per_block);
     free(levels);
@@ -527,22 +537,22 @@ static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_
  * Computed on up to `threads` threads. */
 void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
                       float *y, int threads) {
-    weight_t weight = {packed, NULL, n_count, y};
+    weight_t weight = {packed, 0, n_count, y};
     multiply(x, rows, k_count, &weight, 1, threads);
 }
 
-/* The same product on 8-bit weights: panels as above with one byte q per weight, an output's weights of inputs 2i
- * and 2i + 1 side by side, and each block of BLOCK inputs of an output with a scale s and a minimum m (`scales`:
- * per panel, per block, PANEL scales then PANEL minimums, fp16), the weight W[n][k] standing for q * s + m.
+/* The same product on 8-bit weights (decode_format.h): one byte q per weight, an output's weights of inputs 2i and
+ * 2i + 1 side by side, and each block of BLOCK inputs of an output with a scale s and a minimum m (fp16, after the
+ * block's bytes), the weight W[n][k] standing for q * s + m.
  * Asymmetric, as llama.cpp's Q8_1. Each row's inputs in a block are taken as 16-bit integers v times a step d
  * (d = the block's largest |x| / 32767), within d / 2 of each input: 2^-16 of the block's largest. A block's part of
  * an output is s * (d * the integer sum over its inputs of q * v) + m * (the sum of its inputs x, in order, once per
  * row and block for every output), added to the output's sum block by block, each step one fused multiply-add. The
  * integer sums are exact in any order, so every path (AVX-512 with or without VNNI, AVX2, the portable C) gives the
  * same bits, and a row the same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
-int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, const uint16_t *scales,
-                   int64_t n_count, float *y, int threads) {
-    weight_t weight = {packed, scales, n_count, y};
+int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, int64_t n_count, float *y,
+                   int threads) {
+    weight_t weight = {packed, 1, n_count, y};
     return multiply(x, rows, k_count, &weight, 1, threads);
 }
 
@@ -711,8 +721,8 @@ static int add_lora(const float *x, int64_t rows, int64_t in, float *y, int64_t 
 /* One decoder layer's weights (the products' packed fp16 panels, the norms' fp32 weights) and sizes. */
 typedef struct {
     const float *input_norm, *post_norm;
-    const void *q, *k, *v, *o, *gate, *up, *down; /* fp16 panels, or int8 where the scales below are not NULL */
-    const uint16_t *q_scales, *k_scales, *v_scales, *o_scales, *gate_scales, *up_scales, *down_scales;
+    const void *q, *k, *v, *o, *gate, *up, *down; /* fp16 panels, or 8-bit ones where the flag below is 1 */
+    int q_int8, k_int8, v_int8, o_int8, gate_int8, up_int8, down_int8;
     int64_t hidden, heads, kv_heads, head_dim, intermediate;
     float eps, scale;
 } reef_layer_t;
@@ -734,8 +744,8 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
     int failed = 0;
 #define ADAPTED(product) (lora == NULL ? NULL : lora + (product) * rows)
     reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
-    weight_t qkv[3] = {{layer->q, layer->q_scales, attention, s->q}, {layer->k, layer->k_scales, kv, s->k},
-                       {layer->v, layer->v_scales, kv, s->v}};
+    weight_t qkv[3] = {{layer->q, layer->q_int8, attention, s->q}, {layer->k, layer->k_int8, kv, s->k},
+                       {layer->v, layer->v_int8, kv, s->v}};
     failed |= multiply(s->normed, rows, h, qkv, 3, threads);
     failed |= add_lora(s->normed, rows, h, s->q, attention, ADAPTED(0));
     failed |= add_lora(s->normed, rows, h, s->k, kv, ADAPTED(1));
@@ -744,18 +754,18 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
     failed |= reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
                                     capacity, layer->head_dim, layer->scale, s->attended, threads);
-    weight_t o = {layer->o, layer->o_scales, h, s->out};
+    weight_t o = {layer->o, layer->o_int8, h, s->out};
     failed |= multiply(s->attended, rows, attention, &o, 1, threads);
     failed |= add_lora(s->attended, rows, attention, s->out, h, ADAPTED(3));
     reef_add(hidden, s->out, rows * h);
     reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
-    weight_t gate_up[2] = {{layer->gate, layer->gate_scales, layer->intermediate, s->gate},
-                           {layer->up, layer->up_scales, layer->intermediate, s->up}};
+    weight_t gate_up[2] = {{layer->gate, layer->gate_int8, layer->intermediate, s->gate},
+                           {layer->up, layer->up_int8, layer->intermediate, s->up}};
     failed |= multiply(s->normed, rows, h, gate_up, 2, threads);
     failed |= add_lora(s->normed, rows, h, s->gate, layer->intermediate, ADAPTED(4));
     failed |= add_lora(s->normed, rows, h, s->up, layer->intermediate, ADAPTED(5));
     reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
-    weight_t down = {layer->down, layer->down_scales, h, s->out};
+    weight_t down = {layer->down, layer->down_int8, h, s->out};
     failed |= multiply(s->gate, rows, layer->intermediate, &down, 1, threads);
     failed |= add_lora(s->gate, rows, layer->intermediate, s->out, h, ADAPTED(6));
     reef_add(hidden, s->out, rows * h);

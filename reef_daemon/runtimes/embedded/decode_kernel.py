@@ -30,25 +30,30 @@ from typing import Literal, NamedTuple, overload
 
 import torch
 
+from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
 from reef_daemon.runtimes.model_cache import user_model_cache
 
 log = logging.getLogger("reef.embedded")
 
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("decode_kernel.c", "decode_pack.c"))
-HEADERS = (Path(__file__).with_name("decode_half.h"),)  # read by both: part of what a build is keyed by
+HEADERS = tuple(Path(__file__).with_name(name) for name in ("decode_format.h", "decode_half.h"))  # read by both
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
 LIBRARIES = ("-lm",)  # after the source, where the linker looks for what it needs
-PANEL = 32  # output features per panel of the packed weights; matches PANEL in decode_kernel.c
-BLOCK = 32  # inputs sharing a scale per output in the int8 format; matches BLOCK in decode_kernel.c
+# The packed weights' layout, as decode_format.h has it: output features per panel; inputs sharing a scale and a
+# minimum per output in the 8-bit format; and the bytes of such a block of a panel (its weight bytes, then PANEL
+# fp16 scales and PANEL fp16 minimums).
+PANEL = 32
+BLOCK = 32
+BLOCK_WEIGHT_BYTES = BLOCK // 2 * 2 * PANEL
+BLOCK_BYTES = BLOCK_WEIGHT_BYTES + 2 * PANEL * 2
 BUILD_TIMEOUT_S = 120
 
 
 class Int8Panels(NamedTuple):
-    """A weight packed for `DecodeKernel.linear` in 8 bits: its panels, their scales and minimums, and how many blocks
-    of BLOCK weights do not come back exactly (0: the copy is the weight, bit for bit)."""
+    """A weight packed for `DecodeKernel.linear` in 8 bits: its panels (bytes, scales and minimums), and how many
+    blocks of BLOCK weights do not come back exactly (0: the copy is the weight, bit for bit)."""
 
     panels: torch.Tensor
-    scales: torch.Tensor
     inexact: int
 
 
@@ -65,15 +70,10 @@ class DecodeKernel:
         ]  # fmt: skip
         self._linear.restype = None
         self._q8_linear = library.reef_q8_linear
-        self._q8_linear.argtypes = [
-            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-            ctypes.c_void_p, ctypes.c_int,
-        ]  # fmt: skip
+        self._q8_linear.argtypes = self._linear.argtypes
         self._q8_linear.restype = ctypes.c_int
         self._pack_q8 = library.reef_pack_q8
-        self._pack_q8.argtypes = [
-            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-        ]  # fmt: skip
+        self._pack_q8.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int]
         self._pack_q8.restype = ctypes.c_int64
         self._attention = library.reef_decode_attention
         self._attention.argtypes = [
@@ -85,60 +85,62 @@ class DecodeKernel:
         self.kind: str = kind().decode()
 
     @staticmethod
-    def pack(weight: torch.Tensor) -> torch.Tensor:
-        """The fp16 panels of `weight` [out, in]: [ceil(out / PANEL), in, PANEL], zero past the last output."""
+    def pack(weight: torch.Tensor, arena: HugePageArena | None = None) -> torch.Tensor:
+        """The fp16 panels of `weight` [out, in]: [ceil(out / PANEL), in, PANEL], zero past the last output; in
+        `arena`'s memory where one is given."""
         half = weight.detach().to(torch.float16)
         missing = -half.shape[0] % PANEL
         if missing:
             half = torch.cat([half, half.new_zeros(missing, half.shape[1])])
-        return half.view(-1, PANEL, half.shape[1]).transpose(1, 2).contiguous()
+        panels = half.view(-1, PANEL, half.shape[1]).transpose(1, 2)
+        return panels.contiguous() if arena is None else arena.empty(tuple(panels.shape), torch.float16).copy_(panels)
 
     @overload
-    def pack_int8(self, weight: torch.Tensor, exact_only: Literal[False] = False) -> Int8Panels: ...
+    def pack_int8(
+        self, weight: torch.Tensor, exact_only: Literal[False] = False, arena: HugePageArena | None = None
+    ) -> Int8Panels: ...
     @overload
-    def pack_int8(self, weight: torch.Tensor, exact_only: bool) -> Int8Panels | None: ...
+    def pack_int8(
+        self, weight: torch.Tensor, exact_only: bool, arena: HugePageArena | None = None
+    ) -> Int8Panels | None: ...
 
-    def pack_int8(self, weight: torch.Tensor, exact_only: bool = False) -> Int8Panels | None:
-        """8-bit panels of `weight` [out, in] and their scales (`decode_pack.c`): an output's weights in each block of
-        BLOCK inputs are q * s + m for a byte q, with s and m in fp16 per block. Weights dequantised from a GGUF's
-        Q4_1 or Q8_0 blocks come back exactly; other blocks get their range over 255 (as llama.cpp's Q8_1). Panels
-        `[ceil(out / PANEL), ceil(in / 2), PANEL, 2]` uint8 (an output's weights of inputs 2i and 2i + 1 side by
-        side); scales `[ceil(out / PANEL), ceil(in / BLOCK), 2 * PANEL]` fp16 (PANEL scales, then PANEL minimums);
-        zero past the last output. With `exact_only`, None unless every block
-        comes back exactly (found at the first block that does not)."""
+    def pack_int8(
+        self, weight: torch.Tensor, exact_only: bool = False, arena: HugePageArena | None = None
+    ) -> Int8Panels | None:
+        """8-bit panels of `weight` [out, in] (`decode_pack.c`): an output's weights in each block of BLOCK inputs
+        are q * s + m for a byte q, with s and m in fp16 per block. Weights dequantised from a GGUF's Q4_1 or Q8_0
+        blocks come back exactly; other blocks get their range over 255 (as llama.cpp's Q8_1). Panels
+        `[ceil(out / PANEL), ceil(in / BLOCK), BLOCK_BYTES]` uint8: per block, for each pair of inputs 2i, 2i + 1
+        every output's two bytes side by side, then PANEL fp16 scales and PANEL fp16 minimums; zero past the last
+        output and input; in `arena`'s memory where one is given. With `exact_only`, None unless every block comes
+        back exactly (found at the first block that does not)."""
         w = weight.detach().to(torch.float32).contiguous()
         outputs, inputs = w.shape
-        panel_count = -(-outputs // PANEL)
-        panels = torch.zeros(panel_count, -(-inputs // 2), PANEL, 2, dtype=torch.uint8)
-        scales = torch.zeros(panel_count, -(-inputs // BLOCK), 2 * PANEL, dtype=torch.float16)
-        inexact = int(self._pack_q8(w.data_ptr(), outputs, inputs, panels.data_ptr(), scales.data_ptr(), exact_only))
-        return None if inexact and exact_only else Int8Panels(panels, scales, inexact)
+        shape = (-(-outputs // PANEL), -(-inputs // BLOCK), BLOCK_BYTES)
+        panels = torch.zeros(shape, dtype=torch.uint8) if arena is None else arena.zeros(shape, torch.uint8)
+        inexact = int(self._pack_q8(w.data_ptr(), outputs, inputs, panels.data_ptr(), exact_only))
+        return None if inexact and exact_only else Int8Panels(panels, inexact)
 
     def linear(
-        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None,
-        scales: torch.Tensor | None = None,
-    ) -> torch.Tensor:  # fmt: skip
-        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, or 8-bit
-        panels from `pack_int8` with their `scales`): [n, outputs] fp32, on `threads` threads (torch's number by
-        default; the result is the same for any)."""
+        self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
+    ) -> torch.Tensor:
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, or 8-bit panels
+        from `pack_int8`): [n, outputs] fp32, on `threads` threads (torch's number by default; the result is the
+        same for any)."""
         rows = rows.contiguous()
-        wanted = torch.float16 if scales is None else torch.uint8
-        inputs = rows.shape[1] if scales is None else -(-rows.shape[1] // 2)  # int8 panels hold inputs in pairs
-        mismatched = scales is not None and scales.dtype != torch.float16
-        if rows.dtype != torch.float32 or packed.dtype != wanted or packed.shape[1] != inputs or mismatched:
+        inputs = rows.shape[1]
+        fp16 = packed.dtype == torch.float16 and packed.shape[1:] == (inputs, PANEL)
+        int8 = packed.dtype == torch.uint8 and packed.shape[1:] == (-(-inputs // BLOCK), BLOCK_BYTES)
+        if rows.dtype != torch.float32 or not (fp16 or int8) or packed.shape[0] != -(-outputs // PANEL):
             raise ValueError(f"decoding product: rows {rows.dtype} {tuple(rows.shape)}, weight {packed.dtype}"
-                             f" {tuple(packed.shape)}")  # fmt: skip
+                             f" {tuple(packed.shape)} for {outputs} outputs")  # fmt: skip
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
         threads = torch.get_num_threads() if threads is None else threads
-        n, k = rows.shape
-        if scales is None:
-            self._linear(rows.data_ptr(), n, k, packed.data_ptr(), outputs, result.data_ptr(), threads)
-        else:
-            failed = self._q8_linear(
-                rows.data_ptr(), n, k, packed.data_ptr(), scales.data_ptr(), outputs, result.data_ptr(), threads
-            )
-            if failed:
-                raise MemoryError("decoding product: no memory for the rows' integer copies")
+        if fp16:
+            self._linear(rows.data_ptr(), rows.shape[0], inputs, packed.data_ptr(), outputs, result.data_ptr(), threads)
+        elif self._q8_linear(rows.data_ptr(), rows.shape[0], inputs, packed.data_ptr(), outputs, result.data_ptr(),
+                             threads):  # fmt: skip
+            raise MemoryError("decoding product: no memory for the rows' integer copies")
         return result
 
     def attend(

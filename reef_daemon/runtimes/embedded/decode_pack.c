@@ -1,5 +1,5 @@
-/* Packing a weight into the 8-bit format that reef_q8_linear reads: a byte q per weight, and per output and block of
- * BLOCK inputs an fp16 scale s and minimum m, the weight standing for fmaf(q, s, m).
+/* Packing a weight into the 8-bit format that reef_q8_linear reads (decode_format.h): a byte q per weight, and per
+ * output and block of BLOCK inputs an fp16 scale s and minimum m, the weight standing for fmaf(q, s, m).
  *
  * Weights read from a quantised file are already bytes on such a grid: a GGUF's Q4_1 block is d * q + m for a
  * 4-bit q, and its Q8_0 block d * q for a signed byte, with d and m in fp16. Dequantised to fp32 they come back
@@ -9,11 +9,10 @@
  * its minimum, and comes back to within half a step. The count of such blocks says whether a copy is exact. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "decode_format.h"
 #include "decode_half.h"
-
-#define PANEL 32
-#define BLOCK 32
 
 typedef struct {
     float scale, minimum;
@@ -61,28 +60,27 @@ static int pack_block(const float *w, int count, uint8_t *q, grid_t *chosen) {
     return off_grid(w, count, bytes, q);
 }
 
-/* weight: outputs x inputs fp32. panels: ceil(outputs / PANEL) x ceil(inputs / 2) x PANEL x 2 bytes, an output's
- * weights of inputs 2i and 2i + 1 side by side (the pairs the product's integer multiply-adds take); scales:
- * ceil(outputs / PANEL) x ceil(inputs / BLOCK) x (PANEL scales, then PANEL minimums) fp16; both zeroed by the caller
- * (the outputs past the last, and an odd last input's partner, stay zero). Returns the number of blocks whose weights do not come back exactly; with `exact_only`, 1 at the
- * first such block, the rest left unpacked (a copy that would not be exact is not wanted then). */
-int64_t reef_pack_q8(const float *weight, int64_t outputs, int64_t inputs, uint8_t *panels, uint16_t *scales,
-                     int exact_only) {
-    int64_t blocks = (inputs + BLOCK - 1) / BLOCK, pairs = (inputs + 1) / 2, inexact = 0;
+/* weight: outputs x inputs fp32. panels: ceil(outputs / PANEL) panels of ceil(inputs / BLOCK) blocks of BLOCK_BYTES
+ * (decode_format.h), zeroed by the caller (the outputs past the last, and the inputs past the last, stay zero).
+ * Returns the number of blocks whose weights do not come back exactly; with `exact_only`, 1 at the first such block,
+ * the rest left unpacked (a copy that would not be exact is not wanted then). */
+int64_t reef_pack_q8(const float *weight, int64_t outputs, int64_t inputs, uint8_t *panels, int exact_only) {
+    int64_t blocks = (inputs + BLOCK - 1) / BLOCK, inexact = 0;
     uint8_t q[BLOCK];
     for (int64_t n = 0; n < outputs; n++) {
-        int64_t panel = n / PANEL, lane = n % PANEL;
-        uint8_t *bytes = panels + panel * pairs * PANEL * 2 + lane * 2;
-        uint16_t *grids = scales + panel * blocks * 2 * PANEL + lane;
+        int64_t lane = n % PANEL;
+        uint8_t *panel = panels + n / PANEL * blocks * BLOCK_BYTES;
         for (int64_t b = 0; b < blocks; b++) {
             int64_t first = b * BLOCK;
             int count = (int)(inputs - first < BLOCK ? inputs - first : BLOCK);
             grid_t grid;
             inexact += pack_block(weight + n * inputs + first, count, q, &grid);
             if (inexact && exact_only) return inexact;
-            for (int64_t k = first; k < first + count; k++) bytes[k / 2 * PANEL * 2 + k % 2] = q[k - first];
-            grids[b * 2 * PANEL] = float_to_half(grid.scale);
-            grids[b * 2 * PANEL + PANEL] = float_to_half(grid.minimum);
+            uint8_t *bytes = panel + b * BLOCK_BYTES;
+            for (int i = 0; i < count; i++) bytes[i / 2 * PANEL * 2 + lane * 2 + i % 2] = q[i];
+            uint16_t scale = float_to_half(grid.scale), minimum = float_to_half(grid.minimum);
+            memcpy(bytes + BLOCK_WEIGHT_BYTES + lane * 2, &scale, sizeof scale);
+            memcpy(bytes + BLOCK_WEIGHT_BYTES + (PANEL + lane) * 2, &minimum, sizeof minimum);
         }
     }
     return inexact;

@@ -36,7 +36,7 @@ class _Layer(ctypes.Structure):
     _fields_ = [
         ("input_norm", ctypes.c_void_p), ("post_norm", ctypes.c_void_p),
         *((name, ctypes.c_void_p) for name in _PRODUCTS),
-        *((f"{name}_scales", ctypes.c_void_p) for name in _PRODUCTS),
+        *((f"{name}_int8", ctypes.c_int) for name in _PRODUCTS),
         ("hidden", ctypes.c_int64), ("heads", ctypes.c_int64), ("kv_heads", ctypes.c_int64),
         ("head_dim", ctypes.c_int64), ("intermediate", ctypes.c_int64), ("eps", ctypes.c_float),
         ("scale", ctypes.c_float),
@@ -141,10 +141,10 @@ class NativeDecodeStep:
         shape = self._shape
         products = (*_attention_products(layer), *_mlp_products(layer))
         weights = [m.decode_weight.data_ptr() for m in products]
-        scales = [None if m.decode_scales is None else m.decode_scales.data_ptr() for m in products]
+        int8 = [int(m.int8) for m in products]
         return _Layer(
             layer.input_layernorm.weight.data_ptr(), layer.post_attention_layernorm.weight.data_ptr(), *weights,
-            *scales, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate, shape.eps,
+            *int8, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate, shape.eps,
             self._scale,
         )  # fmt: skip
 

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, load_kernel
+from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
 
 DECODE_ROWS = 4  # inputs with at most this many positions per sequence use the decoding copy
 DecodeWeights = Literal["auto", "fp16", "int8"]  # `embedded.decode-weights`: the copies decoding reads
@@ -35,18 +36,19 @@ class DecodeLinear(nn.Module):
     """An `nn.Linear` (same parameters, same state-dict names) with a copy of its weight for decoding: fp16, or (with
     the kernels) bytes and their scales, as `weights` says."""
 
-    decode_weight: torch.Tensor  # the kernel's packed panels, or (without the kernel) the weight in fp16
-    decode_scales: torch.Tensor | None  # the int8 panels' scales; None for fp16
+    decode_weight: torch.Tensor  # the kernel's panels (fp16 or 8-bit), or (without the kernel) the weight in fp16
 
-    def __init__(self, linear: nn.Linear, kernel: DecodeKernel | None, weights: DecodeWeights = "auto") -> None:
+    def __init__(
+        self, linear: nn.Linear, kernel: DecodeKernel | None, weights: DecodeWeights = "auto",
+        arena: HugePageArena | None = None,
+    ) -> None:  # fmt: skip
         super().__init__()
         self.weight = linear.weight
         self.bias = linear.bias
         self._kernel = kernel
         self._weights = weights
-        weight, scales = self._decode_copy()
-        self.register_buffer("decode_weight", weight, persistent=False)
-        self.register_buffer("decode_scales", scales, persistent=False)
+        self._arena = arena  # where the copies are made (memory on huge pages), or None: torch's
+        self.register_buffer("decode_weight", self._decode_copy(), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         positions = x.shape[-2] if x.dim() > 2 else x.shape[0]  # [batch, positions, features] or [positions, ...]
@@ -56,39 +58,42 @@ class DecodeLinear(nn.Module):
             out = F.linear(x.to(torch.float16), self.decode_weight).to(x.dtype)
         else:
             rows = x.reshape(-1, x.shape[-1]).to(torch.float32)
-            out = self._kernel.linear(rows, self.decode_weight, self.weight.shape[0], scales=self.decode_scales)
+            out = self._kernel.linear(rows, self.decode_weight, self.weight.shape[0])
             out = out.view(*x.shape[:-1], -1).to(x.dtype)
         return out if self.bias is None else out + self.bias
 
     @property
     def int8(self) -> bool:
         """Whether decoding reads 8-bit copies of this weight."""
-        return self.decode_scales is not None
+        return self.decode_weight.dtype == torch.uint8
 
     def refresh(self) -> None:
         """Make the decoding copy follow the fp32 weight after it changed: new tensors, maybe of the other kind
         (what reads them by address, the native step, reads them again: `NativeDecodeStep.follow_weights`)."""
-        self.decode_weight, self.decode_scales = self._decode_copy()
+        self.decode_weight = self._decode_copy()
 
-    def _decode_copy(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The decoding copy of the weight and, for 8 bits, its scales."""
+    def _decode_copy(self) -> torch.Tensor:
+        """The decoding copy of the weight."""
         weight = self.weight.detach()
         if self._kernel is None:
-            return weight.to(torch.float16), None
+            if self._arena is None:
+                return weight.to(torch.float16)
+            return self._arena.empty(tuple(weight.shape), torch.float16).copy_(weight)
         if self._weights != "fp16":
-            packed = self._kernel.pack_int8(weight, exact_only=self._weights == "auto")
+            packed = self._kernel.pack_int8(weight, self._weights == "auto", self._arena)
             if packed is not None:
-                return packed.panels, packed.scales
-        return self._kernel.pack(weight), None
+                return packed.panels
+        return self._kernel.pack(weight, self._arena)
 
 
 def add_decode_copies(model: nn.Module, weights: DecodeWeights = "auto") -> None:
     """Replace every `nn.Linear` in the model by a `DecodeLinear` over the same parameters."""
     kernel = load_kernel()
+    arena = HugePageArena()  # the copies of one model, read together every step
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if type(child) is nn.Linear:
-                setattr(module, name, DecodeLinear(child, kernel, weights))
+                setattr(module, name, DecodeLinear(child, kernel, weights, arena))
 
 
 def decode_copies(model: nn.Module) -> str:

@@ -1,0 +1,18 @@
+/* How the decoding kernels' weights are laid out, for the product (decode_kernel.c) and the packing (decode_pack.c).
+ *
+ * fp16: panels of PANEL outputs; panel p holds, for every input k in order, the PANEL weights W[p * PANEL + j][k].
+ *
+ * 8 bits: panels of PANEL outputs, each a run of blocks of BLOCK inputs; a block is BLOCK_WEIGHT_BYTES of weight
+ * bytes (for each pair of inputs 2i, 2i + 1 in the block, every output's two bytes side by side, as the integer
+ * multiply-adds take them), then the block's PANEL fp16 scales and PANEL fp16 minimums, so a pass over a panel reads
+ * one stream. Zero past the last output and the last input. */
+#ifndef REEF_DECODE_FORMAT_H
+#define REEF_DECODE_FORMAT_H
+
+#define PANEL 32
+#define BLOCK 32 /* inputs sharing one scale and minimum per output in the 8-bit format */
+#define BLOCK_PAIRS (BLOCK / 2)
+#define BLOCK_WEIGHT_BYTES (BLOCK_PAIRS * 2 * PANEL)
+#define BLOCK_BYTES (BLOCK_WEIGHT_BYTES + 2 * PANEL * 2)
+
+#endif

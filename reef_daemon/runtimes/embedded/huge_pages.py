@@ -1,0 +1,85 @@
+"""Memory on 2 MiB pages for the decoding copies of the weights.
+
+A decoding step streams every decode weight once. On ordinary 4 KiB pages the CPU's prefetching stops at every page
+and each page costs an address translation, so two cores read about 0.6x as fast as from 2 MiB pages (measured here
+summing 151 MiB: 33 against 56 GB/s). The copies are small tensors (most of a layer's weights are under 1 MiB, too
+small to get a huge page of their own), so they are carved out of large private anonymous mappings that the kernel
+is asked to back with transparent huge pages (`madvise(MADV_HUGEPAGE)`; Linux with transparent huge pages set to
+`always` or `madvise`). Elsewhere, or where the kernel declines, the same mappings are ordinary memory.
+
+A tensor's room is given back when the last tensor viewing it is gone, and reused for the next tensor of the same
+size (a swap makes new copies of the same shapes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import mmap
+import threading
+import weakref
+
+import torch
+
+HUGE_PAGE = 2 << 20
+CHUNK = 32 << 20  # bytes mapped at a time (the whole of SmolLM2-135M's 8-bit copies take 151 MB)
+ALIGN = 64  # each tensor starts on a cache line
+
+
+class HugePageArena:
+    """`empty(shape, dtype)`: a tensor on memory meant for 2 MiB pages."""
+
+    def __init__(self, chunk_bytes: int = CHUNK) -> None:
+        self._chunk_bytes = chunk_bytes
+        self._lock = threading.Lock()
+        self._chunks: list[mmap.mmap] = []
+        self._top = 0  # the first unused byte of the last chunk
+        self._free: dict[int, list[tuple[int, int]]] = {}  # room size -> (chunk, offset) given back
+
+    def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        count = 1
+        for size in shape:
+            count *= size
+        nbytes = max(count * dtype.itemsize, 1)
+        room = -(-nbytes // ALIGN) * ALIGN
+        chunk, offset = self._take(room)
+        view = memoryview(self._chunks[chunk])[offset : offset + nbytes]
+        weakref.finalize(view, self._give_back, room, chunk, offset)  # once no tensor reads it any more
+        return torch.frombuffer(view, dtype=dtype, count=count).view(shape)
+
+    def zeros(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        return self.empty(shape, dtype).zero_()
+
+    def _take(self, room: int) -> tuple[int, int]:
+        with self._lock:
+            given_back = self._free.get(room)
+            if given_back:
+                return given_back.pop()
+            if not self._chunks or self._top + room > len(self._chunks[-1]):
+                self._chunks.append(_huge_mapping(max(self._chunk_bytes, room + HUGE_PAGE)))
+                self._top = _first_huge_page(self._chunks[-1])
+            offset, self._top = self._top, self._top + room
+            return len(self._chunks) - 1, offset
+
+    def _give_back(self, room: int, chunk: int, offset: int) -> None:
+        with self._lock:
+            self._free.setdefault(room, []).append((chunk, offset))
+
+
+def _huge_mapping(size: int) -> mmap.mmap:
+    """A private anonymous mapping, its 2 MiB-aligned interior advised to be backed by huge pages."""
+    mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    start = _first_huge_page(mapping)
+    if advice is not None and start < size:
+        with contextlib.suppress(OSError):  # transparent huge pages off: ordinary pages
+            mapping.madvise(advice, start, size - start)
+    return mapping
+
+
+def _first_huge_page(mapping: mmap.mmap) -> int:
+    """The offset of the first 2 MiB boundary in the mapping (0 where it starts on one)."""
+    first = ctypes.c_char.from_buffer(mapping)
+    address = ctypes.addressof(first)
+    del first  # the mapping's export ends with it
+    return -address % HUGE_PAGE
