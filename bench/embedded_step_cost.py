@@ -3,9 +3,10 @@
 For each row count, a `BatchCache` of that many short contexts is stepped through transformers' forward pass (the
 decoding layers, without the native step or the HTTP layers), once with the decoding kernels and once with torch's
 fp16 product (what decoding falls back to without a C compiler). Then the linear layers' products alone are timed on
-every decode weight: the kernel on the default 8-bit copies and on fp16 ones, torch's fp16 product (all rows in one
-call), fp32 products on a converted copy (MKL) in fixed groups of 4 rows (a fixed shape, so a row's result does not
-depend on the batch), and the time to read every fp16 weight once (an integer maximum over their bits).
+every decode weight: the kernel on the default 8-bit copies and on fp16 ones (on 2 MiB pages, as decoding has
+them), torch's fp16 product (all rows in one call), fp32 products on a converted copy (MKL) in fixed groups of 4
+rows (a fixed shape, so a row's result does not depend on the batch), and the time to read every fp16 weight once
+(an integer maximum over their bits).
 Run with one torch thread by default, so a loaded machine's scheduling noise stays out of the ratios.
 
     .venv/bin/python bench/embedded_step_cost.py [--threads 1] [--steps 12]
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 
 from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, decoding_method, load_kernel
+from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
@@ -90,9 +92,12 @@ def _decode_with(layers: list[DecodeLinear], kernel: DecodeKernel | None) -> Non
 def kernel_table(model: Any, repeats: int) -> list[str]:
     kernel = load_kernel()
     assert kernel is not None, decoding_method("fp16 weights")
+    arena = HugePageArena()  # where decoding's copies live
     weights = [m.weight.detach().to(torch.float16) for m in model.modules() if isinstance(m, DecodeLinear)]
-    packed = [kernel.pack(w) for w in weights]
-    eight_bit = [kernel.pack_int8(m.weight.detach()) for m in model.modules() if isinstance(m, DecodeLinear)]
+    packed = [kernel.pack(w, arena) for w in weights]
+    eight_bit = [
+        kernel.pack_int8(m.weight.detach(), arena=arena) for m in model.modules() if isinstance(m, DecodeLinear)
+    ]
     scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))
     group = torch.zeros(GROUP, max(w.shape[1] for w in weights))
 
