@@ -4,6 +4,7 @@ anything reads it, and reused once nothing does."""
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,14 @@ def test_a_room_is_reused_once_nothing_reads_it_and_not_before() -> None:
     third = arena.empty((1000,), torch.float32)
     assert third.data_ptr() == where  # the same size again: the room given back
     assert bool((second == 2.0).all())
+
+
+def test_memory_faulted_in_ahead_keeps_what_the_tensors_write_meanwhile() -> None:
+    arena = HugePageArena(expected_bytes=64 << 20)  # faulted in on a thread while the tensors below are written
+    made = [arena.empty((1 << 20,), torch.float32).fill_(n) for n in range(16)]
+    for faulting in [t for t in threading.enumerate() if t.name == "reef-huge-pages"]:
+        faulting.join()
+    assert all(bool((t == n).all()) for n, t in enumerate(made))
 
 
 def transparent_huge_pages() -> str:

