@@ -127,6 +127,7 @@ class NativeDecodeStep:
         self._scale = head_dim**-0.5
         self._layers = self._described()
         self._scratch: dict[str, torch.Tensor] = {}
+        self._pointers = _Scratch()  # the scratch buffers' addresses
         # Per adapter (by identity, held so it stays the same object): its fp32 pairs, per layer per product.
         self._pairs: dict[int, tuple[LoraAdapter, list[list[_Lora | None]], list[torch.Tensor]]] = {}
 
@@ -157,16 +158,15 @@ class NativeDecodeStep:
         positions = batch.step_positions()
         hidden = model.embed_tokens(torch.tensor(tokens)).to(torch.float32).contiguous()  # [rows, hidden]
         cos, sin = (t.reshape(rows, -1).contiguous() for t in model.rotary_emb(hidden, positions.unsqueeze(1)))
-        scratch = self._room(rows)
-        pointers = _Scratch(*(scratch[name].data_ptr() for name in _SCRATCH))
+        pointers = ctypes.byref(self._room(rows))
         threads = torch.get_num_threads()
         lora = self._lora_rows(adapters)
+        rows_in = (hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr())
+        positions_in, capacity = positions.data_ptr(), batch.capacity
         for index, described in enumerate(self._layers):
-            keys, values = batch.keys[index], batch.values[index]
             failed = self._layer_call(
-                ctypes.byref(described), hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr(), keys.data_ptr(),
-                values.data_ptr(), positions.data_ptr(), keys.shape[2], ctypes.byref(pointers),
-                None if lora is None else lora[index], threads,
+                ctypes.byref(described), *rows_in, batch.keys[index].data_ptr(), batch.values[index].data_ptr(),
+                positions_in, capacity, pointers, None if lora is None else lora[index], threads,
             )  # fmt: skip
             if failed:
                 raise MemoryError("decoding: no memory for the attention scores or an adapter's delta")
@@ -218,8 +218,10 @@ class NativeDecodeStep:
         self._pairs[id(adapter)] = (adapter, layers, tensors)
         return layers
 
-    def _room(self, rows: int) -> dict[str, torch.Tensor]:
-        """Scratch buffers for `rows` rows, kept between steps (grown when the batch grows)."""
+    def _room(self, rows: int) -> _Scratch:
+        """Scratch buffers for `rows` rows, kept between steps (grown when the batch grows), as the layer call reads
+        them."""
         if not self._scratch or self._scratch["normed"].shape[0] < rows:
             self._scratch = {name: torch.empty(rows, width) for name, width in self._shape.widths().items()}
-        return {name: buffer[:rows] for name, buffer in self._scratch.items()}
+            self._pointers = _Scratch(*(self._scratch[name].data_ptr() for name in _SCRATCH))
+        return self._pointers

@@ -38,7 +38,8 @@ class HugePageArena:
     def __init__(self, chunk_bytes: int = CHUNK, expected_bytes: int = 0) -> None:
         """`expected_bytes`: how much the arena will hold, at least; faulted in ahead, on a thread of its own."""
         self._chunk_bytes = chunk_bytes
-        self._lock = threading.Lock()
+        # Reentrant: a room is given back by a finalizer, which the cyclic collector may run while this thread holds it.
+        self._lock = threading.RLock()
         self._chunks: list[mmap.mmap] = []
         self._top = 0  # the first unused byte of the last chunk
         self._free: dict[int, list[tuple[int, int]]] = {}  # room size -> (chunk, offset) given back
