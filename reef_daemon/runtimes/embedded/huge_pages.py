@@ -44,9 +44,7 @@ class HugePageArena:
         self._top = 0  # the first unused byte of the last chunk
         self._free: dict[int, list[tuple[int, int]]] = {}  # room size -> (chunk, offset) given back
         if expected_bytes > 0:
-            first = _huge_mapping(max(chunk_bytes, expected_bytes + HUGE_PAGE))
-            self._chunks.append(first)
-            self._top = _first_huge_page(first)
+            first = self._new_chunk(expected_bytes)
             threading.Thread(
                 target=_fault_in, args=(first, self._top, expected_bytes), name="reef-huge-pages", daemon=True
             ).start()
@@ -71,10 +69,16 @@ class HugePageArena:
             if given_back:
                 return given_back.pop()
             if not self._chunks or self._top + room > len(self._chunks[-1]):
-                self._chunks.append(_huge_mapping(max(self._chunk_bytes, room + HUGE_PAGE)))
-                self._top = _first_huge_page(self._chunks[-1])
+                self._new_chunk(room)
             offset, self._top = self._top, self._top + room
             return len(self._chunks) - 1, offset
+
+    def _new_chunk(self, room: int) -> mmap.mmap:
+        """Map the chunk the next rooms are taken from, with `room` bytes at least from its first 2 MiB boundary."""
+        chunk = _huge_mapping(max(self._chunk_bytes, room + HUGE_PAGE))
+        self._chunks.append(chunk)
+        self._top = _first_huge_page(chunk)
+        return chunk
 
     def _give_back(self, room: int, chunk: int, offset: int) -> None:
         with self._lock:
