@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable
+from textual.worker import get_current_worker
 
 from reef_client import Event, ReefClientError, RequestProgress, small_model_caution
 from reef_client.render import formats
@@ -143,15 +144,20 @@ class RequestsScreen(ScenarioScreen[list[RequestProgress]]):
                     self._refresh(request_id)
 
     def _refresh(self, request_id: str) -> None:
+        """Fetch the request's progress again. A newer fetch cancels the one before it: read on threads, an older
+        answer could land after the newer one and leave the screen showing a state the request has left."""
+
         def work() -> None:
+            worker = get_current_worker()
             try:
                 progress = self.reef.client.request_progress(request_id)
             except ReefClientError as exc:
                 self.app.call_from_thread(self.notify, exc.message, severity="error")
                 return
-            self.app.call_from_thread(self._put, progress)
+            # Checked on the app's thread, where a newer fetch cancels this one as it starts.
+            self.app.call_from_thread(lambda: None if worker.is_cancelled else self._put(progress))
 
-        self.run_worker(work, thread=True, group=f"request-{request_id}")
+        self.run_worker(work, thread=True, group=f"request-{request_id}", exclusive=True)
 
     # --- filing ---------------------------------------------------------------------------------------------
 
