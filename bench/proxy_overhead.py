@@ -35,6 +35,9 @@ How each figure is measured:
     probe.
   foreign load: cores busy with processes other than the benchmark's own (from `/proc/stat` minus our processes'
     CPU), per block.
+  reef+busy (with --otel): reef again at c=32, with a busy loop at the lowest priority on the client's core during
+    its windows, where reef+otel's export process runs: what any work on that core costs reef's throughput, export
+    or not. (At c=1 the loop would keep that core from idling, which makes the client answer faster: not measured.)
 
 Only 127.0.0.1 is ever contacted. Every loop is bounded in count and in time. Usually started by run.sh:
 
@@ -51,11 +54,14 @@ import gc
 import json
 import os
 import platform
+import signal
 import sqlite3
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -276,12 +282,40 @@ class CpuMeter:
 # Targets and settings
 
 
+class Neighbour:
+    """A busy loop at the lowest priority on the client's core (it inherits the client's CPU affinity), stopped
+    except while a `busy_neighbour` target's throughput is measured: the control for work on that core, such as
+    reef's export process."""
+
+    def __init__(self) -> None:
+        code = "import os\nos.nice(19)\nwhile True:\n    pass"
+        self._process = subprocess.Popen([sys.executable, "-c", code])
+        self._process.send_signal(signal.SIGSTOP)
+        self.pid = self._process.pid
+
+    @contextmanager
+    def busy(self, on: bool) -> Iterator[None]:
+        if not on:
+            yield
+            return
+        self._process.send_signal(signal.SIGCONT)
+        try:
+            yield
+        finally:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def close(self) -> None:
+        self._process.kill()
+        self._process.wait()
+
+
 @dataclass
 class Target:
     name: str
     port: int
     pid: int | None  # the proxy process (None for direct)
     headers: str = ""  # more request header lines, each ending in CRLF
+    busy_neighbour: bool = False  # measured at c=32 only, with `Neighbour` busy
     request: bytes = b""
     stream_request: bytes = b""
 
@@ -358,10 +392,11 @@ class Tally:
 
 
 class Bench:
-    def __init__(self, targets: list[Target], settings: Settings, meter: CpuMeter) -> None:
+    def __init__(self, targets: list[Target], settings: Settings, meter: CpuMeter, neighbour: Neighbour) -> None:
         self.targets = targets
         self.settings = settings
         self.meter = meter
+        self.neighbour = neighbour
         self.tally = Tally()
         self.errors: dict[str, dict[str, int]] = {t.name: {} for t in targets}
 
@@ -393,12 +428,13 @@ class Bench:
     def _block_size(self, target: Target, block: int) -> int:
         return max(1, block // self.settings.slow_block_divisor) if target.name == "litellm" else block
 
-    def _rotation(self, round_index: int) -> list[Target]:
-        shift = round_index % len(self.targets)
-        return self.targets[shift:] + self.targets[:shift]
+    def _rotation(self, round_index: int, targets: list[Target] | None = None) -> list[Target]:
+        among = self.targets if targets is None else targets
+        shift = round_index % len(among)
+        return among[shift:] + among[:shift]
 
     async def warm_up(self) -> None:
-        for target in self.targets:
+        for target in (t for t in self.targets if not t.busy_neighbour):  # a control reuses another's process
             conn = await connect(target.port)
             count = self._block_size(target, self.settings.warm)
             for i in range(count):
@@ -411,14 +447,15 @@ class Bench:
         s = self.settings
         rounds, block = (s.stream_rounds, s.stream_block) if stream else (s.lat_rounds, s.lat_block)
         phase = "stream" if stream else "lat"
-        conns = {t.name: await connect(t.port) for t in self.targets}
-        totals: dict[str, list[float]] = {t.name: [] for t in self.targets}
-        ttfbs: dict[str, list[float]] = {t.name: [] for t in self.targets}
-        cpu_s: dict[str, float] = {t.name: 0.0 for t in self.targets}
+        targets = [t for t in self.targets if not t.busy_neighbour]  # that control is for throughput only
+        conns = {t.name: await connect(t.port) for t in targets}
+        totals: dict[str, list[float]] = {t.name: [] for t in targets}
+        ttfbs: dict[str, list[float]] = {t.name: [] for t in targets}
+        cpu_s: dict[str, float] = {t.name: 0.0 for t in targets}
         foreign: list[float] = []
         deadline = time.perf_counter() + 1800
         for r in range(rounds):
-            for target in self._rotation(r):
+            for target in self._rotation(r, targets):
                 before = self.meter.snapshot()
                 for _ in range(self._block_size(target, block)):
                     if conns[target.name].closed:
@@ -438,7 +475,7 @@ class Bench:
         for conn in conns.values():
             conn.close()
         result: dict[str, Any] = {"foreign_cores": summary(foreign)}
-        for target in self.targets:
+        for target in targets:
             done = len(totals[target.name])
             entry: dict[str, Any] = {"total_ms": summary(totals[target.name])}
             if stream:
@@ -511,9 +548,10 @@ class Bench:
         windows: dict[str, list[dict[str, Any]]] = {t.name: [] for t in self.targets}
         for r in range(s.tput_rounds):
             for target in self._rotation(r):
-                entry = await self._load(
-                    target, s.tput_concurrency, s.tput_warm_s, s.tput_window_s, stream_every=0, phase="tput"
-                )
+                with self.neighbour.busy(target.busy_neighbour):
+                    entry = await self._load(
+                        target, s.tput_concurrency, s.tput_warm_s, s.tput_window_s, stream_every=0, phase="tput"
+                    )
                 windows[target.name].append(entry)
                 log(f"tput: {target.name} {entry['req_per_s']:.0f} req/s (round {r + 1}/{s.tput_rounds})")
         result: dict[str, Any] = {}
@@ -672,6 +710,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         targets.append(Target("baseline", *_port_pid(args.baseline)))
     if args.otel:
         targets.append(Target("reef+otel", *_port_pid(args.otel)))
+        targets.append(Target("reef+busy", *_port_pid(args.reef), busy_neighbour=True))
     if args.pass_through:
         # reef's token in its own header, the client's own key as its bearer (inference.client-auth pass)
         own = f"x-reef-token: {PASS_TOKEN}\r\nauthorization: Bearer {PASS_OWN_KEY}\r\n"
@@ -679,24 +718,28 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.token:
         targets.append(Target("reef+token", *_port_pid(args.token), headers=f"authorization: Bearer {PASS_TOKEN}\r\n"))
     pids = [t.pid for t in targets if t.pid is not None] + ([args.mock_pid] if args.mock_pid else [])
-    meter = CpuMeter(pids)
-    bench = Bench(targets, settings, meter)
+    neighbour = Neighbour()
+    meter = CpuMeter([*pids, neighbour.pid])  # the neighbour's CPU is the bench's own, not foreign load
+    bench = Bench(targets, settings, meter, neighbour)
     reef = targets[2]
     rss_start = {t.name: proc_rss_mb(t.pid) for t in targets if t.pid is not None}
     began = time.time()
     gc.collect()
     gc.freeze()  # the client's own long-lived objects stay out of collections during the run
 
-    await bench.warm_up()
-    lat = await bench.sequential(stream=False)
-    stream = await bench.sequential(stream=True)
-    exporting = next((t for t in targets if t.name == "reef+otel"), None)
-    spans = {"after c=1": await bench.spans(exporting)} if exporting else {}
-    tput = await bench.throughput()
-    if exporting:
-        spans["after c=32"] = await bench.spans(exporting)
-    soak = await bench.soak(reef)
-    verify = await bench.verify(reef, targets[1])
+    try:
+        await bench.warm_up()
+        lat = await bench.sequential(stream=False)
+        stream = await bench.sequential(stream=True)
+        exporting = next((t for t in targets if t.name == "reef+otel"), None)
+        spans = {"after c=1": await bench.spans(exporting)} if exporting else {}
+        tput = await bench.throughput()
+        if exporting:
+            spans["after c=32"] = await bench.spans(exporting)
+        soak = await bench.soak(reef)
+        verify = await bench.verify(reef, targets[1])
+    finally:
+        neighbour.close()
     return {
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(began)),
         "duration_s": round(time.time() - began, 1),

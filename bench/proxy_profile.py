@@ -158,7 +158,7 @@ def main() -> int:
             exporters = subprocess.run(["pgrep", "-P", str(reef.pid), "-f", "reef_daemon.telemetry.exporter"],
                                        capture_output=True, text=True).stdout.split()  # fmt: skip
             for exporter in exporters:
-                subprocess.run(["taskset", "-pc", "0", exporter], check=True, stdout=subprocess.DEVNULL)
+                subprocess.run(["taskset", "-a", "-pc", "0", exporter], check=True, stdout=subprocess.DEVNULL)
         uvloop.run(load(reef_port, stream=False, concurrency=args.concurrency, seconds=3))  # warm-up
         for name, stream in (("non-stream", False), ("stream", True)):
             raw = out / f"{name}.txt"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-NAMES = ("direct", "floor-b", "reef", "baseline", "reef+otel", "reef+token", "reef+pass", "litellm")
+NAMES = ("direct", "floor-b", "reef", "baseline", "reef+otel", "reef+busy", "reef+token", "reef+pass", "litellm")
 DASH = "-"
 
 
@@ -32,6 +32,8 @@ def _rows(result: dict[str, Any], names: list[str]) -> list[Row]:
     """(label, value per target, digits, higher is better) for each line of the table."""
     lat, stream, tput = result["lat"], result["stream"], result["tput"]
     proxies = [n for n in names if n != "direct"]
+    c32 = [n for n in names if n not in lat]  # reef+busy, a control measured at c=32 only
+    all_proxies, names, proxies = proxies, [n for n in names if n in lat], [n for n in proxies if n in lat]
 
     def per(fn: Any, among: list[str]) -> dict[str, float | None]:
         return {n: fn(n) for n in among}
@@ -55,10 +57,10 @@ def _rows(result: dict[str, Any], names: list[str]) -> list[Row]:
             False,
         ),
         ("stream c=1 proxy CPU per stream (µs)", per(lambda n: stream[n].get("cpu_us_per_request"), proxies), 0, False),
-        ("**throughput c=32** (req/s, median window)", per(lambda n: tput[n]["req_per_s"], names), 0, True),
-        ("latency under c=32, p50 (ms)", per(lambda n: _window_median(tput[n], "p50"), names), 1, False),
-        ("latency under c=32, p99 (ms)", per(lambda n: _window_median(tput[n], "p99"), names), 1, False),
-        ("proxy CPU per request at c=32 (µs)", per(lambda n: _window_cpu(tput[n]), proxies), 0, False),
+        ("**throughput c=32** (req/s, median window)", per(lambda n: tput[n]["req_per_s"], [*names, *c32]), 0, True),
+        ("latency under c=32, p50 (ms)", per(lambda n: _window_median(tput[n], "p50"), [*names, *c32]), 1, False),
+        ("latency under c=32, p99 (ms)", per(lambda n: _window_median(tput[n], "p99"), [*names, *c32]), 1, False),
+        ("proxy CPU per request at c=32 (µs)", per(lambda n: _window_cpu(tput[n]), all_proxies), 0, False),
         ("RSS after the run (MB)", per(lambda n: result["rss_end_mb"].get(n), proxies), 1, False),
     ]
     return rows
@@ -82,10 +84,12 @@ def render(result: dict[str, Any]) -> str:
     pairs = [("reef", "floor-b")]
     pairs += [("reef", "baseline")] if with_baseline else []
     pairs += [("reef+otel", "reef")] if with_otel else []
+    pairs += [("reef+busy", "reef")] if "reef+busy" in names else []
     pairs += [("reef+pass", "reef+token")] if "reef+pass" in names and "reef+token" in names else []
     pairs += [("litellm", "reef")] if with_litellm else []
     titles = {("reef", "floor-b"): "reef vs floor-b", ("reef", "baseline"): "reef vs baseline"}
     titles[("reef+otel", "reef")] = "export on vs off"
+    titles[("reef+busy", "reef")] = "client's core busy vs not"
     titles[("reef+pass", "reef+token")] = "client's key passed vs reef's token"
     titles[("litellm", "reef")] = "LiteLLM vs reef"
     header = ["metric", *names, *(titles[pair] for pair in pairs)]

@@ -12,7 +12,9 @@
 # --baseline REF  also run reef as it is at commit REF (a temporary worktree, the same venv) as a fourth
 #               target in the same interleaved run, and print reef's ratios against it
 # --otel        also run a second reef exporting OpenTelemetry spans to a local OTLP/HTTP sink (bench/otlp_sink.py)
-#               as the target reef+otel in the same interleaved run: export on vs off
+#               as the target reef+otel in the same interleaved run: export on vs off; and reef+busy, reef with a
+#               lowest-priority busy loop on the client's core (where the export process runs): the control for
+#               work on that core
 # --pass-through  also run a reef with inference.client-auth pass (reef's token in x-reef-token, the client's own
 #               key forwarded upstream) as the target reef+pass, beside reef+token (the same REEF_TOKEN sent as the
 #               client's bearer, the default): the client's key passed vs reef's token checked
@@ -167,9 +169,10 @@ exporter_pid=""
 if [ "$otel" = 1 ]; then
   ready "reef exporting spans" "$p_otel" "$pid_otel" "$work/otel.log"
   # reef exports from a process of its own; on a machine with a spare core that is where it runs. Here the spare
-  # core is the client's and the mock's (CPU0), so that is where it goes.
+  # core is the client's and the mock's (CPU0), so that is where it goes, all its threads (-a: the SDK's export
+  # thread already runs, and would otherwise stay on reef's core).
   exporter_pid=$(pgrep -P "$pid_otel" -f reef_daemon.telemetry.exporter | head -1)
-  if [ "$pin" = 1 ] && [ -n "$exporter_pid" ] && [ -n "$client_cpu" ]; then taskset -pc 0 "$exporter_pid" >/dev/null; fi
+  if [ "$pin" = 1 ] && [ -n "$exporter_pid" ] && [ -n "$client_cpu" ]; then taskset -a -pc 0 "$exporter_pid" >/dev/null; fi
 fi
 if [ "$pass_through" = 1 ]; then ready "reef passing the client's key" "$p_pass" "$pid_pass" "$work/pass.log" \
   "x-reef-token: bench-reef-token"; ready "reef checking its token" "$p_token" "$pid_token" "$work/token.log" \
