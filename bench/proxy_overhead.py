@@ -397,6 +397,7 @@ class Bench:
         self.settings = settings
         self.meter = meter
         self.neighbour = neighbour
+        self.reef_port = next(t.port for t in targets if t.name == "reef")
         self.tally = Tally()
         self.errors: dict[str, dict[str, int]] = {t.name: {} for t in targets}
 
@@ -407,7 +408,7 @@ class Bench:
         ok = outcome.ok and (stream_complete(outcome.body) if stream else outcome.end > 0)
         if not ok:
             self._error(target, phase)
-        if target.name == "reef" and outcome.ok:
+        if target.port == self.reef_port and outcome.ok:  # reef, or a control sending to it: its store holds them
             self.tally.answered += 1
             receipt = stream_receipt(outcome.body) if stream else outcome.receipt
             if receipt is None:
