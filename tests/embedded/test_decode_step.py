@@ -12,7 +12,7 @@ import torch
 from reef_daemon.runtimes.embedded.adapters import AdapterBank, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache, use_row_attention
 from reef_daemon.runtimes.embedded.decode_kernel import decoding_method, load_kernel
-from reef_daemon.runtimes.embedded.decode_step import NativeDecodeStep, native_step
+from reef_daemon.runtimes.embedded.decode_step import ROTARY_ROWS, NativeDecodeStep, native_step
 from reef_daemon.runtimes.embedded.precision import (
     DecodeLinear,
     DecodeWeights,
@@ -82,11 +82,13 @@ def native(
     return logits
 
 
-def steps_match_transformers(model: Any, step: NativeDecodeStep, steps: int) -> tuple[BatchCache, BatchCache]:
-    """Decode PROMPTS greedily for `steps` steps natively and through transformers' forward pass, asserting the same
-    logits at each; the two caches."""
-    ours, theirs = read(model, PROMPTS), read(model, PROMPTS)
-    tokens = [p[-1] for p in PROMPTS]
+def steps_match_transformers(
+    model: Any, step: NativeDecodeStep, steps: int, prompts: list[list[int]] = PROMPTS
+) -> tuple[BatchCache, BatchCache]:
+    """Decode `prompts` greedily for `steps` steps natively and through transformers' forward pass, asserting the
+    same logits at each; the two caches."""
+    ours, theirs = read(model, prompts), read(model, prompts)
+    tokens = [p[-1] for p in prompts]
     with torch.inference_mode():
         for _ in range(steps):
             got, expected = native(step, tokens, ours), transformers_step(model, tokens, theirs)
@@ -100,6 +102,13 @@ def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: Na
     for layer in range(model.config.num_hidden_layers):  # the same keys and values were written
         assert torch.allclose(ours.keys[layer], theirs.keys[layer], atol=1e-4)
         assert torch.allclose(ours.values[layer], theirs.values[layer], atol=1e-4)
+
+
+def test_rows_decoding_past_the_rotary_table_get_transformers_logits(model: Any, step: NativeDecodeStep) -> None:
+    """The rotary angles come from a table of positions, made anew and larger when a row passes its end."""
+    steps_match_transformers(model, step, 1)  # short rows: a table of ROTARY_ROWS positions at most
+    long = [3 + i % 70 for i in range(ROTARY_ROWS - 2)]
+    steps_match_transformers(model, step, 5, [long, [5, 35]])
 
 
 def test_int8_copies_step_as_transformers_does_with_them() -> None:

@@ -737,9 +737,9 @@ typedef struct {
  * stream). `lora`: NULL, or for each product (q, k, v, o, gate, up, down in that order) one entry per row, the row's
  * adapter's pair on that product or NULL, each delta added to its product's output as it is made. A row gets the
  * same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
-int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
-                      float *keys, float *values, const int64_t *positions, int64_t capacity,
-                      const reef_scratch_t *s, const reef_lora_t *const *lora, int threads) {
+static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
+                        float *keys, float *values, const int64_t *positions, int64_t capacity,
+                        const reef_scratch_t *s, const reef_lora_t *const *lora, int threads) {
     int64_t h = layer->hidden, attention = layer->heads * layer->head_dim, kv = layer->kv_heads * layer->head_dim;
     int failed = 0;
 #define ADAPTED(product) (lora == NULL ? NULL : lora + (product) * rows)
@@ -771,4 +771,20 @@ int reef_decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, co
     reef_add(hidden, s->out, rows * h);
 #undef ADAPTED
     return failed ? -1 : 0;
+}
+
+
+/* Every decoder layer of a step, in order, as `decode_layer`: layer i writes into the cache at keys[i] and
+ * values[i] and, when `lora` is not NULL, reads its adapters' pairs at lora[i]. One call a step: a call a layer cost
+ * ~5 us of Python each, slowed by the caches the weights had just swept. Returns 0, or -1 when memory ran out (the
+ * layers after that one are not run). */
+int reef_decode_layers(const reef_layer_t *layers, int64_t count, float *hidden, int64_t rows, const float *cos,
+                       const float *sin, float *const *keys, float *const *values, const int64_t *positions,
+                       int64_t capacity, const reef_scratch_t *s, const reef_lora_t *const *const *lora,
+                       int threads) {
+    for (int64_t i = 0; i < count; i++)
+        if (decode_layer(&layers[i], hidden, rows, cos, sin, keys[i], values[i], positions, capacity, s,
+                         lora == NULL ? NULL : lora[i], threads))
+            return -1;
+    return 0;
 }

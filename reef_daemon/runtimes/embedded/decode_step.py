@@ -1,13 +1,14 @@
-"""A decoding step of a Llama model in native calls: one per decoder layer, where transformers' forward pass makes
+"""A decoding step of a Llama model in one native call over its decoder layers, where transformers' forward pass makes
 ~45 small torch calls per layer, whose Python and dispatch cost more than the products once those run at memory
 speed.
 
-Each layer runs `reef_decode_layer` of the decoding kernels (`decode_kernel.c`): the input norm, the q/k/v products,
+`reef_decode_layers` of the decoding kernels (`decode_kernel.c`) runs each layer: the input norm, the q/k/v products,
 the rotary embedding, the new keys and values written into the batch's cache with attention over each row's own
 positions, the output product and the residual, the second norm and the MLP. A row served by a LoRA adapter gets
 its adapter's delta on each product it adapts inside that call (its A and B read where the adapter holds them), so
-a row's bits do not depend on the rows beside it, adapted or not. The embedding, the rotary angles and the output
-head (a layer module, so an adapter's hook adapts it) run in torch.
+a row's bits do not depend on the rows beside it, adapted or not. The embedding and the output head (a layer module,
+so an adapter's hook adapts it) run in torch; the rotary cos and sin are rows of a table the model's rotary
+embedding made for every position once (a position's values are the same made alone or with others).
 
 The products read the fp16 or int8 copies the layer modules hold (`precision.py`, `embedded.decode-weights`), where
 they lie: a swap copies the fp32 weights in place (`versions.copy_weights`) but makes new copies, maybe of the other
@@ -48,8 +49,10 @@ class _Lora(ctypes.Structure):
 
 
 _LORA_ROWS = ctypes.POINTER(_Lora)
+_LAYER_LORA = ctypes.POINTER(_LORA_ROWS)
+ROTARY_ROWS = 1024  # the rotary table grows by this many positions at a time
 _MODULE_PATHS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-                 "mlp.up_proj", "mlp.down_proj")  # fmt: skip  # the order of reef_decode_layer's products
+                 "mlp.up_proj", "mlp.down_proj")  # fmt: skip  # the order of a layer's products in the kernel
 ADAPTERS_KEPT = 32  # adapters whose per-layer pairs are kept between steps (the worker keeps 8 resident)
 
 
@@ -109,12 +112,13 @@ class NativeDecodeStep:
         self._model = model
         self._kernel = kernel
         library = kernel.library
-        self._layer_call = library.reef_decode_layer
-        self._layer_call.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+        self._layers_call = library.reef_decode_layers
+        self._layers_call.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+            ctypes.c_int,
         ]  # fmt: skip
-        self._layer_call.restype = ctypes.c_int
+        self._layers_call.restype = ctypes.c_int
         self._norm = library.reef_rms_norm
         self._norm.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float,
                                ctypes.c_void_p]  # fmt: skip
@@ -127,6 +131,7 @@ class NativeDecodeStep:
         self._scale = head_dim**-0.5
         self._layers = self._described()
         self._scratch: dict[str, torch.Tensor] = {}
+        self._cos = self._sin = torch.empty(0, head_dim)  # per position, grown as positions need
         self._pointers = _Scratch()  # the scratch buffers' addresses
         # Per adapter (by identity, held so it stays the same object): its fp32 pairs, per layer per product.
         self._pairs: dict[int, tuple[LoraAdapter, list[list[_Lora | None]], list[torch.Tensor]]] = {}
@@ -135,8 +140,9 @@ class NativeDecodeStep:
         """After a swap: read the layers' decoding copies where they now are (`DecodeLinear.refresh` made new ones)."""
         self._layers = self._described()
 
-    def _described(self) -> list[_Layer]:
-        return [self._describe(layer) for layer in self._model.model.layers]
+    def _described(self) -> ctypes.Array[_Layer]:
+        layers = self._model.model.layers
+        return (_Layer * len(layers))(*(self._describe(layer) for layer in layers))
 
     def _describe(self, layer: Any) -> _Layer:
         shape = self._shape
@@ -157,33 +163,40 @@ class NativeDecodeStep:
         model = self._model.model
         positions = batch.step_positions()
         hidden = model.embed_tokens(torch.tensor(tokens)).to(torch.float32).contiguous()  # [rows, hidden]
-        cos, sin = (t.reshape(rows, -1).contiguous() for t in model.rotary_emb(hidden, positions.unsqueeze(1)))
+        cos, sin = self._rotary(hidden, positions, batch.capacity)
         pointers = ctypes.byref(self._room(rows))
-        threads = torch.get_num_threads()
         lora = self._lora_rows(adapters)
-        rows_in = (hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr())
-        positions_in, capacity = positions.data_ptr(), batch.capacity
-        for index, described in enumerate(self._layers):
-            failed = self._layer_call(
-                ctypes.byref(described), *rows_in, batch.keys[index].data_ptr(), batch.values[index].data_ptr(),
-                positions_in, capacity, pointers, None if lora is None else lora[index], threads,
-            )  # fmt: skip
-            if failed:
-                raise MemoryError("decoding: no memory for the attention scores or an adapter's delta")
+        count = len(self._layers)
+        keys = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.keys))
+        values = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.values))
+        failed = self._layers_call(
+            self._layers, count, hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr(), keys, values,
+            positions.data_ptr(), batch.capacity, pointers, lora, torch.get_num_threads(),
+        )  # fmt: skip
+        if failed:
+            raise MemoryError("decoding: no memory for the attention scores or an adapter's delta")
         normed = torch.empty_like(hidden)
         self._norm(hidden.data_ptr(), rows, self._shape.hidden, model.norm.weight.data_ptr(), self._shape.eps,
                    normed.data_ptr())  # fmt: skip
         logits: torch.Tensor = self._model.lm_head(normed.unsqueeze(1))[:, 0]  # a decoding product's shape
         return logits
 
-    def _lora_rows(self, adapters: Sequence[LoraAdapter | None]) -> list[Any] | None:
-        """Per layer, the array reef_decode_layer reads: per product, per row, the row's adapter's pair or NULL;
-        None when no row has an adapter."""
+    def _rotary(self, hidden: torch.Tensor, positions: torch.Tensor, capacity: int) -> tuple[torch.Tensor, ...]:
+        """The rotary cos and sin `[rows, head_dim]` of each row's position, from the table (made anew, larger,
+        when a position is past its end: `capacity` covers every position of this step)."""
+        if capacity > self._cos.shape[0]:
+            every = torch.arange(-(-capacity // ROTARY_ROWS) * ROTARY_ROWS).unsqueeze(0)
+            self._cos, self._sin = (t[0].contiguous() for t in self._model.model.rotary_emb(hidden, every))
+        return self._cos.index_select(0, positions), self._sin.index_select(0, positions)
+
+    def _lora_rows(self, adapters: Sequence[LoraAdapter | None]) -> ctypes.Array[Any] | None:
+        """Per layer, the array the kernel reads: per product, per row, the row's adapter's pair or NULL; None when
+        no row has an adapter."""
         if all(adapter is None for adapter in adapters):
             return None
         per_adapter = [None if adapter is None else self._pairs_of(adapter) for adapter in adapters]
         rows = len(adapters)
-        arrays = []
+        layers = (_LAYER_LORA * len(self._layers))()  # holds each layer's array (ctypes keeps what is cast in)
         for layer in range(len(self._layers)):
             array = (_LORA_ROWS * (len(_MODULE_PATHS) * rows))()
             for row, pairs in enumerate(per_adapter):
@@ -192,8 +205,8 @@ class NativeDecodeStep:
                 for product, pair in enumerate(pairs[layer]):
                     if pair is not None:
                         array[product * rows + row] = ctypes.pointer(pair)
-            arrays.append(array)
-        return arrays
+            layers[layer] = ctypes.cast(array, _LAYER_LORA)
+        return layers
 
     def _pairs_of(self, adapter: LoraAdapter) -> list[list[_Lora | None]]:
         """The adapter's pairs per layer and product, made once per adapter (A and B as contiguous fp32)."""
