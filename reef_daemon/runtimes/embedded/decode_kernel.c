@@ -773,7 +773,6 @@ static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, 
     return failed ? -1 : 0;
 }
 
-
 /* Every decoder layer of a step, in order, as `decode_layer`: layer i writes into the cache at keys[i] and
  * values[i] and, when `lora` is not NULL, reads its adapters' pairs at lora[i]. One call a step: a call a layer cost
  * ~5 us of Python each, slowed by the caches the weights had just swept. Returns 0, or -1 when memory ran out (the

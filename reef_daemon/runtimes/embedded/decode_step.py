@@ -181,7 +181,9 @@ class NativeDecodeStep:
         logits: torch.Tensor = self._model.lm_head(normed.unsqueeze(1))[:, 0]  # a decoding product's shape
         return logits
 
-    def _rotary(self, hidden: torch.Tensor, positions: torch.Tensor, capacity: int) -> tuple[torch.Tensor, ...]:
+    def _rotary(
+        self, hidden: torch.Tensor, positions: torch.Tensor, capacity: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The rotary cos and sin `[rows, head_dim]` of each row's position, from the table (made anew, larger,
         when a position is past its end: `capacity` covers every position of this step)."""
         if capacity > self._cos.shape[0]:
