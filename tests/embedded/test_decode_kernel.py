@@ -160,7 +160,27 @@ def test_weights_from_a_gguf_s_blocks_come_back_bit_for_bit(outputs: int, inputs
     assert kernel.pack_int8(moved).inexact == 1
 
 
-def test_auto_copies_are_8_bit_while_the_weight_is_on_its_grid_and_fp16_once_it_moves() -> None:
+@pytest.mark.parametrize(("outputs", "inputs"), SHAPES)
+def test_weights_on_16_steps_get_4_bit_copies_with_the_bits_of_their_8_bit_ones(outputs: int, inputs: int) -> None:
+    """A GGUF's Q4_1 weights fit two to a byte: their 4-bit copy reads 0.56x the bytes and multiplies to the very
+    bits of the 8-bit copy, alone or in any batch and on any number of threads; Q8_0's bytes do not fit."""
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(outputs * 5 + inputs)
+    bytes_ = kernel.pack_int8(on_a_gguf_grid(outputs, inputs, "q4_1", generator), exact_only=True)
+    assert bytes_ is not None
+    nibbles = kernel.pack_int4(bytes_.panels)
+    assert nibbles is not None and kernel.format_of(nibbles) == "int4"
+    assert nibbles.numel() / bytes_.panels.numel() == pytest.approx(640 / 1152)
+    rows = torch.randn(9, inputs, generator=generator)
+    eight = kernel.linear(rows, bytes_.panels, outputs)
+    for count in range(1, 10):
+        assert torch.equal(kernel.linear(rows[:count], nibbles, outputs), eight[:count]), f"{count} rows"
+    for threads in (1, 3):
+        assert torch.equal(kernel.linear(rows, nibbles, outputs, threads=threads), eight), f"{threads} threads"
+    assert kernel.pack_int4(kernel.pack_int8(on_a_gguf_grid(outputs, inputs, "q8_0", generator)).panels) is None
+
+
+def test_auto_copies_take_the_fewest_bits_that_hold_the_weight_and_fp16_once_it_moves() -> None:
     kernel = _kernel()
     generator = torch.Generator().manual_seed(11)
     linear = nn.Linear(64, 40, bias=False)
@@ -169,17 +189,22 @@ def test_auto_copies_are_8_bit_while_the_weight_is_on_its_grid_and_fp16_once_it_
     with torch.no_grad():
         linear.weight.copy_(grid)
         layer = DecodeLinear(linear, kernel, "auto")
-        assert layer.int8
-        copy = Int8Panels(layer.decode_weight, 0)
-        assert_int8_product(layer(x).view(3, 40), x.view(3, 64), copy, 40)
+        assert layer.copy_format == "int4"
+        bytes_ = kernel.pack_int8(grid)
+        assert torch.equal(layer(x).view(3, 40), kernel.linear(x.view(3, 64), bytes_.panels, 40))
+        assert_int8_product(layer(x).view(3, 40), x.view(3, 64), bytes_, 40)
         linear.weight.add_(torch.randn(40, 64, generator=generator) * 1e-3)
         layer.refresh()
-        assert not layer.int8
+        assert layer.copy_format == "fp16"
         fp16 = x.double() @ linear.weight.to(torch.float16).double().T
         assert torch.allclose(layer(x).double(), fp16, rtol=1e-5, atol=1e-5)
+        linear.weight.copy_(on_a_gguf_grid(40, 64, "q8_0", generator))  # a weight on 256 steps
+        layer.refresh()
+        assert layer.copy_format == "int8"
         linear.weight.copy_(grid)  # rolled back to the weights as read
         layer.refresh()
-        assert layer.int8
+        assert layer.copy_format == "int4"
+        assert DecodeLinear(linear, kernel, "int8").copy_format == "int8"  # asked for: bytes, even where 4 bits hold
 
 
 @pytest.mark.parametrize("weights", ["fp16", "int8"])
@@ -232,6 +257,12 @@ def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch
     int8 = torch.cat([kernel.linear(rows[r : r + 1], panels, 70) for r in range(5)])
     assert torch.equal(kernel.linear(rows, panels, 70), int8)
     assert kernel.pack_int8(on_a_gguf_grid(70, 33, "q8_0", generator), exact_only=True) is not None
+    grid, _ = kernel.pack_int8(on_a_gguf_grid(70, 33, "q4_1", generator))
+    nibbles = kernel.pack_int4(grid)
+    assert nibbles is not None
+    int4 = torch.cat([kernel.linear(rows[r : r + 1], nibbles, 70) for r in range(5)])
+    assert torch.equal(kernel.linear(rows, nibbles, 70), int4)
+    assert torch.equal(int4, kernel.linear(rows, grid, 70))
     query, new_keys, new_values, keys, values, positions = _attention_case(generator, [4, 0, 9], dim=20)
     one = kernel.attend(query[1:2], new_keys[1:2], new_values[1:2], keys[1:2].clone(), values[1:2].clone(),
                         positions[1:2], 0.5)  # fmt: skip
@@ -250,7 +281,8 @@ def test_narrower_builds_give_the_same_bits(
     flags: str, kind: str, fresh_build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A machine with AVX-512 and VNNI decodes with them; its rows get the bits that AVX-512 without VNNI, AVX2 and
-    (for the 8-bit copies, whose sums are integers) the portable C give them, and the weights pack the same."""
+    (for the 8-bit and 4-bit copies, whose sums are integers) the portable C give them, and the weights pack the
+    same."""
     kernel = _kernel()
     if kernel.kind != "avx512-vnni-f16c-fma":
         pytest.skip(f"this CPU builds the {kernel.kind} kernel: the widest path is not here to compare with")
@@ -261,6 +293,9 @@ def test_narrower_builds_give_the_same_bits(
     grid = on_a_gguf_grid(200, 97, "q4_1", generator)
     panels, _ = kernel.pack_int8(weight)
     wide_int8 = kernel.linear(rows, panels, 200)
+    nibbles = kernel.pack_int4(kernel.pack_int8(grid).panels)
+    assert nibbles is not None
+    wide_int4 = kernel.linear(rows, nibbles, 200)
     decode_kernel._loaded.cache_clear()
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} {flags}")
     narrow = _kernel()
@@ -268,10 +303,13 @@ def test_narrower_builds_give_the_same_bits(
     if kind != "portable":  # the portable fp16 product rounds each product and sum apart: no fused multiply-add
         assert torch.equal(narrow.linear(rows, narrow.pack(weight), 200), wide)
     assert torch.equal(narrow.linear(rows, panels, 200), wide_int8)
+    assert torch.equal(narrow.linear(rows, nibbles, 200), wide_int4)
     for packing in (weight, grid):  # the weights are packed the same whatever the CPU
         there, here = narrow.pack_int8(packing), kernel.pack_int8(packing)
         assert torch.equal(there.panels, here.panels)
         assert there.inexact == here.inexact
+    there_nibbles = narrow.pack_int4(narrow.pack_int8(grid).panels)
+    assert there_nibbles is not None and torch.equal(there_nibbles, nibbles)
 
 
 def test_without_a_compiler_decoding_uses_torch_and_says_why(

@@ -126,8 +126,8 @@ def test_int8_copies_step_as_transformers_does_with_them() -> None:
 
 
 def test_after_a_swap_the_step_reads_the_new_copies_of_either_kind() -> None:
-    """`auto` copies are 8-bit while the weights are on a GGUF's grid; a swap that moves one off it makes a new fp16
-    copy elsewhere, which the step reads from then on (`follow_weights`), as transformers' forward pass does."""
+    """`auto` copies are 4-bit while the weights are on a GGUF's Q4_1 grid; a swap that moves one off it makes a new
+    fp16 copy elsewhere, which the step reads from then on (`follow_weights`), as transformers' forward pass does."""
     model = tiny_llama("auto")
     generator = torch.Generator().manual_seed(5)
     with torch.no_grad():
@@ -135,16 +135,17 @@ def test_after_a_swap_the_step_reads_the_new_copies_of_either_kind() -> None:
             if isinstance(module, DecodeLinear):
                 module.weight.copy_(on_a_gguf_grid(*module.weight.shape, "q4_1", generator))
                 module.refresh()
-    assert decode_copies(model) == "int8 weights"
+    assert decode_copies(model) == "int4 weights"
     step = native_step(model, load_kernel())
     assert step is not None
+    steps_match_transformers(model, step, 2)  # the 4-bit copies, as transformers' forward pass reads them
     name = "model.layers.1.mlp.down_proj.weight"
     moved = {name: model.get_parameter(name).detach() + torch.randn(64, 96, generator=generator) * 1e-3}
     with torch.no_grad():
         copy_weights(model, moved)
     refresh_decode_copies(model, moved.keys())
     step.follow_weights()
-    assert decode_copies(model) == "int8 for 21 of 22 weights, fp16 for the rest"
+    assert decode_copies(model) == "int4 for 21 of 22 weights, fp16 for the rest"
     steps_match_transformers(model, step, 3)
 
 

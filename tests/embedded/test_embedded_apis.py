@@ -254,7 +254,7 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
     runtime = httpx.get(f"{reef.url}/reef/status").json()["runtime"]
     assert runtime["kind"] == "embedded" and runtime["model"] == "SmolLM2-135M-Instruct"
     assert runtime["engine"] == "torch"
-    assert runtime["decoding"].startswith("int8 weights, reef kernel (")
+    assert runtime["decoding"].startswith("int4 for 210 of 211 weights, int8 for the rest, reef kernel (")
     assert runtime["parameters"] > 100_000_000
     assert runtime["weight_version"].endswith(":0")
     assert runtime["tokens_per_second"] > 0

@@ -131,19 +131,21 @@ def test_a_swap_during_a_batch_is_exact_per_token(reef: RunningReef, oai: openai
 
 
 def test_a_swap_that_moves_a_weight_off_its_grid_decodes_it_from_fp16_from_then_on(reef: RunningReef) -> None:
-    """The embedded model decodes from 8-bit copies that are its GGUF's weights exactly; a weight a swap moves off
-    that grid gets an fp16 copy, and a swap back gets its exact copy again. Tokens keep the teacher's log-probs."""
+    """The embedded model decodes from 4-bit and 8-bit copies that are its GGUF's weights exactly; a weight a swap
+    moves off that grid gets an fp16 copy, and a swap back gets its exact copy again. Tokens keep the teacher's
+    log-probs."""
 
     def decoding() -> str:
         return str(httpx.get(f"{reef.url}/reef/status").json()["runtime"]["decoding"])
 
-    assert decoding().startswith("int8 weights, reef kernel (")
+    assert decoding().startswith("int4 for 210 of 211 weights, int8 for the rest, reef kernel ("), decoding()
     name = "model.layers.3.mlp.down_proj.weight"
     original = load_file(str(reef.runtime.weights_dir / "model.safetensors"))[name]
     moved = original + torch.randn(original.shape, generator=torch.Generator().manual_seed(1)) * 1e-3
     reef.call(reef.runtime.swap_weights({name: moved}))
     try:
-        assert decoding().startswith("int8 for 210 of 211 weights, fp16 for the rest, reef kernel ("), decoding()
+        moved_one = "int4 for 209 of 211 weights, int8 for 1, fp16 for the rest, reef kernel ("
+        assert decoding().startswith(moved_one), decoding()
         tokens = greedy(reef, PROMPTS[1], 24)
         from transformers import AutoModelForCausalLM
 
@@ -153,7 +155,7 @@ def test_a_swap_that_moves_a_weight_off_its_grid_decodes_it_from_fp16_from_then_
             assert abs(recorded - expected) < 0.02
     finally:
         reef.call(reef.runtime.swap_weights({name: original}))
-    assert decoding().startswith("int8 weights, reef kernel (")
+    assert decoding().startswith("int4 for 210 of 211 weights, int8 for the rest, reef kernel ("), decoding()
 
 
 def teacher_logprobs(model: Any, tokens: dict[str, Any]) -> list[float]:

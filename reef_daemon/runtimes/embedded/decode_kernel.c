@@ -1,9 +1,10 @@
-/* The decoding kernels: the linear layers' product (reef_half_linear) and attention (reef_decode_attention) of a
+/* The decoding kernels: the linear layers' product (reef_linear) and attention (reef_decode_attention) of a
  * decoding step, whose rows each get the same bits alone or in any batch.
  *
- * y = x W^T for decoding: fp32 inputs, fp16 weights, fp32 sums, one pass over the weights for every row.
+ * y = x W^T for decoding: fp32 inputs, fp16 (or 8-bit or 4-bit, see reef_linear) weights, fp32 sums, one pass over
+ * the weights for every row.
  *
- * The weights are packed in panels of PANEL output features (decode_format.h): panel p holds, for every input k in
+ * fp16 weights are packed in panels of PANEL output features (decode_format.h): panel p holds, for every input k in
  * order, the PANEL weights W[p * PANEL + j][k] (fp16 bits, zero past the last feature). Each output y[r][n] is the sum over
  * k = 0, 1, ..., K - 1, in that order, of x[r][k] * W[n][k], each step one fused multiply-add in fp32 (or, without
  * FMA, a multiply and an add, each rounded). Rows are handled a few at a time, but the order and rounding of one
@@ -48,6 +49,16 @@ static inline int64_t block_end(const q8_rows_t *in, int64_t block) {
 /* Pair `pair`'s weight bytes in block `block` of a panel (the block's bytes at `bytes`). */
 static inline const uint8_t *pair_at(const uint8_t *bytes, int64_t block, int64_t pair) {
     return bytes + (pair - block * BLOCK_PAIRS) * 2 * PANEL;
+}
+
+/* The bytes of pairs `pair` and `pair` + 1 (`pair` even within its block) in block `block` of a 4-bit panel. */
+static inline const uint8_t *nibbles_at(const uint8_t *bytes, int64_t block, int64_t pair) {
+    return bytes + (pair - block * BLOCK_PAIRS) / 2 * 2 * PANEL;
+}
+
+/* Row r's inputs of pair `pair` + 1, or 0 past the block's last pair (the partner of an odd last pair). */
+static inline int32_t next_pair(const q8_rows_t *in, int r, int64_t pair, int64_t end) {
+    return pair + 1 < end ? in->x[r * in->pairs + pair + 1] : 0;
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__) && defined(__FMA__)
@@ -144,6 +155,61 @@ static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int r
     }
 }
 
+/* As q8_panel_pass, on 4-bit panels: two pairs of inputs a load, their weights split from the low and high nibbles.
+ * Passes of one or two rows sum the second pair into accumulators of their own (integer sums: the same in any order),
+ * so a sum's chain of multiply-adds does not hold up a pass that memory would otherwise keep up with. */
+static inline __attribute__((always_inline)) void q4_panel_pass(const q8_rows_t *in, const uint8_t *panel,
+                                                                float *out, int rows) {
+    const __m512i nibble = _mm512_set1_epi16(0x0f);
+    __m512 acc[GROUP][2];
+    __m512i part[GROUP][4];
+    for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t block = 0; block < in->blocks; block++) {
+        const uint8_t *bytes = panel + block * NIBBLE_BLOCK_BYTES;
+        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = part[r][2] = part[r][3] = _mm512_setzero_si512();
+        int64_t end = block_end(in, block);
+        for (int64_t pair = block * BLOCK_PAIRS; pair < end; pair += 2) {
+            const uint8_t *w = nibbles_at(bytes, block, pair);
+            if (rows >= FETCHING_ROWS) _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
+            __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w));
+            __m512i high = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(w + PANEL)));
+            __m512i low_first = _mm512_and_si512(low, nibble), low_second = _mm512_srli_epi16(low, 4);
+            __m512i high_first = _mm512_and_si512(high, nibble), high_second = _mm512_srli_epi16(high, 4);
+            for (int r = 0; r < rows; r++) {
+                __m512i first = _mm512_set1_epi32(in->x[r * in->pairs + pair]);
+                __m512i second = _mm512_set1_epi32(next_pair(in, r, pair, end));
+                int apart = rows <= 2 ? 2 : 0;
+                part[r][0] = pair_products(part[r][0], low_first, first);
+                part[r][1] = pair_products(part[r][1], high_first, first);
+                part[r][apart] = pair_products(part[r][apart], low_second, second);
+                part[r][apart + 1] = pair_products(part[r][apart + 1], high_second, second);
+            }
+        }
+        const uint16_t *s = (const uint16_t *)(bytes + NIBBLE_WEIGHT_BYTES), *m = s + PANEL;
+        for (int r = 0; r < rows; r++) {
+            if (rows <= 2) {
+                part[r][0] = _mm512_add_epi32(part[r][0], part[r][2]);
+                part[r][1] = _mm512_add_epi32(part[r][1], part[r][3]);
+            }
+            float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
+            acc[r][0] = add_block(acc[r][0], part[r][0], s, m, step, sum);
+            acc[r][1] = add_block(acc[r][1], part[r][1], s + 16, m + 16, step, sum);
+        }
+    }
+    store_rows(acc, out, rows);
+}
+
+static void q4_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
+    switch (rows) {
+    case 6: q4_panel_pass(in, panel, out, 6); break;
+    case 5: q4_panel_pass(in, panel, out, 5); break;
+    case 4: q4_panel_pass(in, panel, out, 4); break;
+    case 3: q4_panel_pass(in, panel, out, 3); break;
+    case 2: q4_panel_pass(in, panel, out, 2); break;
+    default: q4_panel_pass(in, panel, out, 1);
+    }
+}
+
 static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
     /* Constant row counts, so each pass keeps its accumulators in registers. */
     switch (rows) {
@@ -188,6 +254,21 @@ static inline __attribute__((always_inline)) void panel_pass(
         for (int c = 0; c < 4; c++) _mm256_storeu_ps(out + r * PANEL + c * 8, acc[r][c]);
 }
 
+/* acc[r] += s * (d * the block's integer sums) + m * (the block's sum of inputs), for 16 outputs of each row. */
+static inline __attribute__((always_inline)) void add_half_block(__m256 acc[GROUP][2], __m256i part[GROUP][2],
+                                                                 const q8_rows_t *in, int64_t block,
+                                                                 const uint16_t *s, const uint16_t *m, int rows) {
+    __m256 s_low = half8(s), s_high = half8(s + 8), m_low = half8(m), m_high = half8(m + 8);
+    for (int r = 0; r < rows; r++) {
+        __m256 step = _mm256_set1_ps(in->steps[r * in->blocks + block]);
+        __m256 sum = _mm256_set1_ps(in->sums[r * in->blocks + block]);
+        __m256 low_part = _mm256_mul_ps(_mm256_cvtepi32_ps(part[r][0]), step);
+        __m256 high_part = _mm256_mul_ps(_mm256_cvtepi32_ps(part[r][1]), step);
+        acc[r][0] = _mm256_fmadd_ps(m_low, sum, _mm256_fmadd_ps(s_low, low_part, acc[r][0]));
+        acc[r][1] = _mm256_fmadd_ps(m_high, sum, _mm256_fmadd_ps(s_high, high_part, acc[r][1]));
+    }
+}
+
 /* Outputs [half * 16, half * 16 + 16) of the panel: the accumulators of a whole panel would not fit in AVX2's
  * registers. */
 static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *in, const uint8_t *panel,
@@ -210,15 +291,7 @@ static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *
             }
         }
         const uint16_t *s = (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES) + half * 16, *m = s + PANEL;
-        __m256 s_low = half8(s), s_high = half8(s + 8), m_low = half8(m), m_high = half8(m + 8);
-        for (int r = 0; r < rows; r++) {
-            __m256 step = _mm256_set1_ps(in->steps[r * in->blocks + block]);
-            __m256 sum = _mm256_set1_ps(in->sums[r * in->blocks + block]);
-            __m256 low_part = _mm256_mul_ps(_mm256_cvtepi32_ps(part[r][0]), step);
-            __m256 high_part = _mm256_mul_ps(_mm256_cvtepi32_ps(part[r][1]), step);
-            acc[r][0] = _mm256_fmadd_ps(m_low, sum, _mm256_fmadd_ps(s_low, low_part, acc[r][0]));
-            acc[r][1] = _mm256_fmadd_ps(m_high, sum, _mm256_fmadd_ps(s_high, high_part, acc[r][1]));
-        }
+        add_half_block(acc, part, in, block, s, m, rows);
     }
     for (int r = 0; r < rows; r++) {
         _mm256_storeu_ps(out + r * PANEL + half * 16, acc[r][0]);
@@ -234,6 +307,55 @@ static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int r
             q8_half_pass(in, panel, out, 2, half);
         else
             q8_half_pass(in, panel, out, 1, half);
+    }
+}
+
+/* As q8_half_pass, on 4-bit panels (see q4_panel_pass). */
+static inline __attribute__((always_inline)) void q4_half_pass(const q8_rows_t *in, const uint8_t *panel,
+                                                               float *out, int rows, int half) {
+    const __m256i nibble = _mm256_set1_epi16(0x0f);
+    __m256 acc[GROUP][2];
+    __m256i part[GROUP][2];
+    for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t block = 0; block < in->blocks; block++) {
+        const uint8_t *bytes = panel + block * NIBBLE_BLOCK_BYTES;
+        for (int r = 0; r < rows; r++) part[r][0] = part[r][1] = _mm256_setzero_si256();
+        int64_t end = block_end(in, block);
+        for (int64_t pair = block * BLOCK_PAIRS; pair < end; pair += 2) {
+            const uint8_t *w = nibbles_at(bytes, block, pair) + half * PANEL;
+            if (rows >= FETCHING_ROWS) _mm_prefetch((const char *)(w + FETCH_AHEAD * 2 * PANEL), _MM_HINT_T0);
+            __m256i low = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)w));
+            __m256i high = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
+            __m256i low_first = _mm256_and_si256(low, nibble), low_second = _mm256_srli_epi16(low, 4);
+            __m256i high_first = _mm256_and_si256(high, nibble), high_second = _mm256_srli_epi16(high, 4);
+            for (int r = 0; r < rows; r++) {
+                __m256i first = _mm256_set1_epi32(in->x[r * in->pairs + pair]);
+                __m256i second = _mm256_set1_epi32(next_pair(in, r, pair, end));
+                __m256i low_sum = _mm256_add_epi32(_mm256_madd_epi16(low_first, first),
+                                                   _mm256_madd_epi16(low_second, second));
+                __m256i high_sum = _mm256_add_epi32(_mm256_madd_epi16(high_first, first),
+                                                    _mm256_madd_epi16(high_second, second));
+                part[r][0] = _mm256_add_epi32(part[r][0], low_sum);
+                part[r][1] = _mm256_add_epi32(part[r][1], high_sum);
+            }
+        }
+        const uint16_t *s = (const uint16_t *)(bytes + NIBBLE_WEIGHT_BYTES) + half * 16, *m = s + PANEL;
+        add_half_block(acc, part, in, block, s, m, rows);
+    }
+    for (int r = 0; r < rows; r++) {
+        _mm256_storeu_ps(out + r * PANEL + half * 16, acc[r][0]);
+        _mm256_storeu_ps(out + r * PANEL + half * 16 + 8, acc[r][1]);
+    }
+}
+
+static void q4_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
+    for (int half = 0; half < 2; half++) {
+        if (rows == 3)
+            q4_half_pass(in, panel, out, 3, half);
+        else if (rows == 2)
+            q4_half_pass(in, panel, out, 2, half);
+        else
+            q4_half_pass(in, panel, out, 1, half);
     }
 }
 
@@ -268,6 +390,19 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
+/* acc[r][j] += s[j] * (d * part[r][j]) + m[j] * (the block's sum of inputs), the block's scales at s, minimums after. */
+static void add_block_sums(float acc[GROUP][PANEL], int32_t part[GROUP][PANEL], const q8_rows_t *in, int64_t block,
+                           const uint16_t *s, int rows) {
+    const uint16_t *m = s + PANEL;
+    for (int r = 0; r < rows; r++) {
+        float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
+        for (int j = 0; j < PANEL; j++) {
+            float scaled = (float)part[r][j] * step;
+            acc[r][j] = fmaf(half_to_float(m[j]), sum, fmaf(half_to_float(s[j]), scaled, acc[r][j]));
+        }
+    }
+}
+
 static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
     float acc[GROUP][PANEL] = {{0}};
     for (int64_t block = 0; block < in->blocks; block++) {
@@ -281,14 +416,29 @@ static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int r
                 for (int j = 0; j < PANEL; j++) part[r][j] += w[2 * j] * first + w[2 * j + 1] * second;
             }
         }
-        const uint16_t *s = (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES), *m = s + PANEL;
-        for (int r = 0; r < rows; r++) {
-            float step = in->steps[r * in->blocks + block], sum = in->sums[r * in->blocks + block];
-            for (int j = 0; j < PANEL; j++) {
-                float scaled = (float)part[r][j] * step;
-                acc[r][j] = fmaf(half_to_float(m[j]), sum, fmaf(half_to_float(s[j]), scaled, acc[r][j]));
+        add_block_sums(acc, part, in, block, (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES), rows);
+    }
+    for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
+}
+
+static void q4_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
+    float acc[GROUP][PANEL] = {{0}};
+    for (int64_t block = 0; block < in->blocks; block++) {
+        const uint8_t *bytes = panel + block * NIBBLE_BLOCK_BYTES;
+        int32_t part[GROUP][PANEL] = {{0}};
+        int64_t end = block_end(in, block);
+        for (int64_t pair = block * BLOCK_PAIRS; pair < end; pair += 2) {
+            const uint8_t *w = nibbles_at(bytes, block, pair);
+            for (int r = 0; r < rows; r++) {
+                uint32_t both = (uint32_t)in->x[r * in->pairs + pair], next = (uint32_t)next_pair(in, r, pair, end);
+                int32_t x[4] = {(int16_t)(both & 0xffff), (int16_t)(both >> 16), (int16_t)(next & 0xffff),
+                                (int16_t)(next >> 16)};
+                for (int j = 0; j < PANEL; j++)
+                    part[r][j] += (w[2 * j] & 15) * x[0] + (w[2 * j + 1] & 15) * x[1] + (w[2 * j] >> 4) * x[2] +
+                                  (w[2 * j + 1] >> 4) * x[3];
             }
         }
+        add_block_sums(acc, part, in, block, (const uint16_t *)(bytes + NIBBLE_WEIGHT_BYTES), rows);
     }
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
@@ -297,10 +447,10 @@ const char *reef_decode_kernel_kind(void) { return "portable"; }
 
 #endif
 
-/* One weight of a product and where its outputs go: its panels (decode_format.h), fp16 or 8-bit. */
+/* One weight of a product and where its outputs go: its panels (decode_format.h) and their format. */
 typedef struct {
     const void *packed;
-    int int8;
+    int format; /* FORMAT_HALF, FORMAT_BYTE or FORMAT_NIBBLE */
     int64_t n_count;
     float *y; /* rows x n_count */
 } weight_t;
@@ -312,7 +462,7 @@ typedef struct {
 typedef struct {
     const float *x;
     int64_t rows, k_count;
-    q8_rows_t q8; /* 8-bit: the rows as the passes read them */
+    q8_rows_t q8; /* 8-bit and 4-bit: the rows as the passes read them */
     int count;
     weight_t weights[MAX_WEIGHTS];
     int64_t total; /* panels of all the weights */
@@ -329,13 +479,16 @@ static void panels(const product_t *p, const weight_t *w, int64_t first_panel, i
         int64_t width = w->n_count - first < PANEL ? w->n_count - first : PANEL;
         for (int64_t row = 0; row < p->rows; row += GROUP) {
             int group = p->rows - row < GROUP ? (int)(p->rows - row) : GROUP;
-            if (!w->int8) {
+            if (w->format == FORMAT_HALF) {
                 pass(p->x + row * p->k_count, p->k_count, (const uint16_t *)w->packed + first * p->k_count, out,
                      group);
             } else {
                 q8_rows_t rows = {all->x + row * all->pairs, all->steps + row * all->blocks,
                                   all->sums + row * all->blocks, all->pairs, all->blocks};
-                q8_pass(&rows, (const uint8_t *)w->packed + index * all->blocks * BLOCK_BYTES, out, group);
+                if (w->format == FORMAT_BYTE)
+                    q8_pass(&rows, (const uint8_t *)w->packed + index * all->blocks * BLOCK_BYTES, out, group);
+                else
+                    q4_pass(&rows, (const uint8_t *)w->packed + index * all->blocks * NIBBLE_BLOCK_BYTES, out, group);
             }
             for (int r = 0; r < group; r++)
                 memcpy(w->y + (row + r) * w->n_count + first, out + r * PANEL, (size_t)width * sizeof(float));
@@ -502,20 +655,20 @@ static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t
     }
 }
 
-/* y = x W^T for each of `count` weights (`weights`, any mix of the two formats) with the same rows x: one job,
- * the inputs taken to integers once when a weight is 8-bit. Returns 0, or -1 when memory ran out. */
+/* y = x W^T for each of `count` weights (`weights`, any mix of the formats) with the same rows x: one job,
+ * the inputs taken to integers once when a weight is 8-bit or 4-bit. Returns 0, or -1 when memory ran out. */
 static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_t *weights, int count, int threads) {
     product_t product = {x, rows, k_count, {0}, count, {{0}}, 0};
     int64_t total = 0, blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
-    int int8 = 0;
+    int integers = 0;
     for (int i = 0; i < count; i++) {
         product.weights[i] = weights[i];
         total += panel_count(&weights[i]);
-        int8 |= weights[i].int8;
+        integers |= weights[i].format != FORMAT_HALF;
     }
     float *per_block = NULL;
     int32_t *levels = NULL;
-    if (int8) {
+    if (integers) {
         per_block = malloc((size_t)(2 * rows * blocks) * sizeof(float));
         levels = malloc((size_t)(rows * pairs) * sizeof(int32_t));
         if (per_block == NULL || levels == NULL) {
@@ -533,26 +686,23 @@ static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_
     return 0;
 }
 
-/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels of k_count x PANEL fp16; y: rows x n_count fp32.
- * Computed on up to `threads` threads. */
-void reef_half_linear(const float *x, int64_t rows, int64_t k_count, const uint16_t *packed, int64_t n_count,
-                      float *y, int threads) {
-    weight_t weight = {packed, 0, n_count, y};
-    multiply(x, rows, k_count, &weight, 1, threads);
-}
-
-/* The same product on 8-bit weights (decode_format.h): one byte q per weight, an output's weights of inputs 2i and
- * 2i + 1 side by side, and each block of BLOCK inputs of an output with a scale s and a minimum m (fp16, after the
- * block's bytes), the weight W[n][k] standing for q * s + m.
+/* x: rows x k_count fp32; packed: ceil(n_count / PANEL) panels in `format` (decode_format.h); y: rows x n_count
+ * fp32. Computed on up to `threads` threads. Returns 0, or -1 when memory ran out.
+ *
+ * fp16 panels: as the top of this file says.
+ *
+ * 8-bit panels: one byte q per weight, an output's weights of inputs 2i and 2i + 1 side by side, and each block of
+ * BLOCK inputs of an output with a scale s and a minimum m (fp16, after the block's bytes), the weight W[n][k]
+ * standing for q * s + m. 4-bit panels hold the same q two a byte, and give the same bits.
  * Asymmetric, as llama.cpp's Q8_1. Each row's inputs in a block are taken as 16-bit integers v times a step d
  * (d = the block's largest |x| / 32767), within d / 2 of each input: 2^-16 of the block's largest. A block's part of
  * an output is s * (d * the integer sum over its inputs of q * v) + m * (the sum of its inputs x, in order, once per
  * row and block for every output), added to the output's sum block by block, each step one fused multiply-add. The
  * integer sums are exact in any order, so every path (AVX-512 with or without VNNI, AVX2, the portable C) gives the
  * same bits, and a row the same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
-int reef_q8_linear(const float *x, int64_t rows, int64_t k_count, const uint8_t *packed, int64_t n_count, float *y,
-                   int threads) {
-    weight_t weight = {packed, 1, n_count, y};
+int reef_linear(const float *x, int64_t rows, int64_t k_count, const void *packed, int format, int64_t n_count,
+                float *y, int threads) {
+    weight_t weight = {packed, format, n_count, y};
     return multiply(x, rows, k_count, &weight, 1, threads);
 }
 
@@ -718,11 +868,11 @@ static int add_lora(const float *x, int64_t rows, int64_t in, float *y, int64_t 
     return 0;
 }
 
-/* One decoder layer's weights (the products' packed fp16 panels, the norms' fp32 weights) and sizes. */
+/* One decoder layer's weights (the products' packed panels, the norms' fp32 weights) and sizes. */
 typedef struct {
     const float *input_norm, *post_norm;
-    const void *q, *k, *v, *o, *gate, *up, *down; /* fp16 panels, or 8-bit ones where the flag below is 1 */
-    int q_int8, k_int8, v_int8, o_int8, gate_int8, up_int8, down_int8;
+    const void *q, *k, *v, *o, *gate, *up, *down; /* their panels, in the formats below */
+    int q_format, k_format, v_format, o_format, gate_format, up_format, down_format;
     int64_t hidden, heads, kv_heads, head_dim, intermediate;
     float eps, scale;
 } reef_layer_t;
@@ -744,8 +894,8 @@ static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, 
     int failed = 0;
 #define ADAPTED(product) (lora == NULL ? NULL : lora + (product) * rows)
     reef_rms_norm(hidden, rows, h, layer->input_norm, layer->eps, s->normed);
-    weight_t qkv[3] = {{layer->q, layer->q_int8, attention, s->q}, {layer->k, layer->k_int8, kv, s->k},
-                       {layer->v, layer->v_int8, kv, s->v}};
+    weight_t qkv[3] = {{layer->q, layer->q_format, attention, s->q}, {layer->k, layer->k_format, kv, s->k},
+                       {layer->v, layer->v_format, kv, s->v}};
     failed |= multiply(s->normed, rows, h, qkv, 3, threads);
     failed |= add_lora(s->normed, rows, h, s->q, attention, ADAPTED(0));
     failed |= add_lora(s->normed, rows, h, s->k, kv, ADAPTED(1));
@@ -754,18 +904,18 @@ static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, 
     reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
     failed |= reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
                                     capacity, layer->head_dim, layer->scale, s->attended, threads);
-    weight_t o = {layer->o, layer->o_int8, h, s->out};
+    weight_t o = {layer->o, layer->o_format, h, s->out};
     failed |= multiply(s->attended, rows, attention, &o, 1, threads);
     failed |= add_lora(s->attended, rows, attention, s->out, h, ADAPTED(3));
     reef_add(hidden, s->out, rows * h);
     reef_rms_norm(hidden, rows, h, layer->post_norm, layer->eps, s->normed);
-    weight_t gate_up[2] = {{layer->gate, layer->gate_int8, layer->intermediate, s->gate},
-                           {layer->up, layer->up_int8, layer->intermediate, s->up}};
+    weight_t gate_up[2] = {{layer->gate, layer->gate_format, layer->intermediate, s->gate},
+                           {layer->up, layer->up_format, layer->intermediate, s->up}};
     failed |= multiply(s->normed, rows, h, gate_up, 2, threads);
     failed |= add_lora(s->normed, rows, h, s->gate, layer->intermediate, ADAPTED(4));
     failed |= add_lora(s->normed, rows, h, s->up, layer->intermediate, ADAPTED(5));
     reef_silu_mul(s->gate, s->up, rows * layer->intermediate);
-    weight_t down = {layer->down, layer->down_int8, h, s->out};
+    weight_t down = {layer->down, layer->down_format, h, s->out};
     failed |= multiply(s->gate, rows, layer->intermediate, &down, 1, threads);
     failed |= add_lora(s->gate, rows, layer->intermediate, s->out, h, ADAPTED(6));
     reef_add(hidden, s->out, rows * h);

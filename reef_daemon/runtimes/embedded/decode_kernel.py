@@ -40,12 +40,14 @@ HEADERS = tuple(Path(__file__).with_name(name) for name in ("decode_format.h", "
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC")
 LIBRARIES = ("-lm",)  # after the source, where the linker looks for what it needs
 # The packed weights' layout, as decode_format.h has it: output features per panel; inputs sharing a scale and a
-# minimum per output in the 8-bit format; and the bytes of such a block of a panel (its weight bytes, then PANEL
-# fp16 scales and PANEL fp16 minimums).
+# minimum per output in the 8-bit and 4-bit formats; and the bytes of such a block of a panel (its weight bytes, then
+# PANEL fp16 scales and PANEL fp16 minimums).
 PANEL = 32
 BLOCK = 32
 BLOCK_WEIGHT_BYTES = BLOCK // 2 * 2 * PANEL
 BLOCK_BYTES = BLOCK_WEIGHT_BYTES + 2 * PANEL * 2
+NIBBLE_BLOCK_BYTES = (BLOCK // 2 + 1) // 2 * 2 * PANEL + 2 * PANEL * 2
+FORMATS = ("fp16", "int8", "int4")  # a packed weight's format, numbered as decode_format.h numbers them
 BUILD_TIMEOUT_S = 120
 
 
@@ -63,18 +65,18 @@ class DecodeKernel:
 
     def __init__(self, library: ctypes.CDLL) -> None:
         self.library = library  # the layer's other parts, which `decode_step.py` calls
-        self._linear = library.reef_half_linear
+        self._linear = library.reef_linear
         self._linear.argtypes = [
-            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-            ctypes.c_int,
+            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64,
+            ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
-        self._linear.restype = None
-        self._q8_linear = library.reef_q8_linear
-        self._q8_linear.argtypes = self._linear.argtypes
-        self._q8_linear.restype = ctypes.c_int
+        self._linear.restype = ctypes.c_int
         self._pack_q8 = library.reef_pack_q8
         self._pack_q8.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int]
         self._pack_q8.restype = ctypes.c_int64
+        self._pack_q4 = library.reef_pack_q4
+        self._pack_q4.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        self._pack_q4.restype = ctypes.c_int
         self._attention = library.reef_decode_attention
         self._attention.argtypes = [
             *[ctypes.c_void_p] * 6, *[ctypes.c_int64] * 5, ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
@@ -121,25 +123,45 @@ class DecodeKernel:
         inexact = int(self._pack_q8(w.data_ptr(), outputs, inputs, panels.data_ptr(), exact_only))
         return None if inexact and exact_only else Int8Panels(panels, inexact)
 
+    def pack_int4(self, panels: torch.Tensor, arena: HugePageArena | None = None) -> torch.Tensor | None:
+        """The 4-bit panels of a weight's 8-bit `panels` (from `pack_int8`), where every byte is under 16 (a GGUF's
+        Q4_1 weights): the same weights, scales and minimums, two weights a byte, `[panels, blocks,
+        NIBBLE_BLOCK_BYTES]`, in `arena`'s memory where one is given; None where a byte does not fit in 4 bits."""
+        if panels.dtype != torch.uint8 or panels.dim() != 3 or panels.shape[2] != BLOCK_BYTES:
+            raise ValueError(f"4-bit packing: 8-bit panels wanted, not {panels.dtype} {tuple(panels.shape)}")
+        panels = panels.contiguous()
+        shape = (panels.shape[0], panels.shape[1], NIBBLE_BLOCK_BYTES)
+        nibbles = torch.empty(shape, dtype=torch.uint8) if arena is None else arena.empty(shape, torch.uint8)
+        if self._pack_q4(panels.data_ptr(), panels.shape[0], panels.shape[1], nibbles.data_ptr()):
+            return None
+        return nibbles
+
+    @staticmethod
+    def format_of(packed: torch.Tensor) -> str:
+        """The format of panels from `pack`, `pack_int8` or `pack_int4`: one of FORMATS."""
+        if packed.dtype == torch.float16 and packed.dim() == 3 and packed.shape[2] == PANEL:
+            return "fp16"
+        if packed.dtype == torch.uint8 and packed.dim() == 3 and packed.shape[2] in (BLOCK_BYTES, NIBBLE_BLOCK_BYTES):
+            return "int8" if packed.shape[2] == BLOCK_BYTES else "int4"
+        raise ValueError(f"decoding product: no panels of a known format: {packed.dtype} {tuple(packed.shape)}")
+
     def linear(
         self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
     ) -> torch.Tensor:
-        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, or 8-bit panels
-        from `pack_int8`): [n, outputs] fp32, on `threads` threads (torch's number by default; the result is the
-        same for any)."""
+        """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, 8-bit panels
+        from `pack_int8` or 4-bit ones from `pack_int4`): [n, outputs] fp32, on `threads` threads (torch's number by
+        default; the result is the same for any)."""
         rows = rows.contiguous()
         inputs = rows.shape[1]
-        fp16 = packed.dtype == torch.float16 and packed.shape[1:] == (inputs, PANEL)
-        int8 = packed.dtype == torch.uint8 and packed.shape[1:] == (-(-inputs // BLOCK), BLOCK_BYTES)
-        if rows.dtype != torch.float32 or not (fp16 or int8) or packed.shape[0] != -(-outputs // PANEL):
+        kind = self.format_of(packed)
+        inner = (inputs, PANEL) if kind == "fp16" else (-(-inputs // BLOCK), packed.shape[2])
+        if rows.dtype != torch.float32 or packed.shape != (-(-outputs // PANEL), *inner):
             raise ValueError(f"decoding product: rows {rows.dtype} {tuple(rows.shape)}, weight {packed.dtype}"
                              f" {tuple(packed.shape)} for {outputs} outputs")  # fmt: skip
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
         threads = torch.get_num_threads() if threads is None else threads
-        if fp16:
-            self._linear(rows.data_ptr(), rows.shape[0], inputs, packed.data_ptr(), outputs, result.data_ptr(), threads)
-        elif self._q8_linear(rows.data_ptr(), rows.shape[0], inputs, packed.data_ptr(), outputs, result.data_ptr(),
-                             threads):  # fmt: skip
+        if self._linear(rows.data_ptr(), rows.shape[0], inputs, packed.data_ptr(), FORMATS.index(kind), outputs,
+                        result.data_ptr(), threads):  # fmt: skip
             raise MemoryError("decoding product: no memory for the rows' integer copies")
         return result
 

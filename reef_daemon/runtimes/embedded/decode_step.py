@@ -10,9 +10,10 @@ a row's bits do not depend on the rows beside it, adapted or not. The embedding 
 so an adapter's hook adapts it) run in torch; the rotary cos and sin are rows of a table the model's rotary
 embedding made for every position once (a position's values are the same made alone or with others).
 
-The products read the fp16 or int8 copies the layer modules hold (`precision.py`, `embedded.decode-weights`), where
-they lie: a swap copies the fp32 weights in place (`versions.copy_weights`) but makes new copies, maybe of the other
-kind (`precision.refresh_decode_copies`), so after one the step takes their addresses again (`follow_weights`).
+The products read the fp16, int8 or int4 copies the layer modules hold (`precision.py`, `embedded.decode-weights`),
+where they lie: a swap copies the fp32 weights in place (`versions.copy_weights`) but makes new copies, maybe of
+another kind (`precision.refresh_decode_copies`), so after one the step takes their addresses again
+(`follow_weights`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import torch
 
 from reef_daemon.runtimes.embedded.adapters import LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel
+from reef_daemon.runtimes.embedded.decode_kernel import FORMATS, DecodeKernel
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
 _PRODUCTS = ("q", "k", "v", "o", "gate", "up", "down")
@@ -37,7 +38,7 @@ class _Layer(ctypes.Structure):
     _fields_ = [
         ("input_norm", ctypes.c_void_p), ("post_norm", ctypes.c_void_p),
         *((name, ctypes.c_void_p) for name in _PRODUCTS),
-        *((f"{name}_int8", ctypes.c_int) for name in _PRODUCTS),
+        *((f"{name}_format", ctypes.c_int) for name in _PRODUCTS),
         ("hidden", ctypes.c_int64), ("heads", ctypes.c_int64), ("kv_heads", ctypes.c_int64),
         ("head_dim", ctypes.c_int64), ("intermediate", ctypes.c_int64), ("eps", ctypes.c_float),
         ("scale", ctypes.c_float),
@@ -148,10 +149,10 @@ class NativeDecodeStep:
         shape = self._shape
         products = (*_attention_products(layer), *_mlp_products(layer))
         weights = [m.decode_weight.data_ptr() for m in products]
-        int8 = [int(m.int8) for m in products]
+        formats = [FORMATS.index(m.copy_format) for m in products]
         return _Layer(
             layer.input_layernorm.weight.data_ptr(), layer.post_attention_layernorm.weight.data_ptr(), *weights,
-            *int8, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate, shape.eps,
+            *formats, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.intermediate, shape.eps,
             self._scale,
         )  # fmt: skip
 

@@ -4,11 +4,13 @@ A CPU decodes one token at a time by reading every weight once, so its speed is 
 the linear layers' weights in fewer bytes decode faster. Multi-token steps (prompt prefill) run on the fp32 weights,
 where products in fewer bits are slow on CPU. The fp32 weights remain the model's state (what is cached, swapped and
 trained); the copies follow them (`embedded.decode-weights`):
-- `auto` (the default): 8-bit copies of the weights that 8 bits hold exactly, fp16 copies of the others. Weights
-  read from a GGUF's Q4_1 and Q8_0 blocks are such weights (`decode_pack.c`), so the embedded model decodes from a
-  byte and a bit a weight with the very weights that train; a weight that training moves off its grid is decoded
-  from fp16 from its next swap on. The 8-bit product takes each input to within 2^-16 of its block's largest
-  (integer multiply-adds): log-probs within ~0.005 nats of fp32, about a third of what fp16 copies move them by.
+- `auto` (the default): copies in the fewest bits that hold a weight exactly: 4-bit copies of the weights whose
+  blocks are 16 steps of a grid (a GGUF's Q4_1 blocks), 8-bit copies of those 256 steps hold (Q8_0 blocks), fp16
+  copies of the others (`decode_pack.c`). So the embedded model decodes from about 5 bits a weight (its head from 9)
+  with the very weights that train; a weight that training moves off its grid is decoded from fp16 from its next
+  swap on. The 4-bit and 8-bit products take each input to within 2^-16 of its block's largest (integer
+  multiply-adds, the same bits from either): log-probs within ~0.005 nats of fp32, about a third of what fp16
+  copies move them by.
 - `fp16`: every weight in fp16 (log-probs within ~0.01 nats of fp32).
 - `int8`: every weight in 8 bits, a block's range over 255 where it is not exact (within ~0.02 nats on average).
 Decoding steps multiply with the kernels of `decode_kernel.py`, or, where they cannot be built, with torch's fp16
@@ -18,6 +20,7 @@ beside it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection
 from typing import Literal
 
@@ -34,9 +37,9 @@ DecodeWeights = Literal["auto", "fp16", "int8"]  # `embedded.decode-weights`: th
 
 class DecodeLinear(nn.Module):
     """An `nn.Linear` (same parameters, same state-dict names) with a copy of its weight for decoding: fp16, or (with
-    the kernels) bytes and their scales, as `weights` says."""
+    the kernels) bytes or nibbles and their scales, as `weights` says."""
 
-    decode_weight: torch.Tensor  # the kernel's panels (fp16 or 8-bit), or (without the kernel) the weight in fp16
+    decode_weight: torch.Tensor  # the kernel's panels (fp16, 8-bit or 4-bit), or (no kernel) the weight in fp16
 
     def __init__(
         self, linear: nn.Linear, kernel: DecodeKernel | None, weights: DecodeWeights = "auto",
@@ -63,9 +66,9 @@ class DecodeLinear(nn.Module):
         return out if self.bias is None else out + self.bias
 
     @property
-    def int8(self) -> bool:
-        """Whether decoding reads 8-bit copies of this weight."""
-        return self.decode_weight.dtype == torch.uint8
+    def copy_format(self) -> str:
+        """What decoding reads of this weight: "int4", "int8" or "fp16" copies."""
+        return "fp16" if self._kernel is None else self._kernel.format_of(self.decode_weight)
 
     def refresh(self) -> None:
         """Make the decoding copy follow the fp32 weight after it changed: new tensors, maybe of the other kind
@@ -79,10 +82,17 @@ class DecodeLinear(nn.Module):
             if self._arena is None:
                 return weight.to(torch.float16)
             return self._arena.empty(tuple(weight.shape), torch.float16).copy_(weight)
-        if self._weights != "fp16":
-            packed = self._kernel.pack_int8(weight, self._weights == "auto", self._arena)
-            if packed is not None:
-                return packed.panels
+        if self._weights == "int8":
+            return self._kernel.pack_int8(weight, arena=self._arena).panels
+        if self._weights == "auto":
+            exact = self._kernel.pack_int8(weight, exact_only=True)
+            if exact is not None:
+                nibbles = self._kernel.pack_int4(exact.panels, self._arena)
+                if nibbles is not None:
+                    return nibbles
+                if self._arena is None:
+                    return exact.panels
+                return self._arena.empty(tuple(exact.panels.shape), torch.uint8).copy_(exact.panels)
         return self._kernel.pack(weight, self._arena)
 
 
@@ -98,13 +108,17 @@ def add_decode_copies(model: nn.Module, weights: DecodeWeights = "auto", arena: 
 
 
 def decode_copies(model: nn.Module) -> str:
-    """What decoding reads, for `reef status`: "int8 weights" or "fp16 weights" when every copy is of one kind, else
-    how many weights have 8-bit copies ("int8 for 150 of 211 weights, fp16 for the rest")."""
+    """What decoding reads, for `reef status`: "int4 weights" when every copy is of one kind, else how many weights
+    have copies of each kind, fewest bits first ("int4 for 210 of 211 weights, int8 for the rest"; "int4 for 150 of
+    211 weights, int8 for 1, fp16 for the rest")."""
     layers = [m for m in model.modules() if isinstance(m, DecodeLinear)]
-    eight = sum(layer.int8 for layer in layers)
-    if eight in (0, len(layers)):
-        return "int8 weights" if eight else "fp16 weights"
-    return f"int8 for {eight} of {len(layers)} weights, fp16 for the rest"
+    counts = Counter(layer.copy_format for layer in layers)
+    kinds = [kind for kind in ("int4", "int8", "fp16") if counts[kind]]
+    if len(kinds) <= 1:
+        return f"{kinds[0] if kinds else 'fp16'} weights"
+    first, *middle, last = kinds
+    parts = [f"{first} for {counts[first]} of {len(layers)} weights", *(f"{k} for {counts[k]}" for k in middle)]
+    return ", ".join([*parts, f"{last} for the rest"])
 
 
 def refresh_decode_copies(model: nn.Module, changed: Collection[str]) -> None:
