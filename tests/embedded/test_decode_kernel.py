@@ -21,7 +21,9 @@ from reef_daemon.runtimes.embedded.decode_kernel import (
     DecodeKernel,
     Int8Panels,
     decoding_method,
+    kernel_threads,
     load_kernel,
+    torch_on_one_thread,
 )
 from reef_daemon.runtimes.embedded.precision import DecodeLinear, DecodeWeights
 from tests.support.gguf_grid import on_a_gguf_grid
@@ -332,6 +334,23 @@ def test_a_failing_build_says_what_the_compiler_said(fresh_build: Path, monkeypa
     assert load_kernel() is None
     assert "failed" in decoding_method("int8 weights") and "no-such-option" in decoding_method("int8 weights")
     assert not list(fresh_build.glob("decode_kernel-*.so"))
+
+
+def test_a_decoding_step_s_torch_operations_run_on_one_thread_and_the_kernels_on_torch_s_count() -> None:
+    """OpenMP workers left spinning by a torch operation would take the cores the kernels' threads need: within a
+    step torch runs on one thread, the kernels on as many as outside it, and both are as before afterwards."""
+    outside = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        with torch_on_one_thread():
+            assert torch.get_num_threads() == 1
+            assert kernel_threads() == 3
+        assert torch.get_num_threads() == 3 and kernel_threads() == 3
+        with pytest.raises(RuntimeError), torch_on_one_thread():
+            raise RuntimeError("a step failed")
+        assert torch.get_num_threads() == 3 and kernel_threads() == 3
+    finally:
+        torch.set_num_threads(outside)
 
 
 def test_products_from_several_threads_at_once_stay_right() -> None:

@@ -16,6 +16,7 @@ The library is compiled with the system's C compiler (`$CC`, else `cc`) for this
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -25,6 +26,8 @@ import platform
 import shlex
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, NamedTuple, overload
 
@@ -49,6 +52,29 @@ BLOCK_BYTES = BLOCK_WEIGHT_BYTES + 2 * PANEL * 2
 NIBBLE_BLOCK_BYTES = (BLOCK // 2 + 1) // 2 * 2 * PANEL + 2 * PANEL * 2
 FORMATS = ("fp16", "int8", "int4")  # a packed weight's format, numbered as decode_format.h numbers them
 BUILD_TIMEOUT_S = 120
+_kernel_threads = threading.local()  # per thread: the kernels' thread count while torch's ops run on one
+
+
+@contextlib.contextmanager
+def torch_on_one_thread() -> Iterator[None]:
+    """Within: torch's own operations on this thread run on one thread, while the kernels keep torch's thread count
+    from outside. A torch operation spread over threads leaves OpenMP's workers spinning for a while after it, on
+    the cores the kernels' threads need; a decoding step's few torch operations are too small to gain from them (a
+    step of four rows on two cores took 1.7-1.9x the time with them spinning)."""
+    threads = kernel_threads()
+    _kernel_threads.count = threads
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        _kernel_threads.count = None
+
+
+def kernel_threads() -> int:
+    """Threads the kernels run on: torch's number, or what it was outside `torch_on_one_thread`."""
+    count: int | None = getattr(_kernel_threads, "count", None)
+    return torch.get_num_threads() if count is None else count
 
 
 class Int8Panels(NamedTuple):
@@ -149,7 +175,7 @@ class DecodeKernel:
         self, rows: torch.Tensor, packed: torch.Tensor, outputs: int, threads: int | None = None
     ) -> torch.Tensor:
         """`rows` [n, in] fp32 times the packed weight of `outputs` outputs (fp16 panels from `pack`, 8-bit panels
-        from `pack_int8` or 4-bit ones from `pack_int4`): [n, outputs] fp32, on `threads` threads (torch's number by
+        from `pack_int8` or 4-bit ones from `pack_int4`): [n, outputs] fp32, on `threads` threads (`kernel_threads()` by
         default; the result is the same for any)."""
         rows = rows.contiguous()
         inputs = rows.shape[1]
@@ -159,7 +185,7 @@ class DecodeKernel:
             raise ValueError(f"decoding product: rows {rows.dtype} {tuple(rows.shape)}, weight {packed.dtype}"
                              f" {tuple(packed.shape)} for {outputs} outputs")  # fmt: skip
         result = torch.empty(rows.shape[0], outputs, dtype=torch.float32)
-        threads = torch.get_num_threads() if threads is None else threads
+        threads = kernel_threads() if threads is None else threads
         if self._linear(rows.data_ptr(), rows.shape[0], inputs, packed.data_ptr(), FORMATS.index(kind), outputs,
                         result.data_ptr(), threads):  # fmt: skip
             raise MemoryError("decoding product: no memory for the rows' integer copies")
@@ -194,7 +220,7 @@ class DecodeKernel:
         out = torch.empty(rows, 1, heads, dim, dtype=torch.float32)
         failed = self._attention(
             *(t.data_ptr() for t in tensors), positions.data_ptr(), rows, heads, kv_heads, capacity, dim, scale,
-            out.data_ptr(), torch.get_num_threads(),
+            out.data_ptr(), kernel_threads(),
         )  # fmt: skip
         if failed:
             raise MemoryError("attention kernel: no memory for the scores")

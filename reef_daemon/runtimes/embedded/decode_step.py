@@ -27,7 +27,7 @@ import torch
 
 from reef_daemon.runtimes.embedded.adapters import LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.decode_kernel import FORMATS, DecodeKernel
+from reef_daemon.runtimes.embedded.decode_kernel import FORMATS, DecodeKernel, kernel_threads
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
 
 _PRODUCTS = ("q", "k", "v", "o", "gate", "up", "down")
@@ -172,7 +172,7 @@ class NativeDecodeStep:
         values = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.values))
         failed = self._layers_call(
             self._layers, count, hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr(), keys, values,
-            positions.data_ptr(), batch.capacity, pointers, lora, torch.get_num_threads(),
+            positions.data_ptr(), batch.capacity, pointers, lora, kernel_threads(),
         )  # fmt: skip
         if failed:
             raise MemoryError("decoding: no memory for the attention scores or an adapter's delta")

@@ -18,6 +18,7 @@ waiting request and swap gets that error, and no new one is taken.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -29,7 +30,7 @@ import torch
 
 from reef_daemon.runtimes.embedded.adapters import AdapterBank, AdapterUnavailable, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
-from reef_daemon.runtimes.embedded.decode_kernel import load_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import load_kernel, torch_on_one_thread
 from reef_daemon.runtimes.embedded.decode_step import native_step
 from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
@@ -297,23 +298,24 @@ class GenerationWorker:
     def _decode_step(self) -> None:
         """One token for every decoding sequence, in one forward pass."""
         began = time.perf_counter()
-        try:
-            adapters = [job.adapter for job in self._decoding]
-            with self.adapters.serving(adapters):
-                logits = self._logits(adapters)
-            self._batch.advance()
-        except Exception as exc:
-            log.exception("generation failed")
-            for job in self._decoding:
-                job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
-            self._leave(list(range(len(self._decoding))))
-            return
-        ended = []
-        for row, job in enumerate(self._decoding):
-            token, logprob = pick_token(logits[row], job.params, job.generator)
-            job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
-            if not self._take(job, token):
-                ended.append(row)
+        with torch_on_one_thread() if self._native is not None else contextlib.nullcontext():
+            try:
+                adapters = [job.adapter for job in self._decoding]
+                with self.adapters.serving(adapters):
+                    logits = self._logits(adapters)
+                self._batch.advance()
+            except Exception as exc:
+                log.exception("generation failed")
+                for job in self._decoding:
+                    job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
+                self._leave(list(range(len(self._decoding))))
+                return
+            ended = []
+            for row, job in enumerate(self._decoding):
+                token, logprob = pick_token(logits[row], job.params, job.generator)
+                job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
+                if not self._take(job, token):
+                    ended.append(row)
         self._steps.append((time.perf_counter() - began, len(self._decoding)))
         self.peak_batch = max(self.peak_batch, len(self._decoding))
         self._leave(ended)
