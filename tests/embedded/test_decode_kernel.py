@@ -384,13 +384,14 @@ def _attention_case(
     return query, new_keys, new_values, keys, values, torch.tensor(positions)
 
 
-def test_attention_writes_the_new_keys_and_attends_over_each_rows_own_positions() -> None:
+@pytest.mark.parametrize("dim", [64, 20, 72])  # whole registers, and parts of one (the scalar tails)
+def test_attention_writes_the_new_keys_and_attends_over_each_rows_own_positions(dim: int) -> None:
     kernel = _kernel()
     generator = torch.Generator().manual_seed(5)
-    query, new_keys, new_values, keys, values, positions = _attention_case(generator, [0, 6, 40, 17])
+    query, new_keys, new_values, keys, values, positions = _attention_case(generator, [0, 6, 40, 17], dim=dim)
     before_keys, before_values = keys.clone(), values.clone()
     got = kernel.attend(query, new_keys, new_values, keys, values, positions, 0.125)
-    assert got.shape == (4, 1, 9, 64)
+    assert got.shape == (4, 1, 9, dim)
     for row, position in enumerate(positions.tolist()):
         assert torch.equal(keys[row, :, position], new_keys[row, :, 0])
         assert torch.equal(values[row, :, position], new_values[row, :, 0])

@@ -711,7 +711,8 @@ int reef_linear(const float *x, int64_t rows, int64_t k_count, const void *packe
  * keys, values: the cache, [rows, kv_heads, capacity, dim] fp32. Row r's new key and value ([rows, kv_heads, dim])
  * are written at position positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
  * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it. Scores are
- * scaled dot products, softmax-ed in fp32 against their maximum. Each (row, head) is computed on its own in a fixed
+ * scaled dot products, softmax-ed in fp32 against their maximum (the exponential as Cephes' expf computes it, eight
+ * at a time where AVX2 is). Each (row, head) is computed on its own in a fixed
  * order, on whichever thread (the pairs are shared out among up to `threads` when there is enough to do), so a row's
  * output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (the new keys and values are
  * written; what was attended is not to be used). */
@@ -729,16 +730,6 @@ static float dot(const float *a, const float *b, int64_t n) {
     return total;
 }
 
-static void add_scaled(float *out, float weight, const float *v, int64_t n) {
-    int64_t i = 0;
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-    __m256 w = _mm256_set1_ps(weight);
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));
-#endif
-    for (; i < n; i++) out[i] += weight * v[i];
-}
-
 typedef struct {
     const float *query, *keys, *values;
     const int64_t *positions;
@@ -748,25 +739,125 @@ typedef struct {
     _Atomic int failed;
 } attention_t;
 
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+/* Lane j of the result: the sum of v[j]'s eight lanes. */
+static inline __m256 lane_sums(const __m256 v[8]) {
+    __m256 first = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    __m256 second = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(first, second, 0x20), _mm256_permute2f128_ps(first, second, 0x31));
+}
+
+/* exp(x) for x <= 0 (attention's scores less their largest), as Cephes' expf computes it: x = n ln 2 + r, and e^r
+ * from a polynomial, within a few units in the last place of fp32; below -87 (where e^x is under 2^-125) as e^-87,
+ * and NaN as NaN. */
+static inline __m256 exp_of_negative(__m256 x) {
+    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x); /* a NaN x is kept: max returns its second operand then */
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i power = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(power));
+}
+#endif
+
+/* scores[t] = exp(scores[t] - top) for the `span` scores; returns their sum. */
+static float exponentiate(float *scores, int64_t span, float top) {
+    int64_t t = 0;
+    float total = 0.0f;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 sum = _mm256_setzero_ps(), largest = _mm256_set1_ps(top);
+    for (; t + 8 <= span; t += 8) {
+        __m256 e = exp_of_negative(_mm256_sub_ps(_mm256_loadu_ps(scores + t), largest));
+        _mm256_storeu_ps(scores + t, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, sum);
+    for (int lane = 0; lane < 8; lane++) total += lanes[lane];
+#endif
+    for (; t < span; t++) {
+        scores[t] = expf(scores[t] - top);
+        total += scores[t];
+    }
+    return total;
+}
+
+#define QUERY_REGISTERS 16 /* a query of up to this many eight-float parts is held in registers */
+
+/* scores[t] = scale * (q . k[t]) for the `span` keys of `dim` floats at k; returns the largest. Eight keys at a time
+ * where `dim` is a whole number of eight-float parts: each key's products summed in a register's lanes, then the
+ * eight keys' lanes summed together. */
+static float score_keys(const float *q, const float *k, int64_t span, int64_t dim, float scale, float *scores) {
+    int64_t t = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    int64_t parts = dim / 8;
+    if (dim % 8 == 0 && parts <= QUERY_REGISTERS) {
+        __m256 query[QUERY_REGISTERS];
+        for (int64_t i = 0; i < parts; i++) query[i] = _mm256_loadu_ps(q + 8 * i);
+        for (; t + 8 <= span; t += 8) {
+            __m256 sums[8];
+            for (int j = 0; j < 8; j++) {
+                const float *key = k + (t + j) * dim;
+                __m256 acc = _mm256_mul_ps(query[0], _mm256_loadu_ps(key));
+                for (int64_t i = 1; i < parts; i++) acc = _mm256_fmadd_ps(query[i], _mm256_loadu_ps(key + 8 * i), acc);
+                sums[j] = acc;
+            }
+            _mm256_storeu_ps(scores + t, _mm256_mul_ps(lane_sums(sums), _mm256_set1_ps(scale)));
+        }
+    }
+#endif
+    for (; t < span; t++) scores[t] = dot(q, k + t * dim, dim) * scale;
+    float top = -INFINITY;
+    for (t = 0; t < span; t++) top = scores[t] > top ? scores[t] : top;
+    return top;
+}
+
+/* o = the sum over t, in order, of weights[t] * v[t] for the `span` values of `dim` floats at v: each output summed
+ * in a register across the positions, 64 floats at a time. */
+static void add_values(const float *weights, const float *v, int64_t span, int64_t dim, float *o) {
+    int64_t c = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    for (; c + 64 <= dim; c += 64) {
+        __m256 acc[8];
+        for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+        for (int64_t t = 0; t < span; t++) {
+            __m256 w = _mm256_set1_ps(weights[t]);
+            const float *row = v + t * dim + c;
+            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * i), acc[i]);
+        }
+        for (int i = 0; i < 8; i++) _mm256_storeu_ps(o + c + 8 * i, acc[i]);
+    }
+    for (; c + 8 <= dim; c += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t t = 0; t < span; t++)
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), _mm256_loadu_ps(v + t * dim + c), acc);
+        _mm256_storeu_ps(o + c, acc);
+    }
+#endif
+    for (; c < dim; c++) {
+        float total = 0.0f;
+        for (int64_t t = 0; t < span; t++) total += weights[t] * v[t * dim + c];
+        o[c] = total;
+    }
+}
+
 /* One (row, head) pair: its scores over the row's positions, their softmax, and the weighted sum of values. */
 static void attend_pair(const attention_t *a, int64_t pair, float *scores) {
     int64_t r = pair / a->heads, h = pair % a->heads, dim = a->dim, span = a->positions[r] + 1;
     const float *q = a->query + pair * dim;
     size_t head = (size_t)((r * a->kv_heads + h / (a->heads / a->kv_heads)) * a->capacity * dim);
     const float *k = a->keys + head, *v = a->values + head;
-    float top = -INFINITY;
-    for (int64_t t = 0; t < span; t++) {
-        scores[t] = dot(q, k + t * dim, dim) * a->scale;
-        if (scores[t] > top) top = scores[t];
-    }
-    float total = 0.0f;
-    for (int64_t t = 0; t < span; t++) {
-        scores[t] = expf(scores[t] - top);
-        total += scores[t];
-    }
+    float total = exponentiate(scores, span, score_keys(q, k, span, dim, a->scale, scores));
     float *o = a->out + pair * dim;
-    memset(o, 0, (size_t)dim * sizeof(float));
-    for (int64_t t = 0; t < span; t++) add_scaled(o, scores[t], v + t * dim, dim);
+    add_values(scores, v, span, dim, o);
     float inverse = 1.0f / total;
     for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
 }
