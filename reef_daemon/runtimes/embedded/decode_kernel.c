@@ -5,13 +5,12 @@
  * the weights for every row.
  *
  * fp16 weights are packed in panels of PANEL output features (decode_format.h): panel p holds, for every input k in
- * order, the PANEL weights W[p * PANEL + j][k] (fp16 bits, zero past the last feature). Each output y[r][n] is the sum over
- * k = 0, 1, ..., K - 1, in that order, of x[r][k] * W[n][k], each step one fused multiply-add in fp32 (or, without
+ * order, the PANEL weights W[p * PANEL + j][k] (fp16 bits, zero past the last feature). Each output y[r][n] is the sum
+ * over k = 0, 1, ..., K - 1, in that order, of x[r][k] * W[n][k], each step one fused multiply-add in fp32 (or, without
  * FMA, a multiply and an add, each rounded). Rows are handled a few at a time, but the order and rounding of one
- * output's sum never depend on how many rows there are or which rows share a pass: a row gets the same bits alone or
- * in any batch. The weights of a panel are read once per group of rows and converted to fp32 in registers. The
- * AVX-512 and AVX2 paths sum an output the same way (one fused multiply-add per k, in order): they agree bit for bit.
- */
+ * output's sum never depend on how many rows there are or which rows share a pass: a row gets the same bits alone or in
+ * any batch. The weights of a panel are read once per group of rows and converted to fp32 in registers. The AVX-512 and
+ * AVX2 paths sum an output the same way (one fused multiply-add per k, in order): they agree bit for bit. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -390,7 +389,8 @@ static void pass(const float *x, int64_t k_count, const uint16_t *panel, float *
     for (int r = 0; r < rows; r++) memcpy(out + r * PANEL, acc[r], sizeof acc[r]);
 }
 
-/* acc[r][j] += s[j] * (d * part[r][j]) + m[j] * (the block's sum of inputs), the block's scales at s, minimums after. */
+/* acc[r][j] += s[j] * (d * part[r][j]) + m[j] * (the block's sum of inputs); the block's scales at s, minimums
+ * after them. */
 static void add_block_sums(float acc[GROUP][PANEL], int32_t part[GROUP][PANEL], const q8_rows_t *in, int64_t block,
                            const uint16_t *s, int rows) {
     const uint16_t *m = s + PANEL;
@@ -621,36 +621,85 @@ static void run_shared(job_t job, int64_t units, int threads) {
 }
 
 /* Row r's inputs in block b as 16-bit integers v times one step d (v = x / d rounded, |v| <= INPUT_LEVELS), two to an
- * int32 (inputs 2i and 2i + 1, an odd last input's partner 0), and the plain sum of those inputs, in order. An input
- * that is not finite gives its block the step NaN, so its outputs are NaN as fp32 arithmetic would make them. */
+ * int32 (inputs 2i and 2i + 1, an odd last input's partner 0), and the sum of those inputs (SUM_LANES running sums,
+ * input k of the block into sum k % SUM_LANES in order, then added pairwise: the same order in every build, eight
+ * inputs an instruction where AVX2 is). An input that is not finite gives its block the step NaN, so its outputs are
+ * NaN as fp32 arithmetic would make them. */
 #define INPUT_LEVELS 32767.0f
+#define SUM_LANES 8
+
+/* The block's sum (as above) and its largest |x| (or a NaN): `count` inputs at x. */
+static void block_range(const float *x, int64_t count, float *sum, float *largest) {
+    float lanes[SUM_LANES] = {0.0f}, top = 0.0f;
+    int64_t k = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 sums = _mm256_setzero_ps(), tops = _mm256_setzero_ps();
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (; k + SUM_LANES <= count; k += SUM_LANES) {
+        __m256 v = _mm256_loadu_ps(x + k);
+        sums = _mm256_add_ps(sums, v);
+        tops = _mm256_max_ps(tops, _mm256_and_ps(v, magnitude)); /* a NaN input keeps the NaN (second operand) */
+    }
+    _mm256_storeu_ps(lanes, sums);
+    float tops_out[SUM_LANES];
+    _mm256_storeu_ps(tops_out, tops);
+    for (int lane = 0; lane < SUM_LANES; lane++)
+        top = tops_out[lane] > top || isnan(tops_out[lane]) ? tops_out[lane] : top;
+#endif
+    for (; k < count; k++) {
+        lanes[k % SUM_LANES] += x[k];
+        float size = fabsf(x[k]);
+        top = size > top || isnan(size) ? size : top;
+    }
+    *sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    *largest = top;
+}
+
+/* The 16-bit level of x at `inverse` levels a unit. */
+static inline int32_t level_of(float x, float inverse) {
+    float v = rintf(x * inverse);
+    v = v > INPUT_LEVELS ? INPUT_LEVELS : (v < -INPUT_LEVELS ? -INPUT_LEVELS : v);
+    return v == v ? (int32_t)v : 0; /* NaN: its block's step is NaN anyway */
+}
+
+/* out[i] = the levels of inputs 2i and 2i + 1 of the `count` at x, two 16-bit integers to an int32. */
+static void pack_levels(const float *x, int64_t count, float inverse, int32_t *out) {
+    int64_t k = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    const __m256 scale = _mm256_set1_ps(inverse), high = _mm256_set1_ps(INPUT_LEVELS);
+    const __m256i low_half = _mm256_set1_epi32(0xffff), evens = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    for (; k + 8 <= count; k += 8) {
+        __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + k), scale),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_sub_ps(_mm256_setzero_ps(), high)), high);
+        v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN to 0 */
+        __m256i levels = _mm256_and_si256(_mm256_cvtps_epi32(v), low_half);
+        __m256i pairs = _mm256_or_si256(levels, _mm256_srli_epi64(levels, 16)); /* each 64 bits: 2i | 2i+1 << 16 */
+        _mm_storeu_si128((__m128i *)(out + k / 2),
+                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(pairs, evens)));
+    }
+#endif
+    for (; k < count; k += 2) {
+        uint32_t low = (uint16_t)level_of(x[k], inverse);
+        uint32_t high = k + 1 < count ? (uint16_t)level_of(x[k + 1], inverse) : 0;
+        out[k / 2] = (int32_t)(low | high << 16);
+    }
+}
+
 static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t *pairs_out, float *steps,
                           float *sums) {
     int64_t blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
     for (int64_t r = 0; r < rows; r++) {
         const float *row = x + r * k_count;
-        int32_t *out = pairs_out + r * pairs;
         for (int64_t b = 0; b < blocks; b++) {
-            int64_t first = b * BLOCK, end = first + BLOCK < k_count ? first + BLOCK : k_count;
-            float sum = 0.0f, largest = 0.0f;
-            for (int64_t k = first; k < end; k++) {
-                sum += row[k];
-                float size = fabsf(row[k]);
-                largest = size > largest ? size : largest;
-            }
+            int64_t first = b * BLOCK, count = first + BLOCK < k_count ? BLOCK : k_count - first;
+            float sum, largest;
+            block_range(row + first, count, &sum, &largest);
             int finite = isfinite(sum) && isfinite(largest);
             float inverse = finite && largest > 0.0f ? INPUT_LEVELS / largest : 0.0f;
             steps[r * blocks + b] = finite ? largest / INPUT_LEVELS : NAN;
             sums[r * blocks + b] = sum;
-            for (int64_t k = first; k < end; k += 2) {
-                float level[2] = {0.0f, 0.0f};
-                for (int i = 0; i < 2 && k + i < end; i++) {
-                    float v = rintf(row[k + i] * inverse);
-                    level[i] = v > INPUT_LEVELS ? INPUT_LEVELS : (v < -INPUT_LEVELS ? -INPUT_LEVELS : v);
-                }
-                uint32_t low = (uint16_t)(int16_t)level[0], high = (uint16_t)(int16_t)level[1];
-                out[k / 2] = (int32_t)(low | high << 16);
-            }
+            pack_levels(row + first, count, inverse, pairs_out + r * pairs + first / 2);
         }
     }
 }
@@ -694,11 +743,11 @@ static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_
  * 8-bit panels: one byte q per weight, an output's weights of inputs 2i and 2i + 1 side by side, and each block of
  * BLOCK inputs of an output with a scale s and a minimum m (fp16, after the block's bytes), the weight W[n][k]
  * standing for q * s + m. 4-bit panels hold the same q two a byte, and give the same bits.
- * Asymmetric, as llama.cpp's Q8_1. Each row's inputs in a block are taken as 16-bit integers v times a step d
- * (d = the block's largest |x| / 32767), within d / 2 of each input: 2^-16 of the block's largest. A block's part of
- * an output is s * (d * the integer sum over its inputs of q * v) + m * (the sum of its inputs x, in order, once per
- * row and block for every output), added to the output's sum block by block, each step one fused multiply-add. The
- * integer sums are exact in any order, so every path (AVX-512 with or without VNNI, AVX2, the portable C) gives the
+ * Asymmetric, as llama.cpp's Q8_1. Each row's inputs in a block are taken as 16-bit integers v times a step d (d = the
+ * block's largest |x| / 32767), within d / 2 of each input: 2^-16 of the block's largest. A block's part of an output
+ * is s * (d * the integer sum over its inputs of q * v) + m * (the sum of its inputs x, as quantise_rows sums them,
+ * once per row and block for every output), added to the output's sum block by block, each step one fused multiply-add.
+ * The integer sums are exact in any order, so every path (AVX-512 with or without VNNI, AVX2, the portable C) gives the
  * same bits, and a row the same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
 int reef_linear(const float *x, int64_t rows, int64_t k_count, const void *packed, int format, int64_t n_count,
                 float *y, int threads) {
