@@ -111,6 +111,29 @@ def test_rows_decoding_past_the_rotary_table_get_transformers_logits(model: Any,
     steps_match_transformers(model, step, 5, [long, [5, 35]])
 
 
+def test_rows_that_join_together_step_as_rows_that_joined_one_by_one(model: Any, step: NativeDecodeStep) -> None:
+    """Requests that arrive together join the batch in one copy of its buffers (`BatchCache.extend`): the same rows,
+    positions, keys and logits as joining one at a time."""
+    from transformers import DynamicCache
+
+    one_by_one = read(model, PROMPTS[:1])
+    caches = []
+    with torch.inference_mode():
+        for prompt in PROMPTS[1:]:
+            cache = DynamicCache(config=model.config)
+            model(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True)
+            caches.append(cache)
+        together = read(model, PROMPTS[:1])
+        for cache in caches:
+            one_by_one.add(cache)
+        together.extend(caches)
+        assert together.lengths == one_by_one.lengths == [len(p) for p in PROMPTS]
+        tokens = [p[-1] for p in PROMPTS]
+        assert torch.equal(native(step, tokens, together), native(step, tokens, one_by_one))
+    for ours, theirs in zip(together.keys, one_by_one.keys, strict=True):
+        assert torch.equal(ours[:, :, : max(together.lengths) + 1], theirs[:, :, : max(together.lengths) + 1])
+
+
 def test_int8_copies_step_as_transformers_does_with_them() -> None:
     """The native step reads the int8 copies and their scales where the layer modules hold them."""
     int8 = tiny_llama("int8")

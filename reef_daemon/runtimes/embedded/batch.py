@@ -13,6 +13,7 @@ decoded alone does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -38,16 +39,23 @@ class BatchCache:
 
     def add(self, cache: Any) -> None:
         """Append a row holding the contents of a single-sequence `DynamicCache`."""
-        layers = [(layer.keys, layer.values) for layer in cache.layers]
-        length = int(layers[0][0].shape[2])
+        self.extend([cache])
+
+    def extend(self, caches: Sequence[Any]) -> None:
+        """Append a row for each single-sequence `DynamicCache`, in order: the batch's buffers are copied once
+        for all of them (requests that arrive together join together)."""
+        if not caches:
+            return
+        rows = [[(layer.keys, layer.values) for layer in cache.layers] for cache in caches]
+        lengths = [int(layers[0][0].shape[2]) for layers in rows]
         if not self.lengths:
-            self.keys = [_empty_like(k, 0, length + GROWTH) for k, _ in layers]
-            self.values = [_empty_like(v, 0, length + GROWTH) for _, v in layers]
-        self._reserve(length + 1)
-        for index, (k, v) in enumerate(layers):
-            self.keys[index] = torch.cat([self.keys[index], _padded(k, self.capacity)])
-            self.values[index] = torch.cat([self.values[index], _padded(v, self.capacity)])
-        self.lengths.append(length)
+            self.keys = [_empty_like(k, 0, max(lengths) + GROWTH) for k, _ in rows[0]]
+            self.values = [_empty_like(v, 0, max(lengths) + GROWTH) for _, v in rows[0]]
+        self._reserve(max(lengths) + 1)
+        for index in range(len(self.keys)):
+            self.keys[index] = torch.cat([self.keys[index], *(_padded(r[index][0], self.capacity) for r in rows)])
+            self.values[index] = torch.cat([self.values[index], *(_padded(r[index][1], self.capacity) for r in rows)])
+        self.lengths.extend(lengths)
 
     def remove(self, rows: list[int]) -> None:
         """Drop these rows (their sequences ended)."""

@@ -72,6 +72,7 @@ class GenerationWorker:
         # rows are the jobs of `_decoding` in order.
         self._reading: deque[Job] = deque()
         self._decoding: list[Job] = []
+        self._joining: list[Job] = []  # prompts read this turn, joining the batch at its end
         self._batch = BatchCache()
         self._native = native_step(loaded.model, load_kernel())  # None: transformers' forward decodes
         self.peak_batch = 0  # the most sequences one decoding step has advanced
@@ -129,7 +130,8 @@ class GenerationWorker:
             with self._lock:
                 self.failure, self._closed = reason, True
         with self._lock:
-            waiting, swaps = [*self._reading, *self._decoding, *self._incoming], [*self._applying, *self._swaps]
+            waiting = [*self._reading, *self._joining, *self._decoding, *self._incoming]
+            swaps = [*self._applying, *self._swaps]
             self._incoming.clear()
             self._swaps.clear()
         for job in waiting:
@@ -160,6 +162,7 @@ class GenerationWorker:
                     self._read_turn()
                 while self._reading and self._reads_nothing(self._reading[0]):
                     self._read_turn()  # the same prompt again: it joins this step rather than the next
+                self._join()
             if self._decoding:
                 with delivered_together():  # a token for every sequence of the batch, in one wake-up
                     self._decode_step()
@@ -249,9 +252,16 @@ class GenerationWorker:
         elif token is None:
             self._reading.append(job)
         else:
-            self._batch.add(job.cache)
-            job.cache = None
-            self._decoding.append(job)
+            self._joining.append(job)
+
+    def _join(self) -> None:
+        """The sequences whose prompts were read this turn join the batch, together (one copy of its buffers)."""
+        if self._joining:
+            self._batch.extend([job.cache for job in self._joining])
+            for job in self._joining:
+                job.cache = None
+            self._decoding.extend(self._joining)
+            self._joining = []
 
     def _read(self, job: Job) -> int | None:
         """Feed the next chunk of the job's context; the token it picks once the context is all read."""
