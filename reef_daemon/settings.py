@@ -189,9 +189,9 @@ class EmbeddedSection:
     decode_weights: str = setting(
         "auto",
         DECODE_WEIGHTS,
-        help="the copies of the weights torch decodes from: auto (bytes, with a scale and minimum per 32, for the "
-        "weights they hold exactly, as a GGUF's 4- and 8-bit ones; fp16 for the others; log-probs within ~0.005 "
-        "nats of fp32), fp16 (log-probs within "
+        help="the copies of the weights torch decodes from: auto (the fewest bits that hold a weight exactly, with "
+        "a scale and minimum per 32: 4 bits for a GGUF's 4-bit weights, bytes for its 8-bit ones; fp16 for the "
+        "others; log-probs within ~0.005 nats of fp32), fp16 (log-probs within "
         "~0.01 nats of fp32) or int8 (bytes for every weight: log-probs within ~0.01 nats on average and ~0.05 at "
         "worst of weights that are not exact)",
     )
