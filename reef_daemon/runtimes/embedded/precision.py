@@ -85,14 +85,11 @@ class DecodeLinear(nn.Module):
         if self._weights == "int8":
             return self._kernel.pack_int8(weight, arena=self._arena).panels
         if self._weights == "auto":
-            exact = self._kernel.pack_int8(weight, exact_only=True)
+            # Packed where the copies live: a swap makes copies of the same shapes, which take the rooms given back.
+            exact = self._kernel.pack_int8(weight, exact_only=True, arena=self._arena)
             if exact is not None:
                 nibbles = self._kernel.pack_int4(exact.panels, self._arena)
-                if nibbles is not None:
-                    return nibbles
-                if self._arena is None:
-                    return exact.panels
-                return self._arena.empty(tuple(exact.panels.shape), torch.uint8).copy_(exact.panels)
+                return exact.panels if nibbles is None else nibbles
         return self._kernel.pack(weight, self._arena)
 
 
