@@ -3,10 +3,10 @@
 For each row count, a `BatchCache` of that many short contexts is stepped through transformers' forward pass (the
 decoding layers, without the native step or the HTTP layers), once with the decoding kernels and once with torch's
 fp16 product (what decoding falls back to without a C compiler). Then the linear layers' products alone are timed on
-every decode weight: the kernel on the default 8-bit copies and on fp16 ones (on 2 MiB pages, as decoding has
-them), torch's fp16 product (all rows in one call), fp32 products on a converted copy (MKL) in fixed groups of 4
-rows (a fixed shape, so a row's result does not depend on the batch), and the time to read every fp16 weight once
-(an integer maximum over their bits).
+every decode weight: the kernel on the default copies (4-bit where the GGUF's weights are, 8-bit elsewhere), on
+8-bit copies of every weight and on fp16 ones (on 2 MiB pages, as decoding has them), torch's fp16 product (all rows
+in one call), fp32 products on a converted copy (MKL) in fixed groups of 4 rows (a fixed shape, so a row's result
+does not depend on the batch), and the time to read every fp16 weight once (an integer maximum over their bits).
 Run with one torch thread by default, so a loaded machine's scheduling noise stays out of the ratios.
 
     .venv/bin/python bench/embedded_step_cost.py [--threads 1] [--steps 12]
@@ -31,7 +31,7 @@ from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, decoding_method, load_kernel
 from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
-from reef_daemon.runtimes.embedded.precision import DecodeLinear
+from reef_daemon.runtimes.embedded.precision import DecodeLinear, decode_copies
 
 ROWS = (1, 2, 4, 8)
 GROUP = 4  # rows per fp32 product in the fixed-shape alternative
@@ -93,7 +93,9 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
     kernel = load_kernel()
     assert kernel is not None, decoding_method("fp16 weights")
     arena = HugePageArena()  # where decoding's copies live
-    weights = [m.weight.detach().to(torch.float16) for m in model.modules() if isinstance(m, DecodeLinear)]
+    layers = [m for m in model.modules() if isinstance(m, DecodeLinear)]
+    weights = [m.weight.detach().to(torch.float16) for m in layers]
+    default = [m.decode_weight for m in layers]  # as decoding reads them
     packed = [kernel.pack(w, arena) for w in weights]
     eight_bit = [
         kernel.pack_int8(m.weight.detach(), arena=arena) for m in model.modules() if isinstance(m, DecodeLinear)
@@ -103,6 +105,10 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
 
     def reef_kernel(rows: int) -> None:
         for w, p in zip(weights, packed, strict=True):
+            kernel.linear(torch.ones(rows, w.shape[1]), p, w.shape[0])
+
+    def reef_kernel_default(rows: int) -> None:
+        for w, p in zip(weights, default, strict=True):
             kernel.linear(torch.ones(rows, w.shape[1]), p, w.shape[0])
 
     def reef_kernel_8_bit(rows: int) -> None:
@@ -126,16 +132,17 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
     lines = [
         f"Reading every fp16 decode weight once ({sum(w.numel() for w in weights) * 2 / 2**20:.0f} MiB): {read:.1f} ms",
         "",
-        f"| rows | reef kernel ({kernel.kind}), 8-bit copies ms | fp16 copies ms | torch fp16, one call ms"
-        " | fp32 on converted tiles, groups of 4 ms |",
-        "|---|---|---|---|---|",
+        f"| rows | reef kernel ({kernel.kind}), default copies ({decode_copies(model)}) ms | 8-bit copies ms"
+        " | fp16 copies ms | torch fp16, one call ms | fp32 on converted tiles, groups of 4 ms |",
+        "|---|---|---|---|---|---|",
     ]
     for rows in ROWS:
-        default = best_of(partial(reef_kernel_8_bit, rows), repeats)
-        ours = best_of(partial(reef_kernel, rows), repeats)
+        ours = best_of(partial(reef_kernel_default, rows), repeats)
+        eight = best_of(partial(reef_kernel_8_bit, rows), repeats)
+        half = best_of(partial(reef_kernel, rows), repeats)
         served = best_of(partial(fp16, rows), repeats)
         grouped = best_of(partial(fp32_groups, rows), repeats)
-        lines.append(f"| {rows} | {default:.1f} | {ours:.1f} | {served:.1f} | {grouped:.1f} |")
+        lines.append(f"| {rows} | {ours:.1f} | {eight:.1f} | {half:.1f} | {served:.1f} | {grouped:.1f} |")
     return lines
 
 
