@@ -5,7 +5,7 @@ the linear layers' weights in fewer bytes decode faster. Multi-token steps (prom
 where products in fewer bits are slow on CPU. The fp32 weights remain the model's state (what is cached, swapped and
 trained); the copies follow them (`embedded.decode-weights`):
 - `auto` (the default): copies in the fewest bits that hold a weight exactly: 4-bit copies of the weights whose
-  blocks are 16 steps of a grid (a GGUF's Q4_1 blocks), 8-bit copies of those 256 steps hold (Q8_0 blocks), fp16
+  blocks are on 16 steps of a grid (a GGUF's Q4_1 blocks), 8-bit copies of those on 256 steps (Q8_0 blocks), fp16
   copies of the others (`decode_pack.c`). So the embedded model decodes from about 5 bits a weight (its head from 9)
   with the very weights that train; a weight that training moves off its grid is decoded from fp16 from its next
   swap on. The 4-bit and 8-bit products take each input to within 2^-16 of its block's largest (integer
