@@ -345,6 +345,9 @@ def test_a_decoding_step_s_torch_operations_run_on_one_thread_and_the_kernels_on
         with torch_on_one_thread():
             assert torch.get_num_threads() == 1
             assert kernel_threads() == 3
+            with torch_on_one_thread():  # within a step's part that says so again
+                assert torch.get_num_threads() == 1 and kernel_threads() == 3
+            assert torch.get_num_threads() == 1 and kernel_threads() == 3
         assert torch.get_num_threads() == 3 and kernel_threads() == 3
         with pytest.raises(RuntimeError), torch_on_one_thread():
             raise RuntimeError("a step failed")

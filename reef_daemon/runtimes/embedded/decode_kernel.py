@@ -61,14 +61,14 @@ def torch_on_one_thread() -> Iterator[None]:
     from outside. A torch operation spread over threads leaves OpenMP's workers spinning for a while after it, on
     the cores the kernels' threads need; a decoding step's few torch operations are too small to gain from them (a
     step of four rows on two cores took 1.7-1.9x the time with them spinning)."""
-    threads = kernel_threads()
-    _kernel_threads.count = threads
+    torch_threads, outer = torch.get_num_threads(), getattr(_kernel_threads, "count", None)
+    _kernel_threads.count = kernel_threads()
     torch.set_num_threads(1)
     try:
         yield
     finally:
-        torch.set_num_threads(threads)
-        _kernel_threads.count = None
+        torch.set_num_threads(torch_threads)
+        _kernel_threads.count = outer
 
 
 def kernel_threads() -> int:
