@@ -268,6 +268,15 @@ static inline __attribute__((always_inline)) void add_half_block(__m256 acc[GROU
     }
 }
 
+/* Each row's outputs [half * 16, half * 16 + 16) of the panel, from its two accumulators. */
+static inline __attribute__((always_inline)) void store_half_rows(__m256 acc[GROUP][2], float *out, int rows,
+                                                                  int half) {
+    for (int r = 0; r < rows; r++) {
+        _mm256_storeu_ps(out + r * PANEL + half * 16, acc[r][0]);
+        _mm256_storeu_ps(out + r * PANEL + half * 16 + 8, acc[r][1]);
+    }
+}
+
 /* Outputs [half * 16, half * 16 + 16) of the panel: the accumulators of a whole panel would not fit in AVX2's
  * registers. */
 static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *in, const uint8_t *panel,
@@ -292,10 +301,7 @@ static inline __attribute__((always_inline)) void q8_half_pass(const q8_rows_t *
         const uint16_t *s = (const uint16_t *)(bytes + BLOCK_WEIGHT_BYTES) + half * 16, *m = s + PANEL;
         add_half_block(acc, part, in, block, s, m, rows);
     }
-    for (int r = 0; r < rows; r++) {
-        _mm256_storeu_ps(out + r * PANEL + half * 16, acc[r][0]);
-        _mm256_storeu_ps(out + r * PANEL + half * 16 + 8, acc[r][1]);
-    }
+    store_half_rows(acc, out, rows, half);
 }
 
 static void q8_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
@@ -341,10 +347,7 @@ static inline __attribute__((always_inline)) void q4_half_pass(const q8_rows_t *
         const uint16_t *s = (const uint16_t *)(bytes + NIBBLE_WEIGHT_BYTES) + half * 16, *m = s + PANEL;
         add_half_block(acc, part, in, block, s, m, rows);
     }
-    for (int r = 0; r < rows; r++) {
-        _mm256_storeu_ps(out + r * PANEL + half * 16, acc[r][0]);
-        _mm256_storeu_ps(out + r * PANEL + half * 16 + 8, acc[r][1]);
-    }
+    store_half_rows(acc, out, rows, half);
 }
 
 static void q4_pass(const q8_rows_t *in, const uint8_t *panel, float *out, int rows) {
