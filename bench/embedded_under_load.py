@@ -1,0 +1,92 @@
+"""How the embedded model's decoding holds up on a machine that is busy with something else.
+
+The native decoding step (all layers and the head, on the kernels' threads: torch's count) of 1 and 4 rows is timed
+on a quiet machine, then beside `--busy` processes that each keep a core busy (as a build or a test run would), in
+alternating rounds. Printed per row count: the median step on each side and their ratio. With as many busy
+processes as the decoding has threads, every thread of the step shares its core.
+
+    .venv/bin/python bench/embedded_under_load.py [--busy 1] [--rounds 6]
+
+Prints a markdown table. Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from reef_daemon.runtimes.embedded.batch import BatchCache
+from reef_daemon.runtimes.embedded.decode_kernel import kernel_threads, load_kernel, torch_on_one_thread
+from reef_daemon.runtimes.embedded.decode_step import NativeDecodeStep
+from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
+
+ROWS = (1, 4)
+STEPS = 40  # timed steps per round, after 5 untimed ones
+
+
+def step_ms(model: Any, step: NativeDecodeStep, rows: int) -> float:
+    """The mean of STEPS decoding steps of `rows` rows, from short contexts, in ms."""
+    from transformers import DynamicCache
+
+    batch = BatchCache()
+    for row in range(rows):
+        cache = DynamicCache(config=model.config)
+        model(input_ids=torch.tensor([[1, 2, 3, 4] * (8 + row)]), cache=cache, use_cache=True, logits_to_keep=1)
+        batch.add(cache)
+    with torch_on_one_thread():
+        for _ in range(5):
+            step.logits([5] * rows, batch, [None] * rows)
+            batch.advance()
+        began = time.perf_counter()
+        for _ in range(STEPS):
+            step.logits([5] * rows, batch, [None] * rows)
+            batch.advance()
+    return (time.perf_counter() - began) / STEPS * 1000
+
+
+def busy(count: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--busy", type=int, default=1, help="processes keeping a core busy beside the decoding")
+    parser.add_argument("--rounds", type=int, default=6, help="alternating quiet and busy rounds")
+    args = parser.parse_args()
+    kernel = load_kernel()
+    if kernel is None:
+        raise SystemExit("no decoding kernels could be built here: nothing to measure")
+    model = load_model(resolve_source(None), Path(tempfile.mkdtemp())).model
+    step = NativeDecodeStep(model, kernel)
+    quiet: dict[int, list[float]] = {rows: [] for rows in ROWS}
+    loaded: dict[int, list[float]] = {rows: [] for rows in ROWS}
+    with torch.inference_mode():
+        for _ in range(args.rounds):
+            for rows in ROWS:
+                quiet[rows].append(step_ms(model, step, rows))
+            others = busy(args.busy)
+            try:
+                for rows in ROWS:
+                    loaded[rows].append(step_ms(model, step, rows))
+            finally:
+                for process in others:
+                    process.kill()
+                    process.wait()
+    print(f"kernel {kernel.kind}, {kernel_threads()} decoding threads, beside {args.busy} busy process(es)\n")
+    print("| rows | quiet step ms (median) | beside the busy processes ms | ratio |")
+    print("|---|---|---|---|")
+    for rows in ROWS:
+        calm, busy_ms = statistics.median(quiet[rows]), statistics.median(loaded[rows])
+        print(f"| {rows} | {calm:.2f} | {busy_ms:.2f} | {busy_ms / calm:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
