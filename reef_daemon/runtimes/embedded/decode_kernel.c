@@ -788,12 +788,13 @@ int reef_linear(const float *x, int64_t rows, int64_t k_count, const void *packe
  *
  * keys, values: the cache, [rows, kv_heads, capacity, dim] fp32. Row r's new key and value ([rows, kv_heads, dim])
  * are written at position positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
- * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it. Scores are
- * scaled dot products, softmax-ed in fp32 against their maximum (the exponential as Cephes' expf computes it, eight
- * at a time where AVX2 is). Each (row, head) is computed on its own in a fixed
- * order, on whichever thread (the pairs are shared out among up to `threads` when there is enough to do), so a row's
- * output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (the new keys and values are
- * written; what was attended is not to be used). */
+ * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it; the query
+ * heads of one key/value head take its positions in turns of ATTENTION_RUN, so they read it from memory once. Scores
+ * are scaled dot products, softmax-ed in fp32 against their maximum (the exponential as Cephes' expf computes it,
+ * eight at a time where AVX2 is). Each (row, head) is computed in a fixed order, the same for any grouping, on
+ * whichever thread (the (row, key/value head) pairs are shared out among up to `threads` when there is enough to do),
+ * so a row's output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (the new keys and
+ * values are written; what was attended is not to be used). */
 static float dot(const float *a, const float *b, int64_t n) {
     int64_t i = 0;
     float total = 0.0f;
@@ -870,17 +871,19 @@ static float exponentiate(float *scores, int64_t span, float top) {
 
 #define QUERY_REGISTERS 16 /* a query of up to this many eight-float parts is held in registers */
 
-/* scores[t] = scale * (q . k[t]) for the `span` keys of `dim` floats at k; returns the largest. Eight keys at a time
- * where `dim` is a whole number of eight-float parts: each key's products summed in a register's lanes, then the
- * eight keys' lanes summed together. */
-static float score_keys(const float *q, const float *k, int64_t span, int64_t dim, float scale, float *scores) {
-    int64_t t = 0;
+/* scores[t] = scale * (q . k[t]) for the keys t in [first, end) of `dim` floats at k (`first` a multiple of eight).
+ * Eight keys at a time where `dim` is a whole number of eight-float parts: each key's products summed in a register's
+ * lanes, then the eight keys' lanes summed together; a key past the last eight alone. A key's score is the same
+ * whatever range it is computed in. */
+static void score_keys(const float *q, const float *k, int64_t first, int64_t end, int64_t dim, float scale,
+                       float *scores) {
+    int64_t t = first;
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
     int64_t parts = dim / 8;
     if (dim % 8 == 0 && parts <= QUERY_REGISTERS) {
         __m256 query[QUERY_REGISTERS];
         for (int64_t i = 0; i < parts; i++) query[i] = _mm256_loadu_ps(q + 8 * i);
-        for (; t + 8 <= span; t += 8) {
+        for (; t + 8 <= end; t += 8) {
             __m256 sums[8];
             for (int j = 0; j < 8; j++) {
                 const float *key = k + (t + j) * dim;
@@ -892,21 +895,25 @@ static float score_keys(const float *q, const float *k, int64_t span, int64_t di
         }
     }
 #endif
-    for (; t < span; t++) scores[t] = dot(q, k + t * dim, dim) * scale;
+    for (; t < end; t++) scores[t] = dot(q, k + t * dim, dim) * scale;
+}
+
+static float largest(const float *scores, int64_t span) {
     float top = -INFINITY;
-    for (t = 0; t < span; t++) top = scores[t] > top ? scores[t] : top;
+    for (int64_t t = 0; t < span; t++) top = scores[t] > top ? scores[t] : top;
     return top;
 }
 
-/* o = the sum over t, in order, of weights[t] * v[t] for the `span` values of `dim` floats at v: each output summed
- * in a register across the positions, 64 floats at a time. */
-static void add_values(const float *weights, const float *v, int64_t span, int64_t dim, float *o) {
+/* o += the sum over t in [first, end), in order, of weights[t] * v[t] for the values of `dim` floats at v (o = that
+ * sum when `first` is 0): each output summed in a register across the positions, 64 floats at a time. An output's
+ * sum over all positions has the same bits however the positions are split into ranges, taken in order. */
+static void add_values(const float *weights, const float *v, int64_t first, int64_t end, int64_t dim, float *o) {
     int64_t c = 0;
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
     for (; c + 64 <= dim; c += 64) {
         __m256 acc[8];
-        for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
-        for (int64_t t = 0; t < span; t++) {
+        for (int i = 0; i < 8; i++) acc[i] = first == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + c + 8 * i);
+        for (int64_t t = first; t < end; t++) {
             __m256 w = _mm256_set1_ps(weights[t]);
             const float *row = v + t * dim + c;
             for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * i), acc[i]);
@@ -914,41 +921,62 @@ static void add_values(const float *weights, const float *v, int64_t span, int64
         for (int i = 0; i < 8; i++) _mm256_storeu_ps(o + c + 8 * i, acc[i]);
     }
     for (; c + 8 <= dim; c += 8) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t t = 0; t < span; t++)
+        __m256 acc = first == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + c);
+        for (int64_t t = first; t < end; t++)
             acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), _mm256_loadu_ps(v + t * dim + c), acc);
         _mm256_storeu_ps(o + c, acc);
     }
 #endif
     for (; c < dim; c++) {
-        float total = 0.0f;
-        for (int64_t t = 0; t < span; t++) total += weights[t] * v[t * dim + c];
+        float total = first == 0 ? 0.0f : o[c];
+        for (int64_t t = first; t < end; t++) total += weights[t] * v[t * dim + c];
         o[c] = total;
     }
 }
 
-/* One (row, head) pair: its scores over the row's positions, their softmax, and the weighted sum of values. */
-static void attend_pair(const attention_t *a, int64_t pair, float *scores) {
-    int64_t r = pair / a->heads, h = pair % a->heads, dim = a->dim, span = a->positions[r] + 1;
-    const float *q = a->query + pair * dim;
-    size_t head = (size_t)((r * a->kv_heads + h / (a->heads / a->kv_heads)) * a->capacity * dim);
+/* Positions a group's query heads take in turn: their keys (or values) stay in the first-level cache meanwhile, so the
+ * heads that share a key/value head read it from memory once. A multiple of eight. */
+#define ATTENTION_RUN 64
+
+/* One (row, key/value head) pair, with the query heads that read it: each head's scores over the row's positions,
+ * their softmax, and the weighted sum of values, computed as for that head alone. `scores`: room for `group` heads'
+ * scores over the longest row, then their `group` totals. */
+static void attend_group(const attention_t *a, int64_t unit, float *scores) {
+    int64_t group = a->heads / a->kv_heads, r = unit / a->kv_heads, g = unit % a->kv_heads, dim = a->dim;
+    int64_t span = a->positions[r] + 1, first_head = r * a->heads + g * group;
+    size_t head = (size_t)((r * a->kv_heads + g) * a->capacity * dim);
     const float *k = a->keys + head, *v = a->values + head;
-    float total = exponentiate(scores, span, score_keys(q, k, span, dim, a->scale, scores));
-    float *o = a->out + pair * dim;
-    add_values(scores, v, span, dim, o);
-    float inverse = 1.0f / total;
-    for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
+    for (int64_t t = 0; t < span; t += ATTENTION_RUN) {
+        int64_t end = t + ATTENTION_RUN < span ? t + ATTENTION_RUN : span;
+        for (int64_t h = 0; h < group; h++)
+            score_keys(a->query + (first_head + h) * dim, k, t, end, dim, a->scale, scores + h * a->longest);
+    }
+    float *totals = scores + group * a->longest;
+    for (int64_t h = 0; h < group; h++) {
+        float *own = scores + h * a->longest;
+        totals[h] = exponentiate(own, span, largest(own, span));
+    }
+    for (int64_t t = 0; t < span; t += ATTENTION_RUN) {
+        int64_t end = t + ATTENTION_RUN < span ? t + ATTENTION_RUN : span;
+        for (int64_t h = 0; h < group; h++)
+            add_values(scores + h * a->longest, v, t, end, dim, a->out + (first_head + h) * dim);
+    }
+    for (int64_t h = 0; h < group; h++) {
+        float *o = a->out + (first_head + h) * dim, inverse = 1.0f / totals[h];
+        for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
+    }
 }
 
-/* Pairs [first, end) of the rows' (row, head) pairs. */
+/* Units [first, end) of the rows' (row, key/value head) pairs. */
 static void attention_units(const void *task, int64_t first, int64_t end) {
     attention_t *a = (attention_t *)task;
-    float *scores = malloc((size_t)a->longest * sizeof(float));
+    int64_t group = a->heads / a->kv_heads;
+    float *scores = malloc((size_t)(group * (a->longest + 1)) * sizeof(float));
     if (scores == NULL) {
         atomic_store(&a->failed, 1);
         return;
     }
-    for (int64_t pair = first; pair < end; pair++) attend_pair(a, pair, scores);
+    for (int64_t unit = first; unit < end; unit++) attend_group(a, unit, scores);
     free(scores);
 }
 
@@ -969,7 +997,7 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
         work += (positions[r] + 1) * heads * dim * 2;
     }
     attention_t task = {query, keys, values, positions, rows, heads, kv_heads, capacity, dim, longest, scale, out, 0};
-    run_shared((job_t){attention_units, &task, rows * heads, 0}, work < SHARED_ATTENTION ? 1 : threads);
+    run_shared((job_t){attention_units, &task, rows * kv_heads, 0}, work < SHARED_ATTENTION ? 1 : threads);
     return atomic_load(&task.failed) ? -1 : 0;
 }
 
