@@ -405,10 +405,11 @@ def _attention_case(
 
 
 @pytest.mark.parametrize("dim", [64, 20, 72])  # whole registers, and parts of one (the scalar tails)
-def test_attention_writes_the_new_keys_and_attends_over_each_rows_own_positions(dim: int) -> None:
+@pytest.mark.parametrize("rows", [[0, 6, 40, 17], [1100, 511, 512, 30]])  # long rows are attended in parts
+def test_attention_writes_the_new_keys_and_attends_over_each_rows_own_positions(dim: int, rows: list[int]) -> None:
     kernel = _kernel()
     generator = torch.Generator().manual_seed(5)
-    query, new_keys, new_values, keys, values, positions = _attention_case(generator, [0, 6, 40, 17], dim=dim)
+    query, new_keys, new_values, keys, values, positions = _attention_case(generator, rows, dim=dim)
     before_keys, before_values = keys.clone(), values.clone()
     got = kernel.attend(query, new_keys, new_values, keys, values, positions, 0.125)
     assert got.shape == (4, 1, 9, dim)

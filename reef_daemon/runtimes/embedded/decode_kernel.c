@@ -788,13 +788,13 @@ int reef_linear(const float *x, int64_t rows, int64_t k_count, const void *packe
  *
  * keys, values: the cache, [rows, kv_heads, capacity, dim] fp32. Row r's new key and value ([rows, kv_heads, dim])
  * are written at position positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
- * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it; the query
- * heads of one key/value head take its positions in turns of ATTENTION_RUN, so they read it from memory once. Scores
- * are scaled dot products, softmax-ed in fp32 against their maximum (the exponential as Cephes' expf computes it,
- * eight at a time where AVX2 is). Each (row, head) is computed in a fixed order, the same for any grouping, on
- * whichever thread (the (row, key/value head) pairs are shared out among up to `threads` when there is enough to do),
- * so a row's output does not depend on the rows beside it. Returns 0, or -1 when memory ran out (the new keys and
- * values are written; what was attended is not to be used). */
+ * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it. Scores are
+ * scaled dot products, softmax-ed in fp32 against their maximum (the exponential as Cephes' expf computes it, eight
+ * at a time where AVX2 is); a row longer than ATTENTION_PART is attended in parts, joined after. Each (row, head) is
+ * computed in a fixed order that depends on its own positions only, on whichever thread (the (row, key/value head,
+ * part) units are shared out among up to `threads` when there is enough to do), so a row's output does not depend on
+ * the rows beside it. Returns 0, or -1 when memory ran out (the new keys and values are written; what was attended
+ * is not to be used). */
 static float dot(const float *a, const float *b, int64_t n) {
     int64_t i = 0;
     float total = 0.0f;
@@ -809,12 +809,21 @@ static float dot(const float *a, const float *b, int64_t n) {
     return total;
 }
 
+/* Positions of a row attended as one part: a longer row is split into parts of this many (the last shorter), each
+ * part's softmax taken against its own largest score and the parts joined after (see join_parts), so the threads
+ * share a long row. A row of one part is attended whole. */
+#define ATTENTION_PART 512
+
 typedef struct {
     const float *query, *keys, *values;
     const int64_t *positions;
-    int64_t rows, heads, kv_heads, capacity, dim, longest;
+    int64_t rows, heads, kv_heads, capacity, dim;
+    int64_t widest;       /* the most positions one unit scores: the longest row, at most ATTENTION_PART */
+    const int64_t *first; /* per row, its first unit (rows + 1 of them): kv_heads units per part */
+    const int64_t *parts_before; /* per row, the parts of the rows before it */
     float scale;
     float *out;
+    float *partials; /* per part and query head of a row of several parts: its output, largest score and total */
     _Atomic int failed;
 } attention_t;
 
@@ -938,45 +947,86 @@ static void add_values(const float *weights, const float *v, int64_t first, int6
  * heads that share a key/value head read it from memory once. A multiple of eight. */
 #define ATTENTION_RUN 64
 
-/* One (row, key/value head) pair, with the query heads that read it: each head's scores over the row's positions,
- * their softmax, and the weighted sum of values, computed as for that head alone. `scores`: room for `group` heads'
- * scores over the longest row, then their `group` totals. */
-static void attend_group(const attention_t *a, int64_t unit, float *scores) {
-    int64_t group = a->heads / a->kv_heads, r = unit / a->kv_heads, g = unit % a->kv_heads, dim = a->dim;
-    int64_t span = a->positions[r] + 1, first_head = r * a->heads + g * group;
-    size_t head = (size_t)((r * a->kv_heads + g) * a->capacity * dim);
+static int64_t parts_of(int64_t span) { return (span + ATTENTION_PART - 1) / ATTENTION_PART; }
+
+/* One (row, key/value head, part) unit, with the query heads that read that head: each head's scores over the part's
+ * positions, their exponentials against the part's largest, and the weighted sum of the values, computed as for that
+ * head alone; the query heads take the positions in turns of ATTENTION_RUN, so they read the keys and values from
+ * memory once. A row of one part gets its output; a part of a longer row leaves its sum, largest score and total in
+ * `partials` for join_parts. `scores`: room for `group` heads' scores over `widest` positions, then their totals
+ * and their largest scores. */
+static void attend_unit(const attention_t *a, int64_t unit, float *scores) {
+    int64_t r = 0;
+    while (a->first[r + 1] <= unit) r++;
+    int64_t span = a->positions[r] + 1, parts = parts_of(span), local = unit - a->first[r];
+    int64_t g = local / parts, part = local % parts, group = a->heads / a->kv_heads, dim = a->dim;
+    int64_t from = part * ATTENTION_PART, count = span - from < ATTENTION_PART ? span - from : ATTENTION_PART;
+    int64_t first_head = r * a->heads + g * group;
+    size_t head = (size_t)(((r * a->kv_heads + g) * a->capacity + from) * dim);
     const float *k = a->keys + head, *v = a->values + head;
-    for (int64_t t = 0; t < span; t += ATTENTION_RUN) {
-        int64_t end = t + ATTENTION_RUN < span ? t + ATTENTION_RUN : span;
+    for (int64_t t = 0; t < count; t += ATTENTION_RUN) {
+        int64_t end = t + ATTENTION_RUN < count ? t + ATTENTION_RUN : count;
         for (int64_t h = 0; h < group; h++)
-            score_keys(a->query + (first_head + h) * dim, k, t, end, dim, a->scale, scores + h * a->longest);
+            score_keys(a->query + (first_head + h) * dim, k, t, end, dim, a->scale, scores + h * a->widest);
     }
-    float *totals = scores + group * a->longest;
+    float *totals = scores + group * a->widest, *tops = totals + group;
     for (int64_t h = 0; h < group; h++) {
-        float *own = scores + h * a->longest;
-        totals[h] = exponentiate(own, span, largest(own, span));
+        float *own = scores + h * a->widest;
+        tops[h] = largest(own, count);
+        totals[h] = exponentiate(own, count, tops[h]);
     }
-    for (int64_t t = 0; t < span; t += ATTENTION_RUN) {
-        int64_t end = t + ATTENTION_RUN < span ? t + ATTENTION_RUN : span;
-        for (int64_t h = 0; h < group; h++)
-            add_values(scores + h * a->longest, v, t, end, dim, a->out + (first_head + h) * dim);
+    float *partial = parts == 1 ? NULL : a->partials + ((a->parts_before[r] + part) * a->heads + g * group) * (dim + 2);
+    for (int64_t t = 0; t < count; t += ATTENTION_RUN) {
+        int64_t end = t + ATTENTION_RUN < count ? t + ATTENTION_RUN : count;
+        for (int64_t h = 0; h < group; h++) {
+            float *o = partial == NULL ? a->out + (first_head + h) * dim : partial + h * (dim + 2);
+            add_values(scores + h * a->widest, v, t, end, dim, o);
+        }
     }
     for (int64_t h = 0; h < group; h++) {
-        float *o = a->out + (first_head + h) * dim, inverse = 1.0f / totals[h];
+        if (partial == NULL) {
+            float *o = a->out + (first_head + h) * dim, inverse = 1.0f / totals[h];
+            for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
+        } else {
+            partial[h * (dim + 2) + dim] = tops[h];
+            partial[h * (dim + 2) + dim + 1] = totals[h];
+        }
+    }
+}
+
+/* The output of each query head of a row of several parts, from its parts' sums: each part weighed by e^(its largest
+ * score - the row's largest), the sums and the totals added in the parts' order. */
+static void join_parts(const attention_t *a, int64_t r) {
+    int64_t parts = parts_of(a->positions[r] + 1), dim = a->dim, size = a->heads * (dim + 2);
+    const float *row = a->partials + a->parts_before[r] * size;
+    for (int64_t h = 0; h < a->heads; h++) {
+        float top = -INFINITY, total = 0.0f, *o = a->out + (r * a->heads + h) * dim;
+        for (int64_t part = 0; part < parts; part++) {
+            float own = row[part * size + h * (dim + 2) + dim];
+            top = own > top ? own : top;
+        }
+        for (int64_t i = 0; i < dim; i++) o[i] = 0.0f;
+        for (int64_t part = 0; part < parts; part++) {
+            const float *sum = row + part * size + h * (dim + 2);
+            float weight = expf(sum[dim] - top);
+            for (int64_t i = 0; i < dim; i++) o[i] += weight * sum[i];
+            total += weight * sum[dim + 1];
+        }
+        float inverse = 1.0f / total;
         for (int64_t i = 0; i < dim; i++) o[i] *= inverse;
     }
 }
 
-/* Units [first, end) of the rows' (row, key/value head) pairs. */
+/* Units [first, end) of the rows' (row, key/value head, part) units. */
 static void attention_units(const void *task, int64_t first, int64_t end) {
     attention_t *a = (attention_t *)task;
     int64_t group = a->heads / a->kv_heads;
-    float *scores = malloc((size_t)(group * (a->longest + 1)) * sizeof(float));
+    float *scores = malloc((size_t)(group * (a->widest + 2)) * sizeof(float));
     if (scores == NULL) {
         atomic_store(&a->failed, 1);
         return;
     }
-    for (int64_t unit = first; unit < end; unit++) attend_group(a, unit, scores);
+    for (int64_t unit = first; unit < end; unit++) attend_unit(a, unit, scores);
     free(scores);
 }
 
@@ -985,7 +1035,7 @@ static void attention_units(const void *task, int64_t first, int64_t end) {
 int reef_decode_attention(const float *query, const float *new_keys, const float *new_values, float *keys,
                           float *values, const int64_t *positions, int64_t rows, int64_t heads, int64_t kv_heads,
                           int64_t capacity, int64_t dim, float scale, float *out, int threads) {
-    int64_t longest = 1, work = 0;
+    int64_t longest = 1, work = 0, parts = 0;
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t g = 0; g < kv_heads; g++) {
             size_t cached = (size_t)(((r * kv_heads + g) * capacity + positions[r]) * dim);
@@ -996,8 +1046,29 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
         if (positions[r] + 1 > longest) longest = positions[r] + 1;
         work += (positions[r] + 1) * heads * dim * 2;
     }
-    attention_t task = {query, keys, values, positions, rows, heads, kv_heads, capacity, dim, longest, scale, out, 0};
-    run_shared((job_t){attention_units, &task, rows * kv_heads, 0}, work < SHARED_ATTENTION ? 1 : threads);
+    int64_t *first = malloc((size_t)(2 * rows + 1) * sizeof(int64_t));
+    if (first == NULL) return -1;
+    int64_t *parts_before = first + rows + 1;
+    first[0] = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t own = parts_of(positions[r] + 1);
+        first[r + 1] = first[r] + own * kv_heads;
+        parts_before[r] = parts;
+        parts += own > 1 ? own : 0;
+    }
+    float *partials = parts ? malloc((size_t)(parts * heads * (dim + 2)) * sizeof(float)) : NULL;
+    if (parts && partials == NULL) {
+        free(first);
+        return -1;
+    }
+    attention_t task = {query, keys, values, positions, rows, heads, kv_heads, capacity, dim,
+                        longest < ATTENTION_PART ? longest : ATTENTION_PART, first, parts_before, scale, out,
+                        partials, 0};
+    run_shared((job_t){attention_units, &task, first[rows], 0}, work < SHARED_ATTENTION ? 1 : threads);
+    for (int64_t r = 0; r < rows && !atomic_load(&task.failed); r++)
+        if (parts_of(positions[r] + 1) > 1) join_parts(&task, r);
+    free(partials);
+    free(first);
     return atomic_load(&task.failed) ? -1 : 0;
 }
 
