@@ -68,7 +68,8 @@ def main() -> None:
     kernel = load_kernel()
     if kernel is None:
         raise SystemExit("no decoding kernels could be built here: nothing to measure")
-    model = load_model(resolve_source(None), Path(tempfile.mkdtemp())).model
+    with tempfile.TemporaryDirectory(prefix="reef-bench-step-") as state:
+        model = load_model(resolve_source(None), Path(state)).model
     step = NativeDecodeStep(model, kernel)
     print(f"kernel {kernel.kind}, {kernel_threads()} decoding threads\n")
     with torch.inference_mode():
