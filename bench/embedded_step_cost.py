@@ -97,9 +97,7 @@ def kernel_table(model: Any, repeats: int) -> list[str]:
     weights = [m.weight.detach().to(torch.float16) for m in layers]
     default = [m.decode_weight for m in layers]  # as decoding reads them
     packed = [kernel.pack(w, arena) for w in weights]
-    eight_bit = [
-        kernel.pack_int8(m.weight.detach(), arena=arena) for m in model.modules() if isinstance(m, DecodeLinear)
-    ]
+    eight_bit = [kernel.pack_int8(m.weight.detach(), arena=arena) for m in layers]
     scratch = torch.empty(CHUNK * max(w.shape[1] for w in weights))
     group = torch.zeros(GROUP, max(w.shape[1] for w in weights))
 

@@ -468,7 +468,6 @@ typedef struct {
     q8_rows_t q8; /* 8-bit and 4-bit: the rows as the passes read them */
     int count;
     weight_t weights[MAX_WEIGHTS];
-    int64_t total; /* panels of all the weights */
 } product_t;
 
 static int64_t panel_count(const weight_t *w) { return (w->n_count + PANEL - 1) / PANEL; }
@@ -547,8 +546,9 @@ static void take_part(job_t job, int64_t seen) {
     }
 }
 
-/* Panels [first, end) of the product, the weights' panels taken as one list. */
-static void product_panels(const product_t *p, int64_t first, int64_t end) {
+/* Panels [first, end) of the product (`task`), the weights' panels taken as one list: a job's units. */
+static void product_panels(const void *task, int64_t first, int64_t end) {
+    const product_t *p = task;
     int64_t start = 0;
     for (int i = 0; i < p->count && start < end; i++) {
         const weight_t *w = &p->weights[i];
@@ -558,9 +558,6 @@ static void product_panels(const product_t *p, int64_t first, int64_t end) {
         start += panel_count(w);
     }
 }
-
-/* Panels [first, end) of the product, as a job's units. */
-static void product_units(const void *task, int64_t first, int64_t end) { product_panels(task, first, end); }
 
 static int64_t now_ns(void) {
     struct timespec t;
@@ -736,7 +733,7 @@ static void quantise_rows(const float *x, int64_t rows, int64_t k_count, int32_t
 /* y = x W^T for each of `count` weights (`weights`, any mix of the formats) with the same rows x: one job,
  * the inputs taken to integers once when a weight is 8-bit or 4-bit. Returns 0, or -1 when memory ran out. */
 static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_t *weights, int count, int threads) {
-    product_t product = {x, rows, k_count, {0}, count, {{0}}, 0};
+    product_t product = {x, rows, k_count, {0}, count, {{0}}};
     int64_t total = 0, blocks = (k_count + BLOCK - 1) / BLOCK, pairs = (k_count + 1) / 2;
     int integers = 0;
     for (int i = 0; i < count; i++) {
@@ -757,8 +754,7 @@ static int multiply(const float *x, int64_t rows, int64_t k_count, const weight_
         quantise_rows(x, rows, k_count, levels, per_block, per_block + rows * blocks);
         product.q8 = (q8_rows_t){levels, per_block, per_block + rows * blocks, pairs, blocks};
     }
-    product.total = total;
-    run_shared((job_t){product_units, &product, total, 0}, threads);
+    run_shared((job_t){product_panels, &product, total, 0}, threads);
     free(per_block);
     free(levels);
     return 0;
