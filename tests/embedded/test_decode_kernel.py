@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 from collections.abc import Iterator
@@ -271,6 +272,44 @@ def test_the_portable_kernel_is_exact_per_row_too(fresh_build: Path, monkeypatch
     assert torch.equal(kernel.attend(query, new_keys, new_values, keys, values, positions, 0.5)[1:2], one)
 
 
+def _silu_times(kernel: DecodeKernel, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """silu(gate) * up as the decoding layers take it (`reef_silu_mul`)."""
+    out = gate.contiguous().clone()
+    kernel.library.reef_silu_mul(ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(up.contiguous().data_ptr()),
+                                 ctypes.c_int64(out.numel()))  # fmt: skip
+    return out
+
+
+def _rms_norm(kernel: DecodeKernel, rows: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """The decoding layers' RMS norm of each row (`reef_rms_norm`)."""
+    rows = rows.contiguous()
+    out = torch.empty_like(rows)
+    kernel.library.reef_rms_norm(ctypes.c_void_p(rows.data_ptr()), ctypes.c_int64(rows.shape[0]),
+                                 ctypes.c_int64(rows.shape[1]), ctypes.c_void_p(weight.data_ptr()),
+                                 ctypes.c_float(eps), ctypes.c_void_p(out.data_ptr()))  # fmt: skip
+    return out
+
+
+def _mlp_inputs(generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gate and up values as an MLP meets them, with the far ends of the exponential and a ragged tail."""
+    gate = torch.cat([torch.randn(4093, generator=generator) * 6, torch.tensor([0.0, -0.0, 30.0, -30.0, 87.5])])
+    return gate, torch.randn(gate.shape[0], generator=generator)
+
+
+def test_the_mlp_s_silu_and_the_norms_match_torch() -> None:
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(21)
+    gate, up = _mlp_inputs(generator)
+    expected = F.silu(gate.double()) * up.double()
+    got = _silu_times(kernel, gate, up).double()
+    assert torch.allclose(got, expected, rtol=1e-6, atol=1e-30)
+    nan = _silu_times(kernel, torch.tensor([float("nan")] * 9), torch.ones(9))
+    assert torch.isnan(nan).all()
+    rows, weight = torch.randn(5, 579, generator=generator), torch.rand(579, generator=generator) + 0.5
+    norm = rows.double() * torch.rsqrt(rows.double().pow(2).mean(-1, keepdim=True) + 1e-5) * weight.double()
+    assert torch.allclose(_rms_norm(kernel, rows, weight, 1e-5).double(), norm, rtol=1e-6, atol=1e-7)
+
+
 NARROWER_BUILDS = [
     ("-mno-avx512vnni", "avx512-f16c-fma"),
     ("-mno-avx512f", "avx2-f16c-fma"),
@@ -283,8 +322,8 @@ def test_narrower_builds_give_the_same_bits(
     flags: str, kind: str, fresh_build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A machine with AVX-512 and VNNI decodes with them; its rows get the bits that AVX-512 without VNNI, AVX2 and
-    (for the 8-bit and 4-bit copies, whose sums are integers) the portable C give them, and the weights pack the
-    same."""
+    (for the 8-bit and 4-bit copies, whose sums are integers; the MLP's silu and the norms) the portable C give them,
+    and the weights pack the same."""
     kernel = _kernel()
     if kernel.kind != "avx512-vnni-f16c-fma":
         pytest.skip(f"this CPU builds the {kernel.kind} kernel: the widest path is not here to compare with")
@@ -298,6 +337,10 @@ def test_narrower_builds_give_the_same_bits(
     nibbles = kernel.pack_int4(kernel.pack_int8(grid).panels)
     assert nibbles is not None
     wide_int4 = kernel.linear(rows, nibbles, 200)
+    gate, up = _mlp_inputs(generator)
+    wide_silu = _silu_times(kernel, gate, up)
+    norm_weight = torch.rand(97, generator=generator) + 0.5
+    wide_norm = _rms_norm(kernel, rows, norm_weight, 1e-5)
     decode_kernel._loaded.cache_clear()
     monkeypatch.setenv("CC", f"{os.environ.get('CC') or 'cc'} {flags}")
     narrow = _kernel()
@@ -306,6 +349,8 @@ def test_narrower_builds_give_the_same_bits(
         assert torch.equal(narrow.linear(rows, narrow.pack(weight), 200), wide)
     assert torch.equal(narrow.linear(rows, panels, 200), wide_int8)
     assert torch.equal(narrow.linear(rows, nibbles, 200), wide_int4)
+    assert torch.equal(_silu_times(narrow, gate, up), wide_silu)  # the MLP's exponential is the same in every build
+    assert torch.equal(_rms_norm(narrow, rows, norm_weight, 1e-5), wide_norm)
     for packing in (weight, grid):  # the weights are packed the same whatever the CPU
         there, here = narrow.pack_int8(packing), kernel.pack_int8(packing)
         assert torch.equal(there.panels, here.panels)

@@ -852,6 +852,27 @@ static inline __m256 exp_of_negative(__m256 x) {
 }
 #endif
 
+/* exp_of_negative for one x, with the same operations in the same order: the same bits in every build. */
+static inline float exp_of_negative_one(float x) {
+    if (isnan(x)) return x;
+    x = x > -87.0f ? x : -87.0f;
+    float n = rintf(x * 1.44269504088896341f);
+    float r = fmaf(-n, 0.693359375f, x);
+    r = fmaf(-n, -2.12194440e-4f, r);
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    p = fmaf(p, r * r, r + 1.0f);
+    union {
+        int32_t bits;
+        float value;
+    } power = {((int32_t)n + 127) << 23};
+    return p * power.value;
+}
+
 /* scores[t] = exp(scores[t] - top) for the `span` scores; returns their sum. */
 static float exponentiate(float *scores, int64_t span, float top) {
     int64_t t = 0;
@@ -868,7 +889,7 @@ static float exponentiate(float *scores, int64_t span, float top) {
     for (int lane = 0; lane < 8; lane++) total += lanes[lane];
 #endif
     for (; t < span; t++) {
-        scores[t] = expf(scores[t] - top);
+        scores[t] = exp_of_negative_one(scores[t] - top);
         total += scores[t];
     }
     return total;
@@ -1070,12 +1091,28 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
 
 /* The other parts of a Llama decoder layer, for one position per row, each row on its own. */
 
-/* out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)), the mean summed in order. */
+/* The sum of the squares of the n floats at x, as block_range sums: SUM_LANES running sums, x[i]^2 into sum
+ * i % SUM_LANES in order, added pairwise after; the same order in every build, eight at a time where AVX2 is. */
+static float sum_of_squares(const float *x, int64_t n) {
+    float lanes[SUM_LANES] = {0.0f};
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 sums = _mm256_setzero_ps();
+    for (; i + SUM_LANES <= n; i += SUM_LANES) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        sums = _mm256_add_ps(sums, _mm256_mul_ps(v, v));
+    }
+    _mm256_storeu_ps(lanes, sums);
+#endif
+    for (; i < n; i++) lanes[i % SUM_LANES] += x[i] * x[i];
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+/* out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)), the squares summed as sum_of_squares sums them. */
 void reef_rms_norm(const float *x, int64_t rows, int64_t n, const float *weight, float eps, float *out) {
     for (int64_t r = 0; r < rows; r++) {
         const float *row = x + r * n;
-        float squares = 0.0f;
-        for (int64_t i = 0; i < n; i++) squares += row[i] * row[i];
+        float squares = sum_of_squares(row, n);
         float inverse = 1.0f / sqrtf(squares / (float)n + eps);
         for (int64_t i = 0; i < n; i++) out[r * n + i] = weight[i] * (row[i] * inverse);
     }
@@ -1098,9 +1135,25 @@ static void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const 
     }
 }
 
-/* gate[i] = silu(gate[i]) * up[i] */
-static void reef_silu_mul(float *gate, const float *up, int64_t count) {
-    for (int64_t i = 0; i < count; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+/* gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g) taken as g / (1 + e) for g >= 0 and g e / (1 + e)
+ * for g < 0, with e = e^-|g| as exp_of_negative makes it: eight at a time where AVX2 is, the same bits one at a
+ * time. (libm's expf one at a time took 0.14 ms of a one-row step of SmolLM2 and 0.49 of a four-row one.) */
+void reef_silu_mul(float *gate, const float *up, int64_t count) {
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= count; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 e = exp_of_negative(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_and_ps(g, magnitude)));
+        __m256 negative = _mm256_cmp_ps(g, _mm256_setzero_ps(), _CMP_LT_OQ);
+        __m256 top = _mm256_blendv_ps(g, _mm256_mul_ps(g, e), negative);
+        _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(top, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+    }
+#endif
+    for (; i < count; i++) {
+        float g = gate[i], e = exp_of_negative_one(0.0f - fabsf(g));
+        gate[i] = (g < 0.0f ? g * e : g) / (1.0f + e) * up[i];
+    }
 }
 
 /* x[i] += y[i] */
