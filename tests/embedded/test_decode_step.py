@@ -190,6 +190,9 @@ def test_an_adapted_row_gets_its_delta_and_the_others_the_same_bits(
         for index in range(3)
         for path, inputs, outputs in (("self_attn.q_proj", 64, 64), ("mlp.down_proj", 96, 64))
     }  # fmt: skip
+    vocab, hidden = model.lm_head.weight.shape  # the head too: its delta is added in torch, by the module's hook
+    layers["lm_head"] = (torch.randn(4, hidden, generator=generator) * 0.1,
+                         torch.randn(vocab, 4, generator=generator) * 0.1)  # fmt: skip
     bank = AdapterBank(model, capacity=2, spill_dir=tmp_path)
     bank.install(LoraAdapter("tuned", "v1", 2.0, layers))
     adapter = bank.get("tuned")
@@ -203,6 +206,16 @@ def test_an_adapted_row_gets_its_delta_and_the_others_the_same_bits(
     assert torch.equal(adapted[0], plain[0]) and torch.equal(adapted[2], plain[2])
     assert (adapted[1] - plain[1]).abs().max() > 1e-3  # the adapter changes its row
     assert torch.allclose(adapted, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_token_outside_the_vocabulary_is_refused_before_anything_is_written(
+    model: Any, step: NativeDecodeStep
+) -> None:
+    batch = read(model, PROMPTS[:1])
+    keys = [k.clone() for k in batch.keys]
+    with torch.inference_mode(), pytest.raises(ValueError, match="outside the vocabulary"):
+        step.logits([model.config.vocab_size], batch, [None])
+    assert all(torch.equal(k, kept) for k, kept in zip(batch.keys, keys, strict=True))
 
 
 def test_a_model_the_kernels_cannot_step_is_left_to_transformers(model: Any) -> None:

@@ -1239,17 +1239,41 @@ static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, 
     return failed ? -1 : 0;
 }
 
-/* Every decoder layer of a step, in order, as `decode_layer`: layer i writes into the cache at keys[i] and
- * values[i] and, when `lora` is not NULL, reads its adapters' pairs at lora[i]. One call a step: a call a layer cost
- * ~5 us of Python each, slowed by the caches the weights had just swept. Returns 0, or -1 when memory ran out (the
- * layers after that one are not run). */
-int reef_decode_layers(const reef_layer_t *layers, int64_t count, float *hidden, int64_t rows, const float *cos,
-                       const float *sin, float *const *keys, float *const *values, const int64_t *positions,
-                       int64_t capacity, const reef_scratch_t *s, const reef_lora_t *const *const *lora,
-                       int threads) {
-    for (int64_t i = 0; i < count; i++)
-        if (decode_layer(&layers[i], hidden, rows, cos, sin, keys[i], values[i], positions, capacity, s,
+/* What a decoding step reads besides the layers: the embeddings ([vocab, hidden] fp32), the final norm's weight and
+ * the output head's panels (NULL: the caller makes the logits, as when an adapter adapts the head). */
+typedef struct {
+    const reef_layer_t *layers;
+    int64_t count;
+    const float *embedding, *final_norm;
+    const void *head;
+    int head_format;
+    int64_t vocab;
+    float eps;
+} reef_model_t;
+
+/* A whole decoding step, one new token per row: row r's residual stream (`hidden`, [rows, hidden]) starts as the
+ * embedding of tokens[r], goes through every decoder layer in order as `decode_layer` (layer i writing into the
+ * cache at keys[i] and values[i] and, when `lora` is not NULL, reading its adapters' pairs at lora[i]), then the
+ * final norm into `normed`, and the head's product into `logits` ([rows, vocab]) where the model gives its head.
+ * One call a step: the Python around each of these parts cost more than they did, run cold after the weights had
+ * swept the caches. Returns 0; -1 when memory ran out (what follows is not run); -2 when a token is not in the
+ * vocabulary (nothing is run). */
+int reef_decode_step(const reef_model_t *model, const int64_t *tokens, int64_t rows, float *hidden, const float *cos,
+                     const float *sin, float *const *keys, float *const *values, const int64_t *positions,
+                     int64_t capacity, const reef_scratch_t *s, const reef_lora_t *const *const *lora, float *normed,
+                     float *logits, int threads) {
+    if (model->count < 1) return 0;
+    int64_t h = model->layers[0].hidden;
+    for (int64_t r = 0; r < rows; r++)
+        if (tokens[r] < 0 || tokens[r] >= model->vocab) return -2;
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(hidden + r * h, model->embedding + tokens[r] * h, (size_t)h * sizeof(float));
+    for (int64_t i = 0; i < model->count; i++)
+        if (decode_layer(&model->layers[i], hidden, rows, cos, sin, keys[i], values[i], positions, capacity, s,
                          lora == NULL ? NULL : lora[i], threads))
             return -1;
-    return 0;
+    reef_rms_norm(hidden, rows, h, model->final_norm, model->eps, normed);
+    if (model->head == NULL) return 0;
+    weight_t head = {model->head, model->head_format, model->vocab, logits};
+    return multiply(normed, rows, h, &head, 1, threads);
 }

@@ -1,14 +1,14 @@
-"""A decoding step of a Llama model in one native call over its decoder layers, where transformers' forward pass makes
-~45 small torch calls per layer, whose Python and dispatch cost more than the products once those run at memory
-speed.
+"""A decoding step of a Llama model in one native call, where transformers' forward pass makes ~45 small torch calls
+per layer, whose Python and dispatch cost more than the products once those run at memory speed.
 
-`reef_decode_layers` of the decoding kernels (`decode_kernel.c`) runs each layer: the input norm, the q/k/v products,
-the rotary embedding, the new keys and values written into the batch's cache with attention over each row's own
-positions, the output product and the residual, the second norm and the MLP. A row served by a LoRA adapter gets
-its adapter's delta on each product it adapts inside that call (its A and B read where the adapter holds them), so
-a row's bits do not depend on the rows beside it, adapted or not. The embedding and the output head (a layer module,
-so an adapter's hook adapts it) run in torch; the rotary cos and sin are rows of a table the model's rotary
-embedding made for every position once (a position's values are the same made alone or with others).
+`reef_decode_step` of the decoding kernels (`decode_kernel.c`) takes each row's embedding, runs each layer (the
+input norm, the q/k/v products, the rotary embedding, the new keys and values written into the batch's cache with
+attention over each row's own positions, the output product and the residual, the second norm and the MLP), the
+final norm and the output head. A row served by a LoRA adapter gets its adapter's delta on each product it adapts
+inside that call (its A and B read where the adapter holds them), so a row's bits do not depend on the rows beside
+it, adapted or not; where a row's adapter adapts the output head, the head runs in torch, as a layer module whose
+hook adds the delta. The rotary cos and sin are rows of a table the model's rotary embedding made for every position
+once (a position's values are the same made alone or with others).
 
 The products read the fp16, int8 or int4 copies the layer modules hold (`precision.py`, `embedded.decode-weights`),
 where they lie: a swap copies the fp32 weights in place (`versions.copy_weights`) but makes new copies, maybe of
@@ -54,11 +54,20 @@ _LAYER_LORA = ctypes.POINTER(_LORA_ROWS)
 ROTARY_ROWS = 1024  # the rotary table grows by this many positions at a time
 _MODULE_PATHS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
                  "mlp.up_proj", "mlp.down_proj")  # fmt: skip  # the order of a layer's products in the kernel
+_HEAD = "lm_head"  # the output head's module path, as an adapter names the layers it adapts
 ADAPTERS_KEPT = 32  # adapters whose per-layer pairs are kept between steps (the worker keeps 8 resident)
 
 
 class _Scratch(ctypes.Structure):
     _fields_ = [(name, ctypes.c_void_p) for name in _SCRATCH]
+
+
+class _Model(ctypes.Structure):
+    _fields_ = [
+        ("layers", ctypes.POINTER(_Layer)), ("count", ctypes.c_int64), ("embedding", ctypes.c_void_p),
+        ("final_norm", ctypes.c_void_p), ("head", ctypes.c_void_p), ("head_format", ctypes.c_int),
+        ("vocab", ctypes.c_int64), ("eps", ctypes.c_float),
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -80,8 +89,9 @@ class _Shape:
 
 
 def native_step(model: Any, kernel: DecodeKernel | None) -> NativeDecodeStep | None:
-    """The native step for `model`, or None where the kernels cannot step it (no kernel; not a Llama model with SiLU
-    and no biases, every product a `DecodeLinear`): transformers' forward pass then decodes."""
+    """The native step for `model`, or None where the kernels cannot step it (no kernel; not a Llama model with SiLU,
+    no biases, every product and the head a `DecodeLinear`, fp32 embeddings): transformers' forward pass then
+    decodes."""
     config = getattr(model, "config", None)
     if kernel is None or type(model).__name__ != "LlamaForCausalLM" or config is None:
         return None
@@ -89,8 +99,11 @@ def native_step(model: Any, kernel: DecodeKernel | None) -> NativeDecodeStep | N
         return None
     if float(getattr(model.model.rotary_emb, "attention_scaling", 1.0)) != 1.0:
         return None  # cos and sin would carry the scaling; the kernel assumes they do not (none of reef's models)
+    embedding = model.model.embed_tokens.weight
+    if embedding.dtype != torch.float32 or not embedding.is_contiguous():
+        return None
     for layer in model.model.layers:
-        modules = (*_attention_products(layer), *_mlp_products(layer))
+        modules = (*_attention_products(layer), *_mlp_products(layer), model.lm_head)
         if not all(isinstance(m, DecodeLinear) and m.bias is None for m in modules):
             return None
     return NativeDecodeStep(model, kernel)
@@ -113,17 +126,13 @@ class NativeDecodeStep:
         self._model = model
         self._kernel = kernel
         library = kernel.library
-        self._layers_call = library.reef_decode_layers
-        self._layers_call.argtypes = [
-            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+        self._step_call = library.reef_decode_step
+        self._step_call.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-            ctypes.c_int,
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
-        self._layers_call.restype = ctypes.c_int
-        self._norm = library.reef_rms_norm
-        self._norm.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_float,
-                               ctypes.c_void_p]  # fmt: skip
-        self._norm.restype = None
+        self._step_call.restype = ctypes.c_int
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         self._shape = _Shape(
             config.hidden_size, config.num_attention_heads, config.num_key_value_heads, head_dim,
@@ -131,6 +140,7 @@ class NativeDecodeStep:
         )  # fmt: skip
         self._scale = head_dim**-0.5
         self._layers = self._described()
+        self._described_model = self._model_described()
         self._scratch: dict[str, torch.Tensor] = {}
         self._cos = self._sin = torch.empty(0, head_dim)  # per position, grown as positions need
         self._pointers = _Scratch()  # the scratch buffers' addresses
@@ -138,8 +148,19 @@ class NativeDecodeStep:
         self._pairs: dict[int, tuple[LoraAdapter, list[list[_Lora | None]], list[torch.Tensor]]] = {}
 
     def follow_weights(self) -> None:
-        """After a swap: read the layers' decoding copies where they now are (`DecodeLinear.refresh` made new ones)."""
+        """After a swap: read the decoding copies where they now are (`DecodeLinear.refresh` made new ones)."""
         self._layers = self._described()
+        self._described_model = self._model_described()
+
+    def _model_described(self) -> _Model:
+        """The layers, the embeddings, the final norm and the head as the step reads them."""
+        model, head = self._model.model, self._model.lm_head
+        embedding = model.embed_tokens.weight
+        return _Model(
+            ctypes.cast(self._layers, ctypes.POINTER(_Layer)), len(self._layers), embedding.data_ptr(),
+            model.norm.weight.data_ptr(), head.decode_weight.data_ptr(), FORMATS.index(head.copy_format),
+            embedding.shape[0], self._shape.eps,
+        )  # fmt: skip
 
     def _described(self) -> ctypes.Array[_Layer]:
         layers = self._model.model.layers
@@ -161,25 +182,30 @@ class NativeDecodeStep:
         (None: the base alone) are `adapters`; the new keys and values go into `batch`, which the caller then
         advances. An adapter on the output head is added by its hook (the caller serves the rows' adapters)."""
         rows = len(tokens)
-        model = self._model.model
         positions = batch.step_positions()
-        hidden = model.embed_tokens(torch.tensor(tokens)).to(torch.float32).contiguous()  # [rows, hidden]
+        room = self._room(rows)
+        hidden, normed = self._scratch["hidden"], self._scratch["final"]
         cos, sin = self._rotary(hidden, positions, batch.capacity)
-        pointers = ctypes.byref(self._room(rows))
-        lora = self._lora_rows(adapters)
+        model = self._described_model
+        head_in_torch = any(adapter is not None and _HEAD in adapter.layers for adapter in adapters)
+        if head_in_torch:
+            model = _Model(model.layers, model.count, model.embedding, model.final_norm, None, model.head_format,
+                           model.vocab, model.eps)  # fmt: skip
+        logits = torch.empty(rows, model.vocab)
         count = len(self._layers)
         keys = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.keys))
         values = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.values))
-        failed = self._layers_call(
-            self._layers, count, hidden.data_ptr(), rows, cos.data_ptr(), sin.data_ptr(), keys, values,
-            positions.data_ptr(), batch.capacity, pointers, lora, kernel_threads(),
+        failed = self._step_call(
+            ctypes.byref(model), (ctypes.c_int64 * rows)(*tokens), rows, hidden.data_ptr(), cos.data_ptr(),
+            sin.data_ptr(), keys, values, positions.data_ptr(), batch.capacity, ctypes.byref(room),
+            self._lora_rows(adapters), normed.data_ptr(), logits.data_ptr(), kernel_threads(),
         )  # fmt: skip
+        if failed == -2:
+            raise ValueError(f"decoding: a token id outside the vocabulary of {model.vocab}: {tokens}")
         if failed:
-            raise MemoryError("decoding: no memory for the attention scores or an adapter's delta")
-        normed = torch.empty_like(hidden)
-        self._norm(hidden.data_ptr(), rows, self._shape.hidden, model.norm.weight.data_ptr(), self._shape.eps,
-                   normed.data_ptr())  # fmt: skip
-        logits: torch.Tensor = self._model.lm_head(normed.unsqueeze(1))[:, 0]  # a decoding product's shape
+            raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
+        if head_in_torch:
+            return self._model.lm_head(normed[:rows].unsqueeze(1))[:, 0]  # type: ignore[no-any-return]
         return logits
 
     def _rotary(
@@ -236,8 +262,9 @@ class NativeDecodeStep:
 
     def _room(self, rows: int) -> _Scratch:
         """Scratch buffers for `rows` rows, kept between steps (grown when the batch grows), as the layer call reads
-        them."""
+        them; besides them, each row's residual stream (`hidden`) and its final norm (`final`)."""
         if not self._scratch or self._scratch["normed"].shape[0] < rows:
-            self._scratch = {name: torch.empty(rows, width) for name, width in self._shape.widths().items()}
+            widths = {**self._shape.widths(), "hidden": self._shape.hidden, "final": self._shape.hidden}
+            self._scratch = {name: torch.empty(rows, width) for name, width in widths.items()}
             self._pointers = _Scratch(*(self._scratch[name].data_ptr() for name in _SCRATCH))
         return self._pointers
