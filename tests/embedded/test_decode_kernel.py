@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -436,6 +437,38 @@ def test_back_to_back_products_on_shared_threads_each_get_their_own_bits() -> No
         for round_ in range(300):
             for case, alone in zip(cases, expected, strict=True):
                 assert torch.equal(kernel.linear(*case, threads=threads), alone), f"{threads} threads, {round_}"
+
+
+def test_greedy_picks_are_torch_s_argmax_with_its_log_prob_on_any_threads() -> None:
+    """The greedy token and its log-prob from the kernels: torch's argmax (the first of equal logits, the first NaN)
+    and log_softmax at it, the same bits on any number of threads and beside any rows."""
+    kernel = _kernel()
+    generator = torch.Generator().manual_seed(31)
+    logits = torch.randn(6, 49155, generator=generator) * 4  # SmolLM2's vocabulary and a ragged last part
+    logits[1, 30000] = logits[1, 9] = logits[1].max() + 1  # equal largest logits in two parts: the first
+    logits[2, :] = -3.0  # all equal
+    logits[3, 40000] = float("nan")  # a NaN after the largest logit: torch's argmax takes the NaN
+    logits[4, 12000:] = float("-inf")
+    picks = kernel.pick_greedy(logits, threads=1)
+    expected_tokens = torch.argmax(logits, dim=-1).tolist()
+    assert [token for token, _ in picks] == expected_tokens == [expected_tokens[0], 9, 0, 40000, *expected_tokens[4:]]
+    log_probs = torch.log_softmax(logits.double(), dim=-1)
+    for row, (token, logprob) in enumerate(picks):
+        if row == 3:
+            assert math.isnan(logprob)
+        else:
+            assert logprob == pytest.approx(float(log_probs[row, token]), abs=2e-6), row
+    for threads in (2, 3):
+        assert _same_with_nan(kernel.pick_greedy(logits, threads=threads), picks)
+    assert _same_with_nan([kernel.pick_greedy(logits[r : r + 1], threads=2)[0] for r in range(6)], picks)
+
+
+def _same_with_nan(got: list[tuple[int, float]], expected: list[tuple[int, float]]) -> bool:
+    """The same picks, a NaN log-prob equal to a NaN."""
+    return all(
+        g[0] == e[0] and (g[1] == e[1] or (math.isnan(g[1]) and math.isnan(e[1])))
+        for g, e in zip(got, expected, strict=True)
+    )
 
 
 def _attention_case(

@@ -1089,6 +1089,112 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
     return atomic_load(&task.failed) ? -1 : 0;
 }
 
+/* Greedy picking: each row's largest logit (the first of equal ones; the first NaN where the row has one, as torch's
+ * argmax takes it) and its log-prob, x[t] - largest - log(sum over the row of e^(x - largest)). A row is taken in
+ * parts of PICK_PART logits, each part's exponentials summed against its own largest (as exponentiate sums them),
+ * the parts joined in order: the same bits on any number of threads and beside any rows. */
+#define PICK_PART 8192
+
+typedef struct {
+    const float *logits;
+    int64_t vocab, parts;
+    float *tops, *totals; /* per row and part: the part's largest logit, its exponentials' sum */
+    int64_t *firsts;      /* per row and part: where its largest (or its first NaN) is */
+} pick_t;
+
+/* The sum of e^(x[t] - top) over `count` logits, as exponentiate sums them, leaving x as it is. */
+static float sum_of_exponentials(const float *x, int64_t count, float top) {
+    int64_t t = 0;
+    float total = 0.0f;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 sum = _mm256_setzero_ps(), largest = _mm256_set1_ps(top);
+    for (; t + 8 <= count; t += 8)
+        sum = _mm256_add_ps(sum, exp_of_negative(_mm256_sub_ps(_mm256_loadu_ps(x + t), largest)));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, sum);
+    for (int lane = 0; lane < 8; lane++) total += lanes[lane];
+#endif
+    for (; t < count; t++) total += exp_of_negative_one(x[t] - top);
+    return total;
+}
+
+/* The largest of `count` logits, NaNs left out; *has_nan: whether there is a NaN among them. */
+static float largest_logit(const float *x, int64_t count, int *has_nan) {
+    float top = -INFINITY;
+    int nan = 0;
+    int64_t t = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 tops = _mm256_set1_ps(-INFINITY), nans = _mm256_setzero_ps();
+    for (; t + 8 <= count; t += 8) {
+        __m256 v = _mm256_loadu_ps(x + t);
+        tops = _mm256_max_ps(v, tops); /* a NaN in v leaves the lane as it was (max returns its second operand) */
+        nans = _mm256_or_ps(nans, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, tops);
+    for (int lane = 0; lane < 8; lane++) top = lanes[lane] > top ? lanes[lane] : top;
+    nan = _mm256_movemask_ps(nans) != 0;
+#endif
+    for (; t < count; t++) {
+        top = x[t] > top ? x[t] : top;
+        nan |= isnan(x[t]);
+    }
+    *has_nan = nan;
+    return top;
+}
+
+static void pick_units(const void *task, int64_t first, int64_t end) {
+    const pick_t *p = task;
+    for (int64_t unit = first; unit < end; unit++) {
+        int64_t part = unit % p->parts, from = part * PICK_PART;
+        int64_t count = p->vocab - from < PICK_PART ? p->vocab - from : PICK_PART;
+        const float *x = p->logits + unit / p->parts * p->vocab + from;
+        int has_nan;
+        float top = largest_logit(x, count, &has_nan);
+        int64_t at = 0;
+        if (has_nan) {
+            while (!isnan(x[at])) at++;
+            top = x[at];
+        } else {
+            while (at < count - 1 && x[at] != top) at++; /* a part of -inf only: its first */
+        }
+        p->tops[unit] = top;
+        p->firsts[unit] = from + at;
+        p->totals[unit] = top == -INFINITY ? 0.0f : sum_of_exponentials(x, count, top); /* e^-inf: 0 each */
+    }
+}
+
+/* tokens[r], logprobs[r]: row r's pick from `logits` [rows, vocab], on up to `threads` threads. Returns 0, or -1 when
+ * memory ran out. */
+int reef_pick_greedy(const float *logits, int64_t rows, int64_t vocab, int64_t *tokens, float *logprobs,
+                     int threads) {
+    int64_t parts = (vocab + PICK_PART - 1) / PICK_PART;
+    float *room = malloc((size_t)(2 * rows * parts) * sizeof(float));
+    int64_t *firsts = malloc((size_t)(rows * parts) * sizeof(int64_t));
+    if (room == NULL || firsts == NULL) {
+        free(room);
+        free(firsts);
+        return -1;
+    }
+    pick_t task = {logits, vocab, parts, room, room + rows * parts, firsts};
+    run_shared((job_t){pick_units, &task, rows * parts, 0}, threads);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *tops = task.tops + r * parts, *totals = task.totals + r * parts;
+        int64_t best = 0;
+        for (int64_t part = 1; part < parts; part++) {
+            if (isnan(tops[best])) break;
+            if (isnan(tops[part]) || tops[part] > tops[best]) best = part;
+        }
+        float top = tops[best], total = 0.0f;
+        for (int64_t part = 0; part < parts; part++) total += totals[part] * exp_of_negative_one(tops[part] - top);
+        tokens[r] = firsts[r * parts + best];
+        logprobs[r] = (logits[r * vocab + tokens[r]] - top) - logf(total);
+    }
+    free(room);
+    free(firsts);
+    return 0;
+}
+
 /* The other parts of a Llama decoder layer, for one position per row, each row on its own. */
 
 /* The sum of the squares of the n floats at x, as block_range sums: SUM_LANES running sums, x[i]^2 into sum

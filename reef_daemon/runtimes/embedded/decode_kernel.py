@@ -87,7 +87,8 @@ class Int8Panels(NamedTuple):
 
 class DecodeKernel:
     """The built library: `linear`, y = x Wᵀ for fp32 rows and a weight packed by `pack`; `attend`, a decoding
-    step's attention over a cache of keys and values; the rest of a decoder layer through `library`."""
+    step's attention over a cache of keys and values; `pick_greedy`, greedy decoding's picks; the rest of a decoding
+    step through `library`."""
 
     def __init__(self, library: ctypes.CDLL) -> None:
         self.library = library  # the layer's other parts, which `decode_step.py` calls
@@ -108,6 +109,10 @@ class DecodeKernel:
             *[ctypes.c_void_p] * 6, *[ctypes.c_int64] * 5, ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
         self._attention.restype = ctypes.c_int
+        self._pick = library.reef_pick_greedy
+        self._pick.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                               ctypes.c_int]  # fmt: skip
+        self._pick.restype = ctypes.c_int
         kind = library.reef_decode_kernel_kind
         kind.restype = ctypes.c_char_p
         self.kind: str = kind().decode()
@@ -225,6 +230,20 @@ class DecodeKernel:
         if failed:
             raise MemoryError("attention kernel: no memory for the scores")
         return out
+
+    def pick_greedy(self, logits: torch.Tensor, threads: int | None = None) -> list[tuple[int, float]]:
+        """Each row of `logits` `[rows, vocab]`: (its largest logit's id, the first of equal ones or the first NaN, as
+        torch's argmax; that token's log-prob under the row's softmax), on `threads` threads (`kernel_threads()` by
+        default; the result is the same for any)."""
+        logits = logits.to(torch.float32).contiguous()
+        if logits.dim() != 2 or logits.shape[1] < 1:
+            raise ValueError(f"greedy picking: logits [rows, vocab] wanted, not {tuple(logits.shape)}")
+        rows = logits.shape[0]
+        tokens, logprobs = (ctypes.c_int64 * rows)(), (ctypes.c_float * rows)()
+        threads = kernel_threads() if threads is None else threads
+        if self._pick(logits.data_ptr(), rows, logits.shape[1], tokens, logprobs, threads):
+            raise MemoryError("greedy picking: no memory for the rows' parts")
+        return list(zip(tokens, logprobs, strict=True))
 
 
 def load_kernel() -> DecodeKernel | None:

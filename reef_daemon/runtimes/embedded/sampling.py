@@ -7,6 +7,7 @@ compares against. Temperature 0 means greedy decoding; its log-prob is then the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,27 @@ def new_generator(seed: int | None) -> torch.Generator:
     else:
         generator.manual_seed(seed)
     return generator
+
+
+GreedyPicks = Callable[[torch.Tensor], list[tuple[int, float]]]  # logits [rows, vocab] -> each row's greedy pick
+
+
+def pick_tokens(
+    logits: torch.Tensor, params: Sequence[SamplingParams], generators: Sequence[torch.Generator],
+    greedy: GreedyPicks | None = None,
+) -> list[tuple[int, float]]:  # fmt: skip
+    """(token id, log-prob) for each row of `logits` `[rows, vocab]`, row r as `params[r]` and `generators[r]` ask;
+    the greedy rows all at once through `greedy` where it is given (the decoding kernels' `pick_greedy`: the same
+    token as `pick_token`, its log-prob within a few units in the last place), each of the others by `pick_token`."""
+    greedy_rows = [row for row, asked in enumerate(params) if asked.temperature == 0.0] if greedy else []
+    picks: dict[int, tuple[int, float]] = {}
+    if greedy is not None and greedy_rows:
+        chosen = logits if len(greedy_rows) == len(params) else logits[greedy_rows]
+        picks = dict(zip(greedy_rows, greedy(chosen), strict=True))
+    return [
+        picks[row] if row in picks else pick_token(logits[row], asked, generator)
+        for row, (asked, generator) in enumerate(zip(params, generators, strict=True))
+    ]
 
 
 def pick_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> tuple[int, float]:

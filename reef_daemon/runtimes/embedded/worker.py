@@ -36,7 +36,7 @@ from reef_daemon.runtimes.embedded.job import Finished, Job, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
 from reef_daemon.runtimes.embedded.prefix import NOTHING, PrefixCache
-from reef_daemon.runtimes.embedded.sampling import pick_token
+from reef_daemon.runtimes.embedded.sampling import GreedyPicks, pick_tokens
 from reef_daemon.runtimes.embedded.stopping import StopRules
 from reef_daemon.runtimes.embedded.versions import ServingVersion, copy_weights, fingerprint
 
@@ -74,7 +74,9 @@ class GenerationWorker:
         self._decoding: list[Job] = []
         self._joining: list[Job] = []  # prompts read this turn, joining the batch at its end
         self._batch = BatchCache()
-        self._native = native_step(loaded.model, load_kernel())  # None: transformers' forward decodes
+        kernel = load_kernel()
+        self._native = native_step(loaded.model, kernel)  # None: transformers' forward decodes
+        self._greedy: GreedyPicks | None = kernel.pick_greedy if kernel is not None else None  # None: torch picks
         self.peak_batch = 0  # the most sequences one decoding step has advanced
         self.prompt_tokens_read = 0  # context tokens the model read (prompts, and contexts re-read after a swap)
         self.prompt_tokens_reused = 0  # and those taken from the prefix cache instead
@@ -290,7 +292,7 @@ class GenerationWorker:
             logits = out.logits[0, -1]
             if not job.output_ids:  # the cache holds exactly the prompt now
                 self._prefix.keep(job.prompt_ids, job.cache, logits, self._served_by(job))
-        token, logprob = pick_token(logits, job.params, job.generator)
+        ((token, logprob),) = pick_tokens(logits[None], [job.params], [job.generator], self._greedy)
         job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
         return token
 
@@ -321,8 +323,9 @@ class GenerationWorker:
                 self._leave(list(range(len(self._decoding))))
                 return
             ended = []
-            for row, job in enumerate(self._decoding):
-                token, logprob = pick_token(logits[row], job.params, job.generator)
+            jobs = self._decoding
+            picks = pick_tokens(logits, [job.params for job in jobs], [job.generator for job in jobs], self._greedy)
+            for row, (job, (token, logprob)) in enumerate(zip(jobs, picks, strict=True)):
                 job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
                 if not self._take(job, token):
                     ended.append(row)
