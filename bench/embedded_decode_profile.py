@@ -10,8 +10,8 @@ In one run, one after the other on the same machine:
    answers of `--tokens` tokens one at a time: tokens/s from the first text delta to the last, and as a client sees
    it (all tokens over the time from sending to the last byte);
 4. py-spy over the daemon while it streams one more (`--concurrent N`: N at once; `--format raw`), the generation
-   thread's samples put in the parts of a decoding step (the decoder layers' native calls, the output head's
-   product, the rotary embedding, picking the token, the Python between them; without the decoding kernels,
+   thread's samples put in the parts of a decoding step (the native step's one call, products outside it, the
+   rotary embedding, picking the token, the Python between them; without the decoding kernels,
    transformers' attention, norms and key/value writes) and what the thread does besides (reading the prompt,
    handing each token over).
 
@@ -45,7 +45,7 @@ from reef_daemon.runtimes.embedded.batch import BatchCache, row_attention
 from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
 from reef_daemon.runtimes.embedded.loading import load_model, resolve_source
 from reef_daemon.runtimes.embedded.precision import DecodeLinear
-from reef_daemon.runtimes.embedded.sampling import pick_token
+from reef_daemon.runtimes.embedded.sampling import pick_token, pick_tokens
 
 HERE = Path(__file__).resolve().parent
 PROMPT = "Write a long story about a dog who learns to sail."
@@ -59,17 +59,17 @@ def step_parts() -> dict[str, list[tuple[str, int, int]]]:
     from reef_daemon.runtimes.embedded import decode_kernel, decode_step, precision
 
     functions = {
-        # With the decoding kernels each decoder layer is one native call of the step (decode_step.py); the products
-        # left in torch's hands are the output head's (and, without the kernels, every layer's).
-        "products outside the layers (the output head)": [
+        # With the decoding kernels a step is one native call from the embeddings to the logits (decode_step.py);
+        # products left in torch's hands are an adapted output head's (and, without the kernels, every layer's).
+        "products outside the native step": [
             decode_kernel.DecodeKernel.linear, precision.DecodeLinear.forward,
         ],
-        "decoder layers (one native call each)": [decode_step.NativeDecodeStep.logits],
+        "the native step (layers, final norm, output head)": [decode_step.NativeDecodeStep.logits],
         "attention (transformers' path)": [sdpa_attention.sdpa_attention_forward, row_attention],
         "keys and values written (transformers' path)": [BatchCache.update],
         "norms (transformers' path)": [llama.LlamaRMSNorm.forward],
         "rotary embedding": [(llama, "apply_rotary_pos_emb"), llama.LlamaRotaryEmbedding.forward],
-        "picking the token": [pick_token],
+        "picking the token": [pick_token, pick_tokens, decode_kernel.DecodeKernel.pick_greedy],
     }  # fmt: skip
     parts: dict[str, list[tuple[str, int, int]]] = {}
     for part, found in functions.items():
