@@ -19,7 +19,7 @@ another kind (`precision.refresh_decode_copies`), so after one the step takes th
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,10 +177,14 @@ class NativeDecodeStep:
             self._scale,
         )  # fmt: skip
 
-    def logits(self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None]) -> torch.Tensor:
+    def logits(
+        self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None],
+        just_before: Callable[[], None] | None = None,
+    ) -> torch.Tensor:  # fmt: skip
         """The next-token logits `[rows, vocab]` of every row, whose last tokens are `tokens` and whose adapters
         (None: the base alone) are `adapters`; the new keys and values go into `batch`, which the caller then
-        advances. An adapter on the output head is added by its hook (the caller serves the rows' adapters)."""
+        advances. An adapter on the output head is added by its hook (the caller serves the rows' adapters).
+        `just_before` is called just before the native call (the interpreter's lock is free during it)."""
         rows = len(tokens)
         positions = batch.step_positions()
         room = self._room(rows)
@@ -195,10 +199,13 @@ class NativeDecodeStep:
         count = len(self._layers)
         keys = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.keys))
         values = (ctypes.c_void_p * count)(*(cache.data_ptr() for cache in batch.values))
+        token_ids, lora = (ctypes.c_int64 * rows)(*tokens), self._lora_rows(adapters)
+        if just_before is not None:
+            just_before()
         failed = self._step_call(
-            ctypes.byref(model), (ctypes.c_int64 * rows)(*tokens), rows, hidden.data_ptr(), cos.data_ptr(),
-            sin.data_ptr(), keys, values, positions.data_ptr(), batch.capacity, ctypes.byref(room),
-            self._lora_rows(adapters), normed.data_ptr(), logits.data_ptr(), kernel_threads(),
+            ctypes.byref(model), token_ids, rows, hidden.data_ptr(), cos.data_ptr(), sin.data_ptr(), keys, values,
+            positions.data_ptr(), batch.capacity, ctypes.byref(room), lora, normed.data_ptr(), logits.data_ptr(),
+            kernel_threads(),
         )  # fmt: skip
         if failed == -2:
             raise ValueError(f"decoding: a token id outside the vocabulary of {model.vocab}: {tokens}")

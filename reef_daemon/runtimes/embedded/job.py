@@ -104,20 +104,27 @@ _PASS = threading.local()
 
 
 @contextlib.contextmanager
-def delivered_together() -> Iterator[None]:
+def delivered_together(held: list[tuple[Job, Event]] | None = None) -> Iterator[None]:
     """The events jobs post inside the block reach the event loop in one wake-up at its end, not one each: a decode
-    step of a batch of sequences gives a token to every one of them at once."""
-    pending: list[tuple[Job, Event]] = []
+    step of a batch of sequences gives a token to every one of them at once. With `held`, they are added to it
+    instead, for `deliver` to hand over later."""
+    pending: list[tuple[Job, Event]] = [] if held is None else held
     _PASS.pending = pending
     try:
         yield
     finally:
         _PASS.pending = None
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, Event]]] = {}
-        for job, event in pending:
-            by_loop.setdefault(job.loop, []).append((job, event))
-        for loop, events in by_loop.items():
-            _deliver_soon(loop, events)
+        if held is None:
+            deliver(pending)
+
+
+def deliver(events: list[tuple[Job, Event]]) -> None:
+    """Hand `events` (posted in a `delivered_together` block) to their event loops, one wake-up per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Job, Event]]] = {}
+    for job, event in events:
+        by_loop.setdefault(job.loop, []).append((job, event))
+    for loop, together in by_loop.items():
+        _deliver_soon(loop, together)
 
 
 def _deliver_soon(loop: asyncio.AbstractEventLoop, events: list[tuple[Job, Event]]) -> None:
