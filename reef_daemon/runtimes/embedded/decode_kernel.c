@@ -654,6 +654,11 @@ static void run_shared(job_t job, int threads) {
 #define INPUT_LEVELS 32767.0f
 #define SUM_LANES 8
 
+/* SUM_LANES running sums added pairwise, in the same order in every build. */
+static inline float lane_total(const float lanes[SUM_LANES]) {
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 /* The block's sum (as above) and its largest |x| (or a NaN): `count` inputs at x. */
 static void block_range(const float *x, int64_t count, float *sum, float *largest) {
     float lanes[SUM_LANES] = {0.0f}, top = 0.0f;
@@ -677,7 +682,7 @@ static void block_range(const float *x, int64_t count, float *sum, float *larges
         float size = fabsf(x[k]);
         top = size > top || isnan(size) ? size : top;
     }
-    *sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    *sum = lane_total(lanes);
     *largest = top;
 }
 
@@ -873,24 +878,26 @@ static inline float exp_of_negative_one(float x) {
     return p * power.value;
 }
 
-/* scores[t] = exp(scores[t] - top) for the `span` scores; returns their sum. */
-static float exponentiate(float *scores, int64_t span, float top) {
+/* The sum of e^(x[t] - top) over the `count` values at x, eight at a time where AVX2 is; out[t] = each of them where
+ * `out` is not NULL (it may be x). */
+static float exponentials(const float *x, int64_t count, float top, float *out) {
     int64_t t = 0;
     float total = 0.0f;
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
     __m256 sum = _mm256_setzero_ps(), largest = _mm256_set1_ps(top);
-    for (; t + 8 <= span; t += 8) {
-        __m256 e = exp_of_negative(_mm256_sub_ps(_mm256_loadu_ps(scores + t), largest));
-        _mm256_storeu_ps(scores + t, e);
+    for (; t + 8 <= count; t += 8) {
+        __m256 e = exp_of_negative(_mm256_sub_ps(_mm256_loadu_ps(x + t), largest));
+        if (out != NULL) _mm256_storeu_ps(out + t, e);
         sum = _mm256_add_ps(sum, e);
     }
     float lanes[8];
     _mm256_storeu_ps(lanes, sum);
     for (int lane = 0; lane < 8; lane++) total += lanes[lane];
 #endif
-    for (; t < span; t++) {
-        scores[t] = exp_of_negative_one(scores[t] - top);
-        total += scores[t];
+    for (; t < count; t++) {
+        float e = exp_of_negative_one(x[t] - top);
+        if (out != NULL) out[t] = e;
+        total += e;
     }
     return total;
 }
@@ -990,7 +997,7 @@ static void attend_unit(const attention_t *a, int64_t unit, float *scores) {
     for (int64_t h = 0; h < group; h++) {
         float *own = scores + h * a->widest;
         tops[h] = largest(own, count);
-        totals[h] = exponentiate(own, count, tops[h]);
+        totals[h] = exponentials(own, count, tops[h], own);
     }
     float *partial = parts == 1 ? NULL : a->partials + ((a->parts_before[r] + part) * a->heads + g * group) * (dim + 2);
     for (int64_t t = 0; t < count; t += ATTENTION_RUN) {
@@ -1091,7 +1098,7 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
 
 /* Greedy picking: each row's largest logit (the first of equal ones; the first NaN where the row has one, as torch's
  * argmax takes it) and its log-prob, x[t] - largest - log(sum over the row of e^(x - largest)). A row is taken in
- * parts of PICK_PART logits, each part's exponentials summed against its own largest (as exponentiate sums them),
+ * parts of PICK_PART logits, each part's exponentials summed against its own largest (as attention sums them),
  * the parts joined in order: the same bits on any number of threads and beside any rows. */
 #define PICK_PART 8192
 
@@ -1101,22 +1108,6 @@ typedef struct {
     float *tops, *totals; /* per row and part: the part's largest logit, its exponentials' sum */
     int64_t *firsts;      /* per row and part: where its largest (or its first NaN) is */
 } pick_t;
-
-/* The sum of e^(x[t] - top) over `count` logits, as exponentiate sums them, leaving x as it is. */
-static float sum_of_exponentials(const float *x, int64_t count, float top) {
-    int64_t t = 0;
-    float total = 0.0f;
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-    __m256 sum = _mm256_setzero_ps(), largest = _mm256_set1_ps(top);
-    for (; t + 8 <= count; t += 8)
-        sum = _mm256_add_ps(sum, exp_of_negative(_mm256_sub_ps(_mm256_loadu_ps(x + t), largest)));
-    float lanes[8];
-    _mm256_storeu_ps(lanes, sum);
-    for (int lane = 0; lane < 8; lane++) total += lanes[lane];
-#endif
-    for (; t < count; t++) total += exp_of_negative_one(x[t] - top);
-    return total;
-}
 
 /* The largest of `count` logits, NaNs left out; *has_nan: whether there is a NaN among them. */
 static float largest_logit(const float *x, int64_t count, int *has_nan) {
@@ -1160,7 +1151,7 @@ static void pick_units(const void *task, int64_t first, int64_t end) {
         }
         p->tops[unit] = top;
         p->firsts[unit] = from + at;
-        p->totals[unit] = top == -INFINITY ? 0.0f : sum_of_exponentials(x, count, top); /* e^-inf: 0 each */
+        p->totals[unit] = top == -INFINITY ? 0.0f : exponentials(x, count, top, NULL); /* e^-inf: 0 each */
     }
 }
 
@@ -1211,7 +1202,7 @@ static float sum_of_squares(const float *x, int64_t n) {
     _mm256_storeu_ps(lanes, sums);
 #endif
     for (; i < n; i++) lanes[i % SUM_LANES] += x[i] * x[i];
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return lane_total(lanes);
 }
 
 /* out[r] = weight * (x[r] / sqrt(mean(x[r]^2) + eps)), the squares summed as sum_of_squares sums them. */

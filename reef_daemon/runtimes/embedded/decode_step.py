@@ -124,7 +124,6 @@ class NativeDecodeStep:
     def __init__(self, model: Any, kernel: DecodeKernel) -> None:
         config = model.config
         self._model = model
-        self._kernel = kernel
         library = kernel.library
         self._step_call = library.reef_decode_step
         self._step_call.argtypes = [
