@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 
+from reef_daemon.runtimes.embedded import worker
 from tests.support.embedded_running import QUESTION, SCENARIO, RunningReef, assert_token_data
 
 HEADERS = {"x-reef-scenario": SCENARIO}
@@ -264,6 +265,26 @@ def test_status_shows_the_model(reef: RunningReef) -> None:
         "max_answer_tokens": defaults.max_answer_tokens, "max_answer_s": defaults.max_answer_s,
         "repeat_stop_tokens": defaults.repeat_stop_tokens,
     }  # fmt: skip
+
+
+def test_a_stream_s_first_token_comes_alone_and_the_text_after_it_together(
+    reef: RunningReef, oai: openai.OpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between its first token and its end, a stream's text is sent several tokens to a frame (at most every
+    STREAM_INTERVAL_S); here the interval outlasts the answer, so the rest comes in one frame with the end."""
+    monkeypatch.setattr(worker, "STREAM_INTERVAL_S", 3600.0)
+    counting: Any = [{"role": "user", "content": "Count from 1 to 100, separated by commas."}]
+    chunks = oai.chat.completions.create(model="smollm2", messages=counting, max_tokens=48, stream=True, **GREEDY)
+    frames, receipt = [], ""
+    for chunk in chunks:
+        if chunk.choices and chunk.choices[0].delta.content:
+            frames.append(chunk.choices[0].delta.content)
+        receipt = (chunk.model_extra or {}).get("reef", {}).get("agent_record_id", receipt)
+    whole = oai.chat.completions.create(model="smollm2", messages=counting, max_tokens=48, **GREEDY)
+    output_ids = assert_token_data(reef.record(receipt))["output_ids"]
+    assert len(output_ids) == 48 and len(frames) == 2
+    assert frames[0] == reef.runtime.engine.tokenizer.decode(output_ids[:1])
+    assert "".join(frames) == whole.choices[0].message.content
 
 
 def test_a_late_stream_starts_before_an_early_one_ends(reef: RunningReef, oai: openai.OpenAI) -> None:

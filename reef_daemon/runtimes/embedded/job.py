@@ -61,6 +61,7 @@ class Job:
     cache: Any = None
     adapter: LoraAdapter | None = None  # the adapter reading the context; None: the base
     pending: list[int] = field(default_factory=list)
+    reached_loop: bool = False  # an event of the job has been handed to the event loop (worker thread only)
 
     def __post_init__(self) -> None:
         self.generator = new_generator(self.params.seed)

@@ -49,13 +49,19 @@ class GenerationAnswer(RuntimeResponse):
         opening = self._renderer.start()
         try:
             while True:
-                event = await self._job.events.get()
-                if isinstance(event, TextDelta):
-                    self._text.append(event.text)
-                    yield opening + self._renderer.delta(event.text)
-                else:
-                    yield opening + self._renderer.end(self._answer(event))
+                events = [await self._job.events.get()]
+                while not self._job.events.empty():
+                    events.append(self._job.events.get_nowait())
+                texts = [event.text for event in events if isinstance(event, TextDelta)]
+                frame = opening
+                if texts:
+                    self._text.extend(texts)
+                    frame += self._renderer.delta("".join(texts))
+                last = events[-1]
+                if isinstance(last, Finished):
+                    yield frame + self._renderer.end(self._answer(last))
                     return
+                yield frame
                 opening = b""
         finally:
             self._job.cancelled = self._job.finished is None
