@@ -13,6 +13,7 @@ decoded alone does.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import torch
 
 ROW_ATTENTION = "reef_rows"
 GROWTH = 256  # positions added to every row when the longest one runs out of room
+_LAYOUTS = itertools.count()
 
 
 class BatchCache:
@@ -29,6 +31,9 @@ class BatchCache:
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
         self.lengths: list[int] = []
+        # Names the buffers as they are: a new number, unique in the process, each time they are replaced (rows
+        # joined or left, room was made).
+        self.layout = next(_LAYOUTS)
         # The step's row indices, write positions and attended span, made once per step by `step_inputs`.
         self._rows = torch.zeros(0, dtype=torch.long)
         self._positions = torch.zeros(0, dtype=torch.long)
@@ -56,6 +61,7 @@ class BatchCache:
             self.keys[index] = torch.cat([self.keys[index], *(_padded(r[index][0], self.capacity) for r in rows)])
             self.values[index] = torch.cat([self.values[index], *(_padded(r[index][1], self.capacity) for r in rows)])
         self.lengths.extend(lengths)
+        self.layout = next(_LAYOUTS)
 
     def remove(self, rows: list[int]) -> None:
         """Drop these rows (their sequences ended)."""
@@ -66,24 +72,24 @@ class BatchCache:
         self.keys = [k.index_select(0, index) for k in self.keys]
         self.values = [v.index_select(0, index) for v in self.values]
         self.lengths = [self.lengths[row] for row in keep]
+        self.layout = next(_LAYOUTS)
 
     @property
     def capacity(self) -> int:
         return int(self.keys[0].shape[2]) if self.keys else 0
 
-    def step_positions(self) -> torch.Tensor:
-        """The position `[rows]` of the next token of each row, where `update` (or the native step,
-        `decode_step.py`) writes its key and value; room is made for it."""
+    def next_positions(self) -> list[int]:
+        """The position of the next token of each row, where `update` (or the native step, `decode_step.py`)
+        writes its key and value; room is made for it."""
         self._span = max(self.lengths) + 1
         self._reserve(self._span)
-        self._rows = torch.arange(len(self.lengths))
-        self._positions = torch.tensor(self.lengths, dtype=torch.long)
-        return self._positions
+        return list(self.lengths)
 
     def step_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Position ids `[rows, 1]` of the next token of each row, and the boolean attention mask
         `[rows, 1, 1, span]` that lets each row see its own positions up to that token."""
-        self.step_positions()
+        self._positions = torch.tensor(self.next_positions(), dtype=torch.long)
+        self._rows = torch.arange(len(self.lengths))
         mask = torch.arange(self._span).unsqueeze(0) <= self._positions.unsqueeze(1)
         return self._positions.unsqueeze(1), mask[:, None, None, :]
 
@@ -107,6 +113,7 @@ class BatchCache:
         capacity = positions + GROWTH
         self.keys = [_padded(k, capacity) for k in self.keys]
         self.values = [_padded(v, capacity) for v in self.values]
+        self.layout = next(_LAYOUTS)
 
 
 def _empty_like(tensor: torch.Tensor, rows: int, capacity: int) -> torch.Tensor:

@@ -1216,11 +1216,13 @@ void reef_rms_norm(const float *x, int64_t rows, int64_t n, const float *weight,
 }
 
 /* Rotary position embedding in place, as Llama applies it: x * cos + rotate_half(x) * sin, where rotate_half
- * swaps the two halves of a head and negates the new first one. x: [rows, heads, dim]; cos, sin: [rows, dim]. */
-static void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const float *cos, const float *sin) {
+ * swaps the two halves of a head and negates the new first one. x: [rows, heads, dim]; cos, sin: the tables
+ * [positions, dim], row r at positions[r]. */
+static void reef_rope(float *x, int64_t rows, int64_t heads, int64_t dim, const int64_t *positions, const float *cos,
+                      const float *sin) {
     int64_t half = dim / 2;
     for (int64_t r = 0; r < rows; r++) {
-        const float *c = cos + r * dim, *s = sin + r * dim;
+        const float *c = cos + positions[r] * dim, *s = sin + positions[r] * dim;
         for (int64_t h = 0; h < heads; h++) {
             float *head = x + (r * heads + h) * dim;
             for (int64_t i = 0; i < half; i++) {
@@ -1296,8 +1298,8 @@ typedef struct {
     float *normed, *q, *k, *v, *attended, *out, *gate, *up;
 } reef_scratch_t;
 
-/* A whole decoder layer for one new position per row, `hidden` [rows, hidden] updated in place (the residual
- * stream). `lora`: NULL, or for each product (q, k, v, o, gate, up, down in that order) one entry per row, the row's
+/* A whole decoder layer for one new position per row, row r's at positions[r], `hidden` [rows, hidden] updated in
+ * place (the residual stream); `cos` and `sin` are the rotary tables [positions, head_dim]. `lora`: NULL, or for each product (q, k, v, o, gate, up, down in that order) one entry per row, the row's
  * adapter's pair on that product or NULL, each delta added to its product's output as it is made. A row gets the
  * same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
 static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
@@ -1313,8 +1315,8 @@ static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, 
     failed |= add_lora(s->normed, rows, h, s->q, attention, ADAPTED(0));
     failed |= add_lora(s->normed, rows, h, s->k, kv, ADAPTED(1));
     failed |= add_lora(s->normed, rows, h, s->v, kv, ADAPTED(2));
-    reef_rope(s->q, rows, layer->heads, layer->head_dim, cos, sin);
-    reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, cos, sin);
+    reef_rope(s->q, rows, layer->heads, layer->head_dim, positions, cos, sin);
+    reef_rope(s->k, rows, layer->kv_heads, layer->head_dim, positions, cos, sin);
     failed |= reef_decode_attention(s->q, s->k, s->v, keys, values, positions, rows, layer->heads, layer->kv_heads,
                                     capacity, layer->head_dim, layer->scale, s->attended, threads);
     weight_t o = {layer->o, layer->o_format, h, s->out};
@@ -1352,6 +1354,7 @@ typedef struct {
  * embedding of tokens[r], goes through every decoder layer in order as `decode_layer` (layer i writing into the
  * cache at keys[i] and values[i] and, when `lora` is not NULL, reading its adapters' pairs at lora[i]), then the
  * final norm into `normed`, and the head's product into `logits` ([rows, vocab]) where the model gives its head.
+ * `cos` and `sin`: the rotary tables, [positions, head_dim], covering every row's position.
  * One call a step: the Python around each of these parts cost more than they did, run cold after the weights had
  * swept the caches. Returns 0; -1 when memory ran out (what follows is not run); -2 when a token is not in the
  * vocabulary (nothing is run). */
