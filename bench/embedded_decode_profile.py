@@ -64,7 +64,7 @@ def step_parts() -> dict[str, list[tuple[str, int, int]]]:
         "products outside the native step": [
             decode_kernel.DecodeKernel.linear, precision.DecodeLinear.forward,
         ],
-        "the native step (layers, final norm, output head)": [decode_step.NativeDecodeStep.logits],
+        "the native step (layers, final norm, output head)": [decode_step.NativeDecodeStep.step],
         "attention (transformers' path)": [sdpa_attention.sdpa_attention_forward, row_attention],
         "keys and values written (transformers' path)": [BatchCache.update],
         "norms (transformers' path)": [llama.LlamaRMSNorm.forward],

@@ -46,11 +46,11 @@ def step_ms(model: Any, step: NativeDecodeStep, rows: int, context: int = 32) ->
         batch.add(cache)
     with torch_on_one_thread():
         for _ in range(5):
-            step.logits([5] * rows, batch, [None] * rows)
+            step.step([5] * rows, batch, [None] * rows)
             batch.advance()
         began = time.perf_counter()
         for _ in range(STEPS):
-            step.logits([5] * rows, batch, [None] * rows)
+            step.step([5] * rows, batch, [None] * rows)
             batch.advance()
     return (time.perf_counter() - began) / STEPS * 1000
 

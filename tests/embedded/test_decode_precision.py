@@ -55,7 +55,7 @@ def decoding_errors(state: Path, weights: DecodeWeights, moved: bool = False) ->
         batch.add(cache)
         errors, agree = [], 0
         for position in range(8, len(ids) - 1):
-            decoded = torch.log_softmax(step.logits([ids[position]], batch, [None])[0].float(), -1)
+            decoded = torch.log_softmax(step.step([ids[position]], batch, [None]).logits[0].float(), -1)
             batch.advance()
             errors.append(abs(float(decoded[ids[position + 1]] - whole[position, ids[position + 1]])))
             agree += int(decoded.argmax() == whole[position].argmax())

@@ -77,7 +77,7 @@ def transformers_step(model: Any, tokens: list[int], batch: BatchCache) -> torch
 def native(
     step: NativeDecodeStep, tokens: list[int], batch: BatchCache, adapters: list[LoraAdapter | None] | None = None
 ) -> torch.Tensor:
-    logits = step.logits(tokens, batch, adapters or [None] * len(tokens))
+    logits = step.step(tokens, batch, adapters or [None] * len(tokens)).logits
     batch.advance()
     return logits
 
@@ -180,6 +180,18 @@ def test_a_row_gets_the_same_bits_alone_or_in_a_batch(model: Any, step: NativeDe
         assert torch.equal(together[row], logits[0]), f"row {row}"
 
 
+@pytest.mark.parametrize("greedy", [[True, True, True], [False, True, False]])
+def test_the_step_picks_its_greedy_rows_as_the_kernels_pick_greedy_does(
+    model: Any, step: NativeDecodeStep, greedy: list[bool]
+) -> None:
+    """Greedy rows are picked inside the step's call: the token and log-prob `pick_greedy` takes from the step's
+    logits, bit for bit; the other rows are left to the sampler."""
+    with torch.inference_mode():
+        decoded = step.step([p[-1] for p in PROMPTS], read(model, PROMPTS), [None] * len(PROMPTS), greedy)
+    expected = load_kernel().pick_greedy(decoded.logits)
+    assert decoded.picked == {row: expected[row] for row, chosen in enumerate(greedy) if chosen}
+
+
 def test_an_adapted_row_gets_its_delta_and_the_others_the_same_bits(
     model: Any, step: NativeDecodeStep, tmp_path: Path
 ) -> None:
@@ -201,8 +213,10 @@ def test_an_adapted_row_gets_its_delta_and_the_others_the_same_bits(
     with torch.inference_mode():
         plain = native(step, tokens, read(model, PROMPTS))
         with bank.serving([None, adapter, None]):
-            adapted = native(step, tokens, ours, [None, adapter, None])
+            decoded = step.step(tokens, ours, [None, adapter, None], greedy=[True] * 3)
             expected = transformers_step(model, tokens, theirs)
+    adapted = decoded.logits
+    assert decoded.picked == {}  # the head ran in torch, after the call: the rows are left to the sampler
     assert torch.equal(adapted[0], plain[0]) and torch.equal(adapted[2], plain[2])
     assert (adapted[1] - plain[1]).abs().max() > 1e-3  # the adapter changes its row
     assert torch.allclose(adapted, expected, rtol=1e-4, atol=1e-4)
@@ -214,7 +228,7 @@ def test_a_token_outside_the_vocabulary_is_refused_before_anything_is_written(
     batch = read(model, PROMPTS[:1])
     keys = [k.clone() for k in batch.keys]
     with torch.inference_mode(), pytest.raises(ValueError, match="outside the vocabulary"):
-        step.logits([model.config.vocab_size], batch, [None])
+        step.step([model.config.vocab_size], batch, [None])
     assert all(torch.equal(k, kept) for k, kept in zip(batch.keys, keys, strict=True))
 
 

@@ -1354,14 +1354,16 @@ typedef struct {
  * embedding of tokens[r], goes through every decoder layer in order as `decode_layer` (layer i writing into the
  * cache at keys[i] and values[i] and, when `lora` is not NULL, reading its adapters' pairs at lora[i]), then the
  * final norm into `normed`, and the head's product into `logits` ([rows, vocab]) where the model gives its head.
- * `cos` and `sin`: the rotary tables, [positions, head_dim], covering every row's position.
+ * `cos` and `sin`: the rotary tables, [positions, head_dim], covering every row's position. Where `greedy` is not
+ * NULL and the head was made, each row r with greedy[r] set gets its pick from its logits into picked[r] and
+ * picked_logprobs[r], as reef_pick_greedy makes it (one call less a step: its Python ran cold, as above).
  * One call a step: the Python around each of these parts cost more than they did, run cold after the weights had
  * swept the caches. Returns 0; -1 when memory ran out (what follows is not run); -2 when a token is not in the
  * vocabulary (nothing is run). */
 int reef_decode_step(const reef_model_t *model, const int64_t *tokens, int64_t rows, float *hidden, const float *cos,
                      const float *sin, float *const *keys, float *const *values, const int64_t *positions,
                      int64_t capacity, const reef_scratch_t *s, const reef_lora_t *const *const *lora, float *normed,
-                     float *logits, int threads) {
+                     float *logits, const uint8_t *greedy, int64_t *picked, float *picked_logprobs, int threads) {
     if (model->count < 1) return 0;
     int64_t h = model->layers[0].hidden;
     for (int64_t r = 0; r < rows; r++)
@@ -1375,5 +1377,14 @@ int reef_decode_step(const reef_model_t *model, const int64_t *tokens, int64_t r
     reef_rms_norm(hidden, rows, h, model->final_norm, model->eps, normed);
     if (model->head == NULL) return 0;
     weight_t head = {model->head, model->head_format, model->vocab, logits};
-    return multiply(normed, rows, h, &head, 1, threads);
+    if (multiply(normed, rows, h, &head, 1, threads)) return -1;
+    if (greedy == NULL) return 0;
+    int64_t chosen = 0;
+    for (int64_t r = 0; r < rows; r++) chosen += greedy[r] != 0;
+    if (chosen == rows) return reef_pick_greedy(logits, rows, model->vocab, picked, picked_logprobs, threads);
+    for (int64_t r = 0; r < rows; r++)
+        if (greedy[r] && reef_pick_greedy(logits + r * model->vocab, 1, model->vocab, picked + r, picked_logprobs + r,
+                                          threads))
+            return -1;
+    return 0;
 }

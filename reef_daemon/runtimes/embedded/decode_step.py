@@ -7,8 +7,9 @@ attention over each row's own positions, the output product and the residual, th
 final norm and the output head. A row served by a LoRA adapter gets its adapter's delta on each product it adapts
 inside that call (its A and B read where the adapter holds them), so a row's bits do not depend on the rows beside
 it, adapted or not; where a row's adapter adapts the output head, the head runs in torch, as a layer module whose
-hook adds the delta. The rotary cos and sin are rows of a table the model's rotary embedding made for every position
-once (a position's values are the same made alone or with others).
+hook adds the delta. Rows decoded greedily get their picks in that call too (the token and its log-prob, as
+`DecodeKernel.pick_greedy` makes them). The rotary cos and sin are rows of a table the model's rotary embedding made
+for every position once (a position's values are the same made alone or with others).
 
 The products read the fp16, int8 or int4 copies the layer modules hold (`precision.py`, `embedded.decode-weights`),
 where they lie: a swap copies the fp32 weights in place (`versions.copy_weights`) but makes new copies, maybe of
@@ -21,7 +22,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -118,8 +119,16 @@ def _mlp_products(layer: Any) -> tuple[Any, ...]:
     return layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj
 
 
+class DecodedStep(NamedTuple):
+    """What a decoding step gives: every row's next-token logits `[rows, vocab]`, and the picks (token id and
+    log-prob) of the greedy rows the step picked itself, by row."""
+
+    logits: torch.Tensor
+    picked: dict[int, tuple[int, float]]
+
+
 class NativeDecodeStep:
-    """Steps every row of a `BatchCache` by one token: `logits(tokens, batch, adapted)`."""
+    """Steps every row of a `BatchCache` by one token: `step(tokens, batch, adapters, greedy)`."""
 
     def __init__(self, model: Any, kernel: DecodeKernel) -> None:
         config = model.config
@@ -129,7 +138,7 @@ class NativeDecodeStep:
         self._step_call.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
         self._step_call.restype = ctypes.c_int
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -178,14 +187,15 @@ class NativeDecodeStep:
             self._scale,
         )  # fmt: skip
 
-    def logits(
+    def step(
         self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None],
-        just_before: Callable[[], None] | None = None,
-    ) -> torch.Tensor:  # fmt: skip
+        greedy: Sequence[bool] = (), just_before: Callable[[], None] | None = None,
+    ) -> DecodedStep:  # fmt: skip
         """The next-token logits `[rows, vocab]` of every row, whose last tokens are `tokens` and whose adapters
-        (None: the base alone) are `adapters`; the new keys and values go into `batch`, which the caller then
-        advances. An adapter on the output head is added by its hook (the caller serves the rows' adapters).
-        `just_before` is called just before the native call (the interpreter's lock is free during it)."""
+        (None: the base alone) are `adapters`, and the picks of the rows `greedy` marks (none where the head runs in
+        torch); the new keys and values go into `batch`, which the caller then advances. An adapter on the output
+        head is added by its hook (the caller serves the rows' adapters). `just_before` is called just before the
+        native call (the interpreter's lock is free during it)."""
         rows = len(tokens)
         positions = (ctypes.c_int64 * rows)(*batch.next_positions())
         room = self._room(rows)
@@ -196,6 +206,9 @@ class NativeDecodeStep:
         if head_in_torch:
             model = _Model(model.layers, model.count, model.embedding, model.final_norm, None, model.head_format,
                            model.vocab, model.eps)  # fmt: skip
+        picking = any(greedy) and not head_in_torch
+        chosen = (ctypes.c_uint8 * rows)(*greedy) if picking else None
+        picked, picked_logprobs = (ctypes.c_int64 * rows)(), (ctypes.c_float * rows)()
         logits = torch.empty(rows, model.vocab)
         keys, values = self._cache_addresses(batch)
         token_ids, lora = (ctypes.c_int64 * rows)(*tokens), self._lora_rows(adapters)
@@ -203,16 +216,18 @@ class NativeDecodeStep:
             just_before()
         failed = self._step_call(
             ctypes.byref(model), token_ids, rows, hidden.data_ptr(), cos.data_ptr(), sin.data_ptr(), keys, values,
-            positions, batch.capacity, ctypes.byref(room), lora, normed.data_ptr(), logits.data_ptr(),
-            kernel_threads(),
+            positions, batch.capacity, ctypes.byref(room), lora, normed.data_ptr(), logits.data_ptr(), chosen, picked,
+            picked_logprobs, kernel_threads(),
         )  # fmt: skip
         if failed == -2:
             raise ValueError(f"decoding: a token id outside the vocabulary of {model.vocab}: {tokens}")
         if failed:
             raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
         if head_in_torch:
-            return self._model.lm_head(normed[:rows].unsqueeze(1))[:, 0]  # type: ignore[no-any-return]
-        return logits
+            return DecodedStep(self._model.lm_head(normed[:rows].unsqueeze(1))[:, 0], {})
+        if not picking:
+            return DecodedStep(logits, {})
+        return DecodedStep(logits, {r: (picked[r], picked_logprobs[r]) for r in range(rows) if greedy[r]})
 
     def _rotary(self, hidden: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rotary cos and sin tables `[positions, head_dim]`, made anew, larger, when `capacity` (which covers

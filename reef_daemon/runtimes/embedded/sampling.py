@@ -7,7 +7,7 @@ compares against. Temperature 0 means greedy decoding; its log-prob is then the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,16 +116,17 @@ GreedyPicks = Callable[[torch.Tensor], list[tuple[int, float]]]  # logits [rows,
 
 def pick_tokens(
     logits: torch.Tensor, params: Sequence[SamplingParams], generators: Sequence[torch.Generator],
-    greedy: GreedyPicks | None = None,
+    greedy: GreedyPicks | None = None, picked: Mapping[int, tuple[int, float]] | None = None,
 ) -> list[tuple[int, float]]:  # fmt: skip
-    """(token id, log-prob) for each row of `logits` `[rows, vocab]`, row r as `params[r]` and `generators[r]` ask;
-    the greedy rows all at once through `greedy` where it is given (the decoding kernels' `pick_greedy`: the same
-    token as `pick_token`, its log-prob within a few units in the last place), each of the others by `pick_token`."""
-    greedy_rows = [row for row, asked in enumerate(params) if asked.temperature == 0.0] if greedy else []
-    picks: dict[int, tuple[int, float]] = {}
+    """(token id, log-prob) for each row of `logits` `[rows, vocab]`, row r as `params[r]` and `generators[r]` ask:
+    `picked[r]` where the decoding step picked the row itself; the other greedy rows all at once through `greedy`
+    where it is given (the decoding kernels' `pick_greedy`: the same token as `pick_token`, its log-prob within a
+    few units in the last place), each of the rest by `pick_token`."""
+    picks = dict(picked or {})
+    greedy_rows = [row for row, asked in enumerate(params) if asked.temperature == 0.0 and row not in picks]
     if greedy is not None and greedy_rows:
         chosen = logits if len(greedy_rows) == len(params) else logits[greedy_rows]
-        picks = dict(zip(greedy_rows, greedy(chosen), strict=True))
+        picks.update(zip(greedy_rows, greedy(chosen), strict=True))
     return [
         picks[row] if row in picks else pick_token(logits[row], asked, generator)
         for row, (asked, generator) in enumerate(zip(params, generators, strict=True))

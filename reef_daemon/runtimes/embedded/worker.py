@@ -31,7 +31,7 @@ import torch
 from reef_daemon.runtimes.embedded.adapters import AdapterBank, AdapterUnavailable, LoraAdapter
 from reef_daemon.runtimes.embedded.batch import BatchCache
 from reef_daemon.runtimes.embedded.decode_kernel import load_kernel, torch_on_one_thread
-from reef_daemon.runtimes.embedded.decode_step import native_step
+from reef_daemon.runtimes.embedded.decode_step import DecodedStep, native_step
 from reef_daemon.runtimes.embedded.job import Event, Finished, Job, deliver, delivered_together
 from reef_daemon.runtimes.embedded.loading import LoadedModel
 from reef_daemon.runtimes.embedded.precision import refresh_decode_copies
@@ -349,7 +349,7 @@ class GenerationWorker:
             try:
                 adapters = [job.adapter for job in self._decoding]
                 with self.adapters.serving(adapters):
-                    logits = self._logits(adapters)
+                    decoded = self._logits(adapters)
                 self._batch.advance()
             except Exception as exc:
                 log.exception("generation failed")
@@ -359,7 +359,8 @@ class GenerationWorker:
                 return
             ended = []
             jobs = self._decoding
-            picks = pick_tokens(logits, [job.params for job in jobs], [job.generator for job in jobs], self._greedy)
+            params, generators = [job.params for job in jobs], [job.generator for job in jobs]
+            picks = pick_tokens(decoded.logits, params, generators, self._greedy, decoded.picked)
             for row, (job, (token, logprob)) in enumerate(zip(jobs, picks, strict=True)):
                 job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
                 if not self._take(job, token):
@@ -368,12 +369,13 @@ class GenerationWorker:
         self.peak_batch = max(self.peak_batch, len(self._decoding))
         self._leave(ended)
 
-    def _logits(self, adapters: list[LoraAdapter | None]) -> torch.Tensor:
+    def _logits(self, adapters: list[LoraAdapter | None]) -> DecodedStep:
         """The next-token logits `[rows, vocab]` of every decoding sequence (served by `adapters`, which the bank
-        is serving), its key and value written."""
+        is serving), its key and value written; the native step picks the greedy rows' tokens too."""
         tokens = [job.output_ids[-1] for job in self._decoding]
         if self._native is not None:
-            return self._native.logits(tokens, self._batch, adapters, self._hand_over_due)
+            greedy = [job.params.temperature == 0.0 for job in self._decoding]
+            return self._native.step(tokens, self._batch, adapters, greedy, self._hand_over_due)
         positions, mask = self._batch.step_inputs()
         self._hand_over_due()
         out = self._loaded.model(
@@ -384,8 +386,7 @@ class GenerationWorker:
             use_cache=True,
             logits_to_keep=1,
         )
-        logits: torch.Tensor = out.logits[:, -1]
-        return logits
+        return DecodedStep(out.logits[:, -1], {})
 
     def _take(self, job: Job, token: int) -> bool:
         """Send a new token's text; False once the job is finished."""
