@@ -53,15 +53,20 @@ def step(model: Any) -> NativeDecodeStep:
 
 
 def read(model: Any, prompts: list[list[int]]) -> BatchCache:
+    batch = BatchCache()
+    for prompt in prompts:
+        batch.add(read_one(model, prompt))
+    return batch
+
+
+def read_one(model: Any, prompt: list[int]) -> Any:
+    """The prompt's single-sequence `DynamicCache`."""
     from transformers import DynamicCache
 
-    batch = BatchCache()
+    cache = DynamicCache(config=model.config)
     with torch.inference_mode():
-        for prompt in prompts:
-            cache = DynamicCache(config=model.config)
-            model(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True)
-            batch.add(cache)
-    return batch
+        model(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True)
+    return cache
 
 
 def transformers_step(model: Any, tokens: list[int], batch: BatchCache) -> torch.Tensor:
@@ -100,8 +105,9 @@ def steps_match_transformers(
 def test_steps_give_the_logits_of_transformers_forward_pass(model: Any, step: NativeDecodeStep) -> None:
     ours, theirs = steps_match_transformers(model, step, 6)
     for layer in range(model.config.num_hidden_layers):  # the same keys and values were written
-        assert torch.allclose(ours.keys[layer], theirs.keys[layer], atol=1e-4)
-        assert torch.allclose(ours.values[layer], theirs.values[layer], atol=1e-4)
+        for row, length in enumerate(ours.lengths):
+            assert torch.allclose(ours.keys[layer][row, :, :length], theirs.keys[layer][row, :, :length], atol=1e-4)
+            assert torch.allclose(ours.values[layer][row, :, :length], theirs.values[layer][row, :, :length], atol=1e-4)
 
 
 def test_rows_decoding_past_the_rotary_table_get_transformers_logits(model: Any, step: NativeDecodeStep) -> None:
@@ -114,15 +120,9 @@ def test_rows_decoding_past_the_rotary_table_get_transformers_logits(model: Any,
 def test_rows_that_join_together_step_as_rows_that_joined_one_by_one(model: Any, step: NativeDecodeStep) -> None:
     """Requests that arrive together join the batch in one copy of its buffers (`BatchCache.extend`): the same rows,
     positions, keys and logits as joining one at a time."""
-    from transformers import DynamicCache
-
     one_by_one = read(model, PROMPTS[:1])
-    caches = []
+    caches = [read_one(model, prompt) for prompt in PROMPTS[1:]]
     with torch.inference_mode():
-        for prompt in PROMPTS[1:]:
-            cache = DynamicCache(config=model.config)
-            model(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True)
-            caches.append(cache)
         together = read(model, PROMPTS[:1])
         for cache in caches:
             one_by_one.add(cache)
@@ -130,8 +130,9 @@ def test_rows_that_join_together_step_as_rows_that_joined_one_by_one(model: Any,
         assert together.lengths == one_by_one.lengths == [len(p) for p in PROMPTS]
         tokens = [p[-1] for p in PROMPTS]
         assert torch.equal(native(step, tokens, together), native(step, tokens, one_by_one))
-    for ours, theirs in zip(together.keys, one_by_one.keys, strict=True):
-        assert torch.equal(ours[:, :, : max(together.lengths) + 1], theirs[:, :, : max(together.lengths) + 1])
+    for ours, theirs in zip(together.keys, one_by_one.keys, strict=True):  # each row's own positions
+        for row, length in enumerate(together.lengths):
+            assert torch.equal(ours[row, :, :length], theirs[row, :, :length])
 
 
 def test_int8_copies_step_as_transformers_does_with_them() -> None:
@@ -178,6 +179,23 @@ def test_a_row_gets_the_same_bits_alone_or_in_a_batch(model: Any, step: NativeDe
         together = native(step, [p[-1] for p in PROMPTS], read(model, PROMPTS))
     for row, logits in enumerate(alone):
         assert torch.equal(together[row], logits[0]), f"row {row}"
+
+
+def test_rows_that_leave_and_join_in_place_step_as_they_would_alone(model: Any, step: NativeDecodeStep) -> None:
+    """A leaving row's place is closed up and a joining row takes a free one, in the same buffers: every row still
+    gets the bits it would get alone."""
+    with torch.inference_mode():
+        batch = read(model, PROMPTS[:2])
+        native(step, [PROMPTS[0][-1], PROMPTS[1][-1]], batch)
+        buffer = batch.keys[0].data_ptr()
+        batch.remove([0])
+        batch.extend([read_one(model, PROMPTS[2])])
+        together = native(step, [7, PROMPTS[2][-1]], batch)
+        first = read(model, PROMPTS[1:2])
+        native(step, [PROMPTS[1][-1]], first)
+        alone = [native(step, [7], first)[0], native(step, [PROMPTS[2][-1]], read(model, PROMPTS[2:]))[0]]
+    assert batch.keys[0].data_ptr() == buffer  # no new buffers
+    assert torch.equal(together[0], alone[0]) and torch.equal(together[1], alone[1])
 
 
 @pytest.mark.parametrize("greedy", [[True, True, True], [False, True, False]])
@@ -229,7 +247,8 @@ def test_a_token_outside_the_vocabulary_is_refused_before_anything_is_written(
     keys = [k.clone() for k in batch.keys]
     with torch.inference_mode(), pytest.raises(ValueError, match="outside the vocabulary"):
         step.step([model.config.vocab_size], batch, [None])
-    assert all(torch.equal(k, kept) for k, kept in zip(batch.keys, keys, strict=True))
+    for k, kept in zip(batch.keys, keys, strict=True):  # whatever lies past the row's positions included
+        torch.testing.assert_close(k, kept, rtol=0, atol=0, equal_nan=True)
 
 
 def test_a_model_the_kernels_cannot_step_is_left_to_transformers(model: Any) -> None:

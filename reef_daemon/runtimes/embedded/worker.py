@@ -174,12 +174,19 @@ class GenerationWorker:
                 self._drop_cancelled()
                 if self._reading:
                     self._read_turn()
+                    self._take_arrivals()  # those that came during the read: the same prompt joins this step too
                 while self._reading and self._reads_nothing(self._reading[0]):
                     self._read_turn()  # the same prompt again: it joins this step rather than the next
                 self._join()
             if self._decoding:
                 with delivered_together(self._held):  # a token for every sequence of the batch, in one wake-up
                     self._decode_step()
+
+    def _take_arrivals(self) -> None:
+        """Queue the requests that arrived since the thread last looked, to be read after those already queued."""
+        with self._lock:
+            self._reading.extend(self._incoming)
+            self._incoming.clear()
 
     def _hand_over(self) -> None:
         """Hand the held events to the event loop. The next step does it just before its native call (or its
