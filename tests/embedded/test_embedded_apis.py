@@ -238,6 +238,50 @@ def test_the_same_prompt_again_reads_nothing_and_answers_as_alone(reef: RunningR
         assert tokens["output_ids"] == alone["output_ids"] and tokens["logprobs"] == alone["logprobs"]
 
 
+def test_requests_that_arrive_while_their_prompt_is_read_start_with_it(
+    reef: RunningReef, oai: openai.OpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four requests for one new prompt, the last three arriving while the first one's prompt is read: they read
+    nothing and join the batch with it, so all four decode from the same step on."""
+    messages: Any = [{"role": "user", "content": "Name one bird that cannot fly."}]
+    submitted: list[object] = []
+    all_in, joins = threading.Event(), []
+    submit, read_turn, join = (
+        worker.GenerationWorker.submit,
+        worker.GenerationWorker._read_turn,
+        worker.GenerationWorker._join,
+    )
+
+    def counted_submit(self: Any, job: Any) -> None:
+        submit(self, job)
+        submitted.append(job)
+        if len(submitted) == 4:
+            all_in.set()
+
+    def read_as_the_others_arrive(self: Any) -> None:
+        if self._reading and self._reading[0] is submitted[0] and not all_in.is_set():
+            assert all_in.wait(timeout=120)
+        read_turn(self)
+
+    def counted_join(self: Any) -> None:
+        if self._joining:
+            joins.append(len(self._joining))
+        join(self)
+
+    monkeypatch.setattr(worker.GenerationWorker, "submit", counted_submit)
+    monkeypatch.setattr(worker.GenerationWorker, "_read_turn", read_as_the_others_arrive)
+    monkeypatch.setattr(worker.GenerationWorker, "_join", counted_join)
+
+    def answer(_: int) -> list[int]:
+        raw = oai.chat.completions.with_raw_response.create(model="smollm2", messages=messages, max_tokens=8, **GREEDY)
+        return assert_token_data(reef.record(raw.headers["x-reef-agent-record-id"]))["output_ids"]
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(answer, range(4)))
+    assert joins == [4]
+    assert all(tokens == answers[0] for tokens in answers)
+
+
 def test_bad_request_is_answered_in_the_api_shape(reef: RunningReef) -> None:
     response = httpx.post(
         f"{reef.url}/v1/messages", headers=HEADERS, json={"model": "m", "max_tokens": 0, "messages": MESSAGES}
