@@ -24,7 +24,7 @@ import torch
 ROW_ATTENTION = "reef_rows"
 GROWTH = 256  # positions added to every row when the longest one runs out of room
 ROW_ROOM = 4  # rows the buffers have room for, at least
-KEPT_BYTES = 64 << 20  # the most buffer an emptied batch keeps for the next requests (4 rows of ~350 positions)
+KEPT_BYTES = 64 << 20  # the most buffer an emptied batch keeps for the next requests (SmolLM2: 4 rows, 350 positions)
 _LAYOUTS = itertools.count()
 
 
