@@ -1299,9 +1299,10 @@ typedef struct {
 } reef_scratch_t;
 
 /* A whole decoder layer for one new position per row, row r's at positions[r], `hidden` [rows, hidden] updated in
- * place (the residual stream); `cos` and `sin` are the rotary tables [positions, head_dim]. `lora`: NULL, or for each product (q, k, v, o, gate, up, down in that order) one entry per row, the row's
- * adapter's pair on that product or NULL, each delta added to its product's output as it is made. A row gets the
- * same bits alone or in any batch. Returns 0, or -1 when memory ran out. */
+ * place (the residual stream); `cos` and `sin` are the rotary tables [positions, head_dim]. `lora`: NULL, or for
+ * each product (q, k, v, o, gate, up, down in that order) one entry per row, the row's adapter's pair on that
+ * product or NULL, each delta added to its product's output as it is made. A row gets the same bits alone or in any
+ * batch. Returns 0, or -1 when memory ran out. */
 static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
                         float *keys, float *values, const int64_t *positions, int64_t capacity,
                         const reef_scratch_t *s, const reef_lora_t *const *lora, int threads) {
