@@ -53,6 +53,11 @@ class SamplingParams:
     max_answer_s: float = math.inf
     repeat_stop_tokens: int = 0
 
+    @property
+    def greedy(self) -> bool:
+        """Temperature 0: the largest logit is taken."""
+        return self.temperature == 0.0
+
     @classmethod
     def resolve(
         cls,
@@ -123,7 +128,7 @@ def pick_tokens(
     where it is given (the decoding kernels' `pick_greedy`: the same token as `pick_token`, its log-prob within a
     few units in the last place), each of the rest by `pick_token`."""
     picks = dict(picked or {})
-    greedy_rows = [row for row, asked in enumerate(params) if asked.temperature == 0.0 and row not in picks]
+    greedy_rows = [row for row, asked in enumerate(params) if asked.greedy and row not in picks]
     if greedy is not None and greedy_rows:
         chosen = logits if len(greedy_rows) == len(params) else logits[greedy_rows]
         picks.update(zip(greedy_rows, greedy(chosen), strict=True))
@@ -136,7 +141,7 @@ def pick_tokens(
 def pick_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> tuple[int, float]:
     """(token id, log-prob) from the last position's logits (a 1-D float tensor over the vocabulary)."""
     logits = logits.float()
-    if params.temperature == 0.0:
+    if params.greedy:
         log_probs = torch.log_softmax(logits, dim=-1)
         token = int(torch.argmax(logits))
         return token, float(log_probs[token])

@@ -161,8 +161,7 @@ class GenerationWorker:
                     self._lock.wait()
                 if self._closed:
                     break
-                self._reading.extend(self._incoming)
-                self._incoming.clear()
+                self._take_arrivals()
                 self._applying = list(self._swaps)
                 self._swaps.clear()
             if self._reading or self._applying or not self._decoding:
@@ -189,10 +188,10 @@ class GenerationWorker:
             self._incoming.clear()
 
     def _hand_over(self) -> None:
-        """Hand the held events to the event loop. The next step does it just before its native call (or its
-        forward pass), so the loop, woken by them, takes the interpreter's lock while this thread needs none: handed
-        over at the step's end, the loop took the lock at the next step's first torch call and the step waited for
-        it (0.4-0.6 ms of a served one-row step around a 3.6-4.6 ms native call)."""
+        """Hand the held events to the event loop. A step does it just before its native call (or its forward
+        pass) when they are due, so the loop, woken by them, takes the interpreter's lock while this thread needs
+        none: handed over at the step's end, the loop took the lock at the next step's first torch call and the step
+        waited for it (0.4-0.6 ms of a served one-row step around a 3.6-4.6 ms native call)."""
         if not self._held:
             return
         events = list(self._held)
@@ -381,7 +380,7 @@ class GenerationWorker:
         is serving), its key and value written; the native step picks the greedy rows' tokens too."""
         tokens = [job.output_ids[-1] for job in self._decoding]
         if self._native is not None:
-            greedy = [job.params.temperature == 0.0 for job in self._decoding]
+            greedy = [job.params.greedy for job in self._decoding]
             return self._native.step(tokens, self._batch, adapters, greedy, self._hand_over_due)
         positions, mask = self._batch.step_inputs()
         self._hand_over_due()
