@@ -424,8 +424,9 @@ def test_products_from_several_threads_at_once_stay_right() -> None:
 
 def test_back_to_back_products_on_shared_threads_each_get_their_own_bits() -> None:
     """The threads taking part in a product claim its panels as they go; a helper that comes late, after its product
-    is over, must claim nothing of it nor of the next one. Thousands of small products in a row, each with its own
-    rows and weight, on 2 and 3 threads: every one gets the bits it gets alone."""
+    is over, must claim nothing of it nor of the next one; one that the system runs less has its share taken by the
+    others. Thousands of small products in a row, each with its own rows and weight, on 2 and 3 threads, and on 8
+    (more than the cores, so that some are descheduled mid-product): every one gets the bits it gets alone."""
     kernel = _kernel()
     generator = torch.Generator().manual_seed(12)
     weights = [torch.randn(outputs, 64, generator=generator) for outputs in (64, 96, 160)]
@@ -433,7 +434,7 @@ def test_back_to_back_products_on_shared_threads_each_get_their_own_bits() -> No
     rows = [torch.randn(count, 64, generator=generator) for count in (1, 2, 4)]
     cases = [(r, p, w.shape[0]) for r in rows for p, w in zip(packed, weights, strict=True)]
     expected = [kernel.linear(r, p, n, threads=1) for r, p, n in cases]
-    for threads in (2, 3):
+    for threads in (2, 3, 8):
         for round_ in range(300):
             for case, alone in zip(cases, expected, strict=True):
                 assert torch.equal(kernel.linear(*case, threads=threads), alone), f"{threads} threads, {round_}"

@@ -498,12 +498,15 @@ static void panels(const product_t *p, const weight_t *w, int64_t first_panel, i
     }
 }
 
-/* Helper threads. A job (a product's panels, attention's rows and heads) is a run of units that the threads taking
- * part claim a few at a time, until none is left: a thread that the system runs less (another process, or the
- * event loop, on its core) claims less, and the others finish its share instead of waiting for it. Each output is
- * computed as above whichever thread does it, so the result does not depend on the number of threads, nor on who
- * claimed what. Between jobs a helper spins briefly (the next one of a layer usually follows within microseconds),
- * then sleeps. */
+/* Helper threads. A job (a product's panels, attention's rows and heads) is a run of units shared out among the
+ * threads taking part, each starting with an equal share of them in grains. A thread claims half of what is left of
+ * its own share from the front (at least a grain), on a cache line no other thread touches meanwhile; one with none
+ * left takes half of what is left of another's share from its back, and goes on with that as its own. So a thread
+ * that the system runs less, or that memory serves less, computes less, and the others finish its share instead of
+ * waiting for it. Each
+ * output is computed as above whichever thread does it, so the result does not depend on the number of threads, nor
+ * on who claimed what. Between jobs a helper spins briefly (the next one of a layer usually follows within
+ * microseconds), then sleeps. */
 #define MAX_THREADS 64
 #define SPIN_NS 50000
 
@@ -513,36 +516,84 @@ static int helpers;                 /* started helper threads; helper i takes pa
 typedef struct {
     void (*run)(const void *task, int64_t first, int64_t end); /* computes units [first, end) */
     const void *task;
-    int64_t units, claim; /* how many units, and how many a thread claims at a time */
+    int64_t units, grain; /* how many units, and how many a claim takes (a grain; the last one may be shorter) */
 } job_t;
 
-/* A job's units are claimed in about this many parts per thread taking part. One: a step of SmolLM2 beside a busy
- * process took 0.56x (one row) and 0.68x (four) the time of fixed halves, and the same on a quiet machine; two took
- * 0.54x and 0.65x beside one, but 1.06x on a quiet machine (each claim moves a cache line between the cores). */
-#define CLAIMS_PER_THREAD 1
+/* Grains of a thread's share: about this many, so that the threads end within a grain or two of each other. A claim
+ * is an atomic operation on a line in the thread's own cache, but one that waits for the thread's reads in flight:
+ * claims of half of what is left make about log2(GRAINS_PER_THREAD) of them a job, where claims of a grain made one
+ * row's step 1.00x-0.97x the time of halves of one counter shared by all threads, and halving claims 0.94x-0.95x (one
+ * row and four). With that one counter the calling thread waited for a helper 0.2-0.4 ms a step of one row; claimed
+ * from in quarters, it cost more than that, each claim moving the counter's line between the cores. */
+#define GRAINS_PER_THREAD 32
+#define MAX_GRAINS 0xffff /* a share's grains are numbered in 16 bits */
+
+/* A thread's share of the current job: the job's generation (high 32 bits), its first unclaimed grain (16 bits) and
+ * its end (low 16 bits), so that a helper that comes late to a job that is over claims nothing of the next one; and
+ * the units this thread computed of the job, whoever's share they came from. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t grains;
+    _Atomic int64_t computed;
+} share_t;
 
 static job_t current;                /* the job being computed */
 static int sharing;                  /* how many threads take part in it, this one included */
 static _Atomic int64_t generation;   /* counts jobs; a helper works when it sees a new one */
-/* The current job's generation (high 32 bits) and its next unclaimed unit (low 32): a helper that comes late to a
- * job that is over finds another generation there and claims nothing. */
-static _Alignas(64) _Atomic uint64_t next_claim;
-static _Alignas(64) _Atomic int64_t finished_units; /* the current job's units computed so far */
+static share_t shares[MAX_THREADS];  /* thread i's share (this one's: 0) */
 
-/* Claims and computes the units of `job` (of generation `seen`) until none is left. */
-static void take_part(job_t job, int64_t seen) {
+static inline uint64_t share_of(int64_t seen, int64_t first, int64_t end) {
+    return (uint64_t)seen << 32 | (uint64_t)first << 16 | (uint64_t)end;
+}
+
+/* Half of what is left of another thread's share (at least one grain), taken from its back into share `self`
+ * (empty now); 0 when the job is over or no share has a grain left. */
+static int take_from_another(int self, int count, int64_t seen) {
     uint64_t mark = (uint64_t)seen << 32;
+    for (int i = 1; i < count; i++) {
+        share_t *other = &shares[(self + i) % count];
+        uint64_t grains = atomic_load_explicit(&other->grains, memory_order_acquire);
+        for (;;) {
+            if ((grains & ~(uint64_t)0xffffffffu) != mark) return 0;
+            int64_t first = (int64_t)(grains >> 16 & 0xffff), end = (int64_t)(grains & 0xffff);
+            if (first >= end) break;
+            int64_t from = end - (end - first + 1) / 2;
+            if (atomic_compare_exchange_weak_explicit(&other->grains, &grains, share_of(seen, first, from),
+                                                      memory_order_acq_rel, memory_order_acquire)) {
+                atomic_store_explicit(&shares[self].grains, share_of(seen, from, end), memory_order_release);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Computes grains of `job` (of generation `seen`) as thread `self` of `count`, its own and then others', until none
+ * is left. */
+static void take_part(job_t job, int64_t seen, int self, int count) {
+    share_t *own = &shares[self];
+    uint64_t mark = (uint64_t)seen << 32;
+    int64_t computed = 0;
     for (;;) {
-        uint64_t claim = atomic_load_explicit(&next_claim, memory_order_acquire);
-        int64_t first;
-        do {
-            first = (int64_t)(claim & 0xffffffffu);
-            if ((claim & ~(uint64_t)0xffffffffu) != mark || first >= job.units) return;
-        } while (!atomic_compare_exchange_weak_explicit(&next_claim, &claim, claim + (uint64_t)job.claim,
-                                                        memory_order_acq_rel, memory_order_acquire));
-        int64_t end = first + job.claim < job.units ? first + job.claim : job.units;
+        uint64_t grains = atomic_load_explicit(&own->grains, memory_order_acquire);
+        int64_t taken = 0, from = 0;
+        while ((grains & ~(uint64_t)0xffffffffu) == mark && (grains >> 16 & 0xffff) < (grains & 0xffff)) {
+            from = (int64_t)(grains >> 16 & 0xffff);
+            int64_t left = (int64_t)(grains & 0xffff) - from;
+            taken = left > 1 ? left / 2 : 1;
+            if (atomic_compare_exchange_weak_explicit(&own->grains, &grains, grains + ((uint64_t)taken << 16),
+                                                      memory_order_acq_rel, memory_order_acquire))
+                break;
+            taken = 0;
+        }
+        if (taken == 0) {
+            if (take_from_another(self, count, seen)) continue;
+            return;
+        }
+        int64_t first = from * job.grain, end = (from + taken) * job.grain;
+        if (end > job.units) end = job.units;
         job.run(job.task, first, end);
-        atomic_fetch_add_explicit(&finished_units, end - first, memory_order_release);
+        computed += end - first;
+        atomic_store_explicit(&own->computed, computed, memory_order_release);
     }
 }
 
@@ -585,7 +636,7 @@ static void *helper(void *argument) {
         job_t job = current;
         int count = sharing;
         pthread_mutex_unlock(&pool_lock);
-        if (index < count) take_part(job, seen);
+        if (index < count) take_part(job, seen, index, count);
     }
     return NULL;
 }
@@ -615,8 +666,8 @@ static int start_helpers(int wanted) {
 
 static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the one job using the helpers */
 
-/* Runs `job` (its `units` at most 2^32 - 1) on up to `threads` threads (this one and helpers). Calls may overlap
- * (two models in one process): one of them uses the helpers, the others compute on their own thread. */
+/* Runs `job` on up to `threads` threads (this one and helpers). Calls may overlap (two models in one process): one of
+ * them uses the helpers, the others compute on their own thread. */
 static void run_shared(job_t job, int threads) {
     int count = threads < MAX_THREADS ? threads : MAX_THREADS;
     if (count > job.units) count = (int)job.units;
@@ -629,19 +680,26 @@ static void run_shared(job_t job, int threads) {
         job.run(job.task, 0, job.units);
         return;
     }
-    job.claim = job.units / (count * CLAIMS_PER_THREAD);
-    if (job.claim < 1) job.claim = 1;
+    job.grain = job.units / (count * GRAINS_PER_THREAD);
+    if (job.grain < 1) job.grain = 1;
+    if (job.grain < (job.units + MAX_GRAINS - 1) / MAX_GRAINS) job.grain = (job.units + MAX_GRAINS - 1) / MAX_GRAINS;
+    int64_t grains = (job.units + job.grain - 1) / job.grain;
     pthread_mutex_lock(&pool_lock);
     current = job;
     sharing = count;
-    int64_t seen = atomic_load(&generation) + 1;
-    atomic_store(&finished_units, 0);
-    atomic_store_explicit(&next_claim, (uint64_t)seen << 32, memory_order_release);
+    int64_t seen = (atomic_load(&generation) + 1) & 0xffffffff;
+    for (int i = 0; i < count; i++) {
+        atomic_store_explicit(&shares[i].computed, 0, memory_order_relaxed);
+        atomic_store_explicit(&shares[i].grains, share_of(seen, grains * i / count, grains * (i + 1) / count),
+                              memory_order_relaxed);
+    }
     atomic_store_explicit(&generation, seen, memory_order_release);
     pthread_cond_broadcast(&pool_wake);
     pthread_mutex_unlock(&pool_lock);
-    take_part(job, seen);
-    while (atomic_load_explicit(&finished_units, memory_order_acquire) < job.units) {
+    take_part(job, seen, 0, count);
+    for (int64_t computed = 0; computed < job.units;) {
+        computed = 0;
+        for (int i = 0; i < count; i++) computed += atomic_load_explicit(&shares[i].computed, memory_order_acquire);
     }
     pthread_mutex_unlock(&pool_user);
 }
