@@ -502,11 +502,10 @@ static void panels(const product_t *p, const weight_t *w, int64_t first_panel, i
  * threads taking part, each starting with an equal share of them in grains. A thread claims half of what is left of
  * its own share from the front (at least a grain), on a cache line no other thread touches meanwhile; one with none
  * left takes half of what is left of another's share from its back, and goes on with that as its own. So a thread
- * that the system runs less, or that memory serves less, computes less, and the others finish its share instead of
- * waiting for it. Each
- * output is computed as above whichever thread does it, so the result does not depend on the number of threads, nor
- * on who claimed what. Between jobs a helper spins briefly (the next one of a layer usually follows within
- * microseconds), then sleeps. */
+ * that the system runs less (another process, or the event loop, on its core), or that memory serves less, computes
+ * less, and the others finish its share instead of waiting for it. Each output is computed as above whichever thread
+ * does it, so the result does not depend on the number of threads, nor on who claimed what. Between jobs a helper
+ * spins briefly (the next one of a layer usually follows within microseconds), then sleeps. */
 #define MAX_THREADS 64
 #define SPIN_NS 50000
 
@@ -516,15 +515,15 @@ static int helpers;                 /* started helper threads; helper i takes pa
 typedef struct {
     void (*run)(const void *task, int64_t first, int64_t end); /* computes units [first, end) */
     const void *task;
-    int64_t units, grain; /* how many units, and how many a claim takes (a grain; the last one may be shorter) */
+    int64_t units, grain; /* how many units, and how many units make a grain (the last grain may have fewer) */
 } job_t;
 
 /* Grains of a thread's share: about this many, so that the threads end within a grain or two of each other. A claim
  * is an atomic operation on a line in the thread's own cache, but one that waits for the thread's reads in flight:
- * claims of half of what is left make about log2(GRAINS_PER_THREAD) of them a job, where claims of a grain made one
- * row's step 1.00x-0.97x the time of halves of one counter shared by all threads, and halving claims 0.94x-0.95x (one
- * row and four). With that one counter the calling thread waited for a helper 0.2-0.4 ms a step of one row; claimed
- * from in quarters, it cost more than that, each claim moving the counter's line between the cores. */
+ * claims of half of what is left make about log2(GRAINS_PER_THREAD) of them a job. Against halves of one counter
+ * shared by all threads, a step took 0.94x-1.00x the time for one row and 0.94x-0.96x for four with halving claims,
+ * and 1.00x and 0.99x with claims of one grain. With that one counter the calling thread waited for a helper 0.2-0.4
+ * ms a step of one row; claimed from in quarters, it cost more than that, each claim moving its line between cores. */
 #define GRAINS_PER_THREAD 32
 #define MAX_GRAINS 0xffff /* a share's grains are numbered in 16 bits */
 
