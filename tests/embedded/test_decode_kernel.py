@@ -475,12 +475,13 @@ def _same_with_nan(got: list[tuple[int, float]], expected: list[tuple[int, float
 def _attention_case(
     generator: torch.Generator, positions: list[int], heads: int = 9, kv_heads: int = 3, dim: int = 64
 ) -> tuple[torch.Tensor, ...]:
-    """A query per row, its new key and value, and a cache of `capacity` positions holding earlier ones."""
+    """A query per row, its new key and value, and a cache of `capacity` positions holding earlier ones (the keys in
+    fp32, the values in fp16)."""
     rows, capacity = len(positions), max(positions) + 5
     query = torch.randn(rows, heads, 1, dim, generator=generator)
     new_keys, new_values = (torch.randn(rows, kv_heads, 1, dim, generator=generator) for _ in range(2))
     keys, values = (torch.randn(rows, kv_heads, capacity, dim, generator=generator) for _ in range(2))
-    return query, new_keys, new_values, keys, values, torch.tensor(positions)
+    return query, new_keys, new_values, keys, values.half(), torch.tensor(positions)
 
 
 @pytest.mark.parametrize("dim", [64, 20, 72])  # whole registers, and parts of one (the scalar tails)
@@ -494,7 +495,7 @@ def test_attention_writes_the_new_keys_and_attends_over_each_rows_own_positions(
     assert got.shape == (4, 1, 9, dim)
     for row, position in enumerate(positions.tolist()):
         assert torch.equal(keys[row, :, position], new_keys[row, :, 0])
-        assert torch.equal(values[row, :, position], new_values[row, :, 0])
+        assert torch.equal(values[row, :, position], new_values[row, :, 0].half())  # rounded as torch rounds
         assert torch.equal(keys[row, :, position + 1 :], before_keys[row, :, position + 1 :])  # nothing else
         assert torch.equal(values[row, :, :position], before_values[row, :, :position])
         span_keys = keys[row : row + 1, :, : position + 1].repeat_interleave(3, dim=1).double()
@@ -523,8 +524,10 @@ def test_a_rows_attention_is_the_same_bits_alone_or_in_any_batch() -> None:
     assert torch.equal(reordered, alone[order])
 
 
-def test_attention_refuses_positions_outside_the_cache() -> None:
+def test_attention_refuses_positions_outside_the_cache_and_values_not_in_fp16() -> None:
     kernel = _kernel()
     query, new_keys, new_values, keys, values, _ = _attention_case(torch.Generator().manual_seed(1), [2, 3])
     with pytest.raises(ValueError, match="outside a cache"):
         kernel.attend(query, new_keys, new_values, keys, values, torch.tensor([2, keys.shape[2]]), 0.125)
+    with pytest.raises(ValueError, match="fp16 cached values"):
+        kernel.attend(query, new_keys, new_values, keys, values.float(), torch.tensor([2, 3]), 0.125)

@@ -844,8 +844,9 @@ int reef_linear(const float *x, int64_t rows, int64_t k_count, const void *packe
 
 /* Decoding attention: one new position per row, each row attending over exactly its own positions.
  *
- * keys, values: the cache, [rows, kv_heads, capacity, dim] fp32. Row r's new key and value ([rows, kv_heads, dim])
- * are written at position positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
+ * keys, values: the cache, [rows, kv_heads, capacity, dim], keys fp32 and values fp16 (the bits). Row r's new key
+ * and value ([rows, kv_heads, dim], fp32; the value rounded to fp16 as it is written) are written at position
+ * positions[r], then its query ([rows, heads, dim]) attends over positions 0 .. positions[r];
  * query head h reads key/value head h / (heads / kv_heads) (grouped-query attention) without copying it. Scores are
  * scaled dot products, softmax-ed in fp32 against their maximum (the exponential as Cephes' expf computes it, eight
  * at a time where AVX2 is); a row longer than ATTENTION_PART is attended in parts, joined after. Each (row, head) is
@@ -873,7 +874,8 @@ static float dot(const float *a, const float *b, int64_t n) {
 #define ATTENTION_PART 512
 
 typedef struct {
-    const float *query, *keys, *values;
+    const float *query, *keys;
+    const uint16_t *values; /* fp16 */
     const int64_t *positions;
     int64_t rows, heads, kv_heads, capacity, dim;
     int64_t widest;       /* the most positions one unit scores: the longest row, at most ATTENTION_PART */
@@ -994,10 +996,15 @@ static float largest(const float *scores, int64_t span) {
     return top;
 }
 
-/* o += the sum over t in [first, end), in order, of weights[t] * v[t] for the values of `dim` floats at v (o = that
- * sum when `first` is 0): each output summed in a register across the positions, 64 floats at a time. An output's
- * sum over all positions has the same bits however the positions are split into ranges, taken in order. */
-static void add_values(const float *weights, const float *v, int64_t first, int64_t end, int64_t dim, float *o) {
+/* o += the sum over t in [first, end), in order, of weights[t] * v[t] for the fp16 values of `dim` at v (o = that
+ * sum when `first` is 0), each value taken to fp32: each output summed in a register across the positions, 64 floats
+ * at a time. An output's sum over all positions has the same bits however the positions are split into ranges, taken
+ * in order. */
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+static inline __m256 eight_values(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
+#endif
+
+static void add_values(const float *weights, const uint16_t *v, int64_t first, int64_t end, int64_t dim, float *o) {
     int64_t c = 0;
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
     for (; c + 64 <= dim; c += 64) {
@@ -1005,23 +1012,33 @@ static void add_values(const float *weights, const float *v, int64_t first, int6
         for (int i = 0; i < 8; i++) acc[i] = first == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + c + 8 * i);
         for (int64_t t = first; t < end; t++) {
             __m256 w = _mm256_set1_ps(weights[t]);
-            const float *row = v + t * dim + c;
-            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * i), acc[i]);
+            const uint16_t *row = v + t * dim + c;
+            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, eight_values(row + 8 * i), acc[i]);
         }
         for (int i = 0; i < 8; i++) _mm256_storeu_ps(o + c + 8 * i, acc[i]);
     }
     for (; c + 8 <= dim; c += 8) {
         __m256 acc = first == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + c);
         for (int64_t t = first; t < end; t++)
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), _mm256_loadu_ps(v + t * dim + c), acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), eight_values(v + t * dim + c), acc);
         _mm256_storeu_ps(o + c, acc);
     }
 #endif
     for (; c < dim; c++) {
         float total = first == 0 ? 0.0f : o[c];
-        for (int64_t t = first; t < end; t++) total += weights[t] * v[t * dim + c];
+        for (int64_t t = first; t < end; t++) total += weights[t] * half_to_float(v[t * dim + c]);
         o[c] = total;
     }
+}
+
+/* count fp32 values as fp16 bits, each rounded to the nearest (ties to even), eight at a time where F16C is. */
+static void store_halves(const float *x, int64_t count, uint16_t *out) {
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    for (; i + 8 <= count; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < count; i++) out[i] = float_to_half(x[i]);
 }
 
 /* Positions a group's query heads take in turn: their keys (or values) stay in the first-level cache meanwhile, so the
@@ -1044,7 +1061,8 @@ static void attend_unit(const attention_t *a, int64_t unit, float *scores) {
     int64_t from = part * ATTENTION_PART, count = span - from < ATTENTION_PART ? span - from : ATTENTION_PART;
     int64_t first_head = r * a->heads + g * group;
     size_t head = (size_t)(((r * a->kv_heads + g) * a->capacity + from) * dim);
-    const float *k = a->keys + head, *v = a->values + head;
+    const float *k = a->keys + head;
+    const uint16_t *v = a->values + head;
     for (int64_t t = 0; t < count; t += ATTENTION_RUN) {
         int64_t end = t + ATTENTION_RUN < count ? t + ATTENTION_RUN : count;
         for (int64_t h = 0; h < group; h++)
@@ -1114,7 +1132,7 @@ static void attention_units(const void *task, int64_t first, int64_t end) {
 #define SHARED_ATTENTION 65536 /* multiply-adds below which attention stays on the calling thread */
 
 int reef_decode_attention(const float *query, const float *new_keys, const float *new_values, float *keys,
-                          float *values, const int64_t *positions, int64_t rows, int64_t heads, int64_t kv_heads,
+                          uint16_t *values, const int64_t *positions, int64_t rows, int64_t heads, int64_t kv_heads,
                           int64_t capacity, int64_t dim, float scale, float *out, int threads) {
     int64_t longest = 1, work = 0, parts = 0;
     for (int64_t r = 0; r < rows; r++) {
@@ -1122,7 +1140,7 @@ int reef_decode_attention(const float *query, const float *new_keys, const float
             size_t cached = (size_t)(((r * kv_heads + g) * capacity + positions[r]) * dim);
             size_t fresh = (size_t)((r * kv_heads + g) * dim);
             memcpy(keys + cached, new_keys + fresh, (size_t)dim * sizeof(float));
-            memcpy(values + cached, new_values + fresh, (size_t)dim * sizeof(float));
+            store_halves(new_values + fresh, dim, values + cached);
         }
         if (positions[r] + 1 > longest) longest = positions[r] + 1;
         work += (positions[r] + 1) * heads * dim * 2;
@@ -1361,7 +1379,7 @@ typedef struct {
  * product or NULL, each delta added to its product's output as it is made. A row gets the same bits alone or in any
  * batch. Returns 0, or -1 when memory ran out. */
 static int decode_layer(const reef_layer_t *layer, float *hidden, int64_t rows, const float *cos, const float *sin,
-                        float *keys, float *values, const int64_t *positions, int64_t capacity,
+                        float *keys, uint16_t *values, const int64_t *positions, int64_t capacity,
                         const reef_scratch_t *s, const reef_lora_t *const *lora, int threads) {
     int64_t h = layer->hidden, attention = layer->heads * layer->head_dim, kv = layer->kv_heads * layer->head_dim;
     int failed = 0;
@@ -1419,7 +1437,7 @@ typedef struct {
  * swept the caches. Returns 0; -1 when memory ran out (what follows is not run); -2 when a token is not in the
  * vocabulary (nothing is run). */
 int reef_decode_step(const reef_model_t *model, const int64_t *tokens, int64_t rows, float *hidden, const float *cos,
-                     const float *sin, float *const *keys, float *const *values, const int64_t *positions,
+                     const float *sin, float *const *keys, uint16_t *const *values, const int64_t *positions,
                      int64_t capacity, const reef_scratch_t *s, const reef_lora_t *const *const *lora, float *normed,
                      float *logits, const uint8_t *greedy, int64_t *picked, float *picked_logprobs, int threads) {
     if (model->count < 1) return 0;

@@ -203,13 +203,16 @@ class DecodeKernel:
         """One decoding step's attention: row r's new key and value (`[rows, kv_heads, 1, dim]`) are written into
         the cache (`keys`, `values`: `[rows, kv_heads, capacity, dim]`) at `positions[r]`, then its query
         (`[rows, heads, 1, dim]`) attends over positions 0 .. positions[r]. Returns `[rows, 1, heads, dim]`, the
-        layout attention outputs take in transformers. Everything fp32."""
+        layout attention outputs take in transformers. Everything fp32 but the cached values, fp16 (the new value
+        rounded to fp16 as it is written, as torch rounds)."""
         rows, heads, _, dim = query.shape
         kv_heads, capacity = keys.shape[1], keys.shape[2]
         query, new_keys, new_values = query.contiguous(), new_keys.contiguous(), new_values.contiguous()
         tensors = (query, new_keys, new_values, keys, values)
-        if any(t.dtype != torch.float32 for t in tensors) or not (keys.is_contiguous() and values.is_contiguous()):
-            raise ValueError("attention kernel: fp32 tensors and a contiguous cache only")
+        if any(t.dtype != torch.float32 for t in tensors[:4]) or values.dtype != torch.float16:
+            raise ValueError("attention kernel: fp32 tensors and fp16 cached values only")
+        if not (keys.is_contiguous() and values.is_contiguous()) or values.shape != keys.shape:
+            raise ValueError("attention kernel: a contiguous cache of keys and values of one shape only")
         if (
             heads % kv_heads
             or new_keys.shape != (rows, kv_heads, 1, dim)
