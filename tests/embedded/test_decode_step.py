@@ -82,7 +82,7 @@ def transformers_step(model: Any, tokens: list[int], batch: BatchCache) -> torch
 def native(
     step: NativeDecodeStep, tokens: list[int], batch: BatchCache, adapters: list[LoraAdapter | None] | None = None
 ) -> torch.Tensor:
-    logits = step.step(tokens, batch, adapters or [None] * len(tokens)).logits
+    logits = step.step(tokens, batch, adapters or [None] * len(tokens)).logits.clone()  # the next step reuses them
     batch.advance()
     return logits
 

@@ -195,7 +195,9 @@ class NativeDecodeStep:
         (None: the base alone) are `adapters`, and the picks of the rows `greedy` marks (none where the head runs in
         torch); the new keys and values go into `batch`, which the caller then advances. An adapter on the output
         head is added by its hook (the caller serves the rows' adapters). `just_before` is called just before the
-        native call (the interpreter's lock is free during it)."""
+        native call (the interpreter's lock is free during it). The logits the kernel makes are in a buffer the next
+        step writes again (a new one each step cost the allocation and the first write's page faults, ~40 µs of a
+        one-row step): whoever keeps them past the next step keeps a copy."""
         rows = len(tokens)
         positions = (ctypes.c_int64 * rows)(*batch.next_positions())
         room = self._room(rows)
@@ -209,7 +211,7 @@ class NativeDecodeStep:
         picking = any(greedy) and not head_in_torch
         chosen = (ctypes.c_uint8 * rows)(*greedy) if picking else None
         picked, picked_logprobs = (ctypes.c_int64 * rows)(), (ctypes.c_float * rows)()
-        logits = torch.empty(rows, model.vocab)
+        logits = self._scratch["logits"][:rows]
         keys, values = self._cache_addresses(batch)
         token_ids, lora = (ctypes.c_int64 * rows)(*tokens), self._lora_rows(adapters)
         if just_before is not None:
@@ -291,9 +293,10 @@ class NativeDecodeStep:
 
     def _room(self, rows: int) -> _Scratch:
         """Scratch buffers for `rows` rows, kept between steps (grown when the batch grows), as the layer call reads
-        them; besides them, each row's residual stream (`hidden`) and its final norm (`final`)."""
+        them; besides them, each row's residual stream (`hidden`), its final norm (`final`) and its logits."""
         if not self._scratch or self._scratch["normed"].shape[0] < rows:
-            widths = {**self._shape.widths(), "hidden": self._shape.hidden, "final": self._shape.hidden}
+            own = {"hidden": self._shape.hidden, "final": self._shape.hidden, "logits": self._described_model.vocab}
+            widths = {**self._shape.widths(), **own}
             self._scratch = {name: torch.empty(rows, width) for name, width in widths.items()}
             self._pointers = _Scratch(*(self._scratch[name].data_ptr() for name in _SCRATCH))
         return self._pointers
