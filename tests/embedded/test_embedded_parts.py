@@ -178,6 +178,35 @@ def test_text_waits_for_a_whole_character() -> None:
     assert text.add(0xFFFD) == ""  # decoders show an unfinished UTF-8 sequence as U+FFFD
 
 
+class CleaningTokenizer(CharTokenizer):
+    """A tokenizer whose own decoding cleans up what its backend's gives (here: "_" to a space), as transformers'
+    may clean spaces up."""
+
+    clean_up_tokenization_spaces = True
+    backend_tokenizer = CharTokenizer()
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return super().decode(ids, skip_special_tokens).replace("_", " ")
+
+
+def test_text_is_the_tokenizers_own_decoding_where_it_adds_to_its_backends() -> None:
+    text = TextAssembler(CleaningTokenizer(), ())
+    assert feed(text, "a_b") + text.finish() == "a b"
+
+
+def test_text_of_the_models_tokenizer_is_its_decoding_of_the_whole_answer(embedded_models: Path) -> None:
+    """Taken from the `tokenizers` backend token by token: what the tokenizer decodes from all the ids at once, for
+    characters of several tokens and a special token among them."""
+    from transformers import AutoTokenizer
+
+    (folder,) = {found.parent for found in embedded_models.rglob("tokenizer.json")}
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    ids = tokenizer("Ça coûte 5 € — 東京へ 🚀🌊, naïve café.")["input_ids"] + [tokenizer.eos_token_id]
+    text = TextAssembler(tokenizer, ())
+    streamed = "".join(text.add(token) for token in ids) + text.finish()
+    assert streamed == tokenizer.decode(ids, skip_special_tokens=True) == "Ça coûte 5 € — 東京へ 🚀🌊, naïve café."
+
+
 class SlowTokenizer:
     """A chat template that holds each prompt until `release` is set, and counts the prompts it reads at once."""
 
