@@ -1,21 +1,22 @@
 """Where one stream's decoding time goes in `reef serve` on the embedded model, and the memory bound it is held to.
 
-In one run, one after the other on the same machine:
+In one run, on the same machine, `--rounds` times in turn (the host's bandwidth drifts within minutes, so each stream
+is held to the bandwidth read just before it):
 1. the read bandwidth: the median of several passes summing a 512 MiB fp32 tensor (torch, all threads), on ordinary
    memory and on the memory meant for 2 MiB pages that the decode copies live on (`huge_pages.py`); the higher one
    (on huge pages, where the kernel grants them) is the machine's bandwidth the bound is computed from;
 2. the bound: that bandwidth over the bytes a decoding step reads (every decode weight once), as tokens/s, for the
    copies `reef serve` decodes from by default and for fp16 copies (`embedded.decode-weights fp16`);
-3. `reef serve` on a temporary state directory (the model cache of `~/.cache/reef/models`), streaming greedy
-   answers of `--tokens` tokens one at a time: tokens/s from the first text delta to the last, and as a client sees
-   it (all tokens over the time from sending to the last byte);
+3. `reef serve` on a temporary state directory (the model cache of `~/.cache/reef/models`), streaming a greedy
+   answer of `--tokens` tokens: tokens/s from the first text delta to the last, and as a client sees it (all tokens
+   over the time from sending to the last byte), and each against that round's bound;
 4. py-spy over the daemon while it streams one more (`--concurrent N`: N at once; `--format raw`), the generation
    thread's samples put in the parts of a decoding step (the native step's one call, products outside it, the
    rotary embedding, picking the token, the Python between them; without the decoding kernels,
    transformers' attention, norms and key/value writes) and what the thread does besides (reading the prompt,
    handing each token over).
 
-    .venv/bin/python bench/embedded_decode_profile.py [--tokens 160] [--rounds 3] [--no-profile] [--concurrent 4]
+    .venv/bin/python bench/embedded_decode_profile.py [--tokens 160] [--rounds 5] [--no-profile] [--concurrent 4]
 
 Needs py-spy (bench/.venv-bench/bin/py-spy; `bench/.venv-bench/bin/pip install py-spy`) and permission to ptrace
 (root, or kernel.yama.ptrace_scope=0). Prints markdown tables. Not a test: nothing is asserted.
@@ -174,41 +175,48 @@ def profile(py_spy: str, pid: int, raw: Path, run: Callable[[], object]) -> coll
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=160, help="greedy tokens per stream")
-    parser.add_argument("--rounds", type=int, default=3, help="timed streams (the median is kept)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of bandwidth then a timed stream")
     parser.add_argument("--no-profile", action="store_true", help="time only, no py-spy")
     parser.add_argument("--concurrent", type=int, default=1, help="streams sent at once in the profiled run")
     args = parser.parse_args()
     from embedded_model import free_port, start_daemon, wait_ready
 
     with torch.inference_mode():
-        ordinary = bandwidth_gb_s(torch.ones(MEASURED))
-        huge = bandwidth_gb_s(HugePageArena().empty((MEASURED,), torch.float32).fill_(1.0))
-    bandwidth = max(ordinary, huge)
+        ordinary_memory = torch.ones(MEASURED)
+        huge_memory = HugePageArena().empty((MEASURED,), torch.float32).fill_(1.0)
     state = Path(tempfile.mkdtemp(prefix="reef-bench-profile-"))
     weights = decode_bytes(load_model(resolve_source(None), state).model)
-    bound = bandwidth * 1e9 / weights
-    fp16_bound = bandwidth * 1e9 / decode_bytes(load_model(resolve_source(None), state, "fp16").model)
+    fp16_weights = decode_bytes(load_model(resolve_source(None), state, "fp16").model)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     daemon = start_daemon(state, port)
     try:
         wait_ready(url, daemon)
         stream_rates(url, 8)  # warm-up
-        rates = [stream_rates(url, args.tokens) for _ in range(args.rounds)]
-        decoding = statistics.median(rate["decoding"] for rate in rates)
-        client = statistics.median(rate["client"] for rate in rates)
-        print(
-            f"read bandwidth {bandwidth:.1f} GB/s (ordinary pages {ordinary:.1f}, huge pages {huge:.1f});"
-            f" decode weights {weights / 1e6:.0f} MB; bound {bound:.0f} tokens/s"
-            f" (fp16 copies: {fp16_bound:.0f})\n"
-        )
-        print("| one greedy stream | tokens/s (median) | of the bound | of fp16 copies' bound |")
+        rounds = []
+        for _ in range(args.rounds):
+            with torch.inference_mode():
+                ordinary, huge = bandwidth_gb_s(ordinary_memory), bandwidth_gb_s(huge_memory)
+            rounds.append((max(ordinary, huge), ordinary, huge, stream_rates(url, args.tokens)))
+        print("| round | read bandwidth, GB/s (ordinary, huge pages) | bound, tokens/s | decoding, tokens/s | share |")
+        print("|---|---|---|---|---|")
+        for index, (bandwidth, ordinary, huge, rate) in enumerate(rounds, 1):
+            bound = bandwidth * 1e9 / weights
+            print(
+                f"| {index} | {bandwidth:.1f} ({ordinary:.1f}, {huge:.1f}) | {bound:.0f} | {rate['decoding']:.1f} |"
+                f" {rate['decoding'] / bound:.0%} |"
+            )
+        print(f"\ndecode weights {weights / 1e6:.0f} MB (fp16 copies: {fp16_weights / 1e6:.0f} MB)\n")
+        print("| one greedy stream | tokens/s (median) | of the bound (median of rounds; range) | of fp16 bound |")
         print("|---|---|---|---|")
-        for name, rate in (
-            ("decoding (first to last token)", decoding),
-            ("as a client sees it (send to last byte)", client),
-        ):
-            print(f"| {name} | {rate:.1f} | {rate / bound:.0%} | {rate / fp16_bound:.0%} |")
+        for name, key in (("decoding (first to last token)", "decoding"), ("as a client sees it", "client")):
+            shares = sorted(rates[key] * weights / (bandwidth * 1e9) for bandwidth, _, _, rates in rounds)
+            fp16 = statistics.median(rates[key] * fp16_weights / (bandwidth * 1e9) for bandwidth, _, _, rates in rounds)
+            median = statistics.median(rates[key] for _, _, _, rates in rounds)
+            print(
+                f"| {name} | {median:.1f} | {statistics.median(shares):.0%} ({shares[0]:.0%} to {shares[-1]:.0%}) |"
+                f" {fp16:.0%} |"
+            )
         print()
         py_spy = shutil.which("py-spy") or str(HERE / ".venv-bench" / "bin" / "py-spy")
         if args.no_profile or not Path(py_spy).exists():
