@@ -259,3 +259,35 @@ def test_a_model_the_kernels_cannot_step_is_left_to_transformers(model: Any) -> 
         assert native_step(model, load_kernel()) is None
     finally:
         model.config.hidden_act = "silu"
+
+
+def test_several_steps_in_one_call_pick_and_write_what_single_steps_do(model: Any, step: NativeDecodeStep) -> None:
+    """Greedy steps taken in one call, each step's picks the next one's tokens: the very picks (token and log-prob)
+    and keys and values of steps taken one call at a time."""
+    ours, theirs = read(model, PROMPTS), read(model, PROMPTS)
+    tokens = [p[-1] for p in PROMPTS]
+    with torch.inference_mode():
+        several = step.steps(tokens, ours, [None] * 3, 5, frozenset())
+        ours.advance(len(several))
+        single = []
+        for _ in range(5):
+            picked = step.step(tokens, theirs, [None] * 3, [True] * 3).picked
+            theirs.advance()
+            single.append([picked[row] for row in range(3)])
+            tokens = [token for token, _ in single[-1]]
+    assert several == single
+    assert ours.lengths == theirs.lengths == [len(p) + 5 for p in PROMPTS]
+    for layer in range(model.config.num_hidden_layers):
+        for row, length in enumerate(ours.lengths):
+            assert torch.equal(ours.keys[layer][row, :, :length], theirs.keys[layer][row, :, :length])
+            assert torch.equal(ours.values[layer][row, :, :length], theirs.values[layer][row, :, :length])
+
+
+def test_several_steps_end_with_the_step_that_picks_an_end_id(model: Any, step: NativeDecodeStep) -> None:
+    tokens = [p[-1] for p in PROMPTS]
+    with torch.inference_mode():
+        all_five = step.steps(tokens, read(model, PROMPTS), [None] * 3, 5, frozenset())
+        ending = all_five[1][2][0]  # the third row's second pick
+        until_it = step.steps(tokens, read(model, PROMPTS), [None] * 3, 5, frozenset({ending, 10_000}))
+    first = next(at for at, picks in enumerate(all_five) if any(token == ending for token, _ in picks))
+    assert until_it == all_five[: first + 1]

@@ -188,11 +188,16 @@ def test_a_refused_request_is_recorded_as_the_embedded_models_answer(reef: Runni
 
 
 def test_stop_sequence_ends_the_answer(reef: RunningReef, oai: openai.OpenAI) -> None:
-    answer = oai.chat.completions.create(
-        model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, stop=[" is"], **GREEDY
+    """The answer's record ends with the token that completed the stop sequence, though greedy tokens are decoded
+    several to a native call (the one after it, " is", was decoded in the same call)."""
+    raw = oai.chat.completions.with_raw_response.create(
+        model="smollm2", messages=MESSAGES, max_tokens=MAX_TOKENS, stop=[" France"], **GREEDY
     )
-    assert answer.choices[0].message.content == "The capital of France"
+    answer = raw.parse()
+    assert answer.choices[0].message.content == "The capital of"
     assert answer.choices[0].finish_reason == "stop"
+    output_ids = assert_token_data(reef.record(raw.headers["x-reef-agent-record-id"]))["output_ids"]
+    assert reef.runtime.engine.tokenizer.decode(output_ids) == "The capital of France"
 
 
 def test_a_long_shared_prompt_prefix_gives_the_same_answer(reef: RunningReef, oai: openai.OpenAI) -> None:

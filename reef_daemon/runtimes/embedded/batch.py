@@ -108,11 +108,11 @@ class BatchCache:
     def capacity(self) -> int:
         return int(self._key_rooms[0].shape[2]) if self._key_rooms else 0
 
-    def next_positions(self) -> list[int]:
+    def next_positions(self, ahead: int = 1) -> list[int]:
         """The position of the next token of each row, where `update` (or the native step, `decode_step.py`)
-        writes its key and value; room is made for it."""
+        writes its key and value; room is made for it and the `ahead` - 1 after it."""
         self._span = max(self.lengths) + 1
-        self._reserve(self._span)
+        self._reserve(self._span + ahead - 1)
         return list(self.lengths)
 
     def step_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,9 +123,9 @@ class BatchCache:
         mask = torch.arange(self._span).unsqueeze(0) <= self._positions.unsqueeze(1)
         return self._positions.unsqueeze(1), mask[:, None, None, :]
 
-    def advance(self) -> None:
-        """After a step: every row holds one more position."""
-        self.lengths = [length + 1 for length in self.lengths]
+    def advance(self, steps: int = 1) -> None:
+        """After `steps` steps: every row holds that many more positions."""
+        self.lengths = [length + steps for length in self.lengths]
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, **_: Any

@@ -8,7 +8,8 @@ final norm and the output head. A row served by a LoRA adapter gets its adapter'
 inside that call (its A and B read where the adapter holds them), so a row's bits do not depend on the rows beside
 it, adapted or not; where a row's adapter adapts the output head, the head runs in torch, as a layer module whose
 hook adds the delta. Rows decoded greedily get their picks in that call too (the token and its log-prob, as
-`DecodeKernel.pick_greedy` makes them). The rotary cos and sin are rows of a table the model's rotary embedding made
+`DecodeKernel.pick_greedy` makes them); rows all decoded greedily can take several steps in one call (`steps`), each
+step's picks the next one's tokens. The rotary cos and sin are rows of a table the model's rotary embedding made
 for every position once (a position's values are the same made alone or with others).
 
 The products read the fp16, int8 or int4 copies the layer modules hold (`precision.py`, `embedded.decode-weights`),
@@ -141,6 +142,13 @@ class NativeDecodeStep:
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
         ]  # fmt: skip
         self._step_call.restype = ctypes.c_int
+        self._steps_call = library.reef_decode_steps
+        self._steps_call.argtypes = [
+            *self._step_call.argtypes[:14], ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+            ctypes.c_void_p, ctypes.c_int,
+        ]  # fmt: skip
+        self._steps_call.restype = ctypes.c_int
+        self._end_ids: tuple[frozenset[int] | None, Any] = (None, None)  # the last end ids given, as a ctypes array
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         self._shape = _Shape(
             config.hidden_size, config.num_attention_heads, config.num_key_value_heads, head_dim,
@@ -199,37 +207,79 @@ class NativeDecodeStep:
         step writes again (a new one each step cost the allocation and the first write's page faults, ~40 µs of a
         one-row step): whoever keeps them past the next step keeps a copy."""
         rows = len(tokens)
-        positions = (ctypes.c_int64 * rows)(*batch.next_positions())
-        room = self._room(rows)
-        hidden, normed = self._scratch["hidden"], self._scratch["final"]
-        cos, sin = self._rotary(hidden, batch.capacity)
+        head_in_torch = not self.picks_all(adapters)
         model = self._described_model
-        head_in_torch = any(adapter is not None and _HEAD in adapter.layers for adapter in adapters)
         if head_in_torch:
             model = _Model(model.layers, model.count, model.embedding, model.final_norm, None, model.head_format,
                            model.vocab, model.eps)  # fmt: skip
         picking = any(greedy) and not head_in_torch
         chosen = (ctypes.c_uint8 * rows)(*greedy) if picking else None
         picked, picked_logprobs = (ctypes.c_int64 * rows)(), (ctypes.c_float * rows)()
-        logits = self._scratch["logits"][:rows]
-        keys, values = self._cache_addresses(batch)
-        token_ids, lora = (ctypes.c_int64 * rows)(*tokens), self._lora_rows(adapters)
+        arguments = self._arguments(tokens, batch, adapters, 1)
         if just_before is not None:
             just_before()
-        failed = self._step_call(
-            ctypes.byref(model), token_ids, rows, hidden.data_ptr(), cos.data_ptr(), sin.data_ptr(), keys, values,
-            positions, batch.capacity, ctypes.byref(room), lora, normed.data_ptr(), logits.data_ptr(), chosen, picked,
-            picked_logprobs, kernel_threads(),
-        )  # fmt: skip
+        failed = self._step_call(ctypes.byref(model), *arguments, chosen, picked, picked_logprobs, kernel_threads())
         if failed == -2:
             raise ValueError(f"decoding: a token id outside the vocabulary of {model.vocab}: {tokens}")
         if failed:
             raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
+        logits, normed = self._scratch["logits"][:rows], self._scratch["final"]
         if head_in_torch:
             return DecodedStep(self._model.lm_head(normed[:rows].unsqueeze(1))[:, 0], {})
         if not picking:
             return DecodedStep(logits, {})
         return DecodedStep(logits, {r: (picked[r], picked_logprobs[r]) for r in range(rows) if greedy[r]})
+
+    def picks_all(self, adapters: Sequence[LoraAdapter | None]) -> bool:
+        """Whether the kernel makes every row's logits (no row's adapter adapts the output head), so that it can
+        pick greedy rows itself and take several steps in one call (`steps`)."""
+        return not any(adapter is not None and _HEAD in adapter.layers for adapter in adapters)
+
+    def steps(
+        self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None], count: int,
+        end_ids: frozenset[int], just_before: Callable[[], None] | None = None,
+    ) -> list[list[tuple[int, float]]]:  # fmt: skip
+        """Up to `count` greedy steps of every row in one native call, each step's picks the next step's tokens: per
+        step taken, each row's pick (token id, log-prob), the same as `step` picks them one call at a time. It stops
+        after a step where a row picked one of `end_ids`. The keys and values of every step taken go into `batch`,
+        which the caller then advances by the steps taken. For rows that `picks_all`, all greedy; `batch` makes
+        room for the steps itself."""
+        rows = len(tokens)
+        if self._end_ids[0] != end_ids:
+            self._end_ids = (end_ids, (ctypes.c_int64 * max(len(end_ids), 1))(*sorted(end_ids)))
+        picked, picked_logprobs = (ctypes.c_int64 * (rows * count))(), (ctypes.c_float * (rows * count))()
+        arguments = self._arguments(tokens, batch, adapters, count)
+        if just_before is not None:
+            just_before()
+        taken = self._steps_call(
+            ctypes.byref(self._described_model), *arguments, count, self._end_ids[1], len(end_ids), picked,
+            picked_logprobs, kernel_threads(),
+        )  # fmt: skip
+        if taken == -2:
+            raise ValueError(f"decoding: a token id outside the vocabulary of {self._described_model.vocab}: {tokens}")
+        if taken == -3:
+            raise ValueError("decoding: several steps need room in the cache and the head in the kernel")
+        if taken < 1:
+            raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
+        return [[(picked[at * rows + r], picked_logprobs[at * rows + r]) for r in range(rows)] for at in range(taken)]
+
+    def _arguments(
+        self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None], ahead: int
+    ) -> tuple[Any, ...]:
+        """What the step's native call takes after the model, up to the logits: the rows' tokens, the buffers, the
+        cache with room for `ahead` more positions a row, the rotary tables and the adapters' pairs."""
+        rows = len(tokens)
+        positions = (ctypes.c_int64 * rows)(*batch.next_positions(ahead))
+        room = self._room(rows)
+        hidden = self._scratch["hidden"]
+        cos, sin = self._rotary(hidden, batch.capacity)
+        keys, values = self._cache_addresses(batch)
+        token_ids, lora = (ctypes.c_int64 * rows)(*tokens), self._lora_rows(adapters)
+        return (
+            token_ids, rows, hidden.data_ptr(), cos.data_ptr(), sin.data_ptr(), keys, values, positions,
+            batch.capacity, ctypes.byref(room), lora, self._scratch["final"].data_ptr(),
+            self._scratch["logits"].data_ptr(),
+        )  # fmt: skip
 
     def _rotary(self, hidden: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rotary cos and sin tables `[positions, head_dim]`, made anew, larger, when `capacity` (which covers

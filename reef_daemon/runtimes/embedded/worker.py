@@ -1,7 +1,8 @@
 """The generation thread: the only place the model runs, so the event loop never waits on it.
 
 The sequences being decoded advance together: one forward pass gives every one of them its next token, each with
-its own keys and values (`batch.py`), sampling, stop rules and length limit. A new request's prompt is read in
+its own keys and values (`batch.py`), sampling, stop rules and length limit; where all of them decode greedily, one
+native call gives them several tokens (DECODE_CHUNK), the same tokens, taken in order. A new request's prompt is read in
 chunks, one chunk between two decoding steps, so a long prompt does not stall the others; once read, its first
 token is picked and it joins the batch. Weight swaps are applied between steps: every token is produced by exactly
 one weight set, and the sequences that straddle a swap re-read their context under the new weights before their
@@ -50,6 +51,10 @@ SPEED_WINDOW = 64  # decoding steps the tokens/s figure is measured over
 # step runs on (served A/B, six alternating rounds: one stream 1.06x the tokens/s, four together 1.07x).
 STREAM_INTERVAL_S = 0.02
 RESIDENT_ADAPTERS = 8  # LoRA adapters kept in memory; the least recently used beyond spills to disk
+# Greedy steps one native call may take for every row (`NativeDecodeStep.steps`): the Python around a step, run cold
+# after the weights swept the caches, cost ~0.3 ms of a served one-row step of ~3.6; a row that ends within them ends
+# there (an end-of-turn id ends the call), at the cost of the steps after it when a stop sequence or a loop ends it.
+DECODE_CHUNK = 4
 
 _Swap = tuple[Mapping[str, torch.Tensor] | LoraAdapter, "concurrent.futures.Future[str]"]
 
@@ -349,31 +354,59 @@ class GenerationWorker:
         return job.adapter.version if job.adapter is not None else self.version
 
     def _decode_step(self) -> None:
-        """One token for every decoding sequence, in one forward pass."""
+        """A token for every decoding sequence, in one forward pass; or several, where one native call may take
+        several steps (`_chunk`): each row's tokens are those single steps would give, taken in order, and a row
+        that ends keeps none of the tokens decoded after its end."""
         began = time.perf_counter()
+        jobs = self._decoding
         with torch_on_one_thread() if self._native is not None else contextlib.nullcontext():
             try:
-                adapters = [job.adapter for job in self._decoding]
+                adapters = [job.adapter for job in jobs]
+                count = self._chunk(adapters)
                 with self.adapters.serving(adapters):
-                    decoded = self._logits(adapters)
-                self._batch.advance()
+                    if count > 1 and self._native is not None:
+                        tokens = [job.output_ids[-1] for job in jobs]
+                        end_ids, due = self._stops.end_ids, self._hand_over_due
+                        chunk = self._native.steps(tokens, self._batch, adapters, count, end_ids, due)
+                    else:
+                        decoded = self._logits(adapters)
+                        chunk = []
+                self._batch.advance(max(len(chunk), 1))
             except Exception as exc:
                 log.exception("generation failed")
-                for job in self._decoding:
+                for job in jobs:
                     job.post(Finished("error", error=f"{type(exc).__name__}: {exc}"))
-                self._leave(list(range(len(self._decoding))))
+                self._leave(list(range(len(jobs))))
                 return
-            ended = []
-            jobs = self._decoding
-            params, generators = [job.params for job in jobs], [job.generator for job in jobs]
-            picks = pick_tokens(decoded.logits, params, generators, self._greedy, decoded.picked)
-            for row, (job, (token, logprob)) in enumerate(zip(jobs, picks, strict=True)):
-                job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
-                if not self._take(job, token):
-                    ended.append(row)
-        self._steps.append((time.perf_counter() - began, len(self._decoding)))
-        self.peak_batch = max(self.peak_batch, len(self._decoding))
+            if not chunk:
+                params, generators = [job.params for job in jobs], [job.generator for job in jobs]
+                chunk = [pick_tokens(decoded.logits, params, generators, self._greedy, decoded.picked)]
+            ended: list[int] = []
+            made = 0
+            for picks in chunk:
+                for row, (job, (token, logprob)) in enumerate(zip(jobs, picks, strict=True)):
+                    if row in ended:
+                        continue
+                    job.record(token, logprob, self._served_by(job), job.scenario if job.adapter is not None else None)
+                    made += 1
+                    if not self._take(job, token):
+                        ended.append(row)
+        self._steps.append((time.perf_counter() - began, made))
+        self.peak_batch = max(self.peak_batch, len(jobs))
         self._leave(ended)
+
+    def _chunk(self, adapters: list[LoraAdapter | None]) -> int:
+        """The steps the next native call may take: up to DECODE_CHUNK where every row is greedy, the kernel picks
+        every row (`picks_all`) and no row reaches its length limit or the end of the context sooner; else one."""
+        if self._native is None or not self._native.picks_all(adapters):
+            return 1
+        count = DECODE_CHUNK
+        for job in self._decoding:
+            if not job.params.greedy:
+                return 1
+            used = len(job.prompt_ids) + len(job.output_ids)
+            count = min(count, job.params.max_tokens - len(job.output_ids), self._stops.context_length - used)
+        return max(count, 1)
 
     def _logits(self, adapters: list[LoraAdapter | None]) -> DecodedStep:
         """The next-token logits `[rows, vocab]` of every decoding sequence (served by `adapters`, which the bank
