@@ -291,3 +291,11 @@ def test_several_steps_end_with_the_step_that_picks_an_end_id(model: Any, step: 
         until_it = step.steps(tokens, read(model, PROMPTS), [None] * 3, 5, frozenset({ending, 10_000}))
     first = next(at for at, picks in enumerate(all_five) if any(token == ending for token, _ in picks))
     assert until_it == all_five[: first + 1]
+
+
+def test_the_step_refuses_a_cache_whose_values_are_not_fp16(model: Any, step: NativeDecodeStep) -> None:
+    """Decoding through transformers' forward pass keeps values in fp32; the kernel reads fp16 ones only."""
+    batch = BatchCache(torch.float32)
+    batch.add(read_one(model, PROMPTS[0]))
+    with pytest.raises(ValueError, match="fp16 values"), torch.inference_mode():
+        step.step([PROMPTS[0][-1]], batch, [None])

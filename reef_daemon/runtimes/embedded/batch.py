@@ -7,10 +7,11 @@ row's own position (`update`, called by every attention layer). Rows join from a
 `DynamicCache`) and leave when their sequence ends: a joining row is copied into a free row of the buffers, a
 leaving one's place closed up in place, and a decoding step copies nothing.
 
-Keys are kept in fp32 and values in fp16 (VALUES): a decoding step reads every cached position of its rows (SmolLM2:
-35 KB a position, 46 KB with fp32 values), and attention is a fifth of a four-row step. Values rounded to fp16 left
-the decoding copies' log-prob error where it was (`tests/embedded/test_decode_precision.py`: 0.0020 nats at worst
-against 0.0023), where fp16 keys doubled it. `update` hands transformers' attention the values in fp32.
+Keys are kept in fp32, values in fp16 for the native step (`decode_step.py`): a decoding step reads every cached
+position of its rows (SmolLM2: 35 KB a position, 46 KB with fp32 values), and attention is a fifth of a four-row
+step. Values rounded to fp16 left the decoding copies' log-prob error where it was
+(`tests/embedded/test_decode_precision.py`: 0.0020 nats at worst against 0.0023), where fp16 keys doubled it.
+Decoding through transformers' forward pass keeps them in fp32 (`values`), as the weights it reads.
 
 A sequence's tokens must not depend on which others share its steps. The decoding products give each row the same
 result whatever the number of rows, but attention over a padded span rounds differently from attention over the
@@ -30,12 +31,12 @@ ROW_ATTENTION = "reef_rows"
 GROWTH = 256  # positions added to every row when the longest one runs out of room
 ROW_ROOM = 4  # rows the buffers have room for, at least
 KEPT_BYTES = 64 << 20  # the most buffer an emptied batch keeps for the next requests (SmolLM2: 4 rows, 460 positions)
-VALUES = torch.float16  # the values' dtype (keys: fp32)
 _LAYOUTS = itertools.count()
 
 
 class BatchCache:
-    """Per-layer key (fp32) and value (fp16) buffers `[rows, kv_heads, capacity, head_dim]` and each row's length.
+    """Per-layer key (fp32) and value (fp16, or `values`) buffers `[rows, kv_heads, capacity, head_dim]` and each
+    row's length.
 
     The buffers are the first rows of larger ones with room for more rows (at least ROW_ROOM): a row that joins is
     copied into the next free one, and a row that leaves is closed up in place, so neither makes new buffers. On a VM
@@ -43,7 +44,8 @@ class BatchCache:
     join three, where copying a row takes ~1 ms.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, values: torch.dtype = torch.float16) -> None:
+        self.values_dtype = values  # the values' dtype (keys: fp32)
         self._key_rooms: list[torch.Tensor] = []  # per layer [room, kv_heads, capacity, head_dim]
         self._value_rooms: list[torch.Tensor] = []
         self.keys: list[torch.Tensor] = []  # per layer, the rooms' first len(self) rows
@@ -149,7 +151,7 @@ class BatchCache:
         shape = (max(rows, ROW_ROOM), like.shape[1], capacity, like.shape[3])
         count = len(self.lengths)
         made: list[list[torch.Tensor]] = []
-        for old_rooms, dtype in ((self._key_rooms, torch.float32), (self._value_rooms, VALUES)):
+        for old_rooms, dtype in ((self._key_rooms, torch.float32), (self._value_rooms, self.values_dtype)):
             rooms = []
             for layer in range(layers):
                 room = like.new_empty(shape, dtype=dtype)

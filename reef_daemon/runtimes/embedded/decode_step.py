@@ -269,6 +269,8 @@ class NativeDecodeStep:
         """What the step's native call takes after the model, up to the logits: the rows' tokens, the buffers, the
         cache with room for `ahead` more positions a row, the rotary tables and the adapters' pairs."""
         rows = len(tokens)
+        if batch.values_dtype != torch.float16:
+            raise ValueError("decoding: the native step reads a cache of fp16 values (BatchCache(torch.float16))")
         positions = (ctypes.c_int64 * rows)(*batch.next_positions(ahead))
         room = self._room(rows)
         hidden = self._scratch["hidden"]

@@ -86,9 +86,9 @@ class GenerationWorker:
         # one is due (`_hand_over_due`), and all of them before the thread reads a prompt, swaps or waits.
         self._held: list[tuple[Job, Event]] = []
         self._handed_at = 0.0  # when events were last handed over (time.monotonic())
-        self._batch = BatchCache()
         kernel = load_kernel()
         self._native = native_step(loaded.model, kernel)  # None: transformers' forward decodes
+        self._batch = BatchCache(torch.float16 if self._native is not None else torch.float32)
         self._greedy: GreedyPicks | None = kernel.pick_greedy if kernel is not None else None  # None: torch picks
         self.peak_batch = 0  # the most sequences one decoding step has advanced
         self.prompt_tokens_read = 0  # context tokens the model read (prompts, and contexts re-read after a swap)
