@@ -2,9 +2,9 @@
 
 The sequences being decoded advance together: one forward pass gives every one of them its next token, each with
 its own keys and values (`batch.py`), sampling, stop rules and length limit; where all of them decode greedily, one
-native call gives them several tokens (DECODE_CHUNK), the same tokens, taken in order. A new request's prompt is read in
-chunks, one chunk between two decoding steps, so a long prompt does not stall the others; once read, its first
-token is picked and it joins the batch. Weight swaps are applied between steps: every token is produced by exactly
+native call gives them several tokens (DECODE_CHUNK), the same tokens, taken in order. A new request's prompt is
+read in chunks, one chunk between two decoding steps, so a long prompt does not stall the others; once read, its
+first token is picked and it joins the batch. Weight swaps are applied between steps: every token is produced by exactly
 one weight set, and the sequences that straddle a swap re-read their context under the new weights before their
 next token. The same prompt as the last one read, or one that starts like the last long one, starts from its cache
 (see `prefix.py`).
