@@ -60,8 +60,12 @@ static inline int32_t next_pair(const q8_rows_t *in, int r, int64_t pair, int64_
     return pair + 1 < end ? in->x[r * in->pairs + pair + 1] : 0;
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
+static inline __m256 half8(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__) && defined(__FMA__)
 #define GROUP 6 /* rows per pass over a panel: GROUP x 2 accumulators of 16 floats stay in AVX-512 registers */
 
 static inline __m512 half16(const uint16_t *h) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)); }
@@ -228,11 +232,7 @@ const char *reef_decode_kernel_kind(void) { return "avx512-f16c-fma"; }
 #endif
 
 #elif defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-#include <immintrin.h>
 #define GROUP 3 /* rows per pass over a panel: GROUP x PANEL / 8 accumulators stay in AVX2 registers */
-
-static inline __m256 half8(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
-
 
 static inline __attribute__((always_inline)) void panel_pass(
     const float *x, int64_t k_count, const uint16_t *panel, float *out, int rows) {
@@ -1000,10 +1000,6 @@ static float largest(const float *scores, int64_t span) {
  * sum when `first` is 0), each value taken to fp32: each output summed in a register across the positions, 64 floats
  * at a time. An output's sum over all positions has the same bits however the positions are split into ranges, taken
  * in order. */
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-static inline __m256 eight_values(const uint16_t *h) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)); }
-#endif
-
 static void add_values(const float *weights, const uint16_t *v, int64_t first, int64_t end, int64_t dim, float *o) {
     int64_t c = 0;
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -1013,14 +1009,14 @@ static void add_values(const float *weights, const uint16_t *v, int64_t first, i
         for (int64_t t = first; t < end; t++) {
             __m256 w = _mm256_set1_ps(weights[t]);
             const uint16_t *row = v + t * dim + c;
-            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, eight_values(row + 8 * i), acc[i]);
+            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, half8(row + 8 * i), acc[i]);
         }
         for (int i = 0; i < 8; i++) _mm256_storeu_ps(o + c + 8 * i, acc[i]);
     }
     for (; c + 8 <= dim; c += 8) {
         __m256 acc = first == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + c);
         for (int64_t t = first; t < end; t++)
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), eight_values(v + t * dim + c), acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), half8(v + t * dim + c), acc);
         _mm256_storeu_ps(o + c, acc);
     }
 #endif

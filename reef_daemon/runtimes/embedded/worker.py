@@ -44,7 +44,7 @@ from reef_daemon.runtimes.embedded.versions import ServingVersion, copy_weights,
 log = logging.getLogger("reef.embedded")
 
 PREFILL_CHUNK = 256  # prompt tokens per turn, so one long prompt does not stall the other streams
-SPEED_WINDOW = 64  # decoding steps the tokens/s figure is measured over
+SPEED_WINDOW = 64  # decoding calls (of one step or several) the tokens/s figure is measured over
 
 # A stream's text between its first token and its end reaches the event loop at most this often, several tokens
 # together: handed over every step, the loop's wake-ups and the client's reads took a share of the two cores the
