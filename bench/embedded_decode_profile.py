@@ -65,7 +65,9 @@ def step_parts() -> dict[str, list[tuple[str, int, int]]]:
         "products outside the native step": [
             decode_kernel.DecodeKernel.linear, precision.DecodeLinear.forward,
         ],
-        "the native step (layers, final norm, output head)": [decode_step.NativeDecodeStep.step],
+        "the native step (layers, final norm, output head)": [
+            decode_step.NativeDecodeStep.step, decode_step.NativeDecodeStep.steps,
+        ],
         "attention (transformers' path)": [sdpa_attention.sdpa_attention_forward, row_attention],
         "keys and values written (transformers' path)": [BatchCache.update],
         "norms (transformers' path)": [llama.LlamaRMSNorm.forward],
