@@ -1,16 +1,22 @@
 """Where one stream's decoding time goes in `reef serve` on the embedded model, and the memory bound it is held to.
 
-In one run, on the same machine, `--rounds` times in turn (the host's bandwidth drifts within minutes, so each stream
-is held to the bandwidth read just before it):
+In one run, on the same machine, `--rounds` times in turn (the host's bandwidth moves within seconds, so each stream
+is held to the bandwidth read around it):
 1. the read bandwidth: the median of several passes summing a 512 MiB fp32 tensor (torch, all threads), on ordinary
-   memory and on the memory meant for 2 MiB pages that the decode copies live on (`huge_pages.py`); the higher one
-   (on huge pages, where the kernel grants them) is the machine's bandwidth the bound is computed from;
-2. the bound: that bandwidth over the bytes a decoding step reads (every decode weight once), as tokens/s, for the
-   copies `reef serve` decodes from by default and for fp16 copies (`embedded.decode-weights fp16`);
+   memory and on the memory meant for 2 MiB pages that the decode copies live on (`huge_pages.py`), the higher one
+   (on huge pages, where the kernel grants them), read just before the stream and again just after it; and one
+   thread's, on huge pages;
+2. the bound: the higher of the two reads over the bytes a decoding step reads (every decode weight once), as
+   tokens/s, for the copies `reef serve` decodes from by default and for fp16 copies (`embedded.decode-weights fp16`);
 3. `reef serve` on a temporary state directory (the model cache of `~/.cache/reef/models`), streaming a greedy
    answer of `--tokens` tokens: tokens/s from the first text delta to the last, and as a client sees it (all tokens
-   over the time from sending to the last byte), and each against that round's bound;
-4. py-spy over the daemon while it streams one more (`--concurrent N`: N at once; `--format raw`), the generation
+   over the time from sending to the last byte), and each against that round's bound. Each round says whether the
+   cores read memory through one path (all threads read little more than one: "shared") or each through its own
+   (at least 1.5x: "separate", where the host placed the two virtual cores apart), or changed during the round;
+   the summary gives all rounds, and each kind apart when a run has both;
+4. py-spy over the daemon while it streams one more (`--concurrent N`: N at once; `--format raw`, `--nonblocking`:
+   a sampler that pauses the daemon 200 times a second put a third of a one-row step's samples in the Python around
+   the native call, where unpaused samples put 1-2 %), the generation
    thread's samples put in the parts of a decoding step (the native step's one call, products outside it, the
    rotary embedding, picking the token, the Python between them; without the decoding kernels,
    transformers' attention, norms and key/value writes) and what the thread does besides (reading the prompt,
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import inspect
 import shutil
 import signal
@@ -112,14 +119,55 @@ def part_of(frame: str, parts: dict[str, list[tuple[str, int, int]]]) -> str | N
 MEASURED = 128 * 2**20  # fp32 values summed: 512 MiB, far past the caches
 
 
-def bandwidth_gb_s(data: torch.Tensor, repeats: int = 9) -> float:
-    """Read bandwidth: the median pass summing `data` (fp32, every thread torch has)."""
-    seconds = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        data.sum()
-        seconds.append(time.perf_counter() - began)
+def bandwidth_gb_s(data: torch.Tensor, repeats: int = 9, threads: int | None = None) -> float:
+    """Read bandwidth: the median pass summing `data` (fp32) on `threads` threads (None: every thread torch has)."""
+    every = torch.get_num_threads()
+    torch.set_num_threads(threads or every)
+    try:
+        seconds = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            data.sum()
+            seconds.append(time.perf_counter() - began)
+    finally:
+        torch.set_num_threads(every)
     return data.numel() * 4 / statistics.median(seconds) / 1e9
+
+
+SEPARATE_PATHS = 1.5  # all threads reading at least this many times one thread's bandwidth: each core has its own
+
+
+@dataclasses.dataclass(frozen=True)
+class Round:
+    """One stream between two reads of the bandwidth (GB/s, the higher of ordinary memory and huge pages)."""
+
+    before: float
+    after: float
+    one_thread: float  # on huge pages, just before the stream
+    rates: dict[str, float]
+
+    @property
+    def bandwidth(self) -> float:
+        """What the stream is held to: the higher of the two reads around it."""
+        return max(self.before, self.after)
+
+    @property
+    def paths(self) -> str:
+        """Whether the cores read memory through one path ("shared": two threads read little more than one),
+        each through its own ("separate": the host placed them apart, and two threads read about twice what one
+        does), or the host moved them during the round ("changed")."""
+        apart = [read >= SEPARATE_PATHS * self.one_thread for read in (self.before, self.after)]
+        return "separate" if all(apart) else "shared" if not any(apart) else "changed"
+
+
+def read_round(ordinary: torch.Tensor, huge: torch.Tensor, stream: Callable[[], dict[str, float]]) -> Round:
+    """The bandwidth, then `stream`, then the bandwidth again."""
+    with torch.inference_mode():
+        one_thread = bandwidth_gb_s(huge, threads=1)
+        before = max(bandwidth_gb_s(ordinary), bandwidth_gb_s(huge))
+        rates = stream()
+        after = max(bandwidth_gb_s(ordinary), bandwidth_gb_s(huge))
+    return Round(before, after, one_thread, rates)
 
 
 def decode_bytes(model: Any) -> int:
@@ -150,7 +198,8 @@ def stream_rates(url: str, tokens: int, concurrent: int = 1) -> dict[str, float]
 def profile(py_spy: str, pid: int, raw: Path, run: Callable[[], object]) -> collections.Counter[str]:
     """py-spy over the daemon while `run` runs; the generation thread's samples by part."""
     sampler = subprocess.Popen(
-        [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--threads", "--output", str(raw)],
+        [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--threads", "--nonblocking",
+         "--output", str(raw)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     time.sleep(1.0)  # py-spy attaches
@@ -174,6 +223,17 @@ def profile(py_spy: str, pid: int, raw: Path, run: Callable[[], object]) -> coll
     return parts
 
 
+def summary(name: str, rounds: list[Round], key: str, weights: int, fp16_weights: int) -> str:
+    """A table row: the rounds' median tokens/s, and their shares of the bound and of the fp16 copies' bound."""
+    shares = sorted(r.rates[key] * weights / (r.bandwidth * 1e9) for r in rounds)
+    fp16 = statistics.median(r.rates[key] * fp16_weights / (r.bandwidth * 1e9) for r in rounds)
+    median = statistics.median(r.rates[key] for r in rounds)
+    return (
+        f"| {name} | {len(rounds)} | {median:.1f} | {statistics.median(shares):.0%} ({shares[0]:.0%} to"
+        f" {shares[-1]:.0%}) | {fp16:.0%} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=160, help="greedy tokens per stream")
@@ -195,30 +255,26 @@ def main() -> None:
     try:
         wait_ready(url, daemon)
         stream_rates(url, 8)  # warm-up
-        rounds = []
-        for _ in range(args.rounds):
-            with torch.inference_mode():
-                ordinary, huge = bandwidth_gb_s(ordinary_memory), bandwidth_gb_s(huge_memory)
-            rounds.append((max(ordinary, huge), ordinary, huge, stream_rates(url, args.tokens)))
-        print("| round | read bandwidth, GB/s (ordinary, huge pages) | bound, tokens/s | decoding, tokens/s | share |")
-        print("|---|---|---|---|---|")
-        for index, (bandwidth, ordinary, huge, rate) in enumerate(rounds, 1):
-            bound = bandwidth * 1e9 / weights
+        stream = lambda: stream_rates(url, args.tokens)  # noqa: E731
+        rounds = [read_round(ordinary_memory, huge_memory, stream) for _ in range(args.rounds)]
+        print("| round | read bandwidth before, after (GB/s; one thread) | the cores' paths | bound, tokens/s |"
+              " decoding, tokens/s | share |")  # fmt: skip
+        print("|---|---|---|---|---|---|")
+        for index, each in enumerate(rounds, 1):
+            bound = each.bandwidth * 1e9 / weights
             print(
-                f"| {index} | {bandwidth:.1f} ({ordinary:.1f}, {huge:.1f}) | {bound:.0f} | {rate['decoding']:.1f} |"
-                f" {rate['decoding'] / bound:.0%} |"
+                f"| {index} | {each.before:.1f}, {each.after:.1f} ({each.one_thread:.1f}) | {each.paths} |"
+                f" {bound:.0f} | {each.rates['decoding']:.1f} | {each.rates['decoding'] / bound:.0%} |"
             )
         print(f"\ndecode weights {weights / 1e6:.0f} MB (fp16 copies: {fp16_weights / 1e6:.0f} MB)\n")
-        print("| one greedy stream | tokens/s (median) | of the bound (median of rounds; range) | of fp16 bound |")
-        print("|---|---|---|---|")
+        print("| one greedy stream | rounds | tokens/s (median) | of the bound (median of rounds; range) |"
+              " of fp16 bound |")  # fmt: skip
+        print("|---|---|---|---|---|")
         for name, key in (("decoding (first to last token)", "decoding"), ("as a client sees it", "client")):
-            shares = sorted(rates[key] * weights / (bandwidth * 1e9) for bandwidth, _, _, rates in rounds)
-            fp16 = statistics.median(rates[key] * fp16_weights / (bandwidth * 1e9) for bandwidth, _, _, rates in rounds)
-            median = statistics.median(rates[key] for _, _, _, rates in rounds)
-            print(
-                f"| {name} | {median:.1f} | {statistics.median(shares):.0%} ({shares[0]:.0%} to {shares[-1]:.0%}) |"
-                f" {fp16:.0%} |"
-            )
+            groups = {"all": rounds, **{p: [r for r in rounds if r.paths == p] for p in ("shared", "separate")}}
+            for group, members in groups.items():
+                if members and (group == "all" or len(members) < len(rounds)):
+                    print(summary(f"{name}, {group} rounds", members, key, weights, fp16_weights))
         print()
         py_spy = shutil.which("py-spy") or str(HERE / ".venv-bench" / "bin" / "py-spy")
         if args.no_profile or not Path(py_spy).exists():
