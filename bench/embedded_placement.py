@@ -7,7 +7,7 @@ doubled bandwidth at all. In a loop, each sample reads, in turn:
 1. the bandwidth of one thread and of all threads (a torch sum over 512 MiB on huge pages, as the profile reads it);
 2. one 4-bit product of one row (`reef_linear`, a 1,536 x 576 weight on a Q4_1 grid, as a layer's gate: 550 KB with
    its scales) on all threads, cycling through 150 distinct copies (82 MB, so each comes from memory, as in a step),
-   and through 30 (16 MB, so each comes from the last-level cache);
+   and through 30 (16 MB, so each comes from the last-level cache), and through the 150 on one thread;
 3. all threads' bandwidth again; a sample whose two all-thread reads agree on the placement is kept under it.
 
     .venv/bin/python bench/embedded_placement.py [--seconds 300]
@@ -56,11 +56,14 @@ def copies(kernel: DecodeKernel, arena: HugePageArena, count: int) -> list[torch
     return [arena.empty(tuple(one.shape), one.dtype).copy_(one) for _ in range(count)]
 
 
-def product_us(kernel: DecodeKernel, row: torch.Tensor, weights: list[torch.Tensor], passes: int = 3) -> float:
-    """The median time of one product, over `passes` cycles through `weights`: the library's own call, into one
-    output kept throughout (`DecodeKernel.linear` makes its output anew, which would be timed too)."""
+def product_us(
+    kernel: DecodeKernel, row: torch.Tensor, weights: list[torch.Tensor], passes: int = 3, threads: int = 0
+) -> float:
+    """The median time of one product on `threads` threads (0: all the kernels take), over `passes` cycles through
+    `weights`: the library's own call, into one output kept throughout (`DecodeKernel.linear` makes its output
+    anew, which would be timed too)."""
     out = torch.empty(1, OUTPUTS)
-    threads, nibbles = kernel_threads(), FORMAT_NIBBLE
+    threads, nibbles = threads or kernel_threads(), FORMAT_NIBBLE
     seconds = []
     for _ in range(passes):
         began = time.perf_counter()
@@ -83,28 +86,30 @@ def main() -> None:
         memory = arena.empty((MEASURED,), torch.float32).fill_(1.0)
         from_memory, from_cache = copies(kernel, arena, FROM_MEMORY), copies(kernel, arena, FROM_CACHE)
         row = torch.randn(1, INPUTS, generator=torch.Generator().manual_seed(1))
-        samples: dict[str, list[tuple[float, float, float, float]]] = {"shared": [], "separate": []}
+        samples: dict[str, list[tuple[float, float, float, float, float]]] = {"shared": [], "separate": []}
         changed, end = 0, time.monotonic() + args.seconds
         while time.monotonic() < end:
             one = bandwidth_gb_s(memory, repeats=3, threads=1)
             before = bandwidth_gb_s(memory, repeats=3)
             product_us(kernel, row, from_cache, passes=2)  # the helper wakes
             cold, warm = product_us(kernel, row, from_memory), product_us(kernel, row, from_cache, passes=5)
+            alone = product_us(kernel, row, from_memory, threads=1)
             after = bandwidth_gb_s(memory, repeats=3)
             apart = [read >= SEPARATE_PATHS * one for read in (before, after)]
             if all(apart) or not any(apart):
-                samples["separate" if all(apart) else "shared"].append((one, (before + after) / 2, cold, warm))
+                samples["separate" if all(apart) else "shared"].append((one, (before + after) / 2, cold, warm, alone))
             else:
                 changed += 1
     print(
-        "| the cores' memory paths | samples | one thread, GB/s | all threads, GB/s |"
+        "| the cores' memory paths | samples | one thread reads, GB/s | all threads read, GB/s |"
         f" product from memory ({FROM_MEMORY} copies), µs | from the last-level cache ({FROM_CACHE}), µs |"
+        " from memory on one thread, µs |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for paths, kept in samples.items():
         if kept:
-            one, every, cold, warm = (statistics.median(column) for column in zip(*kept, strict=True))
-            print(f"| {paths} | {len(kept)} | {one:.1f} | {every:.1f} | {cold:.2f} | {warm:.2f} |")
+            one, every, cold, warm, alone = (statistics.median(column) for column in zip(*kept, strict=True))
+            print(f"| {paths} | {len(kept)} | {one:.1f} | {every:.1f} | {cold:.2f} | {warm:.2f} | {alone:.2f} |")
     print(f"\n{changed} samples where the placement changed between the reads; one product reads"
           f" {from_memory[0].numel() * from_memory[0].element_size() / 1e3:.0f} KB.")  # fmt: skip
 
