@@ -32,11 +32,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from embedded_decode_profile import MEASURED, SEPARATE_PATHS, bandwidth_gb_s
 
-from reef_daemon.runtimes.embedded.decode_kernel import DecodeKernel, kernel_threads, load_kernel
+from reef_daemon.runtimes.embedded.decode_kernel import FORMATS, DecodeKernel, kernel_threads, load_kernel
 from reef_daemon.runtimes.embedded.huge_pages import HugePageArena
 
 OUTPUTS, INPUTS = 1536, 576
-FORMAT_NIBBLE = 2  # decode_format.h: 4-bit panels
 FROM_MEMORY, FROM_CACHE = 150, 30
 
 
@@ -63,7 +62,7 @@ def product_us(
     `weights`: the library's own call, into one output kept throughout (`DecodeKernel.linear` makes its output
     anew, which would be timed too)."""
     out = torch.empty(1, OUTPUTS)
-    threads, nibbles = threads or kernel_threads(), FORMAT_NIBBLE
+    threads, nibbles = threads or kernel_threads(), FORMATS.index("int4")
     seconds = []
     for _ in range(passes):
         began = time.perf_counter()
