@@ -23,7 +23,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import torch
 
@@ -219,10 +219,8 @@ class NativeDecodeStep:
         if just_before is not None:
             just_before()
         failed = self._step_call(ctypes.byref(model), *arguments, chosen, picked, picked_logprobs, kernel_threads())
-        if failed == -2:
-            raise ValueError(f"decoding: a token id outside the vocabulary of {model.vocab}: {tokens}")
         if failed:
-            raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
+            self._refused(failed, tokens)
         logits, normed = self._scratch["logits"][:rows], self._scratch["final"]
         if head_in_torch:
             return DecodedStep(self._model.lm_head(normed[:rows].unsqueeze(1))[:, 0], {})
@@ -255,13 +253,18 @@ class NativeDecodeStep:
             ctypes.byref(self._described_model), *arguments, count, self._end_ids[1], len(end_ids), picked,
             picked_logprobs, kernel_threads(),
         )  # fmt: skip
-        if taken == -2:
-            raise ValueError(f"decoding: a token id outside the vocabulary of {self._described_model.vocab}: {tokens}")
-        if taken == -3:
-            raise ValueError("decoding: several steps need room in the cache and the head in the kernel")
         if taken < 1:
-            raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
+            self._refused(taken, tokens)
         return [[(picked[at * rows + r], picked_logprobs[at * rows + r]) for r in range(rows)] for at in range(taken)]
+
+    def _refused(self, failed: int, tokens: list[int]) -> NoReturn:
+        """Why the native call returned `failed` (-2: a token outside the vocabulary; -3: several steps without room
+        or without the head; else memory ran out), as the error to raise."""
+        if failed == -2:
+            raise ValueError(f"decoding: a token id outside the vocabulary of {self._described_model.vocab}: {tokens}")
+        if failed == -3:
+            raise ValueError("decoding: several steps need room in the cache and the head in the kernel")
+        raise MemoryError("decoding: no memory for the attention scores, an adapter's delta or the head's inputs")
 
     def _arguments(
         self, tokens: list[int], batch: BatchCache, adapters: Sequence[LoraAdapter | None], ahead: int
